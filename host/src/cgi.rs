@@ -1,0 +1,76 @@
+//! `toolhost cgi`: a CGI/1.1 adapter (RFC 3875). It turns the CGI request
+//! (environment variables and stdin) into an HTTP request, hands it to the
+//! very router the REST server uses, and writes the response as CGI output:
+//! `Status:` and `Content-Type:` headers, a blank line, the JSON body.
+//!
+//! Reusing the router means CGI has every route, limit and envelope REST
+//! has, with nothing to keep in step.
+
+use std::io::{Read, Write};
+
+use axum::body::Body;
+use axum::http::{Request, header};
+use tower::ServiceExt;
+
+use crate::rest::{self, RestSettings};
+use crate::{HostOptions, HttpOptions};
+
+pub async fn run(host: &HostOptions, http: HttpOptions) -> anyhow::Result<()> {
+    let registry = host.loaded_registry().await?;
+    let router = rest::router(
+        registry,
+        RestSettings {
+            max_body_bytes: http.max_body_bytes,
+            text_format: host.text_format,
+        },
+    );
+    let request = cgi_request(http.max_body_bytes)?;
+    let response = router.oneshot(request).await?;
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX).await?;
+    let mut stdout = std::io::stdout().lock();
+    write!(
+        stdout,
+        "Status: {} {}\r\nContent-Type: {content_type}\r\n\r\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("")
+    )?;
+    stdout.write_all(&body)?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Builds the HTTP request the CGI environment describes. As RFC 3875 says,
+/// the body is CONTENT_LENGTH bytes of stdin (none without it); never more
+/// than one byte past the limit is read: enough for the router to answer 413.
+fn cgi_request(max_body_bytes: usize) -> anyhow::Result<Request<Body>> {
+    let var = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+    let method = var("REQUEST_METHOD").unwrap_or_else(|| "GET".into());
+    let path = var("PATH_INFO").unwrap_or_else(|| "/".into());
+    let uri = match var("QUERY_STRING") {
+        Some(query) => format!("{path}?{query}"),
+        None => path,
+    };
+    let declared_length = var("CONTENT_LENGTH").and_then(|length| length.parse::<u64>().ok());
+    let readable = declared_length.unwrap_or(0).min(max_body_bytes as u64 + 1);
+    let mut body = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(readable)
+        .read_to_end(&mut body)?;
+
+    let mut request = Request::builder().method(method.as_str()).uri(uri);
+    if let Some(length) = declared_length {
+        request = request.header(header::CONTENT_LENGTH, length);
+    }
+    if let Some(content_type) = var("CONTENT_TYPE") {
+        request = request.header(header::CONTENT_TYPE, content_type);
+    }
+    Ok(request.body(Body::from(body))?)
+}

@@ -1,0 +1,427 @@
+//! The normalizer: the one module that builds the result envelope, the MCP
+//! `CallToolResult` (spec 2025-11-25), for every outcome and every front.
+//!
+//! Guarantees, whatever the plugin returned:
+//! - `content` is never empty, and every block has its `type` and the fields
+//!   that type requires (binary data base64-encoded);
+//! - `structuredContent`, when present, is a JSON object, and validates
+//!   against the tool's `outputSchema` when one is declared;
+//! - `isError` is always present.
+//!
+//! A result that cannot meet them becomes an INVALID_PLUGIN_OUTPUT error
+//! rather than reaching a client malformed. Errors carry an `error` object
+//! (`code`, `message`, `details`) that REST and CGI return in the body; the
+//! MCP front leaves it out of the result, where MCP has no such field.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::errors::ErrorCode;
+use crate::manifest::Tool;
+use crate::runtime::{ContentBlock, PluginError, PluginOutput, ResourceBody};
+
+/// How structured-only results are rendered into their text block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum TextFormat {
+    /// The structured data as pretty-printed JSON.
+    #[default]
+    Json,
+    /// A fenced block of `Key: Value` lines, which language models read as
+    /// data rather than as code to run.
+    Markdown,
+}
+
+impl TextFormat {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "json" => Some(TextFormat::Json),
+            "markdown" => Some(TextFormat::Markdown),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Envelope {
+    pub content: Vec<Value>,
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Map<String, Value>>,
+    #[serde(rename = "isError")]
+    pub is_error: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ErrorBody {
+    /// A host code, or the plugin's own code for a business error.
+    pub code: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// The host code, when the host (not the plugin) detected the failure.
+    #[serde(skip)]
+    pub host_code: Option<ErrorCode>,
+}
+
+impl Envelope {
+    /// A failure the host detected.
+    pub fn host_error(code: ErrorCode, message: impl Into<String>, details: Option<Value>) -> Self {
+        Self::error(ErrorBody {
+            code: code.as_str().to_string(),
+            message: message.into(),
+            details,
+            host_code: Some(code),
+        })
+    }
+
+    /// A business error the plugin reported. `details` is the plugin's JSON
+    /// text; if it is not JSON it is passed on as a string, not dropped.
+    pub fn tool_error(error: PluginError) -> Self {
+        let details = error
+            .details
+            .map(|text| serde_json::from_str(&text).unwrap_or(Value::String(text)));
+        Self::error(ErrorBody {
+            code: error.code,
+            message: error.message,
+            details,
+            host_code: None,
+        })
+    }
+
+    fn error(body: ErrorBody) -> Self {
+        Envelope {
+            content: vec![text_block(format!("Error: {}", body.message))],
+            structured_content: None,
+            is_error: true,
+            error: Some(body),
+        }
+    }
+
+    /// A plugin's successful output, checked and completed.
+    pub fn success(output: PluginOutput, tool: &Tool, format: TextFormat) -> Self {
+        match build_success(output, tool, format) {
+            Ok(envelope) => envelope,
+            Err(problem) => Self::host_error(
+                ErrorCode::InvalidPluginOutput,
+                format!("tool {:?} returned an invalid result: {problem}", tool.name),
+                None,
+            ),
+        }
+    }
+
+    /// The HTTP status REST and CGI answer with.
+    pub fn http_status(&self) -> u16 {
+        match &self.error {
+            None => 200,
+            Some(ErrorBody {
+                host_code: Some(code),
+                ..
+            }) => code.http_status(),
+            Some(_) => crate::errors::TOOL_ERROR_HTTP_STATUS,
+        }
+    }
+}
+
+fn build_success(
+    output: PluginOutput,
+    tool: &Tool,
+    format: TextFormat,
+) -> Result<Envelope, String> {
+    let mut content = output
+        .content
+        .into_iter()
+        .enumerate()
+        .map(|(index, block)| {
+            content_block(block).map_err(|problem| format!("content[{index}]: {problem}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let structured = match output.structured {
+        None => None,
+        Some(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(object)) => Some(object),
+            Ok(other) => {
+                return Err(format!(
+                    "structured data must be a JSON object, not {}",
+                    json_kind(&other)
+                ));
+            }
+            Err(e) => return Err(format!("structured data is not valid JSON: {e}")),
+        },
+    };
+
+    if let Some(validator) = &tool.output_validator {
+        let Some(object) = &structured else {
+            return Err("the tool declares an outputSchema but returned no structured data".into());
+        };
+        let instance = Value::Object(object.clone());
+        let problems = schema_problems(validator, &instance);
+        if !problems.is_empty() {
+            return Err(format!(
+                "structured data does not match the outputSchema: {}",
+                problems
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+    }
+
+    if content.is_empty() {
+        let Some(object) = &structured else {
+            return Err("it has neither content nor structured data".into());
+        };
+        content.push(text_block(render(object, format)));
+    }
+
+    Ok(Envelope {
+        content,
+        structured_content: structured,
+        is_error: false,
+        error: None,
+    })
+}
+
+/// One failing place in a JSON instance: `{path, message}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SchemaProblem {
+    pub path: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for SchemaProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = if self.path.is_empty() {
+            "/"
+        } else {
+            &self.path
+        };
+        write!(f, "{path}: {}", self.message)
+    }
+}
+
+/// Every way `instance` breaks the schema, each with its JSON pointer.
+pub fn schema_problems(validator: &jsonschema::Validator, instance: &Value) -> Vec<SchemaProblem> {
+    validator
+        .iter_errors(instance)
+        .map(|error| SchemaProblem {
+            path: error.instance_path().to_string(),
+            message: error.to_string(),
+        })
+        .collect()
+}
+
+fn text_block(text: String) -> Value {
+    json!({ "type": "text", "text": text })
+}
+
+fn content_block(block: ContentBlock) -> Result<Value, String> {
+    Ok(match block {
+        ContentBlock::Text(text) => text_block(text),
+        ContentBlock::Image(media) | ContentBlock::Audio(media) if media.data.is_empty() => {
+            return Err("media block has no data".into());
+        }
+        ContentBlock::Image(media) => {
+            check_mime_type(&media.mime_type)?;
+            json!({ "type": "image", "data": BASE64.encode(&media.data), "mimeType": media.mime_type })
+        }
+        ContentBlock::Audio(media) => {
+            check_mime_type(&media.mime_type)?;
+            json!({ "type": "audio", "data": BASE64.encode(&media.data), "mimeType": media.mime_type })
+        }
+        ContentBlock::ResourceLink(link) => {
+            check_uri(&link.uri)?;
+            if link.name.is_empty() {
+                return Err("resource link has an empty name".into());
+            }
+            let mut block = json!({ "type": "resource_link", "uri": link.uri, "name": link.name });
+            let optional = [
+                ("title", link.title),
+                ("description", link.description),
+                ("mimeType", link.mime_type),
+            ];
+            for (key, value) in optional {
+                if let Some(value) = value {
+                    block[key] = json!(value);
+                }
+            }
+            block
+        }
+        ContentBlock::Resource(resource) => {
+            check_uri(&resource.uri)?;
+            let mut inner = json!({ "uri": resource.uri });
+            if let Some(mime_type) = resource.mime_type {
+                check_mime_type(&mime_type)?;
+                inner["mimeType"] = json!(mime_type);
+            }
+            match resource.body {
+                ResourceBody::Text(text) => inner["text"] = json!(text),
+                ResourceBody::Blob(bytes) => inner["blob"] = json!(BASE64.encode(bytes)),
+            }
+            json!({ "type": "resource", "resource": inner })
+        }
+    })
+}
+
+fn check_mime_type(mime_type: &str) -> Result<(), String> {
+    let valid = mime_type
+        .split_once('/')
+        .is_some_and(|(kind, sub)| !kind.is_empty() && !sub.is_empty());
+    if valid && !mime_type.contains(char::is_whitespace) {
+        Ok(())
+    } else {
+        Err(format!("{mime_type:?} is not a MIME type"))
+    }
+}
+
+/// A URI needs at least a scheme (`file:`, `https:`, `data:`, ...).
+fn check_uri(uri: &str) -> Result<(), String> {
+    let scheme = uri.split_once(':').map(|(scheme, _)| scheme).unwrap_or("");
+    let valid = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "{uri:?} is not a URI (it needs a scheme, such as https:)"
+        ))
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Renders structured data as the text block that accompanies it.
+pub fn render(object: &Map<String, Value>, format: TextFormat) -> String {
+    match format {
+        TextFormat::Json => serde_json::to_string_pretty(object).unwrap_or_default(),
+        TextFormat::Markdown => render_markdown(object),
+    }
+}
+
+/// `Key: Value` lines in a fenced code block. Keys are spelled as words
+/// (`wind_speed` and `windSpeed` become `Wind Speed`); null is `N/A`;
+/// nested values are compact JSON. The fence grows past the longest run of
+/// backticks in the data, so a value cannot close the block early.
+fn render_markdown(object: &Map<String, Value>) -> String {
+    let lines: Vec<String> = object
+        .iter()
+        .map(|(key, value)| {
+            let value = match value {
+                Value::Null => "N/A".to_string(),
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            format!("{}: {value}", key_label(key))
+        })
+        .collect();
+    let body = lines.join("\n");
+    let longest_run = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest_run.max(2) + 1);
+    format!("{fence}\n{body}\n{fence}")
+}
+
+fn key_label(key: &str) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for c in key.chars() {
+        if c == '_' || c == '-' || c == ' ' {
+            words.push(std::mem::take(&mut current));
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower {
+            words.push(std::mem::take(&mut current));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        current.push(c);
+    }
+    words.push(current);
+    words
+        .into_iter()
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            if word.eq_ignore_ascii_case("id") {
+                return "ID".to_string();
+            }
+            let mut chars = word.chars();
+            let first = chars.next().map(|c| c.to_uppercase().collect::<String>());
+            first.unwrap_or_default() + chars.as_str()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_become_words() {
+        assert_eq!(key_label("wind_speed"), "Wind Speed");
+        assert_eq!(key_label("windSpeed"), "Wind Speed");
+        assert_eq!(key_label("user_id"), "User ID");
+        assert_eq!(key_label("temperature"), "Temperature");
+    }
+
+    #[test]
+    fn markdown_is_a_fenced_key_value_block() {
+        let data = json!({"name": "Alice", "phone": null, "tags": ["a"], "age": 42});
+        let text = render(data.as_object().unwrap(), TextFormat::Markdown);
+        assert_eq!(
+            text,
+            "```\nName: Alice\nPhone: N/A\nTags: [\"a\"]\nAge: 42\n```"
+        );
+    }
+
+    #[test]
+    fn backticks_in_data_lengthen_the_fence() {
+        let data = json!({"code": "```rust"});
+        let text = render(data.as_object().unwrap(), TextFormat::Markdown);
+        assert!(
+            text.starts_with("````\n") && text.ends_with("\n````"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn uris_and_mime_types_are_checked() {
+        assert!(check_uri("https://example.com/a").is_ok());
+        assert!(check_uri("file:///tmp/x").is_ok());
+        assert!(check_uri("no scheme").is_err());
+        assert!(check_uri("").is_err());
+        assert!(check_mime_type("image/png").is_ok());
+        assert!(check_mime_type("png").is_err());
+        assert!(check_mime_type("image/").is_err());
+    }
+
+    #[test]
+    fn tool_error_details_survive_when_not_json() {
+        let envelope = Envelope::tool_error(PluginError {
+            code: "X".into(),
+            message: "m".into(),
+            details: Some("not json".into()),
+        });
+        let error = envelope.error.unwrap();
+        assert_eq!(error.details, Some(json!("not json")));
+        assert_eq!(
+            envelope.content,
+            vec![json!({"type":"text","text":"Error: m"})]
+        );
+    }
+}

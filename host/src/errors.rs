@@ -1,0 +1,129 @@
+//! The one list of host error codes, and the one place that maps each code to
+//! an HTTP status and a `toolhost call` exit status.
+//!
+//! Every front reports failures through [`ErrorCode`], so a given failure has
+//! the same code whether it came over REST, MCP, CGI or the CLI. A plugin's
+//! own business errors carry the plugin's code (a string); they are not in
+//! this enum but share its HTTP status, [`TOOL_ERROR_HTTP_STATUS`].
+
+use serde::Serialize;
+
+/// A failure detected by the host rather than reported by a plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// The request body is not JSON, or not a JSON object.
+    InvalidJson,
+    /// The arguments do not satisfy the tool's input schema.
+    InvalidArguments,
+    /// No loaded plugin provides a tool of that name.
+    ToolNotFound,
+    /// The request body is over the configured limit.
+    PayloadTooLarge,
+    /// The call ran past its deadline and was stopped.
+    ToolTimeout,
+    /// The call tried to grow its memory past the cap and was stopped.
+    OutOfMemory,
+    /// The plugin trapped (panicked, hit `unreachable`, overflowed its stack).
+    PluginTrapped,
+    /// The plugin answered with something that is not a valid result: a bad
+    /// content block, structured data that is not a JSON object, or data
+    /// that breaks the tool's output schema.
+    InvalidPluginOutput,
+    /// The HTTP request itself is wrong (an unknown query parameter value).
+    InvalidRequest,
+    /// No such REST route.
+    NotFound,
+    /// The route exists, but not for that HTTP method.
+    MethodNotAllowed,
+}
+
+/// HTTP status for a plugin's own (business) tool error.
+pub const TOOL_ERROR_HTTP_STATUS: u16 = 422;
+
+impl ErrorCode {
+    /// Every code, in the order README documents them.
+    pub const ALL: [ErrorCode; 11] = [
+        ErrorCode::InvalidJson,
+        ErrorCode::InvalidArguments,
+        ErrorCode::ToolNotFound,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::ToolTimeout,
+        ErrorCode::OutOfMemory,
+        ErrorCode::PluginTrapped,
+        ErrorCode::InvalidPluginOutput,
+        ErrorCode::InvalidRequest,
+        ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
+    ];
+
+    /// The code as it appears on the wire, e.g. `TOOL_NOT_FOUND`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidJson => "INVALID_JSON",
+            ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
+            ErrorCode::ToolNotFound => "TOOL_NOT_FOUND",
+            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::ToolTimeout => "TOOL_TIMEOUT",
+            ErrorCode::OutOfMemory => "OUT_OF_MEMORY",
+            ErrorCode::PluginTrapped => "PLUGIN_TRAPPED",
+            ErrorCode::InvalidPluginOutput => "INVALID_PLUGIN_OUTPUT",
+            ErrorCode::InvalidRequest => "INVALID_REQUEST",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+        }
+    }
+
+    /// The HTTP status REST and CGI answer with.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::InvalidJson | ErrorCode::InvalidRequest => 400,
+            ErrorCode::ToolNotFound | ErrorCode::NotFound => 404,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::InvalidArguments => 422,
+            ErrorCode::PluginTrapped | ErrorCode::InvalidPluginOutput => 500,
+            // The plugin, not the host, ran out of its allowance: the host
+            // itself is fine, but the call could not complete.
+            ErrorCode::OutOfMemory => 500,
+            ErrorCode::ToolTimeout => 504,
+        }
+    }
+
+    /// Exit status of `toolhost call`: 1 when the tool ran (or was about
+    /// to) and failed, 2 when the call itself was wrong or impossible.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorCode::InvalidArguments
+            | ErrorCode::ToolTimeout
+            | ErrorCode::OutOfMemory
+            | ErrorCode::PluginTrapped
+            | ErrorCode::InvalidPluginOutput => 1,
+            _ => 2,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// README's error table is the user's reference: it must list every code
+    /// with the status this file gives it.
+    #[test]
+    fn readme_documents_every_code_and_status() {
+        let readme = include_str!("../../README.md");
+        for code in ErrorCode::ALL {
+            let row = format!("| `{code}` | {} |", code.http_status());
+            assert!(readme.contains(&row), "README lacks the row {row}");
+        }
+        let row = format!("| *the plugin's own code* | {TOOL_ERROR_HTTP_STATUS} |");
+        assert!(readme.contains(&row), "README lacks the row {row}");
+    }
+}

@@ -1,0 +1,110 @@
+//! Turns one plugin file into a [`LoadedPlugin`], or a sentence saying why
+//! it is not one. Used by the registry (startup scan and hot reload) and by
+//! `toolhost check`, so both judge a file the same way.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
+
+use crate::manifest::{self, Tool};
+use crate::runtime::{CompiledPlugin, Runtime};
+
+/// Files larger than this are refused before they are read whole: a plugin
+/// folder is no place for a gigabyte of anything.
+pub const MAX_PLUGIN_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A plugin that passed every check and can serve calls.
+pub struct LoadedPlugin {
+    pub id: String,
+    pub file: PathBuf,
+    pub content_hash: String,
+    pub loaded_at: SystemTime,
+    pub compiled: CompiledPlugin,
+    pub tools: Vec<Arc<Tool>>,
+}
+
+/// The plugin id of a file in the plugin folder: its stem, for `*.wasm`
+/// files that are not hidden (editors and copy tools park hidden temporary
+/// files beside the real one).
+pub fn plugin_id(path: &Path) -> Option<String> {
+    if path.extension()? != "wasm" {
+        return None;
+    }
+    let stem = path.file_stem()?.to_str()?;
+    (!stem.is_empty() && !stem.starts_with('.')).then(|| stem.to_string())
+}
+
+/// SHA-256 of the file's bytes, in hex: the plugin's version identity.
+pub fn content_hash(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// Reads a plugin file, refusing absurd sizes before reading.
+pub async fn read_plugin_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    let size = tokio::fs::metadata(path).await?.len();
+    if size > MAX_PLUGIN_FILE_BYTES {
+        return Err(std::io::Error::other(format!(
+            "the file is {size} bytes, over the {MAX_PLUGIN_FILE_BYTES}-byte limit for plugins"
+        )));
+    }
+    tokio::fs::read(path).await
+}
+
+/// Compiles the bytes (off the async worker threads), asks the plugin for
+/// its tools and checks them.
+pub async fn load(
+    runtime: &Arc<Runtime>,
+    id: &str,
+    file: &Path,
+    bytes: Vec<u8>,
+    content_hash: String,
+) -> Result<LoadedPlugin, String> {
+    let compiled = {
+        let runtime = runtime.clone();
+        let id = id.to_string();
+        let hash = content_hash.clone();
+        tokio::task::spawn_blocking(move || runtime.compile(&id, &bytes, &hash))
+            .await
+            .map_err(|e| format!("compilation did not finish: {e}"))??
+    };
+    let specs = runtime
+        .list_tools(&compiled)
+        .await
+        .map_err(|failure| format!("list-tools failed: {failure}"))?;
+    let tools = manifest::build_tools(specs)?;
+    Ok(LoadedPlugin {
+        id: id.to_string(),
+        file: file.to_path_buf(),
+        content_hash,
+        loaded_at: SystemTime::now(),
+        compiled,
+        tools: tools.into_iter().map(Arc::new).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_visible_wasm_files_are_plugins() {
+        assert_eq!(plugin_id(Path::new("/p/echo.wasm")), Some("echo".into()));
+        assert_eq!(plugin_id(Path::new("/p/echo.wasm.tmp")), None);
+        assert_eq!(plugin_id(Path::new("/p/.echo.wasm")), None);
+        assert_eq!(plugin_id(Path::new("/p/echo.toml")), None);
+        assert_eq!(plugin_id(Path::new("/p/.wasm")), None);
+    }
+
+    #[test]
+    fn content_hash_is_sha256_hex() {
+        assert_eq!(
+            content_hash(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

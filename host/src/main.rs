@@ -1,0 +1,199 @@
+//! `toolhost`: serve WebAssembly component plugins as tools over REST.
+//!
+//! This file owns the command line: the subcommands, their flags (each with
+//! a `TOOLHOST_*` environment variable) and logging. The work is done by the
+//! modules it dispatches to.
+
+mod cgi;
+mod cli;
+mod envelope;
+mod errors;
+mod invoke;
+mod loader;
+mod manifest;
+mod openapi;
+mod registry;
+mod rest;
+mod runtime;
+mod serve;
+mod watcher;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::envelope::TextFormat;
+use crate::registry::Registry;
+use crate::runtime::{Limits, Runtime};
+
+#[derive(Parser)]
+#[command(
+    name = "toolhost",
+    version,
+    about = "Serve WebAssembly component plugins as tools over REST"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve every plugin in the folder over REST, reloading on change.
+    Serve(ServeOptions),
+    /// Call one tool once and print the result envelope. Exit status: 0
+    /// success; 1 the tool failed (isError); 2 bad usage or the call could
+    /// not be made (unknown tool, invalid JSON).
+    Call {
+        #[command(flatten)]
+        host: HostOptions,
+        /// The tool's name.
+        tool: String,
+        /// The arguments as a JSON object; `-` reads them from stdin.
+        #[arg(default_value = "{}")]
+        arguments: String,
+    },
+    /// List the plugins in the folder, their state and their tools.
+    List {
+        #[command(flatten)]
+        host: HostOptions,
+        /// Print JSON (the `GET /plugins` report) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check one file: print its tools, or exactly why it would be rejected.
+    Check {
+        #[command(flatten)]
+        host: HostOptions,
+        file: PathBuf,
+    },
+    /// Answer one CGI/1.1 request (PATH_INFO `/tools/<name>`, JSON body on
+    /// stdin) with the same routes and envelopes as the REST server.
+    Cgi {
+        #[command(flatten)]
+        host: HostOptions,
+        #[command(flatten)]
+        http: HttpOptions,
+    },
+}
+
+/// Options every subcommand shares: where plugins are and how they run.
+#[derive(Args, Clone)]
+struct HostOptions {
+    /// The plugin folder (`*.wasm` files; not searched recursively).
+    #[arg(long, env = "TOOLHOST_PLUGINS", default_value = "plugins")]
+    plugins: PathBuf,
+    /// Wall-clock deadline of one call, in milliseconds.
+    #[arg(long, env = "TOOLHOST_TIMEOUT_MS", default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Memory cap of one call, in MiB.
+    #[arg(long, env = "TOOLHOST_MEMORY_MIB", default_value_t = 64)]
+    memory_mib: usize,
+    /// Where compiled plugins are cached [default: $XDG_CACHE_HOME/toolhost
+    /// or ~/.cache/toolhost].
+    #[arg(long, env = "TOOLHOST_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile every plugin afresh, and cache nothing.
+    #[arg(long, env = "TOOLHOST_NO_CACHE")]
+    no_cache: bool,
+    /// How a result that has only structured data is rendered as text.
+    #[arg(long, env = "TOOLHOST_TEXT_FORMAT", value_enum, default_value = "json")]
+    text_format: TextFormat,
+}
+
+#[derive(Args, Clone, Copy)]
+struct HttpOptions {
+    /// Largest request body accepted, in bytes.
+    #[arg(long, env = "TOOLHOST_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    max_body_bytes: usize,
+}
+
+#[derive(Args, Clone)]
+struct ServeOptions {
+    #[command(flatten)]
+    host: HostOptions,
+    #[command(flatten)]
+    http: HttpOptions,
+    /// Address to listen on. Loopback by default: expose it on purpose.
+    #[arg(long, env = "TOOLHOST_LISTEN", default_value = "127.0.0.1:8000")]
+    listen: SocketAddr,
+    /// How long a plugin file must be quiet before it is (re)loaded, in ms.
+    #[arg(long, env = "TOOLHOST_DEBOUNCE_MS", default_value_t = 50)]
+    debounce_ms: u64,
+}
+
+impl HostOptions {
+    fn cache_dir(&self) -> Option<PathBuf> {
+        if self.no_cache {
+            return None;
+        }
+        self.cache_dir.clone().or_else(|| {
+            let base = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache"))
+                })?;
+            Some(base.join("toolhost"))
+        })
+    }
+
+    /// Builds the runtime and an empty registry over it.
+    fn registry(&self) -> anyhow::Result<Arc<Registry>> {
+        let limits = Limits {
+            timeout: Duration::from_millis(self.timeout_ms),
+            memory_bytes: self.memory_mib.saturating_mul(1024 * 1024),
+        };
+        Ok(Registry::new(Runtime::new(limits, self.cache_dir())?))
+    }
+
+    /// Builds the registry and loads the plugin folder once.
+    async fn loaded_registry(&self) -> anyhow::Result<Arc<Registry>> {
+        let registry = self.registry()?;
+        registry.scan(&self.plugins).await.map_err(|e| {
+            anyhow::anyhow!(
+                "cannot read the plugin folder {}: {e}",
+                self.plugins.display()
+            )
+        })?;
+        Ok(registry)
+    }
+}
+
+fn init_logging(default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let quiet = !matches!(cli.command, Command::Serve(_));
+    init_logging(if quiet { "warn" } else { "info" });
+    let outcome = match cli.command {
+        Command::Serve(options) => serve::run(options).await.map(|()| 0),
+        Command::Call {
+            host,
+            tool,
+            arguments,
+        } => cli::call(&host, &tool, &arguments).await,
+        Command::List { host, json } => cli::list(&host, json).await,
+        Command::Check { host, file } => cli::check(&host, &file).await,
+        Command::Cgi { host, http } => cgi::run(&host, http).await.map(|()| 0),
+    };
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("toolhost: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The REST front: one `POST /tools/{name}` per tool, plus discovery
+//! (`/tools`, `/openapi.json`, `/plugins`, `/health`).
+//!
+//! Every answer, success or failure, is JSON; failures use the same
+//! envelope as results, with the HTTP status that `errors.rs` assigns to the
+//! code. Axum's own plain-text rejections never reach a client: bodies are
+//! read by hand (so the size limit answers with the envelope), unknown
+//! routes and wrong methods answer with envelopes too.
+//!
+//! The CGI adapter serves this same router, so the two cannot drift apart.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use crate::envelope::{Envelope, TextFormat};
+use crate::errors::ErrorCode;
+use crate::invoke;
+use crate::registry::{Registry, Snapshot};
+
+/// What the REST front needs besides the registry.
+#[derive(Debug, Clone, Copy)]
+pub struct RestSettings {
+    pub max_body_bytes: usize,
+    pub text_format: TextFormat,
+}
+
+#[derive(Clone)]
+struct AppState {
+    registry: Arc<Registry>,
+    settings: RestSettings,
+}
+
+pub fn router(registry: Arc<Registry>, settings: RestSettings) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/tools", get(list_tools))
+        .route("/tools/{name}", post(call_tool))
+        .route("/plugins", get(list_plugins))
+        .route("/openapi.json", get(openapi))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        // The call handler enforces its own limit, answering with an envelope.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(AppState { registry, settings })
+}
+
+fn json_response(status: u16, body: &impl serde::Serialize) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, axum::Json(body)).into_response()
+}
+
+fn envelope_response(envelope: Envelope) -> Response {
+    json_response(envelope.http_status(), &envelope)
+}
+
+async fn health(State(state): State<AppState>) -> Response {
+    let snapshot = state.registry.snapshot();
+    let body = json!({
+        "status": "ok",
+        "plugins": snapshot.plugins().count(),
+        "tools": snapshot.tools().count(),
+    });
+    json_response(200, &body)
+}
+
+/// The tools manifest: each tool as MCP describes it, plus where to call it.
+pub fn tools_manifest(snapshot: &Snapshot) -> Value {
+    let tools: Vec<Value> = snapshot
+        .tools()
+        .map(|entry| {
+            let mut tool = entry.tool.descriptor();
+            tool.insert(
+                "endpoint".into(),
+                json!(format!("/tools/{}", entry.tool.name)),
+            );
+            tool.insert("method".into(), json!("POST"));
+            Value::Object(tool)
+        })
+        .collect();
+    Value::Array(tools)
+}
+
+async fn list_tools(State(state): State<AppState>) -> Response {
+    json_response(200, &tools_manifest(&state.registry.snapshot()))
+}
+
+async fn list_plugins(State(state): State<AppState>) -> Response {
+    json_response(200, &state.registry.snapshot().plugins_report())
+}
+
+async fn openapi(State(state): State<AppState>) -> Response {
+    json_response(200, &crate::openapi::document(&state.registry.snapshot()))
+}
+
+async fn call_tool(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let format = match text_format(query.as_deref(), state.settings.text_format) {
+        Ok(format) => format,
+        Err(envelope) => return envelope_response(envelope),
+    };
+    let limit = state.settings.max_body_bytes;
+    let declared_length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+    if declared_length.is_some_and(|length| length > limit as u64) {
+        return envelope_response(too_large(limit));
+    }
+    let body = match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(_) => return envelope_response(too_large(limit)),
+    };
+    let arguments = match invoke::parse_arguments(&body) {
+        Ok(arguments) => arguments,
+        Err(envelope) => return envelope_response(envelope),
+    };
+    envelope_response(invoke::call_tool(&state.registry, &name, arguments, format).await)
+}
+
+fn too_large(limit: usize) -> Envelope {
+    Envelope::host_error(
+        ErrorCode::PayloadTooLarge,
+        format!("the body is over the {limit}-byte limit"),
+        Some(json!({ "limitBytes": limit })),
+    )
+}
+
+/// `?format=json|markdown` overrides the server's default rendering of
+/// structured-only results. Other query parameters are ignored.
+fn text_format(query: Option<&str>, default: TextFormat) -> Result<TextFormat, Envelope> {
+    let requested = query
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(key, _)| *key == "format");
+    match requested {
+        None => Ok(default),
+        Some((_, value)) => TextFormat::parse(value).ok_or_else(|| {
+            Envelope::host_error(
+                ErrorCode::InvalidRequest,
+                format!("format must be json or markdown, not {value:?}"),
+                None,
+            )
+        }),
+    }
+}
+
+async fn not_found(uri: axum::http::Uri) -> Response {
+    envelope_response(Envelope::host_error(
+        ErrorCode::NotFound,
+        format!(
+            "no route {}; tools are called with POST /tools/{{name}}",
+            uri.path()
+        ),
+        None,
+    ))
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    envelope_response(Envelope::host_error(
+        ErrorCode::MethodNotAllowed,
+        format!("{} does not take {method}", uri.path()),
+        None,
+    ))
+}

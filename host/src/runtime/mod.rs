@@ -1,0 +1,302 @@
+//! The WebAssembly runtime: turns component bytes into a [`CompiledPlugin`],
+//! and runs its `list-tools` and `call-tool` exports inside limits.
+//!
+//! It owns every wasmtime type. Nothing here knows of HTTP, JSON-RPC or the
+//! result envelope: it answers with the plugin's own values
+//! ([`PluginOutput`], [`PluginError`]) or with a [`CallFailure`].
+//!
+//! Design, and why:
+//! - One [`Engine`] per process, so compiled code and settings are shared.
+//! - A plugin is compiled once and pre-instantiated (imports resolved once);
+//!   every call then instantiates it in a fresh `Store`, so no state leaks
+//!   between calls and a trap ends only the call that trapped.
+//! - Deadlines use epoch interruption: a ticker thread advances the epoch,
+//!   and a running call checks its own deadline at each tick, yielding to
+//!   the async runtime in between so CPU-bound plugins share the threads.
+//!   A plugin blocked inside a host call (sleeping, say) does not run wasm,
+//!   so an outer timer covers that case too.
+//! - Memory is capped per call by a `ResourceLimiter`.
+
+mod cache;
+mod sandbox;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
+
+use self::cache::ArtifactCache;
+use self::sandbox::Sandbox;
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        world: "plugin",
+        path: "../wit",
+        exports: { default: async },
+    });
+}
+
+use bindings::{Plugin, PluginPre};
+
+/// The plugin's own values, as the contract (`wit/plugin.wit`) defines them.
+/// They are plain data (strings, vectors, options), generated from the WIT.
+pub use bindings::exports::toolhost::plugin::tools::{
+    Annotations, ContentBlock, Output as PluginOutput, ResourceBody, Tool as ToolSpec,
+    ToolError as PluginError,
+};
+
+/// How often the epoch advances: the granularity of deadlines, and how long
+/// a CPU-bound plugin runs before it yields its thread.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Limits applied to every call of every plugin.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub memory_bytes: usize,
+}
+
+/// Why a call did not produce the plugin's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallFailure {
+    /// It ran past its deadline.
+    Timeout(Duration),
+    /// It tried to grow memory past the cap.
+    OutOfMemory { cap_bytes: usize },
+    /// It trapped. `reason` is wasmtime's description of the trap;
+    /// `stderr` the tail of what the plugin printed (a panic message, say).
+    Trapped { reason: String, stderr: String },
+}
+
+impl std::fmt::Display for CallFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallFailure::Timeout(limit) => write!(f, "ran past its {limit:?} deadline"),
+            CallFailure::OutOfMemory { cap_bytes } => {
+                write!(f, "tried to use more than its {cap_bytes}-byte memory cap")
+            }
+            CallFailure::Trapped { reason, .. } => write!(f, "trapped: {reason}"),
+        }
+    }
+}
+
+/// A component compiled and linked, ready to be instantiated per call.
+pub struct CompiledPlugin {
+    /// The plugin's name, to tag its log output.
+    name: Arc<str>,
+    pre: PluginPre<Sandbox>,
+}
+
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<Sandbox>,
+    cache: Option<ArtifactCache>,
+    limits: Limits,
+}
+
+impl Runtime {
+    /// Builds the engine and starts the epoch ticker. `cache_dir` of `None`
+    /// disables the on-disk compile cache.
+    pub fn new(limits: Limits, cache_dir: Option<PathBuf>) -> anyhow::Result<Arc<Self>> {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        config.wasm_component_model(true);
+        let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+
+        let cache = match cache_dir {
+            Some(dir) => Some(ArtifactCache::open(&dir, &engine)?),
+            None => None,
+        };
+        spawn_epoch_ticker(&engine);
+        Ok(Arc::new(Runtime {
+            engine,
+            linker,
+            cache,
+            limits,
+        }))
+    }
+
+    /// Compiles (or loads from the cache) and links a component. Blocking
+    /// and CPU-heavy: call it off the async runtime's worker threads.
+    /// The error is a sentence saying exactly why the file is not a plugin.
+    pub fn compile(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        content_hash: &str,
+    ) -> Result<CompiledPlugin, String> {
+        describe_header(wasm)?;
+        let cached = self
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.load(&self.engine, content_hash));
+        let component = match cached {
+            Some(component) => component,
+            None => {
+                let compiled = match &self.cache {
+                    Some(cache) => cache.compile_and_store(&self.engine, content_hash, wasm),
+                    None => Component::from_binary(&self.engine, wasm),
+                };
+                compiled.map_err(|e| format!("invalid component: {}", root_cause(&e)))?
+            }
+        };
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            format!(
+                "the component needs an import toolhost does not provide: {}",
+                root_cause(&e)
+            )
+        })?;
+        let pre = PluginPre::new(instance_pre).map_err(|e| {
+            format!(
+                "the component does not implement the toolhost:plugin/tools@0.1.0 \
+                 interface (see wit/plugin.wit): {}",
+                root_cause(&e)
+            )
+        })?;
+        Ok(CompiledPlugin {
+            name: name.into(),
+            pre,
+        })
+    }
+
+    /// Runs `list-tools` in a fresh instance.
+    pub async fn list_tools(&self, plugin: &CompiledPlugin) -> Result<Vec<ToolSpec>, CallFailure> {
+        let mut store = self.new_store();
+        let outcome = tokio::time::timeout(self.limits.timeout, async {
+            let instance = plugin.pre.instantiate_async(&mut store).await?;
+            instance
+                .toolhost_plugin_tools()
+                .call_list_tools(&mut store)
+                .await
+        })
+        .await;
+        self.settle(plugin, store, outcome)
+    }
+
+    /// Runs `call-tool` in a fresh instance. `arguments` is JSON text.
+    pub async fn call_tool(
+        &self,
+        plugin: &CompiledPlugin,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<Result<PluginOutput, PluginError>, CallFailure> {
+        let mut store = self.new_store();
+        let outcome = tokio::time::timeout(self.limits.timeout, async {
+            let instance: Plugin = plugin.pre.instantiate_async(&mut store).await?;
+            instance
+                .toolhost_plugin_tools()
+                .call_call_tool(&mut store, tool, arguments)
+                .await
+        })
+        .await;
+        self.settle(plugin, store, outcome)
+    }
+
+    /// A store for one call: fresh sandbox, memory cap, and a deadline that
+    /// is checked at every epoch tick.
+    fn new_store(&self) -> Store<Sandbox> {
+        let mut store = Store::new(&self.engine, Sandbox::new(self.limits.memory_bytes));
+        store.limiter(|sandbox| &mut sandbox.limiter);
+        let deadline = Instant::now() + self.limits.timeout;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            Ok(if Instant::now() >= deadline {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Yield(1)
+            })
+        });
+        store
+    }
+
+    /// Logs what the plugin printed and turns wasmtime's outcome into ours.
+    fn settle<T>(
+        &self,
+        plugin: &CompiledPlugin,
+        store: Store<Sandbox>,
+        outcome: Result<wasmtime::Result<T>, tokio::time::error::Elapsed>,
+    ) -> Result<T, CallFailure> {
+        let sandbox = store.into_data();
+        log_output(&plugin.name, "stdout", &sandbox.stdout.take());
+        let stderr = sandbox.stderr.take();
+        log_output(&plugin.name, "stderr", &stderr);
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Err(_elapsed) => Err(CallFailure::Timeout(self.limits.timeout)),
+            Ok(Err(error)) => Err(if sandbox.limiter.refused {
+                CallFailure::OutOfMemory {
+                    cap_bytes: self.limits.memory_bytes,
+                }
+            } else if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+                CallFailure::Timeout(self.limits.timeout)
+            } else {
+                CallFailure::Trapped {
+                    reason: root_cause(&error),
+                    stderr: tail(&stderr.0, 1024),
+                }
+            }),
+        }
+    }
+}
+
+/// Checks the 8-byte preamble first, because wasmtime's own error for a core
+/// module or a random file is less helpful than a sentence naming the fix.
+fn describe_header(wasm: &[u8]) -> Result<(), String> {
+    const MAGIC: &[u8] = b"\0asm";
+    const CORE_MODULE: [u8; 4] = [1, 0, 0, 0];
+    if wasm.len() < 8 || &wasm[..4] != MAGIC {
+        return Err(format!(
+            "not a WebAssembly file ({} bytes, no \\0asm header)",
+            wasm.len()
+        ));
+    }
+    if wasm[4..8] == CORE_MODULE {
+        return Err("a core WebAssembly module, not a component: build it for \
+                    wasm32-wasip2, or wrap it with `wasm-tools component new`"
+            .into());
+    }
+    Ok(())
+}
+
+fn root_cause(error: &wasmtime::Error) -> String {
+    let trap = error.downcast_ref::<Trap>().map(|trap| trap.to_string());
+    trap.unwrap_or_else(|| error.root_cause().to_string())
+}
+
+fn tail(text: &str, max_bytes: usize) -> String {
+    let start = text.len().saturating_sub(max_bytes);
+    let start = (start..=text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    text[start..].trim().to_string()
+}
+
+fn log_output(plugin: &str, stream: &str, (text, dropped): &(String, usize)) {
+    for line in text.lines() {
+        tracing::info!(target: "toolhost::plugin", plugin, stream, "{line}");
+    }
+    if *dropped > 0 {
+        tracing::warn!(target: "toolhost::plugin", plugin, stream, dropped, "output over the log limit was dropped");
+    }
+}
+
+/// Advances the engine's epoch forever. It holds only a weak reference, so
+/// it stops once the engine is gone (tests build many engines).
+fn spawn_epoch_ticker(engine: &Engine) {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("toolhost-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .expect("spawning the epoch thread");
+}

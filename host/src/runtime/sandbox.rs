@@ -1,0 +1,194 @@
+//! What one call's sandbox holds: a deny-by-default WASI context, a memory
+//! limiter that remembers when it refused, and bounded capture of the
+//! plugin's stdout and stderr.
+//!
+//! A new [`Sandbox`] is built for every call (and every tool listing), so
+//! nothing a plugin did in one call is visible in the next.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// How much of each of stdout and stderr one call may leave in the log.
+/// Beyond it, output is dropped (and the drop is counted), never an error:
+/// a chatty plugin must not fail because the host stopped listening.
+pub const LOG_CAPTURE_BYTES: usize = 16 * 1024;
+
+/// The data of a wasmtime `Store` for one call.
+pub struct Sandbox {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub limiter: MemoryCap,
+    pub stdout: LogCapture,
+    pub stderr: LogCapture,
+}
+
+impl Sandbox {
+    pub fn new(memory_cap_bytes: usize) -> Self {
+        let stdout = LogCapture::default();
+        let stderr = LogCapture::default();
+        // Deny by default: no preopened directories, no environment, no
+        // arguments, no stdin, no sockets and no name lookups. Clocks and
+        // randomness stay, because they open nothing.
+        let wasi = WasiCtx::builder()
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        Sandbox {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: MemoryCap::new(memory_cap_bytes),
+            stdout,
+            stderr,
+        }
+    }
+}
+
+impl WasiView for Sandbox {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Caps the linear memory a call may grow to, and remembers a refusal so
+/// that the trap that usually follows (a guest aborting on allocation
+/// failure) is reported as OUT_OF_MEMORY rather than as a generic trap.
+pub struct MemoryCap {
+    cap_bytes: usize,
+    pub refused: bool,
+}
+
+/// Tables hold function references, not data; this bound only stops a
+/// plugin from using a huge table as a memory cap bypass.
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+
+impl MemoryCap {
+    fn new(cap_bytes: usize) -> Self {
+        MemoryCap {
+            cap_bytes,
+            refused: false,
+        }
+    }
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = desired <= self.cap_bytes;
+        self.refused |= !allowed;
+        Ok(allowed)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+}
+
+/// A bounded buffer standing in for a plugin's stdout or stderr. Writes
+/// always succeed; bytes past [`LOG_CAPTURE_BYTES`] are counted and dropped.
+#[derive(Clone, Default)]
+pub struct LogCapture {
+    inner: Arc<Mutex<Captured>>,
+}
+
+#[derive(Default)]
+struct Captured {
+    bytes: Vec<u8>,
+    dropped: usize,
+}
+
+impl LogCapture {
+    fn append(&self, bytes: &[u8]) {
+        let mut captured = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let room = LOG_CAPTURE_BYTES.saturating_sub(captured.bytes.len());
+        let kept = bytes.len().min(room);
+        captured.bytes.extend_from_slice(&bytes[..kept]);
+        captured.dropped += bytes.len() - kept;
+    }
+
+    /// The captured text (lossily decoded) and how many bytes were dropped.
+    pub fn take(&self) -> (String, usize) {
+        let mut captured = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let text = String::from_utf8_lossy(&captured.bytes).into_owned();
+        let dropped = captured.dropped;
+        *captured = Captured::default();
+        (text, dropped)
+    }
+}
+
+impl IsTerminal for LogCapture {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for LogCapture {
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.clone())
+    }
+
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+impl OutputStream for LogCapture {
+    fn write(&mut self, bytes: bytes::Bytes) -> Result<(), StreamError> {
+        self.append(&bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), StreamError> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> Result<usize, StreamError> {
+        // Always ready; large writes are simply truncated by `append`.
+        Ok(64 * 1024)
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for LogCapture {
+    async fn ready(&mut self) {}
+}
+
+impl tokio::io::AsyncWrite for LogCapture {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.append(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
