@@ -1,0 +1,189 @@
+//! The one-shot commands and the CGI adapter, run as real processes.
+
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+use support::{example, fixture, plugin_dir, test_cache_dir, toolhost_bin};
+
+fn toolhost(args: &[&str], dir: &std::path::Path) -> Command {
+    let mut command = Command::new(toolhost_bin());
+    command
+        .args(args)
+        .env("TOOLHOST_PLUGINS", dir)
+        .env("TOOLHOST_CACHE_DIR", test_cache_dir());
+    command
+}
+
+fn stdout_json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+#[test]
+fn call_prints_the_envelope_and_exits_by_outcome() {
+    let dir = plugin_dir(&[&example("echo"), &example("math")]);
+    let run = |args: &[&str]| toolhost(args, dir.path()).output().unwrap();
+
+    let ok = run(&["call", "add", r#"{"a":1,"b":2}"#]);
+    assert_eq!(ok.status.code(), Some(0));
+    assert_eq!(
+        stdout_json(&ok)["structuredContent"],
+        json!({"result": 3.0})
+    );
+
+    let tool_error = run(&["call", "divide", r#"{"a":1,"b":0}"#]);
+    assert_eq!(tool_error.status.code(), Some(1));
+    assert_eq!(
+        stdout_json(&tool_error)["error"]["code"],
+        "DIVISION_BY_ZERO"
+    );
+
+    let unknown = run(&["call", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert_eq!(stdout_json(&unknown)["error"]["code"], "TOOL_NOT_FOUND");
+
+    let bad_json = run(&["call", "echo", "{"]);
+    assert_eq!(bad_json.status.code(), Some(2));
+    assert_eq!(stdout_json(&bad_json)["error"]["code"], "INVALID_JSON");
+
+    let usage = run(&["call"]);
+    assert_eq!(usage.status.code(), Some(2));
+
+    let mut piped = toolhost(&["call", "echo", "-"], dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    piped
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"text":"from stdin"}"#)
+        .unwrap();
+    let piped = piped.wait_with_output().unwrap();
+    assert_eq!(stdout_json(&piped)["content"][0]["text"], "from stdin");
+}
+
+#[test]
+fn check_says_what_a_file_provides_or_why_not() {
+    let dir = plugin_dir(&[]);
+    let good = toolhost(&["check", example("math").to_str().unwrap()], dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&good.stdout);
+    assert_eq!(good.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("ok, 3 tool(s)") && text.contains("divide"),
+        "{text}"
+    );
+
+    let core = dir.path().join("core.wasm");
+    std::fs::write(&core, b"\0asm\x01\0\0\0").unwrap();
+    let bad = toolhost(&["check", core.to_str().unwrap()], dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&bad.stdout);
+    assert_eq!(bad.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("rejected: a core WebAssembly module, not a component"),
+        "{text}"
+    );
+
+    let dupes = toolhost(&["check", fixture("dupes").to_str().unwrap()], dir.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&dupes.stdout).contains("listed twice"));
+}
+
+#[test]
+fn list_shows_plugins_states_and_tools() {
+    let dir = plugin_dir(&[&example("echo"), &example("math")]);
+    std::fs::write(dir.path().join("broken.wasm"), b"nope").unwrap();
+    let output = toolhost(&["list"], dir.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("math") && text.contains("add, divide, stats"),
+        "{text}"
+    );
+    assert!(
+        text.contains("broken") && text.contains("rejected"),
+        "{text}"
+    );
+
+    let json = toolhost(&["list", "--json"], dir.path()).output().unwrap();
+    let report = stdout_json(&json);
+    assert_eq!(report["plugins"].as_array().unwrap().len(), 3);
+}
+
+/// Runs `toolhost cgi` as a web server would, and splits its output.
+fn cgi(dir: &std::path::Path, env: &[(&str, &str)], body: &[u8]) -> (String, Value) {
+    let mut command = toolhost(&["cgi"], dir);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(body).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let (headers, body) = text
+        .split_once("\r\n\r\n")
+        .expect("headers, blank line, body");
+    (headers.to_string(), serde_json::from_str(body).unwrap())
+}
+
+#[test]
+fn cgi_round_trip_uses_the_same_routes_and_envelopes() {
+    let dir = plugin_dir(&[&example("echo"), &example("math")]);
+    let body = br#"{"a":6,"b":3}"#;
+    let length = body.len().to_string();
+    let post = |path: &str, body: &[u8], length: &str| {
+        cgi(
+            dir.path(),
+            &[
+                ("REQUEST_METHOD", "POST"),
+                ("PATH_INFO", path),
+                ("CONTENT_LENGTH", length),
+                ("CONTENT_TYPE", "application/json"),
+            ],
+            body,
+        )
+    };
+
+    let (headers, envelope) = post("/tools/divide", body, &length);
+    assert!(headers.starts_with("Status: 200 OK\r\n"), "{headers}");
+    assert!(
+        headers.contains("Content-Type: application/json"),
+        "{headers}"
+    );
+    assert_eq!(envelope["structuredContent"]["result"], 2.0);
+
+    let zero = br#"{"a":6,"b":0}"#;
+    let (headers, envelope) = post("/tools/divide", zero, &zero.len().to_string());
+    assert!(headers.starts_with("Status: 422"), "{headers}");
+    assert_eq!(envelope["error"]["code"], "DIVISION_BY_ZERO");
+
+    let (headers, envelope) = post("/tools/missing", b"{}", "2");
+    assert!(headers.starts_with("Status: 404"), "{headers}");
+    assert_eq!(envelope["error"]["code"], "TOOL_NOT_FOUND");
+
+    let (headers, manifest) = cgi(
+        dir.path(),
+        &[("REQUEST_METHOD", "GET"), ("PATH_INFO", "/tools")],
+        b"",
+    );
+    assert!(headers.starts_with("Status: 200"), "{headers}");
+    assert_eq!(manifest.as_array().unwrap().len(), 4);
+}

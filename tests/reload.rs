@@ -1,0 +1,201 @@
+//! Hot reload against the real binary: drop, replace under load, delete,
+//! rejection of bad files, and tool-name conflicts between plugins.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use serde_json::json;
+use support::{Server, drop_in, example, fixture, plugin_dir, variant_of};
+
+#[test]
+fn dropped_replaced_and_deleted_plugins_follow_the_folder() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let server = Server::start(dir.path(), &[]);
+    assert_eq!(server.tool_names(), ["echo"]);
+
+    // Drop: write to a temporary name, rename into place.
+    drop_in(&example("math"), dir.path(), "math.wasm");
+    server.wait_for("math's tools", |s| {
+        s.tool_names().contains(&"add".to_string())
+    });
+    assert_eq!(
+        server.call("add", json!({"a": 1, "b": 2})).json["structuredContent"]["result"],
+        3.0
+    );
+
+    // Replace while a steady stream of calls runs: no call may fail.
+    let stop = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let base = server.base.clone();
+    let callers: Vec<_> = (0..4)
+        .map(|_| {
+            let (stop, calls, base) = (stop.clone(), calls.clone(), base.clone());
+            std::thread::spawn(move || {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .build()
+                    .into();
+                let mut failures = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let mut response = agent
+                        .post(format!("{base}/tools/add"))
+                        .send(r#"{"a":20,"b":22}"#)
+                        .unwrap();
+                    let body = response.body_mut().read_to_string().unwrap();
+                    if response.status() != 200 || !body.contains("42") {
+                        failures.push(body);
+                    }
+                    calls.fetch_add(1, Ordering::Relaxed);
+                }
+                failures
+            })
+        })
+        .collect();
+    let first_hash = server.plugin("math").unwrap()["contentHash"].clone();
+    for round in 0..3 {
+        let variant = variant_of(&example("math"), &format!("v{round}"));
+        if round == 1 {
+            // `cp` over the existing file rather than rename.
+            std::fs::copy(&variant, dir.path().join("math.wasm")).unwrap();
+        } else {
+            drop_in(&variant, dir.path(), "math.wasm");
+        }
+        let expected = server_hash_of(&variant);
+        server.wait_for("the new version", |s| {
+            s.plugin("math").unwrap()["contentHash"] == expected
+        });
+    }
+    stop.store(true, Ordering::Relaxed);
+    let failures: Vec<String> = callers
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    assert!(
+        calls.load(Ordering::Relaxed) > 20,
+        "the stream of calls ran"
+    );
+    assert_eq!(
+        failures,
+        Vec::<String>::new(),
+        "no call fails because of a reload"
+    );
+    assert_ne!(server.plugin("math").unwrap()["contentHash"], first_hash);
+
+    // Delete: its tools are gone.
+    std::fs::remove_file(dir.path().join("math.wasm")).unwrap();
+    server.wait_for("math to go", |s| s.plugin("math").is_none());
+    let gone = server.call("add", json!({"a": 1, "b": 2}));
+    assert_eq!(
+        (gone.status, gone.json["error"]["code"].as_str()),
+        (404, Some("TOOL_NOT_FOUND"))
+    );
+    assert_eq!(server.tool_names(), ["echo"]);
+}
+
+fn server_hash_of(path: &std::path::Path) -> serde_json::Value {
+    use std::fmt::Write;
+    let bytes = std::fs::read(path).unwrap();
+    let digest = sha256(&bytes);
+    let mut hex = String::new();
+    for byte in digest {
+        write!(hex, "{byte:02x}").unwrap();
+    }
+    json!(hex)
+}
+
+/// SHA-256 through the system's `sha256sum`, to check the server's hash
+/// independently of its own code.
+fn sha256(bytes: &[u8]) -> Vec<u8> {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), bytes).unwrap();
+    let output = std::process::Command::new("sha256sum")
+        .arg(file.path())
+        .output()
+        .unwrap();
+    let hex = String::from_utf8(output.stdout).unwrap();
+    let hex = hex.split_whitespace().next().unwrap();
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn bad_files_are_rejected_with_reasons_and_lose_nothing() {
+    let dir = plugin_dir(&[&example("echo"), &example("math")]);
+    let server = Server::start(dir.path(), &[]);
+
+    let echo = std::fs::read(example("echo")).unwrap();
+    std::fs::write(dir.path().join("truncated.wasm"), &echo[..echo.len() / 2]).unwrap();
+    // The smallest valid core module: magic and version 1.
+    std::fs::write(dir.path().join("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    std::fs::write(dir.path().join("text.wasm"), b"hello, I am not wasm").unwrap();
+    drop_in(&fixture("dupes"), dir.path(), "dupes.wasm");
+
+    let reason = |id: &str| {
+        server.wait_for(id, |s| s.plugin(id).is_some());
+        let plugin = server.plugin(id).unwrap();
+        assert_eq!(plugin["state"], "rejected", "{plugin}");
+        plugin["reason"].as_str().unwrap().to_string()
+    };
+    assert!(
+        reason("truncated").starts_with("invalid component"),
+        "{}",
+        reason("truncated")
+    );
+    assert!(reason("core").contains("core WebAssembly module, not a component"));
+    assert!(reason("text").contains("not a WebAssembly file"));
+    assert!(reason("dupes").contains(r#""twice" is listed twice"#));
+
+    // Everything else keeps answering.
+    assert_eq!(server.call("echo", json!({"text": "ok"})).status, 200);
+
+    // A broken replacement of a working plugin leaves the old one serving.
+    let math = std::fs::read(example("math")).unwrap();
+    std::fs::write(dir.path().join("math.wasm"), &math[..100]).unwrap();
+    server.wait_for("math's rejection", |s| {
+        s.plugin("math").unwrap()["state"] == "rejected"
+    });
+    let report = server.plugin("math").unwrap();
+    assert!(report["serving"]["contentHash"].is_string(), "{report}");
+    assert_eq!(server.call("add", json!({"a": 1, "b": 1})).status, 200);
+    assert_eq!(report["tools"], json!(["add", "divide", "stats"]));
+
+    // Restoring it clears the rejection.
+    drop_in(&example("math"), dir.path(), "math.wasm");
+    server.wait_for("math's recovery", |s| {
+        s.plugin("math").unwrap()["state"] == "loaded"
+    });
+}
+
+#[test]
+fn the_first_plugin_keeps_a_tool_name() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let server = Server::start(dir.path(), &[]);
+    drop_in(
+        &variant_of(&example("echo"), "copy"),
+        dir.path(),
+        "echo_copy.wasm",
+    );
+    server.wait_for("the copy", |s| s.plugin("echo_copy").is_some());
+    let copy = server.plugin("echo_copy").unwrap();
+    assert_eq!(copy["state"], "rejected");
+    assert_eq!(
+        copy["reason"],
+        r#"tool "echo" is already provided by plugin "echo""#
+    );
+    assert_eq!(server.plugin("echo").unwrap()["state"], "loaded");
+
+    // Once the holder goes, the waiting plugin takes the name by itself.
+    std::fs::remove_file(dir.path().join("echo.wasm")).unwrap();
+    server.wait_for("the copy to take over", |s| {
+        s.plugin("echo_copy")
+            .is_some_and(|p| p["state"] == "loaded")
+    });
+    assert_eq!(
+        server.call("echo", json!({"text": "hi"})).json["content"][0]["text"],
+        "hi"
+    );
+}

@@ -1,0 +1,261 @@
+//! The REST front against the real binary: manifest, envelopes, every
+//! status code, OpenAPI.
+
+mod support;
+
+use serde_json::json;
+use support::{Server, assert_envelope, example, fixture, plugin_dir};
+
+fn examples_server(extra: &[&str]) -> (tempfile::TempDir, Server) {
+    let dir = plugin_dir(&[&example("echo"), &example("math")]);
+    let server = Server::start(dir.path(), extra);
+    (dir, server)
+}
+
+#[test]
+fn manifest_lists_tools_exactly_as_declared() {
+    let (_dir, server) = examples_server(&[]);
+    let tools = server.get("/tools");
+    assert_eq!(tools.status, 200);
+    assert_eq!(server.tool_names(), ["add", "divide", "echo", "stats"]);
+    let echo = tools
+        .json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .unwrap();
+    assert_eq!(echo["endpoint"], "/tools/echo");
+    assert_eq!(echo["method"], "POST");
+    assert_eq!(echo["title"], "Echo");
+    assert_eq!(
+        echo["inputSchema"],
+        json!({
+            "type": "object",
+            "properties": { "text": { "type": "string", "description": "What to echo back" } },
+            "required": ["text"],
+            "additionalProperties": false
+        })
+    );
+    assert_eq!(echo["annotations"]["readOnlyHint"], true);
+    let add = tools
+        .json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "add")
+        .unwrap();
+    assert_eq!(add["outputSchema"]["required"], json!(["result"]));
+
+    let health = server.get("/health");
+    assert_eq!(
+        (health.status, health.json["tools"].as_u64()),
+        (200, Some(4))
+    );
+}
+
+#[test]
+fn successful_calls_answer_with_the_envelope() {
+    let (_dir, server) = examples_server(&[]);
+    let echo = server.call("echo", json!({"text": "hello"}));
+    assert_eq!(echo.status, 200);
+    assert_eq!(assert_envelope(&echo), None);
+    assert_eq!(
+        echo.json,
+        json!({"content": [{"type": "text", "text": "hello"}], "isError": false})
+    );
+
+    let add = server.call("add", json!({"a": 2, "b": 3.5}));
+    assert_eq!(add.status, 200);
+    assert_eq!(add.json["structuredContent"], json!({"result": 5.5}));
+    assert_eq!(add.json["content"][0]["text"], "5.5");
+
+    // Structured-only results get a text block: JSON by default ...
+    let stats = server.call("stats", json!({"numbers": [1, 2, 3]}));
+    assert_eq!(assert_envelope(&stats), None);
+    let text = stats.json["content"][0]["text"].as_str().unwrap();
+    let rendered: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(rendered, stats.json["structuredContent"]);
+    assert_eq!(rendered["mean"], 2.0);
+
+    // ... or the markdown key-value block on request.
+    let markdown = server.post("/tools/stats?format=markdown", r#"{"numbers":[1,2,3]}"#);
+    let text = markdown.json["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("```\nCount: 3\nSum: 6.0\nMean: 2.0\n"),
+        "{text}"
+    );
+    assert!(text.ends_with("\n```"), "{text}");
+}
+
+#[test]
+fn every_host_and_tool_error_has_its_status_and_envelope() {
+    let dir = plugin_dir(&[&example("echo"), &example("math"), &fixture("misbehave")]);
+    let server = Server::start(
+        dir.path(),
+        &["--timeout-ms", "500", "--max-body-bytes", "4096"],
+    );
+
+    let check = |response: support::Response, status: u16, code: &str| {
+        assert_eq!(response.status, status, "{}", response.json);
+        assert_eq!(
+            assert_envelope(&response).as_deref(),
+            Some(code),
+            "{}",
+            response.json
+        );
+        response.json
+    };
+
+    let body = check(server.post("/tools/echo", "{not json"), 400, "INVALID_JSON");
+    assert!(body["error"]["details"]["line"].is_number());
+    check(server.post("/tools/echo", "[1,2]"), 400, "INVALID_JSON");
+    let body = check(server.call("nope", json!({})), 404, "TOOL_NOT_FOUND");
+    assert!(
+        body["error"]["details"]["available"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("echo"))
+    );
+    check(
+        server.post(
+            "/tools/echo",
+            &format!(r#"{{"text":"{}"}}"#, "x".repeat(5000)),
+        ),
+        413,
+        "PAYLOAD_TOO_LARGE",
+    );
+
+    let body = check(
+        server.call("add", json!({"a": "two", "c": 1})),
+        422,
+        "INVALID_ARGUMENTS",
+    );
+    let paths: Vec<&str> = body["error"]["details"]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"/a"), "{body}");
+    assert!(
+        paths.contains(&""),
+        "the missing b and extra c are reported at the root: {body}"
+    );
+
+    let body = check(
+        server.call("divide", json!({"a": 1, "b": 0})),
+        422,
+        "DIVISION_BY_ZERO",
+    );
+    assert_eq!(body["content"][0]["text"], "Error: cannot divide by zero");
+    assert_eq!(body["error"]["details"], json!({"a": 1.0}));
+
+    let body = check(server.call("panic", json!({})), 500, "PLUGIN_TRAPPED");
+    assert!(
+        body["error"]["details"]["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("panicked on purpose"),
+        "{body}"
+    );
+    check(server.call("recurse", json!({})), 500, "PLUGIN_TRAPPED");
+    check(
+        server.call("not_an_object", json!({})),
+        500,
+        "INVALID_PLUGIN_OUTPUT",
+    );
+    let body = check(
+        server.call("breaks_schema", json!({})),
+        500,
+        "INVALID_PLUGIN_OUTPUT",
+    );
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("/n"),
+        "{body}"
+    );
+    check(
+        server.call("bad_image", json!({})),
+        500,
+        "INVALID_PLUGIN_OUTPUT",
+    );
+    check(
+        server.call("empty", json!({})),
+        500,
+        "INVALID_PLUGIN_OUTPUT",
+    );
+    check(server.call("hog", json!({})), 500, "OUT_OF_MEMORY");
+    check(server.call("spin", json!({})), 504, "TOOL_TIMEOUT");
+
+    check(server.get("/tools/echo"), 405, "METHOD_NOT_ALLOWED");
+    check(server.get("/nowhere"), 404, "NOT_FOUND");
+    check(
+        server.post("/tools/stats?format=yaml", "{}"),
+        400,
+        "INVALID_REQUEST",
+    );
+
+    // After all that, the same plugins still answer, from a clean instance.
+    assert_eq!(
+        server.call("echo", json!({"text": "still here"})).status,
+        200
+    );
+    assert_eq!(
+        server.call("counter", json!({})).json["content"][0]["text"],
+        "1"
+    );
+    assert_eq!(
+        server.call("counter", json!({})).json["content"][0]["text"],
+        "1"
+    );
+}
+
+#[test]
+fn plugin_output_is_logged_and_bounded() {
+    let dir = plugin_dir(&[&fixture("misbehave")]);
+    let server = Server::start(dir.path(), &[]);
+    assert_eq!(server.call("chatty", json!({})).status, 200);
+    let log = server.log();
+    assert!(
+        log.contains("line 0 of chatter"),
+        "plugin stdout reaches the log"
+    );
+    assert!(
+        log.contains("misbehave"),
+        "log lines are tagged with the plugin"
+    );
+    assert!(
+        !log.contains("line 9999 of chatter"),
+        "output past the bound is dropped"
+    );
+    assert!(log.contains("dropped"));
+}
+
+#[test]
+fn openapi_document_is_valid_openapi_3_1() {
+    let (_dir, server) = examples_server(&[]);
+    let document = server.get("/openapi.json");
+    assert_eq!(document.status, 200);
+    assert_eq!(document.json["openapi"], "3.1.0");
+    let operation = &document.json["paths"]["/tools/divide"]["post"];
+    assert_eq!(operation["operationId"], "divide");
+    assert!(operation["responses"]["422"].is_object());
+    assert!(operation["responses"]["504"].is_object());
+    assert_eq!(
+        document.json["components"]["schemas"]["divide.output"]["required"],
+        json!(["result"])
+    );
+
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), document.json.to_string()).unwrap();
+    let output = std::process::Command::new(support::openapi_validator())
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "openapi-spec-validator rejected the document:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -1,0 +1,321 @@
+//! Shared set-up for the integration tests: builds the example and fixture
+//! plugins for wasm32-wasip2 (once per test binary), lays out temporary plugin
+//! folders, starts the real `toolhost` binary on an ephemeral port and talks
+//! to it over real sockets.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+pub fn toolhost_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_toolhost")
+}
+
+/// A compile cache shared by every test, so each plugin is compiled once per
+/// `cargo test` run rather than once per server.
+pub fn test_cache_dir() -> PathBuf {
+    repo_root().join("target/test-compile-cache")
+}
+
+/// Builds a plugin workspace for wasm32-wasip2 and returns the folder
+/// holding its `.wasm` files.
+fn build_workspace(workspace: &str) -> PathBuf {
+    let root = repo_root().join(workspace);
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
+        .current_dir(&root)
+        // The outer `cargo test` sets these for the host build; they must
+        // not leak into the guest build.
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .status()
+        .expect("running cargo to build plugins");
+    assert!(
+        status.success(),
+        "building {workspace} for wasm32-wasip2 failed (is the target installed? `rustup target add wasm32-wasip2`)"
+    );
+    root.join("target/wasm32-wasip2/release")
+}
+
+/// The example plugins (`plugins/`), built.
+pub fn examples() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| build_workspace("plugins"))
+}
+
+/// The misbehaving fixtures (`tests/fixtures/`), built.
+pub fn fixtures() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| build_workspace("tests/fixtures"))
+}
+
+pub fn example(name: &str) -> PathBuf {
+    examples().join(format!("{name}.wasm"))
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    fixtures().join(format!("{name}.wasm"))
+}
+
+/// A temporary plugin folder holding copies of `plugins`.
+pub fn plugin_dir(plugins: &[&Path]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for plugin in plugins {
+        std::fs::copy(plugin, dir.path().join(plugin.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+/// Drops a file into a plugin folder the careful way: write a hidden
+/// temporary file, then rename it into place.
+pub fn drop_in(source: &Path, dir: &Path, name: &str) {
+    let temp = dir.join(format!(".{name}.tmp"));
+    std::fs::copy(source, &temp).unwrap();
+    std::fs::rename(&temp, dir.join(name)).unwrap();
+}
+
+/// The same component bytes with a custom section appended: a different
+/// file hash, the same behaviour. Lets tests tell versions apart.
+pub fn variant_of(source: &Path, tag: &str) -> PathBuf {
+    let mut bytes = std::fs::read(source).unwrap();
+    let name = b"toolhost-test";
+    let payload = tag.as_bytes();
+    let size = 1 + name.len() + payload.len();
+    assert!(size < 128 && name.len() < 128);
+    bytes.extend_from_slice(&[0, size as u8, name.len() as u8]);
+    bytes.extend_from_slice(name);
+    bytes.extend_from_slice(payload);
+    let path = std::env::temp_dir().join(format!(
+        "toolhost-variant-{}-{tag}-{}",
+        std::process::id(),
+        source.file_name().unwrap().to_str().unwrap()
+    ));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// A running `toolhost serve`, killed on drop.
+pub struct Server {
+    child: Child,
+    pub base: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    pub fn start(dir: &Path, extra_args: &[&str]) -> Server {
+        let mut child = Command::new(toolhost_bin())
+            .arg("serve")
+            .arg("--plugins")
+            .arg(dir)
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--cache-dir")
+            .arg(test_cache_dir())
+            .args(extra_args)
+            .env("TOOLHOST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting toolhost");
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let (address_tx, address_rx) = std::sync::mpsc::channel();
+        let log_writer = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let address = rest.split_whitespace().next().unwrap_or("").to_string();
+                    let _ = address_tx.send(address);
+                }
+                let mut log = log_writer.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let address = address_rx
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("toolhost did not start; log:\n{}", log.lock().unwrap()));
+        Server {
+            child,
+            base: format!("http://{address}"),
+            log,
+        }
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        let response = agent().get(format!("{}{path}", self.base)).call();
+        Response::from(response.expect("GET failed at transport level"))
+    }
+
+    pub fn post(&self, path: &str, body: &str) -> Response {
+        let response = agent()
+            .post(format!("{}{path}", self.base))
+            .header("Content-Type", "application/json")
+            .send(body);
+        Response::from(response.expect("POST failed at transport level"))
+    }
+
+    /// Calls a tool with JSON arguments.
+    pub fn call(&self, tool: &str, arguments: Value) -> Response {
+        self.post(&format!("/tools/{tool}"), &arguments.to_string())
+    }
+
+    pub fn tool_names(&self) -> Vec<String> {
+        self.get("/tools")
+            .json
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// The `/plugins` entry of one plugin.
+    pub fn plugin(&self, id: &str) -> Option<Value> {
+        let report = self.get("/plugins").json;
+        report["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|plugin| plugin["id"] == id)
+            .cloned()
+    }
+
+    /// Waits (polling, bounded) until `condition` holds; panics with the
+    /// server log if it never does. Hot reload is asynchronous, so tests
+    /// wait for its effect rather than sleeping a fixed time.
+    pub fn wait_for(&self, what: &str, mut condition: impl FnMut(&Server) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if condition(self) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("timed out waiting for {what}; log:\n{}", self.log());
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+/// Status, content type and parsed JSON body of one response.
+pub struct Response {
+    pub status: u16,
+    pub content_type: String,
+    pub json: Value,
+}
+
+impl From<ureq::http::Response<ureq::Body>> for Response {
+    fn from(mut response: ureq::http::Response<ureq::Body>) -> Self {
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let text = response.body_mut().read_to_string().unwrap();
+        let json = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {text}"));
+        Response {
+            status,
+            content_type,
+            json,
+        }
+    }
+}
+
+/// Checks the envelope invariants every answer must hold, and returns the
+/// error code (if any).
+pub fn assert_envelope(response: &Response) -> Option<String> {
+    assert_eq!(
+        response.content_type, "application/json",
+        "{:?}",
+        response.json
+    );
+    let body = &response.json;
+    let content = body["content"].as_array().expect("content is an array");
+    assert!(!content.is_empty(), "content is never empty: {body}");
+    for block in content {
+        assert!(block["type"].is_string(), "every block has a type: {body}");
+    }
+    let is_error = body["isError"].as_bool().expect("isError is a boolean");
+    if let Some(structured) = body.get("structuredContent") {
+        assert!(
+            structured.is_object(),
+            "structuredContent is an object: {body}"
+        );
+    }
+    if is_error {
+        let text = content[0]["text"].as_str().unwrap();
+        assert!(text.starts_with("Error: "), "{body}");
+        assert!(body["error"]["message"].is_string(), "{body}");
+        Some(body["error"]["code"].as_str().unwrap().to_string())
+    } else {
+        assert!(body.get("error").is_none(), "{body}");
+        None
+    }
+}
+
+/// The `openapi-spec-validator` command (from PyPI), installed once into a
+/// virtual environment under `target/`.
+pub fn openapi_validator() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let venv = repo_root().join("target/test-venv");
+        let bin = venv.join("bin/openapi-spec-validator");
+        if !bin.exists() {
+            let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+            let created = Command::new(python)
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .status()
+                .unwrap();
+            assert!(created.success(), "python3 -m venv failed");
+            let installed = Command::new(venv.join("bin/pip"))
+                .args(["install", "--quiet", "openapi-spec-validator==0.7.*"])
+                .status()
+                .unwrap();
+            assert!(
+                installed.success(),
+                "pip install openapi-spec-validator failed"
+            );
+        }
+        bin
+    })
+    .clone()
+}
