@@ -171,6 +171,32 @@ fn bad_files_are_rejected_with_reasons_and_lose_nothing() {
 }
 
 #[test]
+fn compiled_code_is_cached_and_unchanged_files_are_not_reloaded() {
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().to_str().unwrap();
+    let dir = plugin_dir(&[&example("echo")]);
+    let first = Server::start(dir.path(), &["--cache-dir", cache_dir]);
+    let loaded = first.plugin("echo").unwrap();
+    assert_eq!(loaded["fromCache"], false, "a new cache compiles: {loaded}");
+
+    // Copying the same bytes over the file changes nothing.
+    std::fs::copy(example("echo"), dir.path().join("echo.wasm")).unwrap();
+    drop_in(&example("math"), dir.path(), "math.wasm");
+    first.wait_for("math", |s| s.plugin("math").is_some());
+    assert_eq!(
+        first.plugin("echo").unwrap()["loadedAt"],
+        loaded["loadedAt"]
+    );
+    drop(first);
+
+    // A restart loads from the cache instead of compiling.
+    let second = Server::start(dir.path(), &["--cache-dir", cache_dir]);
+    assert_eq!(second.plugin("echo").unwrap()["fromCache"], true);
+    assert_eq!(second.plugin("math").unwrap()["fromCache"], true);
+    assert_eq!(second.call("echo", json!({"text": "warm"})).status, 200);
+}
+
+#[test]
 fn the_first_plugin_keeps_a_tool_name() {
     let dir = plugin_dir(&[&example("echo")]);
     let server = Server::start(dir.path(), &[]);

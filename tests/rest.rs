@@ -215,6 +215,10 @@ fn plugin_output_is_logged_and_bounded() {
     let dir = plugin_dir(&[&fixture("misbehave")]);
     let server = Server::start(dir.path(), &[]);
     assert_eq!(server.call("chatty", json!({})).status, 200);
+    // The log is read from the server's stderr by another thread.
+    server.wait_for("the drop notice", |s| {
+        s.log().contains("over the log limit was dropped")
+    });
     let log = server.log();
     assert!(
         log.contains("line 0 of chatter"),

@@ -50,8 +50,9 @@ pub struct Envelope {
     pub structured_content: Option<Map<String, Value>>,
     #[serde(rename = "isError")]
     pub is_error: bool,
+    /// Boxed: errors are the rare path, and this keeps `Envelope` small.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorBody>,
+    pub error: Option<Box<ErrorBody>>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -96,7 +97,7 @@ impl Envelope {
             content: vec![text_block(format!("Error: {}", body.message))],
             structured_content: None,
             is_error: true,
-            error: Some(body),
+            error: Some(Box::new(body)),
         }
     }
 
@@ -114,7 +115,7 @@ impl Envelope {
 
     /// The HTTP status REST and CGI answer with.
     pub fn http_status(&self) -> u16 {
-        match &self.error {
+        match self.error.as_deref() {
             None => 200,
             Some(ErrorBody {
                 host_code: Some(code),

@@ -119,6 +119,7 @@ impl Snapshot {
                         report["state"] = json!("loaded");
                         report["contentHash"] = json!(serving.content_hash);
                         report["loadedAt"] = json!(time(serving.loaded_at));
+                        report["fromCache"] = json!(serving.compiled.from_cache);
                     }
                     (None, None) => {}
                 }
@@ -323,7 +324,8 @@ impl Registry {
                 }
                 Verdict::Loaded(plugin) => {
                     let names: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
-                    tracing::info!(plugin = %id, hash = %&plugin.content_hash[..12], tools = ?names, "plugin loaded");
+                    let from_cache = plugin.compiled.from_cache;
+                    tracing::info!(plugin = %id, hash = %&plugin.content_hash[..12], from_cache, tools = ?names, "plugin loaded");
                     next.admit(Arc::new(plugin));
                 }
                 Verdict::Refused {

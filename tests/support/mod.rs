@@ -117,15 +117,16 @@ pub struct Server {
 }
 
 impl Server {
+    /// Starts `toolhost serve` over `dir` on an ephemeral port. Unless
+    /// `extra_args` names one, the compile cache is the shared test cache.
     pub fn start(dir: &Path, extra_args: &[&str]) -> Server {
-        let mut child = Command::new(toolhost_bin())
-            .arg("serve")
-            .arg("--plugins")
-            .arg(dir)
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .arg("--cache-dir")
-            .arg(test_cache_dir())
+        let mut command = Command::new(toolhost_bin());
+        command.arg("serve").arg("--plugins").arg(dir);
+        command.args(["--listen", "127.0.0.1:0"]);
+        if !extra_args.contains(&"--cache-dir") {
+            command.arg("--cache-dir").arg(test_cache_dir());
+        }
+        let mut child = command
             .args(extra_args)
             .env("TOOLHOST_LOG", "info")
             .env("NO_COLOR", "1")

@@ -87,6 +87,8 @@ pub struct CompiledPlugin {
     /// The plugin's name, to tag its log output.
     name: Arc<str>,
     pre: PluginPre<Sandbox>,
+    /// Whether the compiled code came from the on-disk cache.
+    pub from_cache: bool,
 }
 
 pub struct Runtime {
@@ -135,6 +137,7 @@ impl Runtime {
             .cache
             .as_ref()
             .and_then(|cache| cache.load(&self.engine, content_hash));
+        let from_cache = cached.is_some();
         let component = match cached {
             Some(component) => component,
             None => {
@@ -161,6 +164,7 @@ impl Runtime {
         Ok(CompiledPlugin {
             name: name.into(),
             pre,
+            from_cache,
         })
     }
 
