@@ -20,7 +20,9 @@ pub async fn call(host: &HostOptions, tool: &str, arguments: &str) -> anyhow::Re
         arguments.to_string()
     };
     let envelope = match invoke::parse_arguments(arguments.as_bytes()) {
-        Ok(arguments) => invoke::call_tool(&registry, tool, arguments, host.text_format).await,
+        Ok(arguments) => {
+            invoke::call_tool(&registry, tool, arguments, host.text_format, None).await
+        }
         Err(envelope) => envelope,
     };
     println!("{}", serde_json::to_string_pretty(&envelope)?);

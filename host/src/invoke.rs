@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::envelope::{Envelope, TextFormat, schema_problems};
 use crate::errors::ErrorCode;
 use crate::registry::Registry;
-use crate::runtime::CallFailure;
+use crate::runtime::{CallClient, CallFailure};
 
 /// Parses a request body into an arguments object. An empty body means no
 /// arguments (`{}`), so `curl -X POST` works for tools that take none.
@@ -50,6 +50,7 @@ pub async fn call_tool(
     name: &str,
     arguments: Map<String, Value>,
     format: TextFormat,
+    client: CallClient,
 ) -> Envelope {
     let Some(entry) = registry.snapshot().tool(name).cloned() else {
         return tool_not_found(registry, name);
@@ -70,7 +71,7 @@ pub async fn call_tool(
 
     let runtime = registry.runtime();
     let outcome = runtime
-        .call_tool(&entry.plugin.compiled, name, &arguments.to_string())
+        .call_tool(&entry.plugin.compiled, name, &arguments.to_string(), client)
         .await;
     match outcome {
         Ok(Ok(output)) => Envelope::success(output, &entry.tool, format),

@@ -125,7 +125,7 @@ async fn call_tool(
         Ok(arguments) => arguments,
         Err(envelope) => return envelope_response(envelope),
     };
-    envelope_response(invoke::call_tool(&state.registry, &name, arguments, format).await)
+    envelope_response(invoke::call_tool(&state.registry, &name, arguments, format, None).await)
 }
 
 fn too_large(limit: usize) -> Envelope {

@@ -18,6 +18,7 @@
 //! - Memory is capped per call by a `ResourceLimiter`.
 
 mod cache;
+mod client;
 mod sandbox;
 
 use std::path::PathBuf;
@@ -28,12 +29,14 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
 
 use self::cache::ArtifactCache;
+pub use self::client::{CallClient, ClientChannel, LogLevel};
 use self::sandbox::Sandbox;
 
 mod bindings {
     wasmtime::component::bindgen!({
         world: "plugin",
         path: "../wit",
+        imports: { default: async },
         exports: { default: async },
     });
 }
@@ -109,6 +112,8 @@ impl Runtime {
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+        Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |sandbox| sandbox)
+            .map_err(anyhow::Error::from)?;
 
         let cache = match cache_dir {
             Some(dir) => Some(ArtifactCache::open(&dir, &engine)?),
@@ -170,7 +175,7 @@ impl Runtime {
 
     /// Runs `list-tools` in a fresh instance.
     pub async fn list_tools(&self, plugin: &CompiledPlugin) -> Result<Vec<ToolSpec>, CallFailure> {
-        let mut store = self.new_store();
+        let mut store = self.new_store(None);
         let outcome = tokio::time::timeout(self.limits.timeout, async {
             let instance = plugin.pre.instantiate_async(&mut store).await?;
             instance
@@ -182,14 +187,16 @@ impl Runtime {
         self.settle(plugin, store, outcome)
     }
 
-    /// Runs `call-tool` in a fresh instance. `arguments` is JSON text.
+    /// Runs `call-tool` in a fresh instance. `arguments` is JSON text;
+    /// `client` is the client behind the call, if there is one.
     pub async fn call_tool(
         &self,
         plugin: &CompiledPlugin,
         tool: &str,
         arguments: &str,
+        client: CallClient,
     ) -> Result<Result<PluginOutput, PluginError>, CallFailure> {
-        let mut store = self.new_store();
+        let mut store = self.new_store(client);
         let outcome = tokio::time::timeout(self.limits.timeout, async {
             let instance: Plugin = plugin.pre.instantiate_async(&mut store).await?;
             instance
@@ -203,8 +210,9 @@ impl Runtime {
 
     /// A store for one call: fresh sandbox, memory cap, and a deadline that
     /// is checked at every epoch tick.
-    fn new_store(&self) -> Store<Sandbox> {
-        let mut store = Store::new(&self.engine, Sandbox::new(self.limits.memory_bytes));
+    fn new_store(&self, client: CallClient) -> Store<Sandbox> {
+        let sandbox = Sandbox::new(self.limits.memory_bytes, client);
+        let mut store = Store::new(&self.engine, sandbox);
         store.limiter(|sandbox| &mut sandbox.limiter);
         let deadline = Instant::now() + self.limits.timeout;
         store.set_epoch_deadline(1);

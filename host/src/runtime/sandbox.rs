@@ -22,6 +22,8 @@ pub const LOG_CAPTURE_BYTES: usize = 16 * 1024;
 
 /// The data of a wasmtime `Store` for one call.
 pub struct Sandbox {
+    /// The client behind the call, for the `client` import.
+    pub client: super::client::CallClient,
     wasi: WasiCtx,
     table: ResourceTable,
     pub limiter: MemoryCap,
@@ -30,7 +32,7 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    pub fn new(memory_cap_bytes: usize) -> Self {
+    pub fn new(memory_cap_bytes: usize, client: super::client::CallClient) -> Self {
         let stdout = LogCapture::default();
         let stderr = LogCapture::default();
         // Deny by default: no preopened directories, no environment, no
@@ -44,6 +46,7 @@ impl Sandbox {
             .allow_ip_name_lookup(false)
             .build();
         Sandbox {
+            client,
             wasi,
             table: ResourceTable::new(),
             limiter: MemoryCap::new(memory_cap_bytes),
