@@ -1,5 +1,5 @@
 //! The one list of host error codes, and the one place that maps each code to
-//! an HTTP status and a `toolhost call` exit status.
+//! an HTTP status, a JSON-RPC error code and a `toolhost call` exit status.
 //!
 //! Every front reports failures through [`ErrorCode`], so a given failure has
 //! the same code whether it came over REST, MCP, CGI or the CLI. A plugin's
@@ -36,6 +36,10 @@ pub enum ErrorCode {
     NotFound,
     /// The route exists, but not for that HTTP method.
     MethodNotAllowed,
+    /// The bearer token is missing or wrong.
+    Unauthorized,
+    /// The Host or Origin header names a host that is not allowed.
+    Forbidden,
 }
 
 /// HTTP status for a plugin's own (business) tool error.
@@ -43,7 +47,7 @@ pub const TOOL_ERROR_HTTP_STATUS: u16 = 422;
 
 impl ErrorCode {
     /// Every code, in the order README documents them.
-    pub const ALL: [ErrorCode; 11] = [
+    pub const ALL: [ErrorCode; 13] = [
         ErrorCode::InvalidJson,
         ErrorCode::InvalidArguments,
         ErrorCode::ToolNotFound,
@@ -55,6 +59,8 @@ impl ErrorCode {
         ErrorCode::InvalidRequest,
         ErrorCode::NotFound,
         ErrorCode::MethodNotAllowed,
+        ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
     ];
 
     /// The code as it appears on the wire, e.g. `TOOL_NOT_FOUND`.
@@ -71,6 +77,8 @@ impl ErrorCode {
             ErrorCode::InvalidRequest => "INVALID_REQUEST",
             ErrorCode::NotFound => "NOT_FOUND",
             ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ErrorCode::Unauthorized => "UNAUTHORIZED",
+            ErrorCode::Forbidden => "FORBIDDEN",
         }
     }
 
@@ -80,6 +88,8 @@ impl ErrorCode {
             ErrorCode::InvalidJson | ErrorCode::InvalidRequest => 400,
             ErrorCode::ToolNotFound | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::Unauthorized => 401,
+            ErrorCode::Forbidden => 403,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::InvalidArguments => 422,
             ErrorCode::PluginTrapped | ErrorCode::InvalidPluginOutput => 500,
@@ -87,6 +97,19 @@ impl ErrorCode {
             // itself is fine, but the call could not complete.
             ErrorCode::OutOfMemory => 500,
             ErrorCode::ToolTimeout => 504,
+        }
+    }
+
+    /// How MCP reports the code: `Some(code)` for a JSON-RPC protocol error,
+    /// `None` for a tool result with `isError: true`. MCP 2025-11-25 makes
+    /// only an unknown tool a protocol error; everything that happens once the
+    /// tool is known, bad arguments included (SEP-1303), is a result the model
+    /// can read and act on. (Malformed JSON-RPC never reaches this far: the
+    /// SDK answers it with -32700 or -32600.)
+    pub fn jsonrpc_code(self) -> Option<i32> {
+        match self {
+            ErrorCode::ToolNotFound => Some(-32602),
+            _ => None,
         }
     }
 

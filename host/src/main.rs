@@ -1,4 +1,4 @@
-//! `toolhost`: serve WebAssembly component plugins as tools over REST.
+//! `toolhost`: serve WebAssembly component plugins as tools over REST and MCP.
 //!
 //! This file owns the command line: the subcommands, their flags (each with
 //! a `TOOLHOST_*` environment variable) and logging. The work is done by the
@@ -8,9 +8,12 @@ mod cgi;
 mod cli;
 mod envelope;
 mod errors;
+mod guard;
 mod invoke;
 mod loader;
 mod manifest;
+mod mcp;
+mod mcp_http;
 mod openapi;
 mod registry;
 mod rest;
@@ -43,7 +46,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve every plugin in the folder over REST, reloading on change.
+    /// Serve every plugin in the folder over REST and MCP, reloading on change.
     Serve(ServeOptions),
     /// Call one tool once and print the result envelope. Exit status: 0
     /// success; 1 the tool failed (isError); 2 bad usage or the call could
@@ -118,9 +121,24 @@ struct ServeOptions {
     host: HostOptions,
     #[command(flatten)]
     http: HttpOptions,
-    /// Address to listen on. Loopback by default: expose it on purpose.
-    #[arg(long, env = "TOOLHOST_LISTEN", default_value = "127.0.0.1:8000")]
-    listen: SocketAddr,
+    /// Address for HTTP (REST at /, MCP at /mcp) [default: 127.0.0.1:8000,
+    /// or none with --stdio]. Loopback by default: expose it on purpose.
+    #[arg(long, env = "TOOLHOST_LISTEN")]
+    listen: Option<SocketAddr>,
+    /// Also serve MCP on stdin/stdout, for MCP clients that start toolhost.
+    #[arg(long, env = "TOOLHOST_STDIO")]
+    stdio: bool,
+    /// Require `Authorization: Bearer <TOKEN>` on every HTTP route but /health.
+    #[arg(long, env = "TOOLHOST_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Another host name that Host and Origin headers may name (repeatable;
+    /// comma-separated in the variable). Loopback names are always allowed.
+    #[arg(
+        long = "allowed-host",
+        env = "TOOLHOST_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    allowed_hosts: Vec<String>,
     /// How long a plugin file must be quiet before it is (re)loaded, in ms.
     #[arg(long, env = "TOOLHOST_DEBOUNCE_MS", default_value_t = 50)]
     debounce_ms: u64,
@@ -177,7 +195,9 @@ fn init_logging(default_level: &str) {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let quiet = !matches!(cli.command, Command::Serve(_));
-    init_logging(if quiet { "warn" } else { "info" });
+    // rmcp logs every session and notification at info: too chatty for a
+    // server log, so it is held at warn unless TOOLHOST_LOG says otherwise.
+    init_logging(if quiet { "warn" } else { "info,rmcp=warn" });
     let outcome = match cli.command {
         Command::Serve(options) => serve::run(options).await.map(|()| 0),
         Command::Call {

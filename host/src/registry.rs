@@ -74,6 +74,11 @@ impl Snapshot {
         self.tools.values()
     }
 
+    /// The tool list as clients see it, to tell whether a change altered it.
+    fn tool_list_fingerprint(&self) -> Vec<serde_json::Map<String, serde_json::Value>> {
+        self.tools().map(|entry| entry.tool.descriptor()).collect()
+    }
+
     pub fn tool_names(&self) -> Vec<String> {
         self.tools.keys().cloned().collect()
     }
@@ -246,6 +251,10 @@ pub struct Registry {
     current: ArcSwap<Snapshot>,
     writer: tokio::sync::Mutex<()>,
     runtime: Arc<Runtime>,
+    /// Bumped each time the tool list a client would see changes. A watch
+    /// channel keeps only the newest value, so a burst of changes reaches a
+    /// slow listener as one.
+    tool_list_version: tokio::sync::watch::Sender<u64>,
 }
 
 impl Registry {
@@ -254,11 +263,18 @@ impl Registry {
             current: ArcSwap::from_pointee(Snapshot::default()),
             writer: tokio::sync::Mutex::new(()),
             runtime,
+            tool_list_version: tokio::sync::watch::Sender::new(0),
         })
     }
 
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
+    }
+
+    /// A receiver that wakes on every change to the tool list (a plugin added,
+    /// removed, or replaced by one with different tools), starting from now.
+    pub fn tool_list_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.tool_list_version.subscribe()
     }
 
     /// The current state; cheap, lock-free, and stable for as long as it is
@@ -345,7 +361,11 @@ impl Registry {
                 tracing::warn!(plugin = %id, reason = %rejection.reason, "plugin waits for a tool name");
             }
         }
+        let tool_list_changed = before.tool_list_fingerprint() != next.tool_list_fingerprint();
         self.current.store(Arc::new(next));
+        if tool_list_changed {
+            self.tool_list_version.send_modify(|version| *version += 1);
+        }
     }
 }
 

@@ -1,10 +1,24 @@
-//! `toolhost serve`: the long-running server. Owns start-up order and
-//! shutdown; the REST routes are in `rest.rs`, hot reload in `watcher.rs`.
+//! `toolhost serve`: the long-running server. Owns start-up order, which
+//! fronts run (HTTP with REST and MCP, MCP over stdio, or both) and shutdown.
+//! The routes are in `rest.rs` and `mcp.rs`, guards in `guard.rs`, hot reload
+//! in `watcher.rs`.
 
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::guard::{self, GuardSettings, LOOPBACK_HOSTS};
+use crate::mcp::McpFront;
+use crate::mcp_http::{self, McpHttpSettings};
+use crate::registry::Registry;
 use crate::rest::{self, RestSettings};
 use crate::{ServeOptions, watcher};
+
+/// Where HTTP listens when neither `--listen` nor `--stdio` is given.
+const DEFAULT_LISTEN: &str = "127.0.0.1:8000";
 
 pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
     let dir = &options.host.plugins;
@@ -19,29 +33,101 @@ pub async fn run(options: ServeOptions) -> anyhow::Result<()> {
     let _watch = watcher::watch(registry.clone(), dir, debounce)?;
     registry.scan(dir).await?;
 
-    let settings = RestSettings {
-        max_body_bytes: options.http.max_body_bytes,
-        text_format: options.host.text_format,
+    // With --stdio, HTTP runs only when asked for with --listen: an MCP
+    // client that starts toolhost must not collide with a server on 8000.
+    let listen = match (options.listen, options.stdio) {
+        (Some(address), _) => Some(address),
+        (None, false) => Some(DEFAULT_LISTEN.parse()?),
+        (None, true) => None,
     };
-    let app = rest::router(registry.clone(), settings);
-    let listener = tokio::net::TcpListener::bind(options.listen).await?;
-    let snapshot = registry.snapshot();
-    tracing::info!(
-        folder = %dir.display(),
-        plugins = snapshot.plugins().count(),
-        tools = snapshot.tools().count(),
-        "toolhost listening on http://{}",
-        listener.local_addr()?
-    );
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+
+    let http = match listen {
+        Some(address) => {
+            let server = serve_http(&options, registry.clone(), address, shutdown.clone()).await?;
+            Some(tokio::spawn(server))
+        }
+        None => None,
+    };
+    if options.stdio {
+        serve_stdio(&options, registry).await?;
+        shutdown.cancel();
+    }
+    if let Some(http) = http {
+        http.await??;
+    }
     tracing::info!("stopped");
     Ok(())
 }
 
-/// Ctrl-C or SIGTERM: stop accepting, let calls in flight finish.
-async fn shutdown_signal() {
+/// Binds the listener now (so a port conflict is an immediate error) and
+/// returns the server future: REST at `/`, MCP Streamable HTTP at `/mcp`.
+async fn serve_http(
+    options: &ServeOptions,
+    registry: Arc<Registry>,
+    address: SocketAddr,
+    shutdown: CancellationToken,
+) -> anyhow::Result<impl Future<Output = anyhow::Result<()>> + use<>> {
+    let listener = tokio::net::TcpListener::bind(address).await?;
+    let local = listener.local_addr()?;
+    let mut allowed_hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+    if !local.ip().is_unspecified() {
+        allowed_hosts.push(local.ip().to_string());
+    }
+    allowed_hosts.extend(options.allowed_hosts.iter().cloned());
+
+    let text_format = options.host.text_format;
+    let mcp = mcp_http::router(
+        registry.clone(),
+        McpHttpSettings {
+            text_format,
+            allowed_hosts: allowed_hosts.clone(),
+            max_body_bytes: options.http.max_body_bytes,
+            shutdown: shutdown.clone(),
+        },
+    );
+
+    let guard_settings = Arc::new(GuardSettings {
+        allowed_hosts,
+        token: options.token.clone(),
+    });
+    let settings = RestSettings {
+        max_body_bytes: options.http.max_body_bytes,
+        text_format,
+    };
+    let app = rest::router(registry.clone(), settings).merge(mcp).layer(
+        axum::middleware::from_fn_with_state(guard_settings, guard::check),
+    );
+
+    let snapshot = registry.snapshot();
+    tracing::info!(
+        folder = %options.host.plugins.display(),
+        plugins = snapshot.plugins().count(),
+        tools = snapshot.tools().count(),
+        "toolhost listening on http://{local} (REST at /, MCP at /mcp)"
+    );
+    Ok(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await?;
+        Ok(())
+    })
+}
+
+/// MCP over stdin/stdout until the client closes stdin. Nothing but MCP
+/// messages is ever written to stdout; logs go to stderr.
+async fn serve_stdio(options: &ServeOptions, registry: Arc<Registry>) -> anyhow::Result<()> {
+    tracing::info!("serving MCP on stdio");
+    let front = McpFront::new(registry, options.host.text_format);
+    let service = front.serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM: stop accepting, let calls in flight finish, and end
+/// the MCP streams (which would otherwise hold shutdown open forever).
+async fn cancel_on_signal(shutdown: CancellationToken) {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -60,4 +146,5 @@ async fn shutdown_signal() {
         () = ctrl_c => {},
         () = terminate => {},
     }
+    shutdown.cancel();
 }

