@@ -76,12 +76,9 @@ pub async fn check(host: &HostOptions, file: &Path) -> anyhow::Result<u8> {
         .unwrap_or("plugin")
         .to_string();
     let runtime = host.registry()?.runtime().clone();
-    let verdict = match loader::read_plugin_file(file).await {
+    let verdict = match loader::read_source(file).await {
         Err(error) => Err(format!("cannot read {}: {error}", file.display())),
-        Ok(bytes) => {
-            let hash = loader::content_hash(&bytes);
-            loader::load(&runtime, &id, file, bytes, hash).await
-        }
+        Ok(source) => loader::load(&runtime, &id, file, source).await,
     };
     match verdict {
         Ok(plugin) => {
@@ -89,6 +86,8 @@ pub async fn check(host: &HostOptions, file: &Path) -> anyhow::Result<u8> {
             for tool in &plugin.tools {
                 println!("  {:<24} {}", tool.name, tool.description);
             }
+            let granted = crate::policy::describe(&plugin.grants);
+            println!("granted: {}", serde_json::to_string_pretty(&granted)?);
             Ok(0)
         }
         Err(reason) => {

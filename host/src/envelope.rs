@@ -126,11 +126,35 @@ impl Envelope {
     }
 }
 
+/// The largest result the host passes on (content and structured data
+/// together). A model gains nothing from more, and a client may choke on it.
+pub const MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
+
+fn result_size(output: &PluginOutput) -> usize {
+    let block_size = |block: &ContentBlock| match block {
+        ContentBlock::Text(text) => text.len(),
+        ContentBlock::Image(media) | ContentBlock::Audio(media) => media.data.len(),
+        ContentBlock::ResourceLink(link) => link.uri.len() + link.name.len(),
+        ContentBlock::Resource(resource) => match &resource.body {
+            ResourceBody::Text(text) => text.len(),
+            ResourceBody::Blob(bytes) => bytes.len(),
+        },
+    };
+    output.content.iter().map(block_size).sum::<usize>()
+        + output.structured.as_ref().map_or(0, String::len)
+}
+
 fn build_success(
     output: PluginOutput,
     tool: &Tool,
     format: TextFormat,
 ) -> Result<Envelope, String> {
+    let size = result_size(&output);
+    if size > MAX_RESULT_BYTES {
+        return Err(format!(
+            "it is {size} bytes, over the {MAX_RESULT_BYTES}-byte limit"
+        ));
+    }
     let mut content = output
         .content
         .into_iter()

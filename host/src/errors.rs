@@ -40,6 +40,10 @@ pub enum ErrorCode {
     Unauthorized,
     /// The Host or Origin header names a host that is not allowed.
     Forbidden,
+    /// The plugin is already running as many calls as its policy allows.
+    Busy,
+    /// The call used up the instruction budget (fuel) its policy sets.
+    OutOfFuel,
 }
 
 /// HTTP status for a plugin's own (business) tool error.
@@ -47,7 +51,7 @@ pub const TOOL_ERROR_HTTP_STATUS: u16 = 422;
 
 impl ErrorCode {
     /// Every code, in the order README documents them.
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 15] = [
         ErrorCode::InvalidJson,
         ErrorCode::InvalidArguments,
         ErrorCode::ToolNotFound,
@@ -61,6 +65,8 @@ impl ErrorCode {
         ErrorCode::MethodNotAllowed,
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
+        ErrorCode::Busy,
+        ErrorCode::OutOfFuel,
     ];
 
     /// The code as it appears on the wire, e.g. `TOOL_NOT_FOUND`.
@@ -79,6 +85,8 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ErrorCode::Unauthorized => "UNAUTHORIZED",
             ErrorCode::Forbidden => "FORBIDDEN",
+            ErrorCode::Busy => "BUSY",
+            ErrorCode::OutOfFuel => "OUT_OF_FUEL",
         }
     }
 
@@ -90,12 +98,13 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::Unauthorized => 401,
             ErrorCode::Forbidden => 403,
+            ErrorCode::Busy => 503,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::InvalidArguments => 422,
             ErrorCode::PluginTrapped | ErrorCode::InvalidPluginOutput => 500,
             // The plugin, not the host, ran out of its allowance: the host
             // itself is fine, but the call could not complete.
-            ErrorCode::OutOfMemory => 500,
+            ErrorCode::OutOfMemory | ErrorCode::OutOfFuel => 500,
             ErrorCode::ToolTimeout => 504,
         }
     }
@@ -120,6 +129,8 @@ impl ErrorCode {
             ErrorCode::InvalidArguments
             | ErrorCode::ToolTimeout
             | ErrorCode::OutOfMemory
+            | ErrorCode::OutOfFuel
+            | ErrorCode::Busy
             | ErrorCode::PluginTrapped
             | ErrorCode::InvalidPluginOutput => 1,
             _ => 2,

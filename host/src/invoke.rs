@@ -14,6 +14,10 @@ use crate::errors::ErrorCode;
 use crate::registry::Registry;
 use crate::runtime::{CallClient, CallFailure};
 
+/// How long a call waits for a free slot of a plugin that is at its
+/// `max_concurrent` limit before it is refused as BUSY.
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Parses a request body into an arguments object. An empty body means no
 /// arguments (`{}`), so `curl -X POST` works for tools that take none.
 pub fn parse_arguments(body: &[u8]) -> Result<Map<String, Value>, Envelope> {
@@ -69,9 +73,38 @@ pub async fn call_tool(
         );
     }
 
+    // A plugin with `max_concurrent` takes calls up to its limit; a call
+    // over it waits briefly for a slot, then is refused as BUSY.
+    let _permit = match &entry.plugin.permits {
+        None => None,
+        Some(permits) => {
+            match tokio::time::timeout(BUSY_WAIT, permits.clone().acquire_owned()).await {
+                Ok(Ok(permit)) => Some(permit),
+                _ => {
+                    return Envelope::host_error(
+                        ErrorCode::Busy,
+                        format!(
+                            "plugin {:?} is already running its maximum of {} calls; try again",
+                            entry.plugin.id,
+                            entry.plugin.grants.max_concurrent.unwrap_or(0)
+                        ),
+                        Some(
+                            json!({ "plugin": entry.plugin.id, "retryAfterMs": BUSY_WAIT.as_millis() }),
+                        ),
+                    );
+                }
+            }
+        }
+    };
     let runtime = registry.runtime();
     let outcome = runtime
-        .call_tool(&entry.plugin.compiled, name, &arguments.to_string(), client)
+        .call_tool(
+            &entry.plugin.compiled,
+            &entry.plugin.grants,
+            name,
+            &arguments.to_string(),
+            client,
+        )
         .await;
     match outcome {
         Ok(Ok(output)) => Envelope::success(output, &entry.tool, format),
@@ -91,17 +124,20 @@ pub fn tool_not_found(registry: &Registry, name: &str) -> Envelope {
 fn call_failure(tool: &str, plugin: &str, failure: CallFailure) -> Envelope {
     let code = match &failure {
         CallFailure::Timeout(_) => ErrorCode::ToolTimeout,
+        CallFailure::OutOfFuel { .. } => ErrorCode::OutOfFuel,
+        CallFailure::InvalidOutput(_) => ErrorCode::InvalidPluginOutput,
         CallFailure::OutOfMemory { .. } => ErrorCode::OutOfMemory,
         CallFailure::Trapped { .. } => ErrorCode::PluginTrapped,
     };
     let mut details = json!({ "tool": tool, "plugin": plugin });
     match &failure {
         CallFailure::Timeout(limit) => details["timeoutMs"] = json!(limit.as_millis()),
+        CallFailure::OutOfFuel { fuel } => details["fuel"] = json!(fuel),
         CallFailure::OutOfMemory { cap_bytes } => details["memoryCapBytes"] = json!(cap_bytes),
         CallFailure::Trapped { stderr, .. } if !stderr.is_empty() => {
             details["stderr"] = json!(stderr)
         }
-        CallFailure::Trapped { .. } => {}
+        CallFailure::Trapped { .. } | CallFailure::InvalidOutput(_) => {}
     }
     Envelope::host_error(code, format!("tool {tool:?} {failure}"), Some(details))
 }

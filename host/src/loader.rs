@@ -9,7 +9,8 @@ use std::time::SystemTime;
 use sha2::{Digest, Sha256};
 
 use crate::manifest::{self, Tool};
-use crate::runtime::{CompiledPlugin, Runtime};
+use crate::policy;
+use crate::runtime::{CompiledPlugin, Grants, Runtime};
 
 /// Files larger than this are refused before they are read whole: a plugin
 /// folder is no place for a gigabyte of anything.
@@ -20,9 +21,53 @@ pub struct LoadedPlugin {
     pub id: String,
     pub file: PathBuf,
     pub content_hash: String,
+    /// SHA-256 of the policy file, when there is one.
+    pub policy_hash: Option<String>,
     pub loaded_at: SystemTime,
     pub compiled: CompiledPlugin,
+    pub grants: Arc<Grants>,
+    /// Bounds concurrent calls when the policy sets `max_concurrent`.
+    pub permits: Option<Arc<tokio::sync::Semaphore>>,
     pub tools: Vec<Arc<Tool>>,
+}
+
+/// The bytes of a plugin file and of its policy file, if any.
+pub struct PluginSource {
+    pub wasm: Vec<u8>,
+    pub content_hash: String,
+    pub policy: Option<String>,
+    pub policy_hash: Option<String>,
+}
+
+/// Reads a plugin file and the policy file beside it.
+pub async fn read_source(path: &Path) -> std::io::Result<PluginSource> {
+    let wasm = read_plugin_file(path).await?;
+    let policy = match tokio::fs::read_to_string(policy::policy_path(path)).await {
+        Ok(text) => Some(text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => {
+            return Err(std::io::Error::other(format!(
+                "cannot read the policy file: {error}"
+            )));
+        }
+    };
+    Ok(PluginSource {
+        content_hash: content_hash(&wasm),
+        policy_hash: policy.as_deref().map(|text| content_hash(text.as_bytes())),
+        wasm,
+        policy,
+    })
+}
+
+/// The plugin file a changed file belongs to: itself for `x.wasm`, `x.wasm`
+/// for its policy `x.toml`; `None` for anything else.
+pub fn plugin_file_for(path: &Path) -> Option<PathBuf> {
+    let candidate = match path.extension()?.to_str()? {
+        "wasm" => path.to_path_buf(),
+        "toml" => path.with_extension("wasm"),
+        _ => return None,
+    };
+    plugin_id(&candidate).map(|_| candidate)
 }
 
 /// The plugin id of a file in the plugin folder: its stem, for `*.wasm`
@@ -55,20 +100,28 @@ pub async fn read_plugin_file(path: &Path) -> std::io::Result<Vec<u8>> {
     tokio::fs::read(path).await
 }
 
-/// Compiles the bytes (off the async worker threads), asks the plugin for
-/// its tools and checks them.
+/// Checks the policy, compiles the bytes (off the async worker threads),
+/// asks the plugin for its tools and checks them.
 pub async fn load(
     runtime: &Arc<Runtime>,
     id: &str,
     file: &Path,
-    bytes: Vec<u8>,
-    content_hash: String,
+    source: PluginSource,
 ) -> Result<LoadedPlugin, String> {
+    let grants = match &source.policy {
+        None => runtime.no_grants(),
+        Some(text) => {
+            let folder = file.parent().unwrap_or(Path::new("."));
+            policy::grants(text, folder, runtime.no_grants().limits)
+                .map_err(|reason| format!("{}: {reason}", policy::policy_path(file).display()))?
+        }
+    };
     let compiled = {
         let runtime = runtime.clone();
         let id = id.to_string();
-        let hash = content_hash.clone();
-        tokio::task::spawn_blocking(move || runtime.compile(&id, &bytes, &hash))
+        let hash = source.content_hash.clone();
+        let wasm = source.wasm;
+        tokio::task::spawn_blocking(move || runtime.compile(&id, &wasm, &hash))
             .await
             .map_err(|e| format!("compilation did not finish: {e}"))??
     };
@@ -80,9 +133,14 @@ pub async fn load(
     Ok(LoadedPlugin {
         id: id.to_string(),
         file: file.to_path_buf(),
-        content_hash,
+        content_hash: source.content_hash,
+        policy_hash: source.policy_hash,
         loaded_at: SystemTime::now(),
         compiled,
+        permits: grants
+            .max_concurrent
+            .map(|permits| Arc::new(tokio::sync::Semaphore::new(permits))),
+        grants: Arc::new(grants),
         tools: tools.into_iter().map(Arc::new).collect(),
     })
 }
@@ -98,6 +156,15 @@ mod tests {
         assert_eq!(plugin_id(Path::new("/p/.echo.wasm")), None);
         assert_eq!(plugin_id(Path::new("/p/echo.toml")), None);
         assert_eq!(plugin_id(Path::new("/p/.wasm")), None);
+    }
+
+    #[test]
+    fn a_policy_file_belongs_to_its_plugin() {
+        let wasm = Some(PathBuf::from("/p/echo.wasm"));
+        assert_eq!(plugin_file_for(Path::new("/p/echo.wasm")), wasm);
+        assert_eq!(plugin_file_for(Path::new("/p/echo.toml")), wasm);
+        assert_eq!(plugin_file_for(Path::new("/p/.echo.toml")), None);
+        assert_eq!(plugin_file_for(Path::new("/p/echo.txt")), None);
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod manifest;
 mod mcp;
 mod mcp_http;
 mod openapi;
+mod policy;
 mod registry;
 mod rest;
 mod runtime;

@@ -57,6 +57,7 @@ pub struct PluginRecord {
 #[derive(Clone)]
 pub struct Rejection {
     pub content_hash: String,
+    pub policy_hash: Option<String>,
     pub reason: String,
     pub at: SystemTime,
     /// A version that is valid but waits for a tool name held by another
@@ -128,6 +129,9 @@ impl Snapshot {
                     }
                     (None, None) => {}
                 }
+                if let Some(serving) = &record.serving {
+                    report["granted"] = crate::policy::describe(&serving.grants);
+                }
                 report
             })
             .collect();
@@ -153,6 +157,7 @@ impl Snapshot {
         if let Some((tool, holder)) = conflict {
             record.rejected = Some(Rejection {
                 content_hash: candidate.content_hash.clone(),
+                policy_hash: candidate.policy_hash.clone(),
                 reason: format!("tool {tool:?} is already provided by plugin {holder:?}"),
                 at: SystemTime::now(),
                 waiting: Some(candidate),
@@ -171,7 +176,7 @@ impl Snapshot {
         }
     }
 
-    fn reject(&mut self, id: &str, file: &Path, content_hash: String, reason: String) {
+    fn reject(&mut self, id: &str, file: &Path, version: Version, reason: String) {
         let record = self
             .plugins
             .entry(id.to_string())
@@ -181,7 +186,8 @@ impl Snapshot {
                 rejected: None,
             });
         record.rejected = Some(Rejection {
-            content_hash,
+            content_hash: version.content_hash,
+            policy_hash: version.policy_hash,
             reason,
             at: SystemTime::now(),
             waiting: None,
@@ -220,20 +226,31 @@ impl Snapshot {
         }
     }
 
-    /// Whether `content_hash` is what this plugin already serves or already
-    /// refused, so loading it again would change nothing.
-    fn already_judged(&self, id: &str, content_hash: &str) -> bool {
+    /// Whether this version (plugin and policy bytes) is what the plugin
+    /// already serves or already refused, so loading it again would change
+    /// nothing.
+    fn already_judged(&self, id: &str, version: &Version) -> bool {
         let Some(record) = self.plugins.get(id) else {
             return false;
         };
         match &record.rejected {
-            Some(rejection) => rejection.content_hash == content_hash,
-            None => record
-                .serving
-                .as_ref()
-                .is_some_and(|serving| serving.content_hash == content_hash),
+            Some(rejection) => {
+                rejection.content_hash == version.content_hash
+                    && rejection.policy_hash == version.policy_hash
+            }
+            None => record.serving.as_ref().is_some_and(|serving| {
+                serving.content_hash == version.content_hash
+                    && serving.policy_hash == version.policy_hash
+            }),
         }
     }
+}
+
+/// The identity of one version of a plugin: its bytes and its policy's.
+#[derive(Default)]
+struct Version {
+    content_hash: String,
+    policy_hash: Option<String>,
 }
 
 /// What reading a file yielded: a version to admit, or a refusal.
@@ -241,10 +258,7 @@ enum Verdict {
     Unchanged,
     Gone,
     Loaded(LoadedPlugin),
-    Refused {
-        content_hash: String,
-        reason: String,
-    },
+    Refused { version: Version, reason: String },
 }
 
 pub struct Registry {
@@ -344,12 +358,9 @@ impl Registry {
                     tracing::info!(plugin = %id, hash = %&plugin.content_hash[..12], from_cache, tools = ?names, "plugin loaded");
                     next.admit(Arc::new(plugin));
                 }
-                Verdict::Refused {
-                    content_hash,
-                    reason,
-                } => {
+                Verdict::Refused { version, reason } => {
                     tracing::warn!(plugin = %id, %reason, "plugin rejected");
-                    next.reject(&id, &path, content_hash, reason);
+                    next.reject(&id, &path, version, reason);
                 }
             }
         }
@@ -374,25 +385,25 @@ async fn judge(runtime: &Arc<Runtime>, before: &Snapshot, path: &Path) -> Verdic
     let Some(id) = loader::plugin_id(path) else {
         return Verdict::Unchanged;
     };
-    let bytes = match loader::read_plugin_file(path).await {
-        Ok(bytes) => bytes,
+    let source = match loader::read_source(path).await {
+        Ok(source) => source,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Verdict::Gone,
         Err(error) => {
             return Verdict::Refused {
-                content_hash: String::new(),
+                version: Version::default(),
                 reason: format!("cannot read the file: {error}"),
             };
         }
     };
-    let content_hash = loader::content_hash(&bytes);
-    if before.already_judged(&id, &content_hash) {
+    let version = Version {
+        content_hash: source.content_hash.clone(),
+        policy_hash: source.policy_hash.clone(),
+    };
+    if before.already_judged(&id, &version) {
         return Verdict::Unchanged;
     }
-    match loader::load(runtime, &id, path, bytes, content_hash.clone()).await {
+    match loader::load(runtime, &id, path, source).await {
         Ok(plugin) => Verdict::Loaded(plugin),
-        Err(reason) => Verdict::Refused {
-            content_hash,
-            reason,
-        },
+        Err(reason) => Verdict::Refused { version, reason },
     }
 }

@@ -6,7 +6,8 @@
 //! for the debounce window, so a `cp` that writes in several chunks is read
 //! whole, once. Write-to-temp-then-rename shows up as an event on the final
 //! name (the temporary name is not a `*.wasm` plugin, or is hidden, and is
-//! ignored). Batches that arrive while a sync runs are merged into the next.
+//! ignored). A change to a policy file (`x.toml`) reloads its plugin
+//! (`x.wasm`). Batches that arrive while a sync runs are merged into the next.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,8 +39,7 @@ pub fn watch(
                 let paths: Vec<PathBuf> = events
                     .into_iter()
                     .filter(|event| event.kind == DebouncedEventKind::Any)
-                    .map(|event| event.path)
-                    .filter(|path| loader::plugin_id(path).is_some())
+                    .filter_map(|event| loader::plugin_file_for(&event.path))
                     .collect();
                 if !paths.is_empty() {
                     let _ = sender.send(paths);

@@ -19,6 +19,7 @@
 
 mod cache;
 mod client;
+mod grants;
 mod sandbox;
 
 use std::path::PathBuf;
@@ -30,6 +31,7 @@ use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
 
 use self::cache::ArtifactCache;
 pub use self::client::{CallClient, ClientChannel, LogLevel};
+pub use self::grants::{DirGrant, Grants, OriginPattern};
 use self::sandbox::Sandbox;
 
 mod bindings {
@@ -66,6 +68,11 @@ pub struct Limits {
 pub enum CallFailure {
     /// It ran past its deadline.
     Timeout(Duration),
+    /// It used up its instruction budget (fuel).
+    OutOfFuel { fuel: u64 },
+    /// It returned values the component model refuses to lift (a string
+    /// that is not UTF-8).
+    InvalidOutput(String),
     /// It tried to grow memory past the cap.
     OutOfMemory { cap_bytes: usize },
     /// It trapped. `reason` is wasmtime's description of the trap;
@@ -77,6 +84,8 @@ impl std::fmt::Display for CallFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CallFailure::Timeout(limit) => write!(f, "ran past its {limit:?} deadline"),
+            CallFailure::OutOfFuel { fuel } => write!(f, "used up its budget of {fuel} fuel"),
+            CallFailure::InvalidOutput(reason) => write!(f, "returned an invalid result: {reason}"),
             CallFailure::OutOfMemory { cap_bytes } => {
                 write!(f, "tried to use more than its {cap_bytes}-byte memory cap")
             }
@@ -107,11 +116,16 @@ impl Runtime {
     pub fn new(limits: Limits, cache_dir: Option<PathBuf>) -> anyhow::Result<Arc<Self>> {
         let mut config = Config::new();
         config.epoch_interruption(true);
+        // Fuel is metered for every plugin so that a policy can cap it; a
+        // plugin without a fuel limit gets an effectively endless supply.
+        config.consume_fuel(true);
         config.wasm_component_model(true);
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(anyhow::Error::from)?;
         Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |sandbox| sandbox)
             .map_err(anyhow::Error::from)?;
 
@@ -173,9 +187,16 @@ impl Runtime {
         })
     }
 
-    /// Runs `list-tools` in a fresh instance.
+    /// The grants of a plugin without a policy: nothing, default limits.
+    pub fn no_grants(&self) -> Grants {
+        Grants::none(self.limits)
+    }
+
+    /// Runs `list-tools` in a fresh instance, with no grants: describing
+    /// tools needs nothing from outside.
     pub async fn list_tools(&self, plugin: &CompiledPlugin) -> Result<Vec<ToolSpec>, CallFailure> {
-        let mut store = self.new_store(None);
+        let grants = Arc::new(self.no_grants());
+        let mut store = self.new_store(plugin, &grants, None)?;
         let outcome = tokio::time::timeout(self.limits.timeout, async {
             let instance = plugin.pre.instantiate_async(&mut store).await?;
             instance
@@ -184,20 +205,22 @@ impl Runtime {
                 .await
         })
         .await;
-        self.settle(plugin, store, outcome)
+        settle(plugin, &grants, store, outcome)
     }
 
-    /// Runs `call-tool` in a fresh instance. `arguments` is JSON text;
-    /// `client` is the client behind the call, if there is one.
+    /// Runs `call-tool` in a fresh instance with the plugin's grants.
+    /// `arguments` is JSON text; `client` is the client behind the call, if
+    /// there is one.
     pub async fn call_tool(
         &self,
         plugin: &CompiledPlugin,
+        grants: &Arc<Grants>,
         tool: &str,
         arguments: &str,
         client: CallClient,
     ) -> Result<Result<PluginOutput, PluginError>, CallFailure> {
-        let mut store = self.new_store(client);
-        let outcome = tokio::time::timeout(self.limits.timeout, async {
+        let mut store = self.new_store(plugin, grants, client)?;
+        let outcome = tokio::time::timeout(grants.limits.timeout, async {
             let instance: Plugin = plugin.pre.instantiate_async(&mut store).await?;
             instance
                 .toolhost_plugin_tools()
@@ -205,16 +228,27 @@ impl Runtime {
                 .await
         })
         .await;
-        self.settle(plugin, store, outcome)
+        settle(plugin, grants, store, outcome)
     }
 
-    /// A store for one call: fresh sandbox, memory cap, and a deadline that
-    /// is checked at every epoch tick.
-    fn new_store(&self, client: CallClient) -> Store<Sandbox> {
-        let sandbox = Sandbox::new(self.limits.memory_bytes, client);
+    /// A store for one call: fresh sandbox, memory cap, fuel, and a deadline
+    /// that is checked at every epoch tick.
+    fn new_store(
+        &self,
+        plugin: &CompiledPlugin,
+        grants: &Arc<Grants>,
+        client: CallClient,
+    ) -> Result<Store<Sandbox>, CallFailure> {
+        let sandbox = Sandbox::new(plugin.name.clone(), grants.clone(), client).map_err(|e| {
+            CallFailure::Trapped {
+                reason: format!("a granted directory cannot be opened: {e}"),
+                stderr: String::new(),
+            }
+        })?;
         let mut store = Store::new(&self.engine, sandbox);
         store.limiter(|sandbox| &mut sandbox.limiter);
-        let deadline = Instant::now() + self.limits.timeout;
+        let _ = store.set_fuel(grants.fuel.unwrap_or(u64::MAX));
+        let deadline = Instant::now() + grants.limits.timeout;
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
             Ok(if Instant::now() >= deadline {
@@ -223,37 +257,45 @@ impl Runtime {
                 UpdateDeadline::Yield(1)
             })
         });
-        store
+        Ok(store)
     }
+}
 
-    /// Logs what the plugin printed and turns wasmtime's outcome into ours.
-    fn settle<T>(
-        &self,
-        plugin: &CompiledPlugin,
-        store: Store<Sandbox>,
-        outcome: Result<wasmtime::Result<T>, tokio::time::error::Elapsed>,
-    ) -> Result<T, CallFailure> {
-        let sandbox = store.into_data();
-        log_output(&plugin.name, "stdout", &sandbox.stdout.take());
-        let stderr = sandbox.stderr.take();
-        log_output(&plugin.name, "stderr", &stderr);
-        match outcome {
-            Ok(Ok(value)) => Ok(value),
-            Err(_elapsed) => Err(CallFailure::Timeout(self.limits.timeout)),
-            Ok(Err(error)) => Err(if sandbox.limiter.refused {
-                CallFailure::OutOfMemory {
-                    cap_bytes: self.limits.memory_bytes,
-                }
-            } else if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-                CallFailure::Timeout(self.limits.timeout)
-            } else {
-                CallFailure::Trapped {
-                    reason: root_cause(&error),
-                    stderr: tail(&stderr.0, 1024),
-                }
-            }),
+/// Logs what the plugin printed and turns wasmtime's outcome into ours.
+fn settle<T>(
+    plugin: &CompiledPlugin,
+    grants: &Grants,
+    store: Store<Sandbox>,
+    outcome: Result<wasmtime::Result<T>, tokio::time::error::Elapsed>,
+) -> Result<T, CallFailure> {
+    let sandbox = store.into_data();
+    log_output(&plugin.name, "stdout", &sandbox.stdout.take());
+    let stderr = sandbox.stderr.take();
+    log_output(&plugin.name, "stderr", &stderr);
+    let error = match outcome {
+        Ok(Ok(value)) => return Ok(value),
+        Err(_elapsed) => return Err(CallFailure::Timeout(grants.limits.timeout)),
+        Ok(Err(error)) => error,
+    };
+    Err(match error.downcast_ref::<Trap>() {
+        _ if sandbox.limiter.refused => CallFailure::OutOfMemory {
+            cap_bytes: grants.limits.memory_bytes,
+        },
+        Some(Trap::Interrupt) => CallFailure::Timeout(grants.limits.timeout),
+        Some(Trap::OutOfFuel) => CallFailure::OutOfFuel {
+            fuel: grants.fuel.unwrap_or(u64::MAX),
+        },
+        None if error.downcast_ref::<std::str::Utf8Error>().is_some() => {
+            CallFailure::InvalidOutput(format!(
+                "a string is not valid UTF-8 ({})",
+                root_cause(&error)
+            ))
         }
-    }
+        _ => CallFailure::Trapped {
+            reason: root_cause(&error),
+            stderr: tail(&stderr.0, 1024),
+        },
+    })
 }
 
 /// Checks the 8-byte preamble first, because wasmtime's own error for a core

@@ -1,4 +1,5 @@
-//! What one call's sandbox holds: a deny-by-default WASI context, a memory
+//! What one call's sandbox holds: a WASI context with exactly the plugin's
+//! grants (nothing by default), the outbound-HTTP allowlist hook, a memory
 //! limiter that remembers when it refused, and bounded capture of the
 //! plugin's stdout and stderr.
 //!
@@ -13,7 +14,10 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use super::grants::{Grants, HttpAllowlist};
 
 /// How much of each of stdout and stderr one call may leave in the log.
 /// Beyond it, output is dropped (and the drop is counted), never an error:
@@ -24,7 +28,11 @@ pub const LOG_CAPTURE_BYTES: usize = 16 * 1024;
 pub struct Sandbox {
     /// The client behind the call, for the `client` import.
     pub client: super::client::CallClient,
+    /// What the plugin's policy grants (read by the `config` import).
+    pub grants: Arc<Grants>,
     wasi: WasiCtx,
+    http: WasiHttpCtx,
+    http_hooks: HttpAllowlist,
     table: ResourceTable,
     pub limiter: MemoryCap,
     pub stdout: LogCapture,
@@ -32,27 +40,50 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    pub fn new(memory_cap_bytes: usize, client: super::client::CallClient) -> Self {
+    /// A fresh sandbox for one call of `plugin`. Fails only if a granted
+    /// directory can no longer be opened.
+    pub fn new(
+        plugin: Arc<str>,
+        grants: Arc<Grants>,
+        client: super::client::CallClient,
+    ) -> std::io::Result<Self> {
         let stdout = LogCapture::default();
         let stderr = LogCapture::default();
-        // Deny by default: no preopened directories, no environment, no
-        // arguments, no stdin, no sockets and no name lookups. Clocks and
-        // randomness stay, because they open nothing.
-        let wasi = WasiCtx::builder()
-            .stdout(stdout.clone())
+        // Deny by default: no arguments, no stdin, no sockets and no name
+        // lookups ever (outbound HTTP goes through wasi:http and its
+        // allowlist instead); environment and directories only as granted.
+        // Clocks and randomness stay, because they open nothing.
+        let mut wasi = WasiCtx::builder();
+        wasi.stdout(stdout.clone())
             .stderr(stderr.clone())
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
-            .build();
-        Sandbox {
+            .envs(&grants.env);
+        for dir in &grants.dirs {
+            let perms = if dir.writable {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            wasi.preopened_dir(&dir.host, &dir.guest, perms)
+                .map_err(|e| std::io::Error::other(format!("{}: {e}", dir.host.display())))?;
+        }
+        let http_hooks = HttpAllowlist {
+            plugin,
+            allow: grants.http_allow.clone(),
+        };
+        Ok(Sandbox {
             client,
-            wasi,
+            limiter: MemoryCap::new(grants.limits.memory_bytes),
+            grants,
+            wasi: wasi.build(),
+            http: WasiHttpCtx::new(),
+            http_hooks,
             table: ResourceTable::new(),
-            limiter: MemoryCap::new(memory_cap_bytes),
             stdout,
             stderr,
-        }
+        })
     }
 }
 
@@ -62,6 +93,22 @@ impl WasiView for Sandbox {
             ctx: &mut self.wasi,
             table: &mut self.table,
         }
+    }
+}
+
+impl WasiHttpView for Sandbox {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_hooks,
+        }
+    }
+}
+
+impl super::bindings::toolhost::plugin::config::Host for Sandbox {
+    async fn get(&mut self, key: String) -> Option<String> {
+        self.grants.config.get(&key).cloned()
     }
 }
 

@@ -1,0 +1,183 @@
+//! What one plugin's sandbox is granted: nothing by default. Built from the
+//! plugin's policy file by `policy.rs`; applied here, to every call's WASI
+//! context, outbound HTTP hook, limits and `config` import.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use wasmtime_wasi_http::WasiHttpHooks;
+
+use super::Limits;
+
+/// Everything a plugin may use beyond pure computation.
+#[derive(Debug, Clone)]
+pub struct Grants {
+    /// Environment variables, already resolved to values.
+    pub env: Vec<(String, String)>,
+    /// Values for the `config` import.
+    pub config: BTreeMap<String, String>,
+    pub dirs: Vec<DirGrant>,
+    /// Where outbound HTTP may go; empty means nowhere.
+    pub http_allow: Arc<Vec<OriginPattern>>,
+    pub limits: Limits,
+    /// Instruction budget per call (wasmtime fuel); `None` is unlimited.
+    pub fuel: Option<u64>,
+    /// Calls allowed to run at once; `None` is unlimited.
+    pub max_concurrent: Option<usize>,
+}
+
+impl Grants {
+    /// The grants of a plugin without a policy: nothing, and the host's
+    /// default limits.
+    pub fn none(limits: Limits) -> Self {
+        Grants {
+            env: Vec::new(),
+            config: BTreeMap::new(),
+            dirs: Vec::new(),
+            http_allow: Arc::new(Vec::new()),
+            limits,
+            fuel: None,
+            max_concurrent: None,
+        }
+    }
+}
+
+/// A host directory visible to the plugin at `guest`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DirGrant {
+    pub host: PathBuf,
+    pub guest: String,
+    pub writable: bool,
+}
+
+/// `scheme://host[:port]`; a port of `None` matches any port, and a host of
+/// `*.example.com` matches its subdomains (not `example.com` itself).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OriginPattern {
+    pub scheme: String,
+    pub host: String,
+    pub port: Option<u16>,
+}
+
+impl OriginPattern {
+    /// Parses `http://127.0.0.1:8080`, `https://api.example.com`,
+    /// `https://*.example.com:*`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let bad = || format!("{text:?} is not scheme://host[:port] (port may be *)");
+        let (scheme, rest) = text.split_once("://").ok_or_else(bad)?;
+        let scheme = scheme.to_ascii_lowercase();
+        if scheme != "http" && scheme != "https" {
+            return Err(format!("{text:?}: only http and https can be allowed"));
+        }
+        let rest = rest.trim_end_matches('/');
+        if rest.contains('/') || rest.is_empty() {
+            return Err(bad());
+        }
+        let (host, port) = match rest.rsplit_once(':') {
+            Some((host, "*")) => (host, None),
+            Some((host, port)) if !host.ends_with(']') || host.starts_with('[') => {
+                (host, Some(port.parse::<u16>().map_err(|_| bad())?))
+            }
+            _ => (rest, Some(if scheme == "https" { 443 } else { 80 })),
+        };
+        Ok(OriginPattern {
+            scheme,
+            host: host.trim_matches(['[', ']']).to_ascii_lowercase(),
+            port,
+        })
+    }
+
+    pub fn matches(&self, scheme: &str, host: &str, port: u16) -> bool {
+        let host = host.trim_matches(['[', ']']).to_ascii_lowercase();
+        let host_matches = match self.host.strip_prefix("*.") {
+            Some(domain) => host.ends_with(&format!(".{domain}")),
+            None => self.host == host,
+        };
+        self.scheme.eq_ignore_ascii_case(scheme)
+            && host_matches
+            && self.port.is_none_or(|allowed| allowed == port)
+    }
+}
+
+/// The outbound-HTTP hook of one call: requests to an allowed origin are
+/// sent; any other is refused with `HTTP-request-denied` inside the plugin
+/// and logged.
+pub struct HttpAllowlist {
+    pub plugin: Arc<str>,
+    pub allow: Arc<Vec<OriginPattern>>,
+}
+
+type SendResult = wasmtime_wasi_http::Result<(
+    http::Response<wasmtime_wasi_http::WasiBody>,
+    Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
+)>;
+
+impl WasiHttpHooks for HttpAllowlist {
+    fn send_request(
+        &mut self,
+        request: http::Request<wasmtime_wasi_http::WasiBody>,
+        options: Option<wasmtime_wasi_http::RequestOptions>,
+        fut: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
+    ) -> Box<dyn Future<Output = SendResult> + Send> {
+        let uri = request.uri();
+        let scheme = uri.scheme_str().unwrap_or("http").to_string();
+        let host = uri.host().unwrap_or("").to_string();
+        let port = uri
+            .port_u16()
+            .unwrap_or(if scheme == "https" { 443 } else { 80 });
+        let allowed = self
+            .allow
+            .iter()
+            .any(|pattern| pattern.matches(&scheme, &host, port));
+        if !allowed {
+            tracing::warn!(plugin = %self.plugin, %uri, "outbound HTTP denied: not in the plugin's allowlist");
+            return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
+        }
+        tracing::debug!(plugin = %self.plugin, %uri, "outbound HTTP allowed");
+        drop(fut);
+        Box::new(async move {
+            use http_body_util::BodyExt;
+            let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
+            Ok((
+                response.map(BodyExt::boxed_unsync),
+                Box::new(io) as Box<dyn Future<Output = _> + Send>,
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_patterns_parse_and_match() {
+        let local = OriginPattern::parse("http://127.0.0.1:8080").unwrap();
+        assert!(local.matches("http", "127.0.0.1", 8080));
+        assert!(!local.matches("http", "127.0.0.1", 8081));
+        assert!(!local.matches("https", "127.0.0.1", 8080));
+
+        let default_port = OriginPattern::parse("https://api.example.com/").unwrap();
+        assert!(default_port.matches("https", "API.example.com", 443));
+        assert!(!default_port.matches("https", "api.example.com", 8443));
+
+        let any_port = OriginPattern::parse("http://localhost:*").unwrap();
+        assert!(any_port.matches("http", "localhost", 1234));
+
+        let wildcard = OriginPattern::parse("https://*.example.com").unwrap();
+        assert!(wildcard.matches("https", "a.example.com", 443));
+        assert!(!wildcard.matches("https", "example.com", 443));
+        assert!(!wildcard.matches("https", "evil-example.com", 443));
+
+        for bad in [
+            "ftp://x",
+            "127.0.0.1:80",
+            "http://",
+            "http://h/path",
+            "http://h:99999",
+        ] {
+            assert!(OriginPattern::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
