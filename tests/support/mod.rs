@@ -120,7 +120,13 @@ impl Server {
     /// Starts `toolhost serve` over `dir` on an ephemeral port. Unless
     /// `extra_args` names one, the compile cache is the shared test cache.
     pub fn start(dir: &Path, extra_args: &[&str]) -> Server {
+        Self::start_with_env(dir, extra_args, &[])
+    }
+
+    /// Like `start`, with extra environment variables for the server.
+    pub fn start_with_env(dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut command = Command::new(toolhost_bin());
+        command.envs(env.iter().copied());
         command.arg("serve").arg("--plugins").arg(dir);
         command.args(["--listen", "127.0.0.1:0"]);
         if !extra_args.contains(&"--cache-dir") {
@@ -158,6 +164,10 @@ impl Server {
             base: format!("http://{address}"),
             log,
         }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn log(&self) -> String {

@@ -1,0 +1,451 @@
+//! Capabilities and containment against the real binary: hostile plugins
+//! end with their documented codes while others keep answering; policies
+//! grant exactly what they name (env, config, directories, outbound HTTP,
+//! limits) and nothing without them.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{Server, assert_envelope, drop_in, example, fixture, plugin_dir};
+
+/// Deadlines must be enforced: a contained call ends within its limit plus
+/// this margin. A correctness bound (the limit holds), not a speed goal.
+const MARGIN: Duration = Duration::from_secs(3);
+
+fn code_of(response: &support::Response) -> Option<String> {
+    assert_envelope(response)
+}
+
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmRSS:"))
+        .unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn hostile_plugins_are_contained_while_others_keep_answering() {
+    let dir = plugin_dir(&[&example("echo"), &fixture("misbehave")]);
+    let timeout_ms = 1000;
+    let server = Server::start(dir.path(), &["--timeout-ms", "1000"]);
+
+    // Another plugin answers throughout.
+    let stop = Arc::new(AtomicBool::new(false));
+    let served = Arc::new(AtomicUsize::new(0));
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    let bystander = {
+        let (stop, served, failures, base) = (
+            stop.clone(),
+            served.clone(),
+            failures.clone(),
+            server.base.clone(),
+        );
+        std::thread::spawn(move || {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .build()
+                .into();
+            while !stop.load(Ordering::Relaxed) {
+                match agent
+                    .post(format!("{base}/tools/echo"))
+                    .send(r#"{"text":"calm"}"#)
+                {
+                    Ok(mut response) => {
+                        let body = response.body_mut().read_to_string().unwrap_or_default();
+                        if response.status() != 200 || !body.contains("calm") {
+                            failures.lock().unwrap().push(body);
+                        }
+                    }
+                    Err(error) => failures.lock().unwrap().push(error.to_string()),
+                }
+                served.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+
+    let cases: &[(&str, u16, &str)] = &[
+        ("spin", 504, "TOOL_TIMEOUT"),
+        ("sleep", 504, "TOOL_TIMEOUT"),
+        ("hog", 500, "OUT_OF_MEMORY"),
+        ("big_output", 500, "OUT_OF_MEMORY"),
+        ("recurse", 500, "PLUGIN_TRAPPED"),
+        ("panic", 500, "PLUGIN_TRAPPED"),
+        ("invalid_json", 500, "INVALID_PLUGIN_OUTPUT"),
+        ("invalid_utf8", 500, "INVALID_PLUGIN_OUTPUT"),
+        ("breaks_schema", 500, "INVALID_PLUGIN_OUTPUT"),
+        ("read_passwd", 422, "DENIED"),
+        ("open_socket", 422, "DENIED"),
+        ("http_outside", 422, "DENIED"),
+    ];
+    for (tool, status, code) in cases {
+        let started = Instant::now();
+        let response = server.call(tool, json!({}));
+        let elapsed = started.elapsed();
+        assert_eq!(
+            (response.status, code_of(&response).as_deref()),
+            (*status, Some(*code)),
+            "{tool}: {}",
+            response.json
+        );
+        assert!(
+            elapsed < Duration::from_millis(timeout_ms) + MARGIN,
+            "{tool} took {elapsed:?}"
+        );
+        // The next call to the same plugin starts clean.
+        assert_eq!(
+            server.call("counter", json!({})).json["content"][0]["text"],
+            "1",
+            "after {tool}"
+        );
+    }
+    let passwd = server.call("read_passwd", json!({}));
+    assert!(
+        !passwd.json.to_string().contains("root:"),
+        "{}",
+        passwd.json
+    );
+    let env = server.call("read_env", json!({}));
+    assert_eq!(
+        env.json["content"][0]["text"], "0 variables: ",
+        "no host environment leaks in"
+    );
+    server.wait_for("the denial in the log", |s| {
+        s.log().contains("outbound HTTP denied")
+    });
+
+    stop.store(true, Ordering::Relaxed);
+    bystander.join().unwrap();
+    assert!(served.load(Ordering::Relaxed) > 10, "the bystander ran");
+    assert_eq!(
+        *failures.lock().unwrap(),
+        Vec::<String>::new(),
+        "other plugins keep answering"
+    );
+
+    // Memory stays bounded: every hostile call's memory is gone.
+    let rss = resident_kib(server.pid());
+    assert!(
+        rss < 512 * 1024,
+        "toolhost holds {rss} KiB after the hostile calls"
+    );
+}
+
+/// A small weather service on 127.0.0.1 that knows Oslo, wants the key
+/// "good-key", and rate-limits Busytown. Counts the requests it gets.
+fn start_upstream() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            counter.fetch_add(1, Ordering::Relaxed);
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            reader.read_line(&mut request_line).unwrap();
+            let mut key = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap() == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("x-api-key:") {
+                    key = value.trim().to_string();
+                }
+            }
+            let (status, body) = if key != "good-key" {
+                ("401 Unauthorized", json!({"error": "bad key"}))
+            } else if request_line.contains("location=Oslo ") {
+                (
+                    "200 OK",
+                    json!({"temperature": 5, "conditions": "Cloudy", "humidity": 78, "wind_speed": 12}),
+                )
+            } else if request_line.contains("location=Busytown ") {
+                ("429 Too Many Requests", json!({}))
+            } else {
+                ("404 Not Found", json!({}))
+            };
+            let body = body.to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (address, hits)
+}
+
+fn weather_policy(upstream: &str, allow: &str) -> String {
+    format!(
+        "[config]\nbase_url = \"http://{upstream}\"\napi_key = {{ from_host = \"TOOLHOST_TEST_WEATHER_KEY\" }}\n\n[http]\nallow = [\"{allow}\"]\n"
+    )
+}
+
+#[test]
+fn weather_reaches_its_upstream_only_through_its_allowlist() {
+    let (upstream, hits) = start_upstream();
+    let dir = plugin_dir(&[&example("weather")]);
+    std::fs::write(
+        dir.path().join("weather.toml"),
+        weather_policy(&upstream, &format!("http://{upstream}")),
+    )
+    .unwrap();
+    let server = Server::start_with_env(
+        dir.path(),
+        &[],
+        &[("TOOLHOST_TEST_WEATHER_KEY", "good-key")],
+    );
+
+    let oslo = server.call("get_weather_forecast", json!({"location": "Oslo"}));
+    assert_eq!(oslo.status, 200, "{}", oslo.json);
+    assert_eq!(
+        oslo.json["structuredContent"],
+        json!({"temperature": 5, "conditions": "Cloudy", "humidity": 78, "wind_speed": 12})
+    );
+    assert!(
+        oslo.json["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Oslo: 5°C, Cloudy")
+    );
+    let code = |location: &str| {
+        let response = server.call("get_weather_forecast", json!({"location": location}));
+        (response.status, code_of(&response).unwrap_or_default())
+    };
+    assert_eq!(code("Atlantis"), (422, "LOCATION_NOT_FOUND".to_string()));
+    assert_eq!(code("Busytown"), (422, "RATE_LIMITED".to_string()));
+
+    // /plugins shows the grant, never the secret.
+    let report = server.plugin("weather").unwrap();
+    assert_eq!(report["granted"]["config"], json!(["api_key", "base_url"]));
+    assert!(!report.to_string().contains("good-key"));
+
+    // A policy with a wrong literal key: hot reloaded, and refused upstream.
+    let wrong_key = weather_policy(&upstream, &format!("http://{upstream}")).replace(
+        "{ from_host = \"TOOLHOST_TEST_WEATHER_KEY\" }",
+        "\"wrong-key\"",
+    );
+    std::fs::write(dir.path().join("weather.toml"), wrong_key).unwrap();
+    server.wait_for("the new policy", |_| code("Oslo").1 == "INVALID_API_KEY");
+
+    // An allowlist without the upstream: the request never leaves.
+    let before = hits.load(Ordering::Relaxed);
+    std::fs::write(
+        dir.path().join("weather.toml"),
+        weather_policy(&upstream, "https://api.example.com"),
+    )
+    .unwrap();
+    server.wait_for("the narrower policy", |s| {
+        s.plugin("weather").unwrap()["granted"]["httpAllow"]
+            == json!(["https://api.example.com:443"])
+    });
+    let denied = server.call("get_weather_forecast", json!({"location": "Oslo"}));
+    assert_eq!(
+        code_of(&denied).as_deref(),
+        Some("UPSTREAM_UNREACHABLE"),
+        "{}",
+        denied.json
+    );
+    assert!(
+        denied.json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("HttpRequestDenied")
+    );
+    assert_eq!(
+        hits.load(Ordering::Relaxed),
+        before,
+        "the upstream saw nothing"
+    );
+
+    // No policy at all: no upstream, no key, no network.
+    std::fs::remove_file(dir.path().join("weather.toml")).unwrap();
+    server.wait_for("the policy to go", |s| {
+        s.plugin("weather").unwrap()["granted"]["config"] == json!([])
+    });
+    assert_eq!(code("Oslo"), (422, "NOT_CONFIGURED".to_string()));
+    assert_eq!(hits.load(Ordering::Relaxed), before);
+}
+
+#[test]
+fn users_keep_their_data_in_the_granted_directory_only() {
+    let dir = plugin_dir(&[&example("users")]);
+    let data = dir.path().join("users-data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(
+        dir.path().join("users.toml"),
+        "[[dirs]]\nhost = \"users-data\"\nguest = \"/data\"\nmode = \"read-write\"\n\n[limits]\nmax_concurrent = 1\n",
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let text = |tool: &str, args: serde_json::Value| {
+        let response = server.call(tool, args);
+        assert_eq!(response.status, 200, "{tool}: {}", response.json);
+        response.json["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let created = text(
+        "create_user",
+        json!({"name": "Alice", "surname": "Johnson", "email": "alice@example.com"}),
+    );
+    assert!(
+        created.starts_with("User successfully created:\n\n```\nUser ID: 1\nName: Alice\n"),
+        "{created}"
+    );
+    text(
+        "create_user",
+        json!({"name": "Bob", "surname": "Stone", "email": "bob@example.com", "company": "Acme"}),
+    );
+    assert!(text("get_user", json!({"id": 2})).contains("Company: Acme"));
+    assert!(text("search_users", json!({"query": "ALICE"})).starts_with("Found 1 users:"));
+    assert_eq!(
+        text("search_users", json!({"query": "zed"})),
+        "No users found matching your criteria."
+    );
+    assert_eq!(
+        text("delete_user", json!({"id": 1})),
+        "User successfully deleted"
+    );
+    let missing = server.call("get_user", json!({"id": 1}));
+    assert_eq!(code_of(&missing).as_deref(), Some("USER_NOT_FOUND"));
+
+    // The data is where the policy put it, whole, and nowhere else.
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("users.json")).unwrap()).unwrap();
+    assert_eq!(stored.as_array().unwrap().len(), 1);
+    let leftovers: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers,
+        vec![std::ffi::OsString::from("users.json")],
+        "no temporary file is left"
+    );
+
+    // Without the policy, the plugin reaches no file.
+    std::fs::remove_file(dir.path().join("users.toml")).unwrap();
+    server.wait_for("the policy to go", |s| {
+        s.plugin("users").unwrap()["granted"]["dirs"] == json!([])
+    });
+    let denied = server.call("get_user", json!({"id": 2}));
+    assert_eq!(
+        code_of(&denied).as_deref(),
+        Some("STORE_UNAVAILABLE"),
+        "{}",
+        denied.json
+    );
+}
+
+#[test]
+fn policy_limits_bound_concurrency_and_fuel_and_bad_policies_are_rejected() {
+    let dir = plugin_dir(&[&fixture("misbehave")]);
+    std::fs::write(
+        dir.path().join("misbehave.toml"),
+        "[limits]\ntimeout_ms = 1500\nmax_concurrent = 1\nfuel = 50000000\n",
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let limits = &server.plugin("misbehave").unwrap()["granted"]["limits"];
+    assert_eq!(
+        (
+            limits["maxConcurrent"].as_u64(),
+            limits["timeoutMs"].as_u64()
+        ),
+        (Some(1), Some(1500))
+    );
+
+    let spin = server.call("spin", json!({}));
+    assert_eq!(
+        code_of(&spin).as_deref(),
+        Some("OUT_OF_FUEL"),
+        "{}",
+        spin.json
+    );
+
+    // Two calls at once to a plugin that takes one: the second is BUSY.
+    let base = server.base.clone();
+    let sleeper = std::thread::spawn(move || {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        agent
+            .post(format!("{base}/tools/sleep"))
+            .send("{}")
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let busy = server.call("counter", json!({}));
+    assert_eq!(
+        (busy.status, code_of(&busy).as_deref()),
+        (503, Some("BUSY")),
+        "{}",
+        busy.json
+    );
+    assert_eq!(
+        sleeper.join().unwrap(),
+        504,
+        "the sleeper still ends at its own deadline"
+    );
+    assert_eq!(
+        server.call("counter", json!({})).status,
+        200,
+        "a slot is free again"
+    );
+
+    // A policy that does not parse rejects the new version; the old serves.
+    std::fs::write(dir.path().join("misbehave.toml"), "[limits\ntimeout_ms = 1").unwrap();
+    server.wait_for("the rejection", |s| {
+        s.plugin("misbehave").unwrap()["state"] == "rejected"
+    });
+    let report = server.plugin("misbehave").unwrap();
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap()
+            .contains("does not parse"),
+        "{report}"
+    );
+    assert_eq!(server.call("counter", json!({})).status, 200);
+
+    std::fs::write(
+        dir.path().join("misbehave.toml"),
+        "[[dirs]]\nhost = \"nowhere\"\nguest = \"/x\"\n",
+    )
+    .unwrap();
+    server.wait_for("the second rejection", |s| {
+        s.plugin("misbehave").unwrap()["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("nowhere")
+    });
+
+    // A drop of a new plugin with an unknown policy key is rejected outright.
+    std::fs::write(dir.path().join("echo.toml"), "[network]\nanything = true\n").unwrap();
+    drop_in(&example("echo"), dir.path(), "echo.wasm");
+    server.wait_for("echo's rejection", |s| {
+        s.plugin("echo").is_some_and(|p| p["state"] == "rejected")
+    });
+    assert!(
+        server.plugin("echo").unwrap()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field")
+    );
+}
