@@ -1,15 +1,28 @@
 # The two commands a fresh machine needs:
 #   make serve   build everything and serve the example plugins on 127.0.0.1:8000
 #   make test    run every test
+# and one more for numbers:
+#   make bench   run the benchmark harness (prints a table, writes target/bench.json)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve test plugins target lint
+.PHONY: serve test plugins target lint bench wrk
 
 serve: plugins
 	cargo run --release -p toolhost -- serve --plugins plugins
 
-test: target
+test: target wrk
 	cargo test --workspace
+
+# The benchmark harness: prints one table, writes target/bench.json.
+bench: plugins wrk
+	cd tests/fixtures && cargo build --release --target wasm32-wasip2
+	cargo build --release -p toolhost
+	target/release/toolhost bench --echo plugins/echo.wasm \
+	    --benchtool tests/fixtures/target/wasm32-wasip2/release/benchtool.wasm --out target/bench.json
+
+# wrk, the load generator the benchmark uses (Debian's package).
+wrk:
+	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 
 # Builds the example plugins and copies the components into plugins/, the
 # default drop folder.

@@ -187,3 +187,42 @@ fn cgi_round_trip_uses_the_same_routes_and_envelopes() {
     assert!(headers.starts_with("Status: 200"), "{headers}");
     assert_eq!(manifest.as_array().unwrap().len(), 4);
 }
+
+/// The benchmark harness runs end to end in its short mode and writes its
+/// report. Only that it works is checked: numbers belong to `make bench`.
+#[test]
+fn the_benchmark_harness_runs_in_quick_mode() {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let output = Command::new(toolhost_bin())
+        .arg("bench")
+        .arg("--echo")
+        .arg(example("echo"))
+        .arg("--benchtool")
+        .arg(fixture("benchtool"))
+        .arg("--out")
+        .arg(out.path())
+        .arg("--quick")
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{table}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        table.contains("| REST | c=16 ratio to baseline |"),
+        "{table}"
+    );
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
+    for key in [
+        "in-process: instantiate+call p50 us",
+        "MCP: c=16 ratio to REST",
+        "reload: warm cache p50/p95 ms",
+        "start-up: 100 plugins, warm cache ms",
+        "1000 tools: GET /tools p50/p99 ms",
+    ] {
+        assert!(report.get(key).is_some(), "{key} missing from {report}");
+    }
+}

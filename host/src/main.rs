@@ -4,6 +4,7 @@
 //! a `TOOLHOST_*` environment variable) and logging. The work is done by the
 //! modules it dispatches to.
 
+mod bench;
 mod cgi;
 mod cli;
 mod envelope;
@@ -83,6 +84,25 @@ enum Command {
         #[command(flatten)]
         http: HttpOptions,
     },
+    /// Run the benchmark harness (`make bench` builds what it needs).
+    #[command(hide = true)]
+    Bench {
+        /// The echo example plugin.
+        #[arg(long)]
+        echo: PathBuf,
+        /// The benchtool fixture (tests/fixtures/benchtool).
+        #[arg(long)]
+        benchtool: PathBuf,
+        /// Where the JSON report goes.
+        #[arg(long, default_value = "target/bench.json")]
+        out: PathBuf,
+        /// Short phases: proves the harness works, measures little.
+        #[arg(long)]
+        quick: bool,
+    },
+    /// The bare axum echo the benchmark compares REST with.
+    #[command(hide = true)]
+    BenchBaseline,
 }
 
 /// Options every subcommand shares: where plugins are and how they run.
@@ -195,7 +215,7 @@ fn init_logging(default_level: &str) {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let quiet = !matches!(cli.command, Command::Serve(_));
+    let quiet = !matches!(cli.command, Command::Serve(_) | Command::Bench { .. });
     // rmcp logs every session and notification at info: too chatty for a
     // server log, so it is held at warn unless TOOLHOST_LOG says otherwise.
     init_logging(if quiet { "warn" } else { "info,rmcp=warn" });
@@ -209,6 +229,20 @@ async fn main() -> ExitCode {
         Command::List { host, json } => cli::list(&host, json).await,
         Command::Check { host, file } => cli::check(&host, &file).await,
         Command::Cgi { host, http } => cgi::run(&host, http).await.map(|()| 0),
+        Command::Bench {
+            echo,
+            benchtool,
+            out,
+            quick,
+        } => bench::run(bench::BenchOptions {
+            echo,
+            benchtool,
+            out,
+            quick,
+        })
+        .await
+        .map(|()| 0),
+        Command::BenchBaseline => bench::baseline().await.map(|()| 0),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

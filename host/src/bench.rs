@@ -1,0 +1,623 @@
+//! `toolhost bench`: the benchmark harness behind `make bench`. It measures
+//! the host beside baselines in the same run (these machines are noisy, so
+//! only side-by-side numbers count), prints one table and writes it as JSON.
+//!
+//! 1. In process: a bare instantiate-and-call of `echo` through the runtime,
+//!    and the whole host path (lookup, validate, call, normalize); calls/s at
+//!    1 and 2 concurrent callers (no global lock: 2 should be near 2x).
+//! 2. REST `POST /tools/echo` under wrk at concurrency 1, 16, 64, beside a
+//!    bare axum handler doing the same JSON echo (`toolhost bench-baseline`).
+//! 3. MCP `tools/call` over Streamable HTTP (one-shot JSON), beside REST.
+//! 4. Hot reload: `rename()` into the folder to the first successful call,
+//!    uncached and with a warm compile cache; the debounce window apart.
+//! 5. Start-up with 100 plugins (1000 tools), cold and warm cache; resident
+//!    memory at idle.
+//! 6. `GET /tools` and MCP `tools/list` latency with those 1000 tools.
+//!
+//! It runs the real binary for every server, and needs `wrk` on the PATH.
+//! `--quick` shortens every phase, for the test that proves it works.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::envelope::TextFormat;
+use crate::invoke;
+use crate::registry::Registry;
+use crate::runtime::{Limits, Runtime};
+
+/// The marker `tests/fixtures/benchtool` names its tools from.
+const BENCHTOOL_MARKER: &[u8] = b"BENCHTOOL_PREFIX_0000000";
+const DEBOUNCE_MS: u64 = 50;
+
+pub struct BenchOptions {
+    pub echo: PathBuf,
+    pub benchtool: PathBuf,
+    pub out: PathBuf,
+    pub quick: bool,
+}
+
+pub async fn run(options: BenchOptions) -> anyhow::Result<()> {
+    let work = tempfile_dir("toolhost-bench")?;
+    let mut rows: Vec<(String, String, String)> = Vec::new();
+    let mut report = serde_json::Map::new();
+    let mut record = |section: &str, name: &str, value: Value, shown: String| {
+        rows.push((section.to_string(), name.to_string(), shown));
+        report.insert(format!("{section}: {name}"), value);
+    };
+
+    // 1. In process.
+    let in_process = in_process(&options, &work).await?;
+    for (name, value) in in_process.as_object().into_iter().flatten() {
+        let shown = match value.as_f64() {
+            Some(number) => format!("{number:.1}"),
+            None => value.to_string(),
+        };
+        record("in-process", name, value.clone(), shown);
+    }
+
+    // 2 and 3. REST beside a bare axum echo, and MCP beside REST.
+    let echo_dir = work.join("echo");
+    std::fs::create_dir_all(&echo_dir)?;
+    std::fs::copy(&options.echo, echo_dir.join("echo.wasm"))?;
+    let server = Spawned::serve(&echo_dir, &work.join("cache-echo"), &[])?;
+    let baseline = Spawned::start(Command::new(std::env::current_exe()?).args(["bench-baseline"]))?;
+    let duration = if options.quick { "1s" } else { "5s" };
+    let rest_body = r#"{"text":"hello"}"#;
+    let mcp_body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#;
+    for connections in [1, 16, 64] {
+        let rest = wrk(
+            &work,
+            server.address,
+            "POST",
+            "/tools/echo",
+            rest_body,
+            connections,
+            duration,
+        )?;
+        let bare = wrk(
+            &work,
+            baseline.address,
+            "POST",
+            "/echo",
+            rest_body,
+            connections,
+            duration,
+        )?;
+        let mcp = wrk(
+            &work,
+            server.address,
+            "POST",
+            "/mcp",
+            mcp_body,
+            connections,
+            duration,
+        )?;
+        let label = format!("c={connections}");
+        record(
+            "REST",
+            &format!("{label} req/s"),
+            json!(rest.rps),
+            format!("{:.0}", rest.rps),
+        );
+        record(
+            "REST",
+            &format!("{label} p50/p99 ms"),
+            json!([rest.p50_ms, rest.p99_ms]),
+            format!("{:.2} / {:.2}", rest.p50_ms, rest.p99_ms),
+        );
+        record(
+            "baseline axum",
+            &format!("{label} req/s"),
+            json!(bare.rps),
+            format!("{:.0}", bare.rps),
+        );
+        record(
+            "REST",
+            &format!("{label} ratio to baseline"),
+            json!(rest.rps / bare.rps),
+            format!("{:.0}%", 100.0 * rest.rps / bare.rps),
+        );
+        record(
+            "MCP",
+            &format!("{label} req/s"),
+            json!(mcp.rps),
+            format!("{:.0}", mcp.rps),
+        );
+        record(
+            "MCP",
+            &format!("{label} p50/p99 ms"),
+            json!([mcp.p50_ms, mcp.p99_ms]),
+            format!("{:.2} / {:.2}", mcp.p50_ms, mcp.p99_ms),
+        );
+        record(
+            "MCP",
+            &format!("{label} ratio to REST"),
+            json!(mcp.rps / rest.rps),
+            format!("{:.0}%", 100.0 * mcp.rps / rest.rps),
+        );
+    }
+    drop((server, baseline));
+
+    // 4. Hot reload.
+    let drops = if options.quick { 3 } else { 20 };
+    let benchtool = std::fs::read(&options.benchtool)?;
+    let (uncached, warm) = reload(&work, &benchtool, drops)?;
+    for (name, samples) in [("uncached", uncached), ("warm cache", warm)] {
+        let (p50, p95) = (percentile(&samples, 50.0), percentile(&samples, 95.0));
+        record(
+            "reload",
+            &format!("{name} p50/p95 ms"),
+            json!([p50, p95]),
+            format!("{p50:.1} / {p95:.1}"),
+        );
+        record(
+            "reload",
+            &format!("{name} p50 after debounce ms"),
+            json!(p50 - DEBOUNCE_MS as f64),
+            format!("{:.1}", p50 - DEBOUNCE_MS as f64),
+        );
+    }
+    record(
+        "reload",
+        "debounce window ms",
+        json!(DEBOUNCE_MS),
+        DEBOUNCE_MS.to_string(),
+    );
+
+    // 5 and 6. Start-up with 100 plugins, and listing 1000 tools.
+    let many = work.join("many");
+    std::fs::create_dir_all(&many)?;
+    for index in 0..100 {
+        std::fs::write(
+            many.join(format!("tool{index:03}.wasm")),
+            patched(&benchtool, index)?,
+        )?;
+    }
+    let cache = work.join("cache-many");
+    let cold = Instant::now();
+    drop(Spawned::serve(&many, &cache, &[])?);
+    let cold = cold.elapsed();
+    let warm = Instant::now();
+    let server = Spawned::serve(&many, &cache, &[])?;
+    let warm = warm.elapsed();
+    record(
+        "start-up",
+        "100 plugins, cold cache ms",
+        json!(cold.as_secs_f64() * 1e3),
+        format!("{:.0}", cold.as_secs_f64() * 1e3),
+    );
+    record(
+        "start-up",
+        "100 plugins, warm cache ms",
+        json!(warm.as_secs_f64() * 1e3),
+        format!("{:.0}", warm.as_secs_f64() * 1e3),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let rss = resident_mib(server.child.id())?;
+    record(
+        "start-up",
+        "resident memory at idle MiB",
+        json!(rss),
+        format!("{rss:.0}"),
+    );
+    let list = wrk(&work, server.address, "GET", "/tools", "", 1, duration)?;
+    let mcp_list = wrk(
+        &work,
+        server.address,
+        "POST",
+        "/mcp",
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        1,
+        duration,
+    )?;
+    record(
+        "1000 tools",
+        "GET /tools p50/p99 ms",
+        json!([list.p50_ms, list.p99_ms]),
+        format!("{:.2} / {:.2}", list.p50_ms, list.p99_ms),
+    );
+    record(
+        "1000 tools",
+        "MCP tools/list p50/p99 ms",
+        json!([mcp_list.p50_ms, mcp_list.p99_ms]),
+        format!("{:.2} / {:.2}", mcp_list.p50_ms, mcp_list.p99_ms),
+    );
+    drop(server);
+
+    println!("| section | measure | value |\n| --- | --- | --- |");
+    for (section, name, shown) in &rows {
+        println!("| {section} | {name} | {shown} |");
+    }
+    report.insert("machine".into(), json!(machine()));
+    std::fs::write(
+        &options.out,
+        serde_json::to_string_pretty(&Value::Object(report))?,
+    )?;
+    println!("\nwritten to {}", options.out.display());
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(())
+}
+
+/// Section 1: timings of the runtime alone and of the whole host path.
+async fn in_process(options: &BenchOptions, work: &Path) -> anyhow::Result<Value> {
+    let dir = work.join("in-process");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::copy(&options.echo, dir.join("echo.wasm"))?;
+    let limits = Limits {
+        timeout: Duration::from_secs(10),
+        memory_bytes: 64 << 20,
+    };
+    let registry = Registry::new(Runtime::new(limits, None)?);
+    registry.scan(&dir).await?;
+    let entry = registry
+        .snapshot()
+        .tool("echo")
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("echo did not load"))?;
+    let arguments = json!({ "text": "hello" });
+    let calls = if options.quick { 200 } else { 5000 };
+
+    let mut bare = Vec::with_capacity(calls);
+    let mut full = Vec::with_capacity(calls);
+    for round in 0..2 * calls {
+        let started = Instant::now();
+        let outcome = registry
+            .runtime()
+            .call_tool(
+                &entry.plugin.compiled,
+                &entry.plugin.grants,
+                "echo",
+                &arguments.to_string(),
+                None,
+            )
+            .await;
+        let bare_us = started.elapsed().as_secs_f64() * 1e6;
+        anyhow::ensure!(matches!(outcome, Ok(Ok(_))), "bare call failed");
+        let started = Instant::now();
+        let envelope = invoke::call_tool(
+            &registry,
+            "echo",
+            arguments.as_object().cloned().unwrap_or_default(),
+            TextFormat::Json,
+            None,
+        )
+        .await;
+        let full_us = started.elapsed().as_secs_f64() * 1e6;
+        anyhow::ensure!(!envelope.is_error, "host call failed");
+        if round >= calls {
+            bare.push(bare_us);
+            full.push(full_us);
+        }
+    }
+    let span = Duration::from_millis(if options.quick { 300 } else { 3000 });
+    let one = throughput(&registry, 1, span).await;
+    let two = throughput(&registry, 2, span).await;
+    Ok(json!({
+        "instantiate+call p50 us": percentile(&bare, 50.0),
+        "instantiate+call p99 us": percentile(&bare, 99.0),
+        "host path p50 us": percentile(&full, 50.0),
+        "host path p99 us": percentile(&full, 99.0),
+        "host overhead p50 us": percentile(&full, 50.0) - percentile(&bare, 50.0),
+        "calls/s, 1 caller": one,
+        "calls/s, 2 callers": two,
+        "scaling 2 callers / 1": two / one,
+    }))
+}
+
+async fn throughput(registry: &Arc<Registry>, callers: usize, span: Duration) -> f64 {
+    let deadline = Instant::now() + span;
+    let tasks: Vec<_> = (0..callers)
+        .map(|_| {
+            let registry = registry.clone();
+            tokio::spawn(async move {
+                let mut count = 0u64;
+                while Instant::now() < deadline {
+                    let arguments = json!({ "text": "hello" })
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default();
+                    invoke::call_tool(&registry, "echo", arguments, TextFormat::Json, None).await;
+                    count += 1;
+                }
+                count
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for task in tasks {
+        total += task.await.unwrap_or(0);
+    }
+    total as f64 / span.as_secs_f64()
+}
+
+/// Section 4: each drop is a patched copy with tools of its own. Uncached
+/// drops are new bytes; warm drops re-drop earlier bytes after removing them.
+fn reload(work: &Path, benchtool: &[u8], drops: usize) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
+    let dir = work.join("reload");
+    std::fs::create_dir_all(&dir)?;
+    let server = Spawned::serve(&dir, &work.join("cache-reload"), &[])?;
+    let mut uncached = Vec::new();
+    let mut warm = Vec::new();
+    for index in 0..drops {
+        let bytes = patched(benchtool, 1000 + index)?;
+        let name = format!("drop{index}.wasm");
+        uncached.push(drop_and_time(&server, &dir, &name, &bytes, 1000 + index)?);
+        std::fs::remove_file(dir.join(&name))?;
+        wait_until(|| call_status(server.address, &tool_name(1000 + index)) == Some(404))?;
+        warm.push(drop_and_time(&server, &dir, &name, &bytes, 1000 + index)?);
+        std::fs::remove_file(dir.join(&name))?;
+        wait_until(|| call_status(server.address, &tool_name(1000 + index)) == Some(404))?;
+    }
+    Ok((uncached, warm))
+}
+
+fn drop_and_time(
+    server: &Spawned,
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    index: usize,
+) -> anyhow::Result<f64> {
+    let temp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&temp, bytes)?;
+    let started = Instant::now();
+    std::fs::rename(&temp, dir.join(name))?;
+    wait_until(|| call_status(server.address, &tool_name(index)) == Some(200))?;
+    Ok(started.elapsed().as_secs_f64() * 1e3)
+}
+
+fn wait_until(mut condition: impl FnMut() -> bool) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if condition() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    anyhow::bail!("timed out waiting for the server")
+}
+
+fn tool_name(index: usize) -> String {
+    format!("{}_0", prefix(index))
+}
+
+fn prefix(index: usize) -> String {
+    format!("bench_tool_{index:013}")
+}
+
+/// The benchtool component with its tool-name marker replaced.
+fn patched(benchtool: &[u8], index: usize) -> anyhow::Result<Vec<u8>> {
+    let at = benchtool
+        .windows(BENCHTOOL_MARKER.len())
+        .position(|window| window == BENCHTOOL_MARKER)
+        .ok_or_else(|| anyhow::anyhow!("the benchtool marker is missing"))?;
+    let name = prefix(index);
+    anyhow::ensure!(name.len() == BENCHTOOL_MARKER.len(), "prefix length");
+    let mut bytes = benchtool.to_vec();
+    bytes[at..at + name.len()].copy_from_slice(name.as_bytes());
+    Ok(bytes)
+}
+
+/// The status of one `POST /tools/{tool}` over a plain socket.
+fn call_status(address: SocketAddr, tool: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(address).ok()?;
+    let body = r#"{"text":"x"}"#;
+    write!(
+        stream,
+        "POST /tools/{tool} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut status_line = String::new();
+    BufReader::new(stream).read_line(&mut status_line).ok()?;
+    status_line.split_whitespace().nth(1)?.parse().ok()
+}
+
+struct WrkResult {
+    rps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+fn wrk(
+    work: &Path,
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    body: &str,
+    connections: usize,
+    duration: &str,
+) -> anyhow::Result<WrkResult> {
+    let script = work.join(format!("wrk-{}.lua", std::process::id()));
+    std::fs::write(
+        &script,
+        format!(
+            "wrk.method = {method:?}\nwrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"Accept\"] = \"application/json, text/event-stream\"\n"
+        ),
+    )?;
+    let output = Command::new("wrk")
+        .args([
+            "-t",
+            &connections.min(2).to_string(),
+            "-c",
+            &connections.to_string(),
+            "-d",
+            duration,
+            "--latency",
+            "-s",
+        ])
+        .arg(&script)
+        .arg(format!("http://{address}{path}"))
+        .output()
+        .map_err(|e| anyhow::anyhow!("running wrk (install it: apt-get install wrk): {e}"))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    anyhow::ensure!(
+        !text.contains("Non-2xx"),
+        "wrk saw errors from {path}:\n{text}"
+    );
+    let value_after = |label: &str| -> Option<&str> {
+        text.lines()
+            .find_map(|line| line.trim().strip_prefix(label))
+            .map(str::trim)
+    };
+    let rps = value_after("Requests/sec:")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    Ok(WrkResult {
+        rps,
+        p50_ms: value_after("50%").map(wrk_ms).unwrap_or(f64::NAN),
+        p99_ms: value_after("99%").map(wrk_ms).unwrap_or(f64::NAN),
+    })
+}
+
+/// wrk prints latencies as `812.00us`, `1.20ms` or `1.01s`.
+fn wrk_ms(text: &str) -> f64 {
+    let split = text
+        .find(|c: char| c.is_ascii_alphabetic())
+        .unwrap_or(text.len());
+    let number: f64 = text[..split].parse().unwrap_or(f64::NAN);
+    match &text[split..] {
+        "us" => number / 1e3,
+        "s" => number * 1e3,
+        "m" => number * 60e3,
+        _ => number,
+    }
+}
+
+fn percentile(samples: &[f64], p: f64) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((p / 100.0) * (sorted.len().saturating_sub(1)) as f64).round() as usize;
+    sorted.get(rank).copied().unwrap_or(f64::NAN)
+}
+
+fn resident_mib(pid: u32) -> anyhow::Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(f64::NAN);
+    Ok(kib / 1024.0)
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|m| m.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cores} cores, {cpu}")
+}
+
+fn tempfile_dir(name: &str) -> std::io::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// A child process that printed `listening on http://ADDR`; killed on drop.
+struct Spawned {
+    child: Child,
+    address: SocketAddr,
+}
+
+impl Spawned {
+    fn serve(plugins: &Path, cache: &Path, extra: &[&str]) -> anyhow::Result<Spawned> {
+        let mut command = Command::new(std::env::current_exe()?);
+        command
+            .arg("serve")
+            .arg("--plugins")
+            .arg(plugins)
+            .arg("--cache-dir")
+            .arg(cache)
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--debounce-ms",
+                &DEBOUNCE_MS.to_string(),
+            ])
+            .args(extra)
+            .env("TOOLHOST_LOG", "info,rmcp=warn");
+        Self::start(&mut command)
+    }
+
+    fn start(command: &mut Command) -> anyhow::Result<Spawned> {
+        let mut child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stderr"))?;
+        let mut lines = BufReader::new(stderr);
+        let mut line = String::new();
+        let address = loop {
+            line.clear();
+            if lines.read_line(&mut line)? == 0 {
+                anyhow::bail!("the server exited before listening");
+            }
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                break rest.split_whitespace().next().unwrap_or("").parse()?;
+            }
+        };
+        // Keep draining the log so the child never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = lines.read_to_end(&mut sink);
+        });
+        Ok(Spawned { child, address })
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `toolhost bench-baseline`: the bare axum handler REST is measured
+/// against: the same JSON echo with no plugin behind it.
+pub async fn baseline() -> anyhow::Result<()> {
+    async fn echo(axum::Json(arguments): axum::Json<Value>) -> axum::Json<Value> {
+        let text = arguments["text"].as_str().unwrap_or_default().to_string();
+        axum::Json(json!({ "content": [{ "type": "text", "text": text }], "isError": false }))
+    }
+    let app = axum::Router::new().route("/echo", axum::routing::post(echo));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    eprintln!("baseline listening on http://{}", listener.local_addr()?);
+    axum::serve(listener, app).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrk_latencies_are_read_in_milliseconds() {
+        assert_eq!(wrk_ms("812.00us"), 0.812);
+        assert_eq!(wrk_ms("1.20ms"), 1.2);
+        assert_eq!(wrk_ms("1.50s"), 1500.0);
+    }
+
+    #[test]
+    fn percentiles_pick_the_ranked_sample() {
+        let samples: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&samples, 50.0), 51.0);
+        assert_eq!(percentile(&samples, 99.0), 99.0);
+    }
+}
