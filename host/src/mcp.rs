@@ -17,11 +17,10 @@
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CreateMessageRequestParams,
-    ElicitRequestParams, ErrorCode as RpcErrorCode, Implementation, InitializeResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+    ErrorCode as RpcErrorCode, Implementation, InitializeResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -207,37 +206,53 @@ impl ClientChannel for SessionClient {
     }
 
     async fn create_message(&self, params: String) -> Result<String, String> {
-        let supported = self
-            .peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.sampling.is_some());
-        if !supported {
-            return Err("the client does not support sampling".into());
-        }
-        let params: CreateMessageRequestParams = serde_json::from_str(&params)
-            .map_err(|e| format!("invalid sampling/createMessage params: {e}"))?;
-        let result = self.peer.create_message(params).await;
-        let result = result.map_err(|e| format!("sampling failed: {e}"))?;
-        serde_json::to_string(&result).map_err(|e| e.to_string())
+        let supported = self.client_supports(|c| c.sampling.is_some());
+        relay(supported, "sampling/createMessage", &params, |params| {
+            self.peer.create_message(params)
+        })
+        .await
     }
 
     async fn elicit(&self, params: String) -> Result<String, String> {
-        let supported = self
-            .peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.elicitation.is_some());
-        if !supported {
-            return Err("the client does not support elicitation".into());
-        }
-        let params: ElicitRequestParams = serde_json::from_str(&params)
-            .map_err(|e| format!("invalid elicitation/create params: {e}"))?;
-        let result = self
-            .peer
-            .create_elicitation(params)
-            .await
-            .map_err(|e| format!("elicitation failed: {e}"))?;
-        serde_json::to_string(&result).map_err(|e| e.to_string())
+        let supported = self.client_supports(|c| c.elicitation.is_some());
+        relay(supported, "elicitation/create", &params, |params| {
+            self.peer.create_elicitation(params)
+        })
+        .await
     }
+}
+
+impl SessionClient {
+    fn client_supports(&self, capability: impl Fn(&ClientCapabilities) -> bool) -> bool {
+        self.peer
+            .peer_info()
+            .is_some_and(|info| capability(&info.capabilities))
+    }
+}
+
+/// Relays one request of a plugin to the client: the capability is
+/// checked, the plugin's JSON params parsed into the SDK's type, the answer
+/// returned as JSON. Every failure is a sentence for the plugin.
+async fn relay<Params, Answer, Sent>(
+    supported: bool,
+    method: &str,
+    params: &str,
+    send: impl FnOnce(Params) -> Sent,
+) -> Result<String, String>
+where
+    Params: serde::de::DeserializeOwned,
+    Answer: serde::Serialize,
+    Sent: Future<Output = Result<Answer, rmcp::ServiceError>>,
+{
+    if !supported {
+        return Err(format!("the client does not support {method}"));
+    }
+    let params: Params =
+        serde_json::from_str(params).map_err(|e| format!("invalid {method} params: {e}"))?;
+    let answer = send(params)
+        .await
+        .map_err(|e| format!("{method} failed: {e}"))?;
+    serde_json::to_string(&answer).map_err(|e| e.to_string())
 }
 
 fn strip_nulls(mut value: Value) -> Value {
