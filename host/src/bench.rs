@@ -53,6 +53,7 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<()> {
 
     // 1. In process.
     let in_process = in_process(&options, &work).await?;
+    eprintln!("in process: {in_process}");
     for (name, value) in in_process.as_object().into_iter().flatten() {
         let shown = match value.as_f64() {
             Some(number) => format!("{number:.1}"),

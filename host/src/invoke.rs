@@ -60,8 +60,10 @@ pub async fn call_tool(
         return tool_not_found(registry, name);
     };
     let arguments = Value::Object(arguments);
-    let problems = schema_problems(&entry.tool.input_validator, &arguments);
-    if !problems.is_empty() {
+    // `is_valid` stops at the first fault; listing every fault is only
+    // worth its cost for arguments that are wrong.
+    if !entry.tool.input_validator.is_valid(&arguments) {
+        let problems = schema_problems(&entry.tool.input_validator, &arguments);
         let summary: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
         return Envelope::host_error(
             ErrorCode::InvalidArguments,

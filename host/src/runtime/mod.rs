@@ -119,6 +119,11 @@ impl Runtime {
         // Fuel is metered for every plugin so that a policy can cap it; a
         // plugin without a fuel limit gets an effectively endless supply.
         config.consume_fuel(true);
+        // Every call instantiates afresh, so instantiation is the hot path:
+        // the pooling allocator reuses pre-reserved slots (memories, tables,
+        // fiber stacks) and resets memories copy-on-write, instead of an
+        // mmap/munmap per call that also serialises on the kernel's lock.
+        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool_config()));
         config.wasm_component_model(true);
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
 
@@ -296,6 +301,32 @@ fn settle<T>(
             stderr: tail(&stderr.0, 1024),
         },
     })
+}
+
+/// Slots for concurrent instances. A call needs one component instance and a
+/// few core instances, memories and tables; beyond these totals a call fails
+/// to instantiate rather than exhausting the host.
+const POOL_INSTANCES: u32 = 1000;
+
+/// How much of each pooled memory, table and stack is reset in place (and
+/// stays mapped) between calls; the rest is returned to the kernel.
+const KEEP_RESIDENT: usize = 2 * 1024 * 1024;
+
+fn pool_config() -> wasmtime::PoolingAllocationConfig {
+    let mut pool = wasmtime::PoolingAllocationConfig::new();
+    pool.total_component_instances(POOL_INSTANCES)
+        .total_core_instances(4 * POOL_INSTANCES)
+        .total_memories(2 * POOL_INSTANCES)
+        .total_tables(4 * POOL_INSTANCES)
+        .total_stacks(POOL_INSTANCES)
+        // Reset what a call touched by writing zeros rather than by
+        // madvise(DONTNEED): giving pages back to the kernel costs a TLB
+        // shootdown on every core per call (perf: smp_call_function_many_cond
+        // under decommit_pages), which capped two callers below one.
+        .linear_memory_keep_resident(KEEP_RESIDENT)
+        .table_keep_resident(KEEP_RESIDENT)
+        .async_stack_keep_resident(KEEP_RESIDENT);
+    pool
 }
 
 /// Checks the 8-byte preamble first, because wasmtime's own error for a core
