@@ -18,6 +18,7 @@ mod mcp_http;
 mod openapi;
 mod policy;
 mod registry;
+mod render;
 mod rest;
 mod runtime;
 mod serve;
