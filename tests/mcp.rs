@@ -98,6 +98,11 @@ fn run_conformance(args: &[&str], server: &Server) {
 
 /// POSTs one JSON-RPC message to /mcp with the usual headers.
 fn rpc(server: &Server, message: Value, extra: &[(&str, &str)]) -> (u16, String, String) {
+    post_mcp(server, &message.to_string(), extra)
+}
+
+/// POSTs a raw body to /mcp with the usual headers.
+fn post_mcp(server: &Server, body: &str, extra: &[(&str, &str)]) -> (u16, String, String) {
     let mut request = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -108,7 +113,7 @@ fn rpc(server: &Server, message: Value, extra: &[(&str, &str)]) -> (u16, String,
     for (name, value) in extra {
         request = request.header(*name, *value);
     }
-    let mut response = request.send(message.to_string()).unwrap();
+    let mut response = request.send(body).unwrap();
     let content_type = response
         .headers()
         .get("content-type")
@@ -161,17 +166,8 @@ fn one_shot_json_rpc_without_a_session_answers_json() {
         (400, Some(-32600)),
         "{answer}"
     );
-    let mut response = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .new_agent()
-        .post(format!("{}/mcp", server.base))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .send("{not json")
-        .unwrap();
-    let answer: Value =
-        serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+    let (_, _, body) = post_mcp(&server, "{not json", &[]);
+    let answer: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(answer["error"]["code"], -32700, "{answer}");
 }
 
