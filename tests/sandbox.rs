@@ -390,7 +390,10 @@ fn policy_limits_bound_concurrency_and_fuel_and_bad_policies_are_rejected() {
             .status()
             .as_u16()
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // The sleeper holds the only slot for its 1.5 s deadline; give it time
+    // to take the slot even on a loaded machine, and leave the 250 ms wait
+    // of the second call well inside that deadline.
+    std::thread::sleep(Duration::from_millis(700));
     let busy = server.call("counter", json!({}));
     assert_eq!(
         (busy.status, code_of(&busy).as_deref()),
