@@ -60,6 +60,15 @@ impl Envelope {
         })
     }
 
+    /// A request body over the size limit, for every front that reads one.
+    pub fn payload_too_large(limit: usize) -> Self {
+        Self::host_error(
+            ErrorCode::PayloadTooLarge,
+            format!("the body is over the {limit}-byte limit"),
+            Some(json!({ "limitBytes": limit })),
+        )
+    }
+
     /// A business error the plugin reported. `details` is the plugin's JSON
     /// text; if it is not JSON it is passed on as a string, not dropped.
     pub fn tool_error(error: PluginError) -> Self {

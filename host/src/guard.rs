@@ -56,10 +56,7 @@ pub async fn check(
 }
 
 fn refuse(code: ErrorCode, message: String) -> Response {
-    let envelope = Envelope::host_error(code, message, None);
-    let status = axum::http::StatusCode::from_u16(envelope.http_status())
-        .unwrap_or(axum::http::StatusCode::FORBIDDEN);
-    (status, axum::Json(envelope)).into_response()
+    Envelope::host_error(code, message, None).into_response()
 }
 
 fn check_host_and_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), String> {

@@ -32,7 +32,6 @@ use tower::ServiceExt;
 use serde_json::{Value, json};
 
 use crate::envelope::{Envelope, TextFormat};
-use crate::errors::ErrorCode;
 use crate::mcp::McpFront;
 use crate::registry::Registry;
 
@@ -84,15 +83,7 @@ async fn dispatch(State(services): State<Arc<Services>>, request: Request) -> Re
     }
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, services.max_body_bytes).await else {
-        let error = Envelope::host_error(
-            ErrorCode::PayloadTooLarge,
-            format!(
-                "the body is over the {}-byte limit",
-                services.max_body_bytes
-            ),
-            None,
-        );
-        return (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(error)).into_response();
+        return Envelope::payload_too_large(services.max_body_bytes).into_response();
     };
     let message = match serde_json::from_slice::<Value>(&bytes) {
         Ok(message) => message,

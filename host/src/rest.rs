@@ -56,8 +56,16 @@ fn json_response(status: u16, body: &impl serde::Serialize) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
+/// Every HTTP route answers an envelope with the status `errors.rs` gives
+/// its code: REST here, and the guards and the MCP dispatcher too.
+impl IntoResponse for Envelope {
+    fn into_response(self) -> Response {
+        json_response(self.http_status(), &self)
+    }
+}
+
 fn envelope_response(envelope: Envelope) -> Response {
-    json_response(envelope.http_status(), &envelope)
+    envelope.into_response()
 }
 
 async fn health(State(state): State<AppState>) -> Response {
@@ -115,25 +123,17 @@ async fn call_tool(
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
     if declared_length.is_some_and(|length| length > limit as u64) {
-        return envelope_response(too_large(limit));
+        return envelope_response(Envelope::payload_too_large(limit));
     }
     let body = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
-        Err(_) => return envelope_response(too_large(limit)),
+        Err(_) => return envelope_response(Envelope::payload_too_large(limit)),
     };
     let arguments = match invoke::parse_arguments(&body) {
         Ok(arguments) => arguments,
         Err(envelope) => return envelope_response(envelope),
     };
     envelope_response(invoke::call_tool(&state.registry, &name, arguments, format, None).await)
-}
-
-fn too_large(limit: usize) -> Envelope {
-    Envelope::host_error(
-        ErrorCode::PayloadTooLarge,
-        format!("the body is over the {limit}-byte limit"),
-        Some(json!({ "limitBytes": limit })),
-    )
 }
 
 /// `?format=json|markdown` overrides the server's default rendering of
