@@ -225,4 +225,37 @@ fn the_benchmark_harness_runs_in_quick_mode() {
     ] {
         assert!(report.get(key).is_some(), "{key} missing from {report}");
     }
+    // Each server's CPU time per request is read from /proc: a real,
+    // positive number for all three, not a NaN from a failed parse.
+    let cpu = &report["server CPU: c=16 us/request axum / REST / MCP"];
+    let values: Vec<f64> = cpu
+        .as_array()
+        .map(|values| values.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default();
+    assert!(
+        values.len() == 3 && values.iter().all(|v| *v > 0.0),
+        "{cpu}"
+    );
+}
+
+/// `--only` runs the named sections and no others.
+#[test]
+fn the_benchmark_harness_runs_only_the_sections_asked_for() {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let output = Command::new(toolhost_bin())
+        .args(["bench", "--quick", "--only", "in-process", "--echo"])
+        .arg(example("echo"))
+        .args(["--benchtool", "/nonexistent", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{table}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(table.contains("| in-process |"), "{table}");
+    assert!(!table.contains("| REST |"), "{table}");
+    assert!(!table.contains("| reload |"), "{table}");
 }

@@ -100,6 +100,9 @@ enum Command {
         /// Short phases: proves the harness works, measures little.
         #[arg(long)]
         quick: bool,
+        /// Run only these sections (comma-separated); all by default.
+        #[arg(long, value_enum, value_delimiter = ',')]
+        only: Vec<bench::Section>,
     },
     /// The bare axum echo the benchmark compares REST with.
     #[command(hide = true)]
@@ -235,11 +238,13 @@ async fn main() -> ExitCode {
             benchtool,
             out,
             quick,
+            only,
         } => bench::run(bench::BenchOptions {
             echo,
             benchtool,
             out,
             quick,
+            only,
         })
         .await
         .map(|()| 0),

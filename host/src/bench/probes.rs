@@ -13,10 +13,16 @@ pub(super) struct WrkResult {
     pub rps: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// CPU time (user + system) the server spent per request: what the
+    /// server itself costs, apart from wrk, which shares the cores.
+    pub server_cpu_us: f64,
 }
 
+/// Runs wrk against the server `server` (a pid, for its CPU time).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn wrk(
     work: &Path,
+    server: u32,
     address: SocketAddr,
     method: &str,
     path: &str,
@@ -31,6 +37,7 @@ pub(super) fn wrk(
             "wrk.method = {method:?}\nwrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"Accept\"] = \"application/json, text/event-stream\"\n"
         ),
     )?;
+    let cpu_before = cpu_seconds(server)?;
     let output = Command::new("wrk")
         .args([
             "-t",
@@ -46,6 +53,7 @@ pub(super) fn wrk(
         .arg(format!("http://{address}{path}"))
         .output()
         .map_err(|e| anyhow::anyhow!("running wrk (install it: apt-get install wrk): {e}"))?;
+    let cpu = cpu_seconds(server)? - cpu_before;
     let text = String::from_utf8_lossy(&output.stdout);
     anyhow::ensure!(
         !text.contains("Non-2xx"),
@@ -59,8 +67,15 @@ pub(super) fn wrk(
     let rps = value_after("Requests/sec:")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0);
+    // "12345 requests in 5.00s, ..."
+    let requests: f64 = text
+        .lines()
+        .find_map(|line| line.trim().split_once(" requests in "))
+        .and_then(|(count, _)| count.trim().parse().ok())
+        .unwrap_or(f64::NAN);
     Ok(WrkResult {
         rps,
+        server_cpu_us: cpu * 1e6 / requests,
         p50_ms: value_after("50%").map(wrk_ms).unwrap_or(f64::NAN),
         p99_ms: value_after("99%").map(wrk_ms).unwrap_or(f64::NAN),
     })
@@ -95,6 +110,24 @@ pub(super) fn resident_mib(pid: u32) -> anyhow::Result<f64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(f64::NAN);
     Ok(kib / 1024.0)
+}
+
+/// User plus system CPU time of a process so far, from /proc/<pid>/stat
+/// (in clock ticks of 1/100 s: USER_HZ is 100 on every Linux ABI the host
+/// builds for).
+pub(super) fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name, which is in parentheses and may hold
+    // spaces: state is field 3, utime 14, stime 15.
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |index: usize| -> f64 {
+        fields
+            .get(index - 3)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    Ok((ticks(14) + ticks(15)) / 100.0)
 }
 
 pub(super) fn machine() -> String {
