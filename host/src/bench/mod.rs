@@ -17,23 +17,17 @@
 //! It runs the real binary for every server, and needs `wrk` on the PATH.
 //! `--quick` shortens every phase, for the test that proves it works.
 
+mod in_process;
 mod probes;
+mod reload;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::envelope::TextFormat;
-use crate::invoke;
-use crate::registry::Registry;
-use crate::runtime::{Limits, Runtime};
-
-use self::probes::{Spawned, machine, percentile, resident_mib, tempfile_dir, wrk};
+use self::probes::{Spawned, machine, resident_mib, tempfile_dir, wrk};
 
 /// The marker `tests/fixtures/benchtool` names its tools from.
 const BENCHTOOL_MARKER: &[u8] = b"BENCHTOOL_PREFIX_0000000";
@@ -72,7 +66,7 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<()> {
     let mut report = Report::default();
     let duration = if options.quick { "1s" } else { "5s" };
     if options.runs(Section::InProcess) {
-        let measured = in_process(&options, &work).await?;
+        let measured = in_process::measure(&options, &work).await?;
         eprintln!("in process: {measured}");
         for (name, value) in measured.as_object().into_iter().flatten() {
             let shown = match value.as_f64() {
@@ -91,7 +85,7 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<()> {
         Vec::new()
     };
     if options.runs(Section::Reload) {
-        reload_section(&options, &work, &benchtool, &mut report)?;
+        reload::section(&options, &work, &benchtool, &mut report)?;
     }
     if options.runs(Section::Startup) {
         startup(&work, &benchtool, duration, &mut report)?;
@@ -229,39 +223,6 @@ fn http(
     Ok(())
 }
 
-/// Section 4: hot reload, uncached and with a warm compile cache.
-fn reload_section(
-    options: &BenchOptions,
-    work: &Path,
-    benchtool: &[u8],
-    report: &mut Report,
-) -> anyhow::Result<()> {
-    let drops = if options.quick { 3 } else { 20 };
-    let (uncached, warm) = reload(work, benchtool, drops)?;
-    for (name, samples) in [("uncached", uncached), ("warm cache", warm)] {
-        let (p50, p95) = (percentile(&samples, 50.0), percentile(&samples, 95.0));
-        report.record(
-            "reload",
-            &format!("{name} p50/p95 ms"),
-            json!([p50, p95]),
-            format!("{p50:.1} / {p95:.1}"),
-        );
-        report.record(
-            "reload",
-            &format!("{name} p50 after debounce ms"),
-            json!(p50 - DEBOUNCE_MS as f64),
-            format!("{:.1}", p50 - DEBOUNCE_MS as f64),
-        );
-    }
-    report.record(
-        "reload",
-        "debounce window ms",
-        json!(DEBOUNCE_MS),
-        DEBOUNCE_MS.to_string(),
-    );
-    Ok(())
-}
-
 /// Sections 5 and 6: start-up with 100 plugins, and listing 1000 tools.
 fn startup(
     work: &Path,
@@ -340,156 +301,6 @@ fn startup(
     Ok(())
 }
 
-/// Section 1: timings of the runtime alone and of the whole host path.
-async fn in_process(options: &BenchOptions, work: &Path) -> anyhow::Result<Value> {
-    let dir = work.join("in-process");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::copy(&options.echo, dir.join("echo.wasm"))?;
-    let limits = Limits {
-        timeout: Duration::from_secs(10),
-        memory_bytes: 64 << 20,
-    };
-    let registry = Registry::new(Runtime::new(limits, None)?);
-    registry.scan(&dir).await?;
-    let entry = registry
-        .snapshot()
-        .tool("echo")
-        .cloned()
-        .ok_or_else(|| anyhow::anyhow!("echo did not load"))?;
-    let arguments = json!({ "text": "hello" });
-    let calls = if options.quick { 200 } else { 5000 };
-
-    let mut bare = Vec::with_capacity(calls);
-    let mut full = Vec::with_capacity(calls);
-    for round in 0..2 * calls {
-        let started = Instant::now();
-        let outcome = registry
-            .runtime()
-            .call_tool(
-                &entry.plugin.compiled,
-                &entry.plugin.grants,
-                "echo",
-                &arguments.to_string(),
-                None,
-            )
-            .await;
-        let bare_us = started.elapsed().as_secs_f64() * 1e6;
-        anyhow::ensure!(matches!(outcome, Ok(Ok(_))), "bare call failed");
-        let started = Instant::now();
-        let envelope = invoke::call_tool(
-            &registry,
-            "echo",
-            arguments.as_object().cloned().unwrap_or_default(),
-            TextFormat::Json,
-            None,
-        )
-        .await;
-        let full_us = started.elapsed().as_secs_f64() * 1e6;
-        anyhow::ensure!(!envelope.is_error, "host call failed");
-        if round >= calls {
-            bare.push(bare_us);
-            full.push(full_us);
-        }
-    }
-    let span = Duration::from_millis(if options.quick { 300 } else { 3000 });
-    let one = throughput(&registry, 1, span).await;
-    let two = throughput(&registry, 2, span).await;
-    // This VM's speed drifts by tens of percent over seconds (a plain
-    // Python loop varies 0.31-0.51 s run to run), so the p50 of the
-    // quietest tenth of the calls is shown beside the p50 of all of them:
-    // it is the closer estimate of what a call itself costs.
-    let quietest = |samples: &[f64]| {
-        samples
-            .chunks(samples.len().div_ceil(10).max(1))
-            .map(|round| percentile(round, 50.0))
-            .fold(f64::INFINITY, f64::min)
-    };
-    Ok(json!({
-        "instantiate+call p50 us": percentile(&bare, 50.0),
-        "instantiate+call p50 us, quietest tenth": quietest(&bare),
-        "instantiate+call p99 us": percentile(&bare, 99.0),
-        "host path p50 us": percentile(&full, 50.0),
-        "host path p99 us": percentile(&full, 99.0),
-        "host overhead p50 us": percentile(&full, 50.0) - percentile(&bare, 50.0),
-        "calls/s, 1 caller": one,
-        "calls/s, 2 callers": two,
-        "scaling 2 callers / 1": two / one,
-    }))
-}
-
-async fn throughput(registry: &Arc<Registry>, callers: usize, span: Duration) -> f64 {
-    let deadline = Instant::now() + span;
-    let tasks: Vec<_> = (0..callers)
-        .map(|_| {
-            let registry = registry.clone();
-            tokio::spawn(async move {
-                let mut count = 0u64;
-                while Instant::now() < deadline {
-                    let arguments = json!({ "text": "hello" })
-                        .as_object()
-                        .cloned()
-                        .unwrap_or_default();
-                    invoke::call_tool(&registry, "echo", arguments, TextFormat::Json, None).await;
-                    count += 1;
-                }
-                count
-            })
-        })
-        .collect();
-    let mut total = 0;
-    for task in tasks {
-        total += task.await.unwrap_or(0);
-    }
-    total as f64 / span.as_secs_f64()
-}
-
-/// Section 4: each drop is a patched copy with tools of its own. Uncached
-/// drops are new bytes; warm drops re-drop earlier bytes after removing them.
-fn reload(work: &Path, benchtool: &[u8], drops: usize) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
-    let dir = work.join("reload");
-    std::fs::create_dir_all(&dir)?;
-    let server = Spawned::serve(&dir, &work.join("cache-reload"), &[])?;
-    let mut uncached = Vec::new();
-    let mut warm = Vec::new();
-    for index in 0..drops {
-        let bytes = patched(benchtool, 1000 + index)?;
-        let name = format!("drop{index}.wasm");
-        uncached.push(drop_and_time(&server, &dir, &name, &bytes, 1000 + index)?);
-        std::fs::remove_file(dir.join(&name))?;
-        wait_until(|| call_status(server.address, &tool_name(1000 + index)) == Some(404))?;
-        warm.push(drop_and_time(&server, &dir, &name, &bytes, 1000 + index)?);
-        std::fs::remove_file(dir.join(&name))?;
-        wait_until(|| call_status(server.address, &tool_name(1000 + index)) == Some(404))?;
-    }
-    Ok((uncached, warm))
-}
-
-fn drop_and_time(
-    server: &Spawned,
-    dir: &Path,
-    name: &str,
-    bytes: &[u8],
-    index: usize,
-) -> anyhow::Result<f64> {
-    let temp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&temp, bytes)?;
-    let started = Instant::now();
-    std::fs::rename(&temp, dir.join(name))?;
-    wait_until(|| call_status(server.address, &tool_name(index)) == Some(200))?;
-    Ok(started.elapsed().as_secs_f64() * 1e3)
-}
-
-fn wait_until(mut condition: impl FnMut() -> bool) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if condition() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    anyhow::bail!("timed out waiting for the server")
-}
-
 fn tool_name(index: usize) -> String {
     format!("{}_0", prefix(index))
 }
@@ -511,20 +322,6 @@ fn patched(benchtool: &[u8], index: usize) -> anyhow::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The status of one `POST /tools/{tool}` over a plain socket.
-fn call_status(address: SocketAddr, tool: &str) -> Option<u16> {
-    let mut stream = TcpStream::connect(address).ok()?;
-    let body = r#"{"text":"x"}"#;
-    write!(
-        stream,
-        "POST /tools/{tool} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .ok()?;
-    let mut status_line = String::new();
-    BufReader::new(stream).read_line(&mut status_line).ok()?;
-    status_line.split_whitespace().nth(1)?.parse().ok()
-}
 pub async fn baseline() -> anyhow::Result<()> {
     async fn echo(axum::Json(arguments): axum::Json<Value>) -> axum::Json<Value> {
         let text = arguments["text"].as_str().unwrap_or_default().to_string();

@@ -1,0 +1,112 @@
+//! Section 4 of the harness: hot reload, from `rename()` of a new `.wasm`
+//! into the folder to its tool's first successful call, uncached and with a
+//! warm compile cache; the debounce window is reported apart.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::probes::{Spawned, percentile};
+use super::{BenchOptions, DEBOUNCE_MS, Report, patched, tool_name};
+
+/// Section 4: hot reload, uncached and with a warm compile cache.
+pub(super) fn section(
+    options: &BenchOptions,
+    work: &Path,
+    benchtool: &[u8],
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let drops = if options.quick { 3 } else { 20 };
+    let (uncached, warm) = drops_timed(work, benchtool, drops)?;
+    for (name, samples) in [("uncached", uncached), ("warm cache", warm)] {
+        let (p50, p95) = (percentile(&samples, 50.0), percentile(&samples, 95.0));
+        report.record(
+            "reload",
+            &format!("{name} p50/p95 ms"),
+            json!([p50, p95]),
+            format!("{p50:.1} / {p95:.1}"),
+        );
+        report.record(
+            "reload",
+            &format!("{name} p50 after debounce ms"),
+            json!(p50 - DEBOUNCE_MS as f64),
+            format!("{:.1}", p50 - DEBOUNCE_MS as f64),
+        );
+    }
+    report.record(
+        "reload",
+        "debounce window ms",
+        json!(DEBOUNCE_MS),
+        DEBOUNCE_MS.to_string(),
+    );
+    Ok(())
+}
+
+/// Section 4: each drop is a patched copy with tools of its own. Uncached
+/// drops are new bytes; warm drops re-drop earlier bytes after removing them.
+fn drops_timed(
+    work: &Path,
+    benchtool: &[u8],
+    drops: usize,
+) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
+    let dir = work.join("reload");
+    std::fs::create_dir_all(&dir)?;
+    let server = Spawned::serve(&dir, &work.join("cache-reload"), &[])?;
+    let mut uncached = Vec::new();
+    let mut warm = Vec::new();
+    for index in 0..drops {
+        let bytes = patched(benchtool, 1000 + index)?;
+        let name = format!("drop{index}.wasm");
+        uncached.push(drop_and_time(&server, &dir, &name, &bytes, 1000 + index)?);
+        std::fs::remove_file(dir.join(&name))?;
+        wait_until(|| call_status(server.address, &tool_name(1000 + index)) == Some(404))?;
+        warm.push(drop_and_time(&server, &dir, &name, &bytes, 1000 + index)?);
+        std::fs::remove_file(dir.join(&name))?;
+        wait_until(|| call_status(server.address, &tool_name(1000 + index)) == Some(404))?;
+    }
+    Ok((uncached, warm))
+}
+
+fn drop_and_time(
+    server: &Spawned,
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    index: usize,
+) -> anyhow::Result<f64> {
+    let temp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&temp, bytes)?;
+    let started = Instant::now();
+    std::fs::rename(&temp, dir.join(name))?;
+    wait_until(|| call_status(server.address, &tool_name(index)) == Some(200))?;
+    Ok(started.elapsed().as_secs_f64() * 1e3)
+}
+
+fn wait_until(mut condition: impl FnMut() -> bool) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if condition() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    anyhow::bail!("timed out waiting for the server")
+}
+
+/// The status of one `POST /tools/{tool}` over a plain socket.
+fn call_status(address: SocketAddr, tool: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(address).ok()?;
+    let body = r#"{"text":"x"}"#;
+    write!(
+        stream,
+        "POST /tools/{tool} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut status_line = String::new();
+    BufReader::new(stream).read_line(&mut status_line).ok()?;
+    status_line.split_whitespace().nth(1)?.parse().ok()
+}
