@@ -3,6 +3,7 @@
 mod support;
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
@@ -193,23 +194,7 @@ fn cgi_round_trip_uses_the_same_routes_and_envelopes() {
 #[test]
 fn the_benchmark_harness_runs_in_quick_mode() {
     let out = tempfile::NamedTempFile::new().unwrap();
-    let output = Command::new(toolhost_bin())
-        .arg("bench")
-        .arg("--echo")
-        .arg(example("echo"))
-        .arg("--benchtool")
-        .arg(fixture("benchtool"))
-        .arg("--out")
-        .arg(out.path())
-        .arg("--quick")
-        .output()
-        .unwrap();
-    let table = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{table}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let table = run_bench(&fixture("benchtool"), out.path(), &[]);
     assert!(
         table.contains("| REST | c=16 ratio to baseline |"),
         "{table}"
@@ -242,20 +227,34 @@ fn the_benchmark_harness_runs_in_quick_mode() {
 #[test]
 fn the_benchmark_harness_runs_only_the_sections_asked_for() {
     let out = tempfile::NamedTempFile::new().unwrap();
+    let table = run_bench(
+        Path::new("/nonexistent"),
+        out.path(),
+        &["--only", "in-process"],
+    );
+    assert!(table.contains("| in-process |"), "{table}");
+    assert!(!table.contains("| REST |"), "{table}");
+    assert!(!table.contains("| reload |"), "{table}");
+}
+
+/// Runs `toolhost bench --quick` on the echo example, checks that it
+/// succeeded, and returns the table it printed.
+fn run_bench(benchtool: &Path, out: &Path, extra: &[&str]) -> String {
     let output = Command::new(toolhost_bin())
-        .args(["bench", "--quick", "--only", "in-process", "--echo"])
+        .args(["bench", "--quick", "--echo"])
         .arg(example("echo"))
-        .args(["--benchtool", "/nonexistent", "--out"])
-        .arg(out.path())
+        .arg("--benchtool")
+        .arg(benchtool)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
         .output()
         .unwrap();
-    let table = String::from_utf8_lossy(&output.stdout);
+    let table = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
         "{table}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(table.contains("| in-process |"), "{table}");
-    assert!(!table.contains("| REST |"), "{table}");
-    assert!(!table.contains("| reload |"), "{table}");
+    table
 }

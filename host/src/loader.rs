@@ -20,9 +20,7 @@ pub const MAX_PLUGIN_FILE_BYTES: u64 = 256 * 1024 * 1024;
 pub struct LoadedPlugin {
     pub id: String,
     pub file: PathBuf,
-    pub content_hash: String,
-    /// SHA-256 of the policy file, when there is one.
-    pub policy_hash: Option<String>,
+    pub version: Version,
     pub loaded_at: SystemTime,
     pub compiled: CompiledPlugin,
     pub grants: Arc<Grants>,
@@ -31,12 +29,20 @@ pub struct LoadedPlugin {
     pub tools: Vec<Arc<Tool>>,
 }
 
+/// The identity of one version of a plugin: the SHA-256 of its bytes and
+/// of its policy file, when there is one. A change to either is a new
+/// version to load.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Version {
+    pub content_hash: String,
+    pub policy_hash: Option<String>,
+}
+
 /// The bytes of a plugin file and of its policy file, if any.
 pub struct PluginSource {
     pub wasm: Vec<u8>,
-    pub content_hash: String,
     pub policy: Option<String>,
-    pub policy_hash: Option<String>,
+    pub version: Version,
 }
 
 /// Reads a plugin file and the policy file beside it.
@@ -52,8 +58,10 @@ pub async fn read_source(path: &Path) -> std::io::Result<PluginSource> {
         }
     };
     Ok(PluginSource {
-        content_hash: content_hash(&wasm),
-        policy_hash: policy.as_deref().map(|text| content_hash(text.as_bytes())),
+        version: Version {
+            content_hash: content_hash(&wasm),
+            policy_hash: policy.as_deref().map(|text| content_hash(text.as_bytes())),
+        },
         wasm,
         policy,
     })
@@ -119,7 +127,7 @@ pub async fn load(
     let compiled = {
         let runtime = runtime.clone();
         let id = id.to_string();
-        let hash = source.content_hash.clone();
+        let hash = source.version.content_hash.clone();
         let wasm = source.wasm;
         tokio::task::spawn_blocking(move || runtime.compile(&id, &wasm, &hash))
             .await
@@ -133,8 +141,7 @@ pub async fn load(
     Ok(LoadedPlugin {
         id: id.to_string(),
         file: file.to_path_buf(),
-        content_hash: source.content_hash,
-        policy_hash: source.policy_hash,
+        version: source.version,
         loaded_at: SystemTime::now(),
         compiled,
         permits: grants

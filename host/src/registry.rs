@@ -23,7 +23,7 @@ use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
 
-use crate::loader::{self, LoadedPlugin};
+use crate::loader::{self, LoadedPlugin, Version};
 use crate::manifest::Tool;
 use crate::runtime::Runtime;
 
@@ -56,8 +56,7 @@ pub struct PluginRecord {
 
 #[derive(Clone)]
 pub struct Rejection {
-    pub content_hash: String,
-    pub policy_hash: Option<String>,
+    pub version: Version,
     pub reason: String,
     pub at: SystemTime,
     /// A version that is valid but waits for a tool name held by another
@@ -112,18 +111,18 @@ impl Snapshot {
                     (Some(rejection), serving) => {
                         report["state"] = json!("rejected");
                         report["reason"] = json!(rejection.reason);
-                        report["contentHash"] = json!(rejection.content_hash);
+                        report["contentHash"] = json!(rejection.version.content_hash);
                         report["rejectedAt"] = json!(time(rejection.at));
                         if let Some(serving) = serving {
                             report["serving"] = json!({
-                                "contentHash": serving.content_hash,
+                                "contentHash": serving.version.content_hash,
                                 "loadedAt": time(serving.loaded_at),
                             });
                         }
                     }
                     (None, Some(serving)) => {
                         report["state"] = json!("loaded");
-                        report["contentHash"] = json!(serving.content_hash);
+                        report["contentHash"] = json!(serving.version.content_hash);
                         report["loadedAt"] = json!(time(serving.loaded_at));
                         report["fromCache"] = json!(serving.compiled.from_cache);
                     }
@@ -156,8 +155,7 @@ impl Snapshot {
             });
         if let Some((tool, holder)) = conflict {
             record.rejected = Some(Rejection {
-                content_hash: candidate.content_hash.clone(),
-                policy_hash: candidate.policy_hash.clone(),
+                version: candidate.version.clone(),
                 reason: format!("tool {tool:?} is already provided by plugin {holder:?}"),
                 at: SystemTime::now(),
                 waiting: Some(candidate),
@@ -186,8 +184,7 @@ impl Snapshot {
                 rejected: None,
             });
         record.rejected = Some(Rejection {
-            content_hash: version.content_hash,
-            policy_hash: version.policy_hash,
+            version,
             reason,
             at: SystemTime::now(),
             waiting: None,
@@ -234,23 +231,13 @@ impl Snapshot {
             return false;
         };
         match &record.rejected {
-            Some(rejection) => {
-                rejection.content_hash == version.content_hash
-                    && rejection.policy_hash == version.policy_hash
-            }
-            None => record.serving.as_ref().is_some_and(|serving| {
-                serving.content_hash == version.content_hash
-                    && serving.policy_hash == version.policy_hash
-            }),
+            Some(rejection) => rejection.version == *version,
+            None => record
+                .serving
+                .as_ref()
+                .is_some_and(|serving| serving.version == *version),
         }
     }
-}
-
-/// The identity of one version of a plugin: its bytes and its policy's.
-#[derive(Default)]
-struct Version {
-    content_hash: String,
-    policy_hash: Option<String>,
 }
 
 /// What reading a file yielded: a version to admit, or a refusal.
@@ -355,7 +342,7 @@ impl Registry {
                 Verdict::Loaded(plugin) => {
                     let names: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
                     let from_cache = plugin.compiled.from_cache;
-                    tracing::info!(plugin = %id, hash = %&plugin.content_hash[..12], from_cache, tools = ?names, "plugin loaded");
+                    tracing::info!(plugin = %id, hash = %&plugin.version.content_hash[..12], from_cache, tools = ?names, "plugin loaded");
                     next.admit(Arc::new(plugin));
                 }
                 Verdict::Refused { version, reason } => {
@@ -395,10 +382,7 @@ async fn judge(runtime: &Arc<Runtime>, before: &Snapshot, path: &Path) -> Verdic
             };
         }
     };
-    let version = Version {
-        content_hash: source.content_hash.clone(),
-        policy_hash: source.policy_hash.clone(),
-    };
+    let version = source.version.clone();
     if before.already_judged(&id, &version) {
         return Verdict::Unchanged;
     }

@@ -64,10 +64,6 @@ impl IntoResponse for Envelope {
     }
 }
 
-fn envelope_response(envelope: Envelope) -> Response {
-    envelope.into_response()
-}
-
 async fn health(State(state): State<AppState>) -> Response {
     let snapshot = state.registry.snapshot();
     let body = json!({
@@ -116,24 +112,26 @@ async fn call_tool(
 ) -> Response {
     let format = match text_format(query.as_deref(), state.settings.text_format) {
         Ok(format) => format,
-        Err(envelope) => return envelope_response(envelope),
+        Err(envelope) => return envelope.into_response(),
     };
     let limit = state.settings.max_body_bytes;
     let declared_length = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
     if declared_length.is_some_and(|length| length > limit as u64) {
-        return envelope_response(Envelope::payload_too_large(limit));
+        return Envelope::payload_too_large(limit).into_response();
     }
     let body = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
-        Err(_) => return envelope_response(Envelope::payload_too_large(limit)),
+        Err(_) => return Envelope::payload_too_large(limit).into_response(),
     };
     let arguments = match invoke::parse_arguments(&body) {
         Ok(arguments) => arguments,
-        Err(envelope) => return envelope_response(envelope),
+        Err(envelope) => return envelope.into_response(),
     };
-    envelope_response(invoke::call_tool(&state.registry, &name, arguments, format, None).await)
+    invoke::call_tool(&state.registry, &name, arguments, format, None)
+        .await
+        .into_response()
 }
 
 /// `?format=json|markdown` overrides the server's default rendering of
@@ -157,20 +155,22 @@ fn text_format(query: Option<&str>, default: TextFormat) -> Result<TextFormat, E
 }
 
 async fn not_found(uri: axum::http::Uri) -> Response {
-    envelope_response(Envelope::host_error(
+    Envelope::host_error(
         ErrorCode::NotFound,
         format!(
             "no route {}; tools are called with POST /tools/{{name}}",
             uri.path()
         ),
         None,
-    ))
+    )
+    .into_response()
 }
 
 async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
-    envelope_response(Envelope::host_error(
+    Envelope::host_error(
         ErrorCode::MethodNotAllowed,
         format!("{} does not take {method}", uri.path()),
         None,
-    ))
+    )
+    .into_response()
 }

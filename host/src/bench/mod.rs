@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use self::probes::{Spawned, machine, resident_mib, tempfile_dir, wrk};
+use self::probes::{Spawned, WrkResult, machine, resident_mib, tempfile_dir, wrk};
 
 /// The marker `tests/fixtures/benchtool` names its tools from.
 const BENCHTOOL_MARKER: &[u8] = b"BENCHTOOL_PREFIX_0000000";
@@ -119,6 +119,31 @@ impl Report {
             .push((section.to_string(), name.to_string(), shown));
         self.json.insert(format!("{section}: {name}"), value);
     }
+
+    fn requests_per_second(&mut self, section: &str, label: &str, run: &WrkResult) {
+        let name = format!("{label} req/s");
+        self.record(section, &name, json!(run.rps), format!("{:.0}", run.rps));
+    }
+
+    fn latency(&mut self, section: &str, name: &str, run: &WrkResult) {
+        let shown = format!("{:.2} / {:.2}", run.p50_ms, run.p99_ms);
+        self.record(section, name, json!([run.p50_ms, run.p99_ms]), shown);
+    }
+
+    /// Throughput and latency of one wrk run, as two rows.
+    fn load(&mut self, section: &str, label: &str, run: &WrkResult) {
+        self.requests_per_second(section, label, run);
+        self.latency(section, &format!("{label} p50/p99 ms"), run);
+    }
+
+    fn ratio(&mut self, section: &str, name: &str, ratio: f64) {
+        self.record(
+            section,
+            name,
+            json!(ratio),
+            format!("{:.0}%", 100.0 * ratio),
+        );
+    }
 }
 
 /// Sections 2 and 3: REST beside a bare axum echo, and MCP beside REST.
@@ -167,48 +192,13 @@ fn http(
             duration,
         )?;
         let label = format!("c={connections}");
-        report.record(
-            "REST",
-            &format!("{label} req/s"),
-            json!(rest.rps),
-            format!("{:.0}", rest.rps),
-        );
-        report.record(
-            "REST",
-            &format!("{label} p50/p99 ms"),
-            json!([rest.p50_ms, rest.p99_ms]),
-            format!("{:.2} / {:.2}", rest.p50_ms, rest.p99_ms),
-        );
-        report.record(
-            "baseline axum",
-            &format!("{label} req/s"),
-            json!(bare.rps),
-            format!("{:.0}", bare.rps),
-        );
-        report.record(
-            "REST",
-            &format!("{label} ratio to baseline"),
-            json!(rest.rps / bare.rps),
-            format!("{:.0}%", 100.0 * rest.rps / bare.rps),
-        );
-        report.record(
-            "MCP",
-            &format!("{label} req/s"),
-            json!(mcp.rps),
-            format!("{:.0}", mcp.rps),
-        );
-        report.record(
-            "MCP",
-            &format!("{label} p50/p99 ms"),
-            json!([mcp.p50_ms, mcp.p99_ms]),
-            format!("{:.2} / {:.2}", mcp.p50_ms, mcp.p99_ms),
-        );
-        report.record(
-            "MCP",
-            &format!("{label} ratio to REST"),
-            json!(mcp.rps / rest.rps),
-            format!("{:.0}%", 100.0 * mcp.rps / rest.rps),
-        );
+        report.load("REST", &label, &rest);
+        report.requests_per_second("baseline axum", &label, &bare);
+        let to_baseline = format!("{label} ratio to baseline");
+        report.ratio("REST", &to_baseline, rest.rps / bare.rps);
+        report.load("MCP", &label, &mcp);
+        let to_rest = format!("{label} ratio to REST");
+        report.ratio("MCP", &to_rest, mcp.rps / rest.rps);
         // Where a ratio falls short, this says whose CPU time it went to.
         report.record(
             "server CPU",
@@ -285,18 +275,8 @@ fn startup(
         1,
         duration,
     )?;
-    report.record(
-        "1000 tools",
-        "GET /tools p50/p99 ms",
-        json!([list.p50_ms, list.p99_ms]),
-        format!("{:.2} / {:.2}", list.p50_ms, list.p99_ms),
-    );
-    report.record(
-        "1000 tools",
-        "MCP tools/list p50/p99 ms",
-        json!([mcp_list.p50_ms, mcp_list.p99_ms]),
-        format!("{:.2} / {:.2}", mcp_list.p50_ms, mcp_list.p99_ms),
-    );
+    report.latency("1000 tools", "GET /tools p50/p99 ms", &list);
+    report.latency("1000 tools", "MCP tools/list p50/p99 ms", &mcp_list);
     drop(server);
     Ok(())
 }
