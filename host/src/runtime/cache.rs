@@ -6,15 +6,27 @@
 //! (wasmtime version and every setting that affects code generation), so an
 //! entry is only ever loaded by an engine that could have produced it.
 //!
-//! Loading an entry maps native code into the process: the cache folder must
-//! be writable only by the user running toolhost (it is created 0700).
+//! Loading an entry maps native code into the process, so an entry is never
+//! trusted as it lies on disk: each ends with a trailer, the SHA-256 of the
+//! engine key, the content hash and the artifact, written with it. An entry
+//! whose trailer does not match (a flipped bit, a torn write, a file from
+//! elsewhere) is deleted, logged and compiled afresh; wasmtime's own header
+//! checks come only after. The checksum guards against damage, not against
+//! someone who can write the folder: that must be the user running toolhost
+//! alone (it is created 0700).
 
 use std::hash::{Hash, Hasher};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+/// Ends every entry, after its checksum; also names the entry format.
+const TRAILER_MAGIC: &[u8; 8] = b"THCACHE1";
+const TRAILER_BYTES: usize = 32 + TRAILER_MAGIC.len();
 
 pub struct ArtifactCache {
     dir: PathBuf,
@@ -43,21 +55,53 @@ impl ArtifactCache {
     /// miss, so the caller compiles afresh.
     pub fn load(&self, engine: &Engine, content_hash: &str) -> Option<Component> {
         let path = self.entry_path(content_hash);
-        if !path.exists() {
-            return None;
+        let mut bytes = Vec::new();
+        match std::fs::File::open(&path).and_then(|mut file| file.read_to_end(&mut bytes)) {
+            Ok(_) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "cannot read cache entry; compiling afresh");
+                return None;
+            }
         }
-        // SAFETY: entries are written only by `store` below, from
-        // `Engine::precompile_component` of an engine with the same
-        // compatibility key, into a folder private to this user; wasmtime
-        // additionally checks the header and engine settings on load.
-        match unsafe { Component::deserialize_file(engine, &path) } {
+        let discard = |reason: &dyn std::fmt::Display| {
+            tracing::warn!(path = %path.display(), %reason, "discarding damaged cache entry; compiling afresh");
+            let _ = std::fs::remove_file(&path);
+        };
+        let Some(artifact) = self.verified(content_hash, &bytes) else {
+            discard(&"its checksum does not match");
+            return None;
+        };
+        // SAFETY: the artifact is byte for byte what `compile_and_store`
+        // wrote from `Engine::precompile_component` of an engine with the
+        // same compatibility key (the trailer proves it, short of someone
+        // with write access to this user's private folder); wasmtime
+        // additionally checks the header and engine settings.
+        match unsafe { Component::deserialize(engine, artifact) } {
             Ok(component) => Some(component),
             Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "discarding unusable cache entry");
-                let _ = std::fs::remove_file(&path);
+                discard(&error);
                 None
             }
         }
+    }
+
+    /// The trailer of an entry: SHA-256 over the engine key, the content
+    /// hash and the artifact, then a magic tag.
+    fn trailer(&self, content_hash: &str, artifact: &[u8]) -> Vec<u8> {
+        let mut hasher = Sha256::new();
+        hasher.update(self.engine_key.as_bytes());
+        hasher.update(content_hash.as_bytes());
+        hasher.update(artifact);
+        let mut trailer = hasher.finalize().to_vec();
+        trailer.extend_from_slice(TRAILER_MAGIC);
+        trailer
+    }
+
+    /// The artifact of an entry, if its trailer vouches for it.
+    fn verified<'a>(&self, content_hash: &str, entry: &'a [u8]) -> Option<&'a [u8]> {
+        let artifact = entry.get(..entry.len().checked_sub(TRAILER_BYTES)?)?;
+        (self.trailer(content_hash, artifact) == entry[artifact.len()..]).then_some(artifact)
     }
 
     /// Compiles `wasm` and stores the result. A failure to write the cache
@@ -70,7 +114,8 @@ impl ArtifactCache {
     ) -> wasmtime::Result<Component> {
         let artifact = engine.precompile_component(wasm)?;
         let path = self.entry_path(content_hash);
-        if let Err(error) = write_atomically(&path, &artifact) {
+        let trailer = self.trailer(content_hash, &artifact);
+        if let Err(error) = write_atomically(&path, &[&artifact, &trailer]) {
             tracing::warn!(path = %path.display(), %error, "could not write cache entry");
         }
         // SAFETY: `artifact` was produced just above by this very engine.
@@ -88,9 +133,14 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// Write to a temporary file and rename it over the entry, so a reader never
 /// sees half an entry, even when two processes share the cache.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+fn write_atomically(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
+    use std::io::Write as _;
     let temp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&temp, bytes)?;
+    let mut file = std::fs::File::create(&temp)?;
+    for part in parts {
+        file.write_all(part)?;
+    }
+    drop(file);
     std::fs::rename(&temp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&temp);
     })
