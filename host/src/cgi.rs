@@ -4,18 +4,51 @@
 //! `Status:` and `Content-Type:` headers, a blank line, the JSON body.
 //!
 //! Reusing the router means CGI has every route, limit and envelope REST
-//! has, with nothing to keep in step.
+//! has, with nothing to keep in step. Whatever goes wrong in the host (an
+//! unreadable plugin folder, say), the web server still gets a `Status:`
+//! line and a HOST_ERROR envelope, never an empty answer.
 
 use std::io::{Read, Write};
 
 use axum::body::Body;
-use axum::http::{Request, header};
+use axum::http::{Request, StatusCode, header};
 use tower::ServiceExt;
 
+use crate::envelope::Envelope;
+use crate::errors::ErrorCode;
 use crate::rest::{self, RestSettings};
 use crate::{HostOptions, HttpOptions};
 
 pub async fn run(host: &HostOptions, http: HttpOptions) -> anyhow::Result<()> {
+    let (status, content_type, body) = match respond(host, http).await {
+        Ok(answer) => answer,
+        Err(error) => {
+            tracing::error!(error = %format!("{error:#}"), "answering with HOST_ERROR");
+            let envelope = Envelope::host_error(ErrorCode::HostError, format!("{error:#}"), None);
+            (
+                StatusCode::from_u16(envelope.http_status())?,
+                "application/json".to_string(),
+                serde_json::to_vec(&envelope)?.into(),
+            )
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    write!(
+        stdout,
+        "Status: {} {}\r\nContent-Type: {content_type}\r\n\r\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("")
+    )?;
+    stdout.write_all(&body)?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// The status, content type and body of the answer to the CGI request.
+async fn respond(
+    host: &HostOptions,
+    http: HttpOptions,
+) -> anyhow::Result<(StatusCode, String, axum::body::Bytes)> {
     let registry = host.loaded_registry().await?;
     let router = rest::router(
         registry,
@@ -34,16 +67,7 @@ pub async fn run(host: &HostOptions, http: HttpOptions) -> anyhow::Result<()> {
         .unwrap_or("application/json")
         .to_string();
     let body = axum::body::to_bytes(response.into_body(), usize::MAX).await?;
-    let mut stdout = std::io::stdout().lock();
-    write!(
-        stdout,
-        "Status: {} {}\r\nContent-Type: {content_type}\r\n\r\n",
-        status.as_u16(),
-        status.canonical_reason().unwrap_or("")
-    )?;
-    stdout.write_all(&body)?;
-    stdout.flush()?;
-    Ok(())
+    Ok((status, content_type, body))
 }
 
 /// Builds the HTTP request the CGI environment describes. As RFC 3875 says,

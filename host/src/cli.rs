@@ -6,12 +6,22 @@ use std::path::Path;
 
 use crate::HostOptions;
 use crate::envelope::Envelope;
+use crate::errors::ErrorCode;
 use crate::invoke;
 use crate::loader;
 
 /// `toolhost call`: prints the envelope; the exit status says how it went.
+/// A host failure (an unreadable plugin folder, say) is printed as a
+/// HOST_ERROR envelope too, so a script always gets JSON.
 pub async fn call(host: &HostOptions, tool: &str, arguments: &str) -> anyhow::Result<u8> {
-    let registry = host.loaded_registry().await?;
+    let registry = match host.loaded_registry().await {
+        Ok(registry) => registry,
+        Err(error) => {
+            let envelope = Envelope::host_error(ErrorCode::HostError, format!("{error:#}"), None);
+            println!("{}", serde_json::to_string_pretty(&envelope)?);
+            return Ok(ErrorCode::HostError.exit_code());
+        }
+    };
     let arguments = if arguments == "-" {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
@@ -39,7 +49,7 @@ fn exit_code(envelope: &Envelope) -> u8 {
 /// `toolhost list`: a table of plugins and their tools, or the JSON report.
 pub async fn list(host: &HostOptions, json: bool) -> anyhow::Result<u8> {
     let registry = host.loaded_registry().await?;
-    let report = registry.snapshot().plugins_report();
+    let report = registry.plugins_report();
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(0);
@@ -75,10 +85,19 @@ pub async fn check(host: &HostOptions, file: &Path) -> anyhow::Result<u8> {
         .and_then(|stem| stem.to_str())
         .unwrap_or("plugin")
         .to_string();
-    let runtime = host.registry()?.runtime().clone();
+    let registry = host.registry()?;
     let verdict = match loader::read_source(file).await {
         Err(error) => Err(format!("cannot read {}: {error}", file.display())),
-        Ok(source) => loader::load(&runtime, &id, file, source).await,
+        Ok(source) => {
+            loader::load(
+                registry.runtime(),
+                registry.list_limits(),
+                &id,
+                file,
+                source,
+            )
+            .await
+        }
     };
     match verdict {
         Ok(plugin) => {

@@ -71,7 +71,24 @@ impl Envelope {
 
     /// A business error the plugin reported. `details` is the plugin's JSON
     /// text; if it is not JSON it is passed on as a string, not dropped.
-    pub fn tool_error(error: PluginError) -> Self {
+    /// An error larger than the result limit (its message appears twice in
+    /// the envelope, and counts twice) is refused as RESULT_TOO_LARGE,
+    /// keeping the plugin's code and the start of its message.
+    pub fn tool_error(error: PluginError, tool: &str) -> Self {
+        let size = error.code.len()
+            + 2 * error.message.len()
+            + error.details.as_ref().map_or(0, String::len);
+        if size > MAX_RESULT_BYTES {
+            return too_large(
+                tool,
+                "tool error",
+                size,
+                json!({
+                    "pluginCode": truncate(&error.code, 256),
+                    "messageStart": truncate(&error.message, 1024),
+                }),
+            );
+        }
         let details = error
             .details
             .map(|text| serde_json::from_str(&text).unwrap_or(Value::String(text)));
@@ -94,6 +111,10 @@ impl Envelope {
 
     /// A plugin's successful output, checked and completed.
     pub fn success(output: PluginOutput, tool: &Tool, format: TextFormat) -> Self {
+        let size = result_size(&output);
+        if size > MAX_RESULT_BYTES {
+            return too_large(&tool.name, "result", size, json!({}));
+        }
         match build_success(output, tool, format) {
             Ok(envelope) => envelope,
             Err(problem) => Self::host_error(
@@ -117,22 +138,71 @@ impl Envelope {
     }
 }
 
-/// The largest result the host passes on (content and structured data
-/// together). A model gains nothing from more, and a client may choke on it.
+/// The largest answer the host passes on: a result (every content block,
+/// with its JSON framing, and the structured data together) or a tool
+/// error. A model gains nothing from more, and a client may choke on it.
 pub const MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
 
+/// What a content block costs beyond its payload: `{"type":"text","text":""}`
+/// and the comma between blocks, roughly; counted so that a flood of empty
+/// blocks is as large as it looks on the wire.
+const BLOCK_OVERHEAD_BYTES: usize = 32;
+
+/// The size of a result as the envelope would carry it (binary data grows
+/// by a third in base64).
 fn result_size(output: &PluginOutput) -> usize {
+    let optional = |text: &Option<String>| text.as_ref().map_or(0, String::len);
     let block_size = |block: &ContentBlock| match block {
         ContentBlock::Text(text) => text.len(),
-        ContentBlock::Image(media) | ContentBlock::Audio(media) => media.data.len(),
-        ContentBlock::ResourceLink(link) => link.uri.len() + link.name.len(),
-        ContentBlock::Resource(resource) => match &resource.body {
-            ResourceBody::Text(text) => text.len(),
-            ResourceBody::Blob(bytes) => bytes.len(),
-        },
+        ContentBlock::Image(media) | ContentBlock::Audio(media) => {
+            media.data.len().div_ceil(3) * 4 + media.mime_type.len()
+        }
+        ContentBlock::ResourceLink(link) => {
+            link.uri.len()
+                + link.name.len()
+                + optional(&link.title)
+                + optional(&link.description)
+                + optional(&link.mime_type)
+        }
+        ContentBlock::Resource(resource) => {
+            resource.uri.len()
+                + optional(&resource.mime_type)
+                + match &resource.body {
+                    ResourceBody::Text(text) => text.len(),
+                    ResourceBody::Blob(bytes) => bytes.len().div_ceil(3) * 4,
+                }
+        }
     };
-    output.content.iter().map(block_size).sum::<usize>()
-        + output.structured.as_ref().map_or(0, String::len)
+    output
+        .content
+        .iter()
+        .map(|block| block_size(block) + BLOCK_OVERHEAD_BYTES)
+        .sum::<usize>()
+        + optional(&output.structured)
+}
+
+/// The RESULT_TOO_LARGE refusal of an answer of `size` bytes.
+fn too_large(tool: &str, what: &str, size: usize, mut details: Value) -> Envelope {
+    details["tool"] = json!(tool);
+    details["sizeBytes"] = json!(size);
+    details["limitBytes"] = json!(MAX_RESULT_BYTES);
+    Envelope::host_error(
+        ErrorCode::ResultTooLarge,
+        format!(
+            "tool {tool:?} answered with a {what} of about {size} bytes, \
+             over the {MAX_RESULT_BYTES}-byte limit"
+        ),
+        Some(details),
+    )
+}
+
+/// At most `max_bytes` of `text`, cut on a character boundary.
+fn truncate(text: &str, max_bytes: usize) -> &str {
+    let end = (0..=max_bytes.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    &text[..end]
 }
 
 fn build_success(
@@ -140,12 +210,6 @@ fn build_success(
     tool: &Tool,
     format: TextFormat,
 ) -> Result<Envelope, String> {
-    let size = result_size(&output);
-    if size > MAX_RESULT_BYTES {
-        return Err(format!(
-            "it is {size} bytes, over the {MAX_RESULT_BYTES}-byte limit"
-        ));
-    }
     let mut content = output
         .content
         .into_iter()
@@ -338,11 +402,14 @@ mod tests {
 
     #[test]
     fn tool_error_details_survive_when_not_json() {
-        let envelope = Envelope::tool_error(PluginError {
-            code: "X".into(),
-            message: "m".into(),
-            details: Some("not json".into()),
-        });
+        let envelope = Envelope::tool_error(
+            PluginError {
+                code: "X".into(),
+                message: "m".into(),
+                details: Some("not json".into()),
+            },
+            "t",
+        );
         let error = envelope.error.unwrap();
         assert_eq!(error.details, Some(json!("not json")));
         assert_eq!(

@@ -44,6 +44,12 @@ pub enum ErrorCode {
     Busy,
     /// The call used up the instruction budget (fuel) its policy sets.
     OutOfFuel,
+    /// The plugin's answer (a result or a tool error, every content block
+    /// counted) is over the host's result limit.
+    ResultTooLarge,
+    /// The host or the plugin's policy failed, not the plugin: a granted
+    /// directory that cannot be opened, an internal fault.
+    HostError,
 }
 
 /// HTTP status for a plugin's own (business) tool error.
@@ -51,7 +57,7 @@ pub const TOOL_ERROR_HTTP_STATUS: u16 = 422;
 
 impl ErrorCode {
     /// Every code, in the order README documents them.
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 17] = [
         ErrorCode::InvalidJson,
         ErrorCode::InvalidArguments,
         ErrorCode::ToolNotFound,
@@ -67,6 +73,8 @@ impl ErrorCode {
         ErrorCode::Forbidden,
         ErrorCode::Busy,
         ErrorCode::OutOfFuel,
+        ErrorCode::ResultTooLarge,
+        ErrorCode::HostError,
     ];
 
     /// The code as it appears on the wire, e.g. `TOOL_NOT_FOUND`.
@@ -87,6 +95,8 @@ impl ErrorCode {
             ErrorCode::Forbidden => "FORBIDDEN",
             ErrorCode::Busy => "BUSY",
             ErrorCode::OutOfFuel => "OUT_OF_FUEL",
+            ErrorCode::ResultTooLarge => "RESULT_TOO_LARGE",
+            ErrorCode::HostError => "HOST_ERROR",
         }
     }
 
@@ -101,7 +111,10 @@ impl ErrorCode {
             ErrorCode::Busy => 503,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::InvalidArguments => 422,
-            ErrorCode::PluginTrapped | ErrorCode::InvalidPluginOutput => 500,
+            ErrorCode::PluginTrapped
+            | ErrorCode::InvalidPluginOutput
+            | ErrorCode::ResultTooLarge
+            | ErrorCode::HostError => 500,
             // The plugin, not the host, ran out of its allowance: the host
             // itself is fine, but the call could not complete.
             ErrorCode::OutOfMemory | ErrorCode::OutOfFuel => 500,
@@ -132,7 +145,8 @@ impl ErrorCode {
             | ErrorCode::OutOfFuel
             | ErrorCode::Busy
             | ErrorCode::PluginTrapped
-            | ErrorCode::InvalidPluginOutput => 1,
+            | ErrorCode::InvalidPluginOutput
+            | ErrorCode::ResultTooLarge => 1,
             _ => 2,
         }
     }

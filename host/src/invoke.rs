@@ -15,8 +15,9 @@ use crate::registry::Registry;
 use crate::runtime::{CallClient, CallFailure};
 
 /// How long a call waits for a free slot of a plugin that is at its
-/// `max_concurrent` limit before it is refused as BUSY.
-const BUSY_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
+/// `max_concurrent` limit (or for a free slot of the host) before it is
+/// refused as BUSY.
+const BUSY_WAIT: std::time::Duration = crate::runtime::QUEUE_WAIT;
 
 /// Parses a request body into an arguments object. An empty body means no
 /// arguments (`{}`), so `curl -X POST` works for tools that take none.
@@ -75,42 +76,34 @@ pub async fn call_tool(
         );
     }
 
-    // A plugin with `max_concurrent` takes calls up to its limit; a call
-    // over it waits briefly for a slot, then is refused as BUSY.
-    let _permit = match &entry.plugin.permits {
-        None => None,
-        Some(permits) => {
-            match tokio::time::timeout(BUSY_WAIT, permits.clone().acquire_owned()).await {
-                Ok(Ok(permit)) => Some(permit),
-                _ => {
-                    return Envelope::host_error(
-                        ErrorCode::Busy,
-                        format!(
-                            "plugin {:?} is already running its maximum of {} calls; try again",
-                            entry.plugin.id,
-                            entry.plugin.grants.max_concurrent.unwrap_or(0)
-                        ),
-                        Some(
-                            json!({ "plugin": entry.plugin.id, "retryAfterMs": BUSY_WAIT.as_millis() }),
-                        ),
-                    );
-                }
-            }
-        }
+    // A plugin takes calls up to its share (`max_concurrent`); a call over
+    // it waits briefly for a slot, then is refused as BUSY.
+    let plugin = &entry.plugin;
+    let Ok(Ok(_permit)) =
+        tokio::time::timeout(BUSY_WAIT, plugin.permits.clone().acquire_owned()).await
+    else {
+        return Envelope::host_error(
+            ErrorCode::Busy,
+            format!(
+                "plugin {:?} is already running its maximum of {} calls; try again",
+                plugin.id, plugin.max_concurrent
+            ),
+            Some(json!({ "plugin": plugin.id, "retryAfterMs": BUSY_WAIT.as_millis() })),
+        );
     };
-    let runtime = registry.runtime();
-    let outcome = runtime
+    let outcome = registry
+        .runtime()
         .call_tool(
-            &entry.plugin.compiled,
-            &entry.plugin.grants,
+            &plugin.compiled,
+            &plugin.grants,
             name,
-            &arguments.to_string(),
+            arguments.to_string(),
             client,
         )
         .await;
     match outcome {
         Ok(Ok(output)) => Envelope::success(output, &entry.tool, format),
-        Ok(Err(tool_error)) => Envelope::tool_error(tool_error),
+        Ok(Err(tool_error)) => Envelope::tool_error(tool_error, name),
         Err(failure) => call_failure(name, &entry.plugin.id, failure),
     }
 }
@@ -130,6 +123,8 @@ fn call_failure(tool: &str, plugin: &str, failure: CallFailure) -> Envelope {
         CallFailure::InvalidOutput(_) => ErrorCode::InvalidPluginOutput,
         CallFailure::OutOfMemory { .. } => ErrorCode::OutOfMemory,
         CallFailure::Trapped { .. } => ErrorCode::PluginTrapped,
+        CallFailure::Busy { .. } => ErrorCode::Busy,
+        CallFailure::Host(_) => ErrorCode::HostError,
     };
     let mut details = json!({ "tool": tool, "plugin": plugin });
     match &failure {
@@ -139,7 +134,11 @@ fn call_failure(tool: &str, plugin: &str, failure: CallFailure) -> Envelope {
         CallFailure::Trapped { stderr, .. } if !stderr.is_empty() => {
             details["stderr"] = json!(stderr)
         }
-        CallFailure::Trapped { .. } | CallFailure::InvalidOutput(_) => {}
+        CallFailure::Busy { max_calls } => {
+            details["maxCalls"] = json!(max_calls);
+            details["retryAfterMs"] = json!(BUSY_WAIT.as_millis());
+        }
+        CallFailure::Trapped { .. } | CallFailure::InvalidOutput(_) | CallFailure::Host(_) => {}
     }
     Envelope::host_error(code, format!("tool {tool:?} {failure}"), Some(details))
 }

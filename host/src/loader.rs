@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
-use crate::manifest::{self, Tool};
+use crate::manifest::{self, Tool, ToolListLimits};
 use crate::policy;
 use crate::runtime::{CompiledPlugin, Grants, Runtime};
 
@@ -24,8 +24,11 @@ pub struct LoadedPlugin {
     pub loaded_at: SystemTime,
     pub compiled: CompiledPlugin,
     pub grants: Arc<Grants>,
-    /// Bounds concurrent calls when the policy sets `max_concurrent`.
-    pub permits: Option<Arc<tokio::sync::Semaphore>>,
+    /// Bounds this plugin's concurrent calls: its policy's `max_concurrent`,
+    /// or by default half the host's call slots, so that one plugin can
+    /// never hold every slot.
+    pub permits: Arc<tokio::sync::Semaphore>,
+    pub max_concurrent: usize,
     pub tools: Vec<Arc<Tool>>,
 }
 
@@ -112,6 +115,7 @@ pub async fn read_plugin_file(path: &Path) -> std::io::Result<Vec<u8>> {
 /// asks the plugin for its tools and checks them.
 pub async fn load(
     runtime: &Arc<Runtime>,
+    list_limits: &ToolListLimits,
     id: &str,
     file: &Path,
     source: PluginSource,
@@ -129,27 +133,47 @@ pub async fn load(
         let id = id.to_string();
         let hash = source.version.content_hash.clone();
         let wasm = source.wasm;
-        tokio::task::spawn_blocking(move || runtime.compile(&id, &wasm, &hash))
-            .await
-            .map_err(|e| format!("compilation did not finish: {e}"))??
+        tokio::task::spawn_blocking(move || {
+            // A thread pool of its own for each compile: wasmtime compiles
+            // functions in parallel on the current rayon pool, and in a
+            // shared pool a small plugin's functions would queue behind
+            // every function of a large one compiling beside it.
+            let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("toolhost-compile-{i}"))
+                .build()
+                .map_err(|e| format!("cannot start compiler threads: {e}"))?;
+            pool.install(|| runtime.compile(&id, &wasm, &hash))
+        })
+        .await
+        .map_err(|e| format!("compilation did not finish: {e}"))??
     };
     let specs = runtime
         .list_tools(&compiled)
         .await
         .map_err(|failure| format!("list-tools failed: {failure}"))?;
-    let tools = manifest::build_tools(specs)?;
+    let tools = manifest::build_tools(specs, list_limits)?;
+    let max_concurrent = grants
+        .max_concurrent
+        .unwrap_or_else(|| default_share(runtime.max_calls()));
     Ok(LoadedPlugin {
         id: id.to_string(),
         file: file.to_path_buf(),
         version: source.version,
         loaded_at: SystemTime::now(),
         compiled,
-        permits: grants
-            .max_concurrent
-            .map(|permits| Arc::new(tokio::sync::Semaphore::new(permits))),
+        permits: Arc::new(tokio::sync::Semaphore::new(max_concurrent)),
+        max_concurrent,
         grants: Arc::new(grants),
         tools: tools.into_iter().map(Arc::new).collect(),
     })
+}
+
+/// How many calls a plugin without a `max_concurrent` policy may run at
+/// once: half the host's slots, at least one.
+pub fn default_share(max_calls: usize) -> usize {
+    (max_calls / 2).max(1)
 }
 
 #[cfg(test)]

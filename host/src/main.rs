@@ -33,6 +33,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::envelope::TextFormat;
+use crate::manifest::ToolListLimits;
 use crate::registry::Registry;
 use crate::runtime::{Limits, Runtime};
 
@@ -125,6 +126,18 @@ struct HostOptions {
     /// or ~/.cache/toolhost].
     #[arg(long, env = "TOOLHOST_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
+    /// How many calls run plugin code at once, over all plugins. A call past
+    /// it waits up to 250 ms for a slot, then gets BUSY. A plugin without a
+    /// `max_concurrent` policy may use at most half of them.
+    #[arg(long, env = "TOOLHOST_MAX_CALLS", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    max_calls: u32,
+    /// How many tools one plugin may list; a plugin listing more is rejected.
+    #[arg(long, env = "TOOLHOST_MAX_TOOLS", default_value_t = ToolListLimits::DEFAULT.max_tools)]
+    max_tools: usize,
+    /// How large one plugin's tool list (names, descriptions and schemas
+    /// together) may be, in KiB; a plugin listing more is rejected.
+    #[arg(long, env = "TOOLHOST_MAX_TOOL_LIST_KIB", default_value_t = ToolListLimits::DEFAULT.max_bytes / 1024)]
+    max_tool_list_kib: usize,
     /// Compile every plugin afresh, and cache nothing.
     #[arg(long, env = "TOOLHOST_NO_CACHE")]
     no_cache: bool,
@@ -190,7 +203,12 @@ impl HostOptions {
             timeout: Duration::from_millis(self.timeout_ms),
             memory_bytes: self.memory_mib.saturating_mul(1024 * 1024),
         };
-        Ok(Registry::new(Runtime::new(limits, self.cache_dir())?))
+        let list_limits = ToolListLimits {
+            max_tools: self.max_tools,
+            max_bytes: self.max_tool_list_kib.saturating_mul(1024),
+        };
+        let runtime = Runtime::new(limits, self.cache_dir(), self.max_calls as usize)?;
+        Ok(Registry::new(runtime, list_limits))
     }
 
     /// Builds the registry and loads the plugin folder once.

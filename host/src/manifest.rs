@@ -56,10 +56,56 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 }
 
 /// Checks every tool of a plugin; the error says which tool and why.
-pub fn build_tools(specs: Vec<ToolSpec>) -> Result<Vec<Tool>, String> {
+/// How much one plugin may list: checked before any schema is compiled,
+/// because a plugin listing 100,000 tools would otherwise cost the host
+/// hundreds of MiB (validators, the `GET /tools` and `tools/list` answers).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolListLimits {
+    pub max_tools: usize,
+    /// Names, titles, descriptions and schemas of all its tools together.
+    pub max_bytes: usize,
+}
+
+impl ToolListLimits {
+    pub const DEFAULT: ToolListLimits = ToolListLimits {
+        max_tools: 256,
+        max_bytes: 1024 * 1024,
+    };
+
+    fn check(&self, specs: &[ToolSpec]) -> Result<(), String> {
+        if specs.len() > self.max_tools {
+            return Err(format!(
+                "the plugin lists {} tools, over the limit of {} (--max-tools)",
+                specs.len(),
+                self.max_tools
+            ));
+        }
+        let bytes: usize = specs
+            .iter()
+            .map(|spec| {
+                spec.name.len()
+                    + spec.title.as_ref().map_or(0, String::len)
+                    + spec.description.len()
+                    + spec.input_schema.len()
+                    + spec.output_schema.as_ref().map_or(0, String::len)
+            })
+            .sum();
+        if bytes > self.max_bytes {
+            return Err(format!(
+                "the plugin's tool descriptions and schemas take {bytes} bytes, over the \
+                 limit of {} (--max-tool-list-kib)",
+                self.max_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+pub fn build_tools(specs: Vec<ToolSpec>, limits: &ToolListLimits) -> Result<Vec<Tool>, String> {
     if specs.is_empty() {
         return Err("the plugin lists no tools".into());
     }
+    limits.check(&specs)?;
     let mut seen = HashSet::new();
     let mut tools = Vec::with_capacity(specs.len());
     for spec in specs {
@@ -165,7 +211,7 @@ mod tests {
 
     #[test]
     fn faults_are_named_precisely() {
-        let reason = |specs| build_tools(specs).err().unwrap();
+        let reason = |specs| build_tools(specs, &ToolListLimits::DEFAULT).err().unwrap();
         assert!(reason(vec![]).contains("no tools"));
         assert!(reason(vec![spec("a b", OBJECT)]).contains(r#""a b" is invalid"#));
         assert!(reason(vec![spec("a", OBJECT), spec("a", OBJECT)]).contains("listed twice"));
@@ -181,7 +227,9 @@ mod tests {
     fn remote_refs_are_not_fetched() {
         let remote =
             r#"{"type":"object","properties":{"x":{"$ref":"https://example.com/s.json"}}}"#;
-        let reason = build_tools(vec![spec("a", remote)]).err().unwrap();
+        let reason = build_tools(vec![spec("a", remote)], &ToolListLimits::DEFAULT)
+            .err()
+            .unwrap();
         assert!(reason.contains("not a valid JSON Schema"), "{reason}");
     }
 

@@ -6,7 +6,18 @@
 //! reader sees either the old or the new state, never a mix; a call that
 //! already holds a plugin keeps it (it is reference-counted) and finishes on
 //! the old version while new calls get the new one. Writers are serialised by
-//! one async mutex, so file events are applied one at a time, in order.
+//! one async mutex, held only to apply a verdict, never while compiling.
+//!
+//! Loading is independent per plugin: each changed file gets a load job
+//! ([`Registry::reload`]) that reads, compiles and lists the plugin with up
+//! to [`PARALLEL_LOADS`] jobs at once, so a 20-second compile of a large
+//! Python component does not hold up a one-line change to a small plugin.
+//! A newer event for the same file supersedes a job in progress: the older
+//! job's compile (which cannot be stopped midway) runs out, and its result
+//! is dropped. `/plugins` shows a plugin with a job in progress as
+//! `compiling`, with how long it has taken. A read that fails for a
+//! transient reason (out of file descriptors, say) keeps what serves and is
+//! retried.
 //!
 //! Rules:
 //! - A file whose bytes hash the same as what is serving (or as what was
@@ -17,18 +28,23 @@
 //!   admitted by itself once the name is free again.
 
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 
 use crate::loader::{self, LoadedPlugin, Version};
-use crate::manifest::Tool;
+use crate::manifest::{Tool, ToolListLimits};
 use crate::runtime::Runtime;
 
-/// How many files are compiled at once during a folder scan.
+/// How many files are compiled at once (a scan, or load jobs).
 const PARALLEL_LOADS: usize = 4;
+
+/// How long a load job waits before retrying a transient read failure.
+const RETRY_AFTER: Duration = Duration::from_secs(2);
 
 /// An immutable view of the registry.
 #[derive(Clone, Default)]
@@ -245,13 +261,32 @@ enum Verdict {
     Unchanged,
     Gone,
     Loaded(LoadedPlugin),
-    Refused { version: Version, reason: String },
+    Refused {
+        version: Version,
+        reason: String,
+    },
+    /// The file could not be read for a reason that may pass (EMFILE):
+    /// keep what serves, try again later.
+    Retry(String),
+}
+
+/// A load job in progress for one plugin id.
+struct Job {
+    generation: u64,
+    file: PathBuf,
+    started: Instant,
 }
 
 pub struct Registry {
     current: ArcSwap<Snapshot>,
     writer: tokio::sync::Mutex<()>,
     runtime: Arc<Runtime>,
+    list_limits: ToolListLimits,
+    /// Bounds how many plugins are compiled at once.
+    load_slots: Arc<tokio::sync::Semaphore>,
+    /// The newest load job of each plugin id; an older one is superseded.
+    jobs: std::sync::Mutex<HashMap<String, Job>>,
+    generations: AtomicU64,
     /// Bumped each time the tool list a client would see changes. A watch
     /// channel keeps only the newest value, so a burst of changes reaches a
     /// slow listener as one.
@@ -259,8 +294,12 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(runtime: Arc<Runtime>) -> Arc<Self> {
+    pub fn new(runtime: Arc<Runtime>, list_limits: ToolListLimits) -> Arc<Self> {
         Arc::new(Registry {
+            list_limits,
+            load_slots: Arc::new(tokio::sync::Semaphore::new(PARALLEL_LOADS)),
+            jobs: std::sync::Mutex::new(HashMap::new()),
+            generations: AtomicU64::new(0),
             current: ArcSwap::from_pointee(Snapshot::default()),
             writer: tokio::sync::Mutex::new(()),
             runtime,
@@ -270,6 +309,11 @@ impl Registry {
 
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
+    }
+
+    /// How much one plugin may list.
+    pub fn list_limits(&self) -> &ToolListLimits {
+        &self.list_limits
     }
 
     /// A receiver that wakes on every change to the tool list (a plugin added,
@@ -287,7 +331,7 @@ impl Registry {
     /// Loads every plugin file in `dir`, several at a time, and applies them
     /// in name order (so "first" in a tool-name conflict is deterministic at
     /// startup). Also drops plugins whose files are gone.
-    pub async fn scan(&self, dir: &Path) -> std::io::Result<()> {
+    pub async fn scan(self: &Arc<Self>, dir: &Path) -> std::io::Result<()> {
         let mut paths = Vec::new();
         let mut entries = tokio::fs::read_dir(dir).await?;
         while let Some(entry) = entries.next_entry().await? {
@@ -306,18 +350,20 @@ impl Registry {
     }
 
     /// Brings the registry in line with the files at `paths` as they are
-    /// now: loads new and changed files, drops deleted ones.
-    pub async fn sync(&self, mut paths: Vec<PathBuf>) {
+    /// now: loads new and changed files, drops deleted ones, and applies
+    /// them together in name order. The startup scan uses it; file events
+    /// go through [`Registry::reload`].
+    pub async fn sync(self: &Arc<Self>, mut paths: Vec<PathBuf>) {
         paths.sort();
         paths.dedup();
-        let _writer = self.writer.lock().await;
         let before = self.snapshot();
         let mut judged = Vec::with_capacity(paths.len());
         for batch in paths.chunks(PARALLEL_LOADS) {
             let mut tasks = tokio::task::JoinSet::new();
             for (index, path) in batch.iter().enumerate() {
                 let (before, runtime, path) = (before.clone(), self.runtime.clone(), path.clone());
-                tasks.spawn(async move { (index, judge(&runtime, &before, &path).await) });
+                let limits = self.list_limits;
+                tasks.spawn(async move { (index, judge(&runtime, &limits, &before, &path).await) });
             }
             let mut results = tasks.join_all().await;
             results.sort_by_key(|(index, _)| *index);
@@ -328,29 +374,82 @@ impl Registry {
                     .zip(results.into_iter().map(|(_, v)| v)),
             );
         }
+        let _writer = self.writer.lock().await;
+        let before = self.snapshot();
         let mut next = (*before).clone();
         for (path, verdict) in judged {
-            let Some(id) = loader::plugin_id(&path) else {
-                continue;
-            };
-            match verdict {
-                Verdict::Unchanged => {}
-                Verdict::Gone => {
-                    tracing::info!(plugin = %id, "plugin removed");
-                    next.remove(&id);
-                }
-                Verdict::Loaded(plugin) => {
-                    let names: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
-                    let from_cache = plugin.compiled.from_cache;
-                    tracing::info!(plugin = %id, hash = %&plugin.version.content_hash[..12], from_cache, tools = ?names, "plugin loaded");
-                    next.admit(Arc::new(plugin));
-                }
-                Verdict::Refused { version, reason } => {
-                    tracing::warn!(plugin = %id, %reason, "plugin rejected");
-                    next.reject(&id, &path, version, reason);
-                }
+            if let Verdict::Retry(reason) = &verdict {
+                tracing::warn!(file = %path.display(), %reason, "cannot read the plugin now; retrying");
+                self.reload(path.clone());
             }
+            apply(&mut next, &path, verdict);
         }
+        self.publish(&before, next);
+    }
+
+    /// Starts a load job for the file at `path` (changed, new or deleted),
+    /// superseding any job in progress for the same plugin. Returns at
+    /// once; the registry changes when the job is done.
+    pub fn reload(self: &Arc<Self>, path: PathBuf) {
+        let Some(id) = loader::plugin_id(&path) else {
+            return;
+        };
+        let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
+        self.lock_jobs().insert(
+            id.clone(),
+            Job {
+                generation,
+                file: path.clone(),
+                started: Instant::now(),
+            },
+        );
+        let registry = self.clone();
+        tokio::spawn(async move { registry.run_job(id, path, generation).await });
+    }
+
+    async fn run_job(&self, id: String, path: PathBuf, generation: u64) {
+        loop {
+            let verdict = {
+                let Ok(_slot) = self.load_slots.acquire().await else {
+                    return;
+                };
+                if !self.is_newest(&id, generation) {
+                    return;
+                }
+                judge(&self.runtime, &self.list_limits, &self.snapshot(), &path).await
+            };
+            let _writer = self.writer.lock().await;
+            if !self.is_newest(&id, generation) {
+                tracing::info!(plugin = %id, "a newer version arrived while loading; this one is dropped");
+                return;
+            }
+            if let Verdict::Retry(reason) = verdict {
+                drop(_writer);
+                tracing::warn!(plugin = %id, %reason, "cannot read the plugin now; retrying");
+                tokio::time::sleep(RETRY_AFTER).await;
+                continue;
+            }
+            let before = self.snapshot();
+            let mut next = (*before).clone();
+            apply(&mut next, &path, verdict);
+            self.publish(&before, next);
+            self.lock_jobs().remove(&id);
+            return;
+        }
+    }
+
+    fn lock_jobs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Job>> {
+        self.jobs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_newest(&self, id: &str, generation: u64) -> bool {
+        self.lock_jobs()
+            .get(id)
+            .is_some_and(|job| job.generation == generation)
+    }
+
+    /// Swaps in `next` and tells listeners if the tool list changed.
+    fn publish(&self, before: &Snapshot, mut next: Snapshot) {
         next.admit_waiting();
         for (id, record) in next.plugins() {
             if let Some(rejection) = &record.rejected
@@ -364,17 +463,80 @@ impl Registry {
         if tool_list_changed {
             self.tool_list_version.send_modify(|version| *version += 1);
         }
+        crate::runtime::release_free_memory();
+    }
+
+    /// Every plugin file and its state, as `GET /plugins` and `toolhost
+    /// list` report it, with the load jobs in progress.
+    pub fn plugins_report(&self) -> serde_json::Value {
+        let mut report = self.snapshot().plugins_report();
+        let jobs = self.lock_jobs();
+        let Some(plugins) = report["plugins"].as_array_mut() else {
+            return report;
+        };
+        for (id, job) in jobs.iter() {
+            let compiling = serde_json::json!({
+                "elapsedMs": job.started.elapsed().as_millis() as u64,
+            });
+            match plugins
+                .iter_mut()
+                .find(|plugin| plugin["id"] == id.as_str())
+            {
+                Some(plugin) => plugin["compiling"] = compiling,
+                None => plugins.push(serde_json::json!({
+                    "id": id,
+                    "file": job.file.display().to_string(),
+                    "tools": [],
+                    "state": "compiling",
+                    "compiling": compiling,
+                })),
+            }
+        }
+        plugins.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+        report
+    }
+}
+
+/// Applies one file's verdict to a snapshot being built.
+fn apply(next: &mut Snapshot, path: &Path, verdict: Verdict) {
+    let Some(id) = loader::plugin_id(path) else {
+        return;
+    };
+    match verdict {
+        Verdict::Unchanged | Verdict::Retry(_) => {}
+        Verdict::Gone => {
+            tracing::info!(plugin = %id, "plugin removed");
+            next.remove(&id);
+        }
+        Verdict::Loaded(plugin) => {
+            let names: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
+            let from_cache = plugin.compiled.from_cache;
+            tracing::info!(plugin = %id, hash = %&plugin.version.content_hash[..12], from_cache, tools = ?names, "plugin loaded");
+            next.admit(Arc::new(plugin));
+        }
+        Verdict::Refused { version, reason } => {
+            tracing::warn!(plugin = %id, %reason, "plugin rejected");
+            next.reject(&id, path, version, reason);
+        }
     }
 }
 
 /// Reads and loads one file, without touching the registry.
-async fn judge(runtime: &Arc<Runtime>, before: &Snapshot, path: &Path) -> Verdict {
+async fn judge(
+    runtime: &Arc<Runtime>,
+    limits: &ToolListLimits,
+    before: &Snapshot,
+    path: &Path,
+) -> Verdict {
     let Some(id) = loader::plugin_id(path) else {
         return Verdict::Unchanged;
     };
     let source = match loader::read_source(path).await {
         Ok(source) => source,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Verdict::Gone,
+        Err(error) if is_transient(&error) => {
+            return Verdict::Retry(format!("cannot read the file: {error}"));
+        }
         Err(error) => {
             return Verdict::Refused {
                 version: Version::default(),
@@ -386,8 +548,22 @@ async fn judge(runtime: &Arc<Runtime>, before: &Snapshot, path: &Path) -> Verdic
     if before.already_judged(&id, &version) {
         return Verdict::Unchanged;
     }
-    match loader::load(runtime, &id, path, source).await {
+    match loader::load(runtime, limits, &id, path, source).await {
         Ok(plugin) => Verdict::Loaded(plugin),
         Err(reason) => Verdict::Refused { version, reason },
     }
+}
+
+/// Read failures that say nothing about the file: the process is out of
+/// file descriptors or memory for the moment.
+fn is_transient(error: &std::io::Error) -> bool {
+    const EINTR: i32 = 4;
+    const EAGAIN: i32 = 11;
+    const ENOMEM: i32 = 12;
+    const ENFILE: i32 = 23;
+    const EMFILE: i32 = 24;
+    matches!(
+        error.raw_os_error(),
+        Some(EINTR | EAGAIN | ENOMEM | ENFILE | EMFILE)
+    ) || error.kind() == std::io::ErrorKind::Interrupted
 }

@@ -96,7 +96,7 @@ async fn list_tools(State(state): State<AppState>) -> Response {
 }
 
 async fn list_plugins(State(state): State<AppState>) -> Response {
-    json_response(200, &state.registry.snapshot().plugins_report())
+    json_response(200, &state.registry.plugins_report())
 }
 
 async fn openapi(State(state): State<AppState>) -> Response {

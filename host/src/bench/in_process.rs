@@ -24,7 +24,10 @@ pub(super) async fn measure(options: &BenchOptions, work: &Path) -> anyhow::Resu
         timeout: Duration::from_secs(10),
         memory_bytes: 64 << 20,
     };
-    let registry = Registry::new(Runtime::new(limits, None)?);
+    let registry = Registry::new(
+        Runtime::new(limits, None, 64)?,
+        crate::manifest::ToolListLimits::DEFAULT,
+    );
     registry.scan(&dir).await?;
     let entry = registry
         .snapshot()
@@ -44,7 +47,7 @@ pub(super) async fn measure(options: &BenchOptions, work: &Path) -> anyhow::Resu
                 &entry.plugin.compiled,
                 &entry.plugin.grants,
                 "echo",
-                &arguments.to_string(),
+                arguments.to_string(),
                 None,
             )
             .await;

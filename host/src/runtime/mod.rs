@@ -10,15 +10,21 @@
 //! - A plugin is compiled once and pre-instantiated (imports resolved once);
 //!   every call then instantiates it in a fresh `Store`, so no state leaks
 //!   between calls and a trap ends only the call that trapped.
-//! - Deadlines use epoch interruption: a ticker thread advances the epoch,
-//!   and a running call checks its own deadline at each tick, yielding to
-//!   the async runtime in between so CPU-bound plugins share the threads.
-//!   A plugin blocked inside a host call (sleeping, say) does not run wasm,
-//!   so an outer timer covers that case too.
-//! - Memory is capped per call by a `ResourceLimiter`.
+//! - Guest code never runs on the async workers that serve HTTP: the
+//!   [`executor`] gives each call a thread of its own, bounded by
+//!   `max_calls`, and sizes the instance pool from the same number.
+//! - Deadlines use epoch interruption: a ticker thread advances the epoch
+//!   while calls run, and a running call checks its deadline (and whether
+//!   its caller is still there) at each tick. A plugin blocked inside a
+//!   host call (sleeping, say) does not run wasm, so an outer timer covers
+//!   that case too.
+//! - Memory is capped per call, over every memory and table of the
+//!   instance together, by a `ResourceLimiter`; how many core instances,
+//!   memories and tables one component may have is checked when it loads.
 
 mod cache;
 mod client;
+mod executor;
 mod grants;
 mod sandbox;
 
@@ -31,6 +37,8 @@ use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
 
 use self::cache::ArtifactCache;
 pub use self::client::{CallClient, ClientChannel, LogLevel};
+pub use self::executor::QUEUE_WAIT;
+use self::executor::{Cancel, Executor, Refusal};
 pub use self::grants::{DirGrant, Grants, OriginPattern};
 use self::sandbox::Sandbox;
 
@@ -51,10 +59,6 @@ pub use bindings::exports::toolhost::plugin::tools::{
     Annotations, ContentBlock, Output as PluginOutput, ResourceBody, Tool as ToolSpec,
     ToolError as PluginError,
 };
-
-/// How often the epoch advances: the granularity of deadlines, and how long
-/// a CPU-bound plugin runs before it yields its thread.
-const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Limits applied to every call of every plugin.
 #[derive(Debug, Clone, Copy)]
@@ -78,6 +82,11 @@ pub enum CallFailure {
     /// It trapped. `reason` is wasmtime's description of the trap;
     /// `stderr` the tail of what the plugin printed (a panic message, say).
     Trapped { reason: String, stderr: String },
+    /// Every call slot of the host stayed taken for the whole queue wait.
+    Busy { max_calls: usize },
+    /// The host or the plugin's policy, not the plugin, failed: a granted
+    /// directory that cannot be opened, say.
+    Host(String),
 }
 
 impl std::fmt::Display for CallFailure {
@@ -90,11 +99,18 @@ impl std::fmt::Display for CallFailure {
                 write!(f, "tried to use more than its {cap_bytes}-byte memory cap")
             }
             CallFailure::Trapped { reason, .. } => write!(f, "trapped: {reason}"),
+            CallFailure::Busy { max_calls } => write!(
+                f,
+                "could not start: the host is already running its maximum of {max_calls} calls"
+            ),
+            CallFailure::Host(reason) => write!(f, "could not run: {reason}"),
         }
     }
 }
 
 /// A component compiled and linked, ready to be instantiated per call.
+/// Cloning it is cheap (the compiled code is shared).
+#[derive(Clone)]
 pub struct CompiledPlugin {
     /// The plugin's name, to tag its log output.
     name: Arc<str>,
@@ -108,12 +124,18 @@ pub struct Runtime {
     linker: Linker<Sandbox>,
     cache: Option<ArtifactCache>,
     limits: Limits,
+    executor: Executor,
 }
 
 impl Runtime {
-    /// Builds the engine and starts the epoch ticker. `cache_dir` of `None`
-    /// disables the on-disk compile cache.
-    pub fn new(limits: Limits, cache_dir: Option<PathBuf>) -> anyhow::Result<Arc<Self>> {
+    /// Builds the engine and the executor. `cache_dir` of `None` disables
+    /// the on-disk compile cache; `max_calls` is how many calls (and
+    /// load-time tool listings) run guest code at once.
+    pub fn new(
+        limits: Limits,
+        cache_dir: Option<PathBuf>,
+        max_calls: usize,
+    ) -> anyhow::Result<Arc<Self>> {
         let mut config = Config::new();
         config.epoch_interruption(true);
         // Fuel is metered for every plugin so that a policy can cap it; a
@@ -123,7 +145,9 @@ impl Runtime {
         // the pooling allocator reuses pre-reserved slots (memories, tables,
         // fiber stacks) and resets memories copy-on-write, instead of an
         // mmap/munmap per call that also serialises on the kernel's lock.
-        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool_config()));
+        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool_config(
+            max_calls.max(1) as u32,
+        )));
         config.wasm_component_model(true);
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
 
@@ -134,16 +158,23 @@ impl Runtime {
         Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |sandbox| sandbox)
             .map_err(anyhow::Error::from)?;
 
-        let cache = match cache_dir {
-            Some(dir) => Some(ArtifactCache::open(&dir, &engine)?),
-            None => None,
-        };
-        spawn_epoch_ticker(&engine);
+        // The cache is an optimisation: a folder that cannot be used (a CGI
+        // script running as a user without a home, a read-only disk) means
+        // compiling every time, with one warning, never a failed call.
+        let cache = cache_dir.and_then(|dir| match ArtifactCache::open(&dir, &engine) {
+            Ok(cache) => Some(cache),
+            Err(error) => {
+                tracing::warn!(error = %format!("{error:#}"), "compile cache disabled; every plugin is compiled afresh");
+                None
+            }
+        });
+        let executor = Executor::new(max_calls, &engine)?;
         Ok(Arc::new(Runtime {
             engine,
             linker,
             cache,
             limits,
+            executor,
         }))
     }
 
@@ -197,69 +228,101 @@ impl Runtime {
         Grants::none(self.limits)
     }
 
+    /// How many calls run guest code at once.
+    pub fn max_calls(&self) -> usize {
+        self.executor.max_calls()
+    }
+
     /// Runs `list-tools` in a fresh instance, with no grants: describing
-    /// tools needs nothing from outside.
-    pub async fn list_tools(&self, plugin: &CompiledPlugin) -> Result<Vec<ToolSpec>, CallFailure> {
+    /// tools needs nothing from outside. It runs on the executor like a
+    /// call, under the same limits.
+    pub async fn list_tools(
+        self: &Arc<Self>,
+        plugin: &CompiledPlugin,
+    ) -> Result<Vec<ToolSpec>, CallFailure> {
         let grants = Arc::new(self.no_grants());
-        let mut store = self.new_store(plugin, &grants, None)?;
-        let outcome = tokio::time::timeout(self.limits.timeout, async {
-            let instance = plugin.pre.instantiate_async(&mut store).await?;
-            instance
-                .toolhost_plugin_tools()
-                .call_list_tools(&mut store)
-                .await
+        let (runtime, plugin) = (self.clone(), plugin.clone());
+        self.run(move |cancel| async move {
+            let mut store = runtime.new_store(&plugin, &grants, None, cancel)?;
+            let outcome = tokio::time::timeout(grants.limits.timeout, async {
+                let instance = plugin.pre.instantiate_async(&mut store).await?;
+                instance
+                    .toolhost_plugin_tools()
+                    .call_list_tools(&mut store)
+                    .await
+            })
+            .await;
+            settle(&plugin, &grants, store, outcome)
         })
-        .await;
-        settle(plugin, &grants, store, outcome)
+        .await
     }
 
     /// Runs `call-tool` in a fresh instance with the plugin's grants.
     /// `arguments` is JSON text; `client` is the client behind the call, if
     /// there is one.
     pub async fn call_tool(
-        &self,
+        self: &Arc<Self>,
         plugin: &CompiledPlugin,
         grants: &Arc<Grants>,
         tool: &str,
-        arguments: &str,
+        arguments: String,
         client: CallClient,
     ) -> Result<Result<PluginOutput, PluginError>, CallFailure> {
-        let mut store = self.new_store(plugin, grants, client)?;
-        let outcome = tokio::time::timeout(grants.limits.timeout, async {
-            let instance: Plugin = plugin.pre.instantiate_async(&mut store).await?;
-            instance
-                .toolhost_plugin_tools()
-                .call_call_tool(&mut store, tool, arguments)
-                .await
+        let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
+        let tool = tool.to_string();
+        self.run(move |cancel| async move {
+            let mut store = runtime.new_store(&plugin, &grants, client, cancel)?;
+            let outcome = tokio::time::timeout(grants.limits.timeout, async {
+                let instance: Plugin = plugin.pre.instantiate_async(&mut store).await?;
+                instance
+                    .toolhost_plugin_tools()
+                    .call_call_tool(&mut store, &tool, &arguments)
+                    .await
+            })
+            .await;
+            settle(&plugin, &grants, store, outcome)
         })
-        .await;
-        settle(plugin, grants, store, outcome)
+        .await
     }
 
-    /// A store for one call: fresh sandbox, memory cap, fuel, and a deadline
-    /// that is checked at every epoch tick.
+    /// Runs one job on the executor and folds its refusals into failures.
+    async fn run<T, F, Fut>(&self, job: F) -> Result<T, CallFailure>
+    where
+        F: FnOnce(Cancel) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<T, CallFailure>>,
+        T: Send + 'static,
+    {
+        match self.executor.run(job).await {
+            Ok(outcome) => outcome,
+            Err(Refusal::Busy { max_calls }) => Err(CallFailure::Busy { max_calls }),
+            Err(Refusal::Panicked(reason)) => Err(CallFailure::Host(format!(
+                "the host failed while running the call: {reason}"
+            ))),
+        }
+    }
+
+    /// A store for one call: fresh sandbox, memory budget, fuel, and a
+    /// deadline that is checked at every epoch tick, together with whether
+    /// the caller is still waiting.
     fn new_store(
         &self,
         plugin: &CompiledPlugin,
         grants: &Arc<Grants>,
         client: CallClient,
+        cancel: Cancel,
     ) -> Result<Store<Sandbox>, CallFailure> {
-        let sandbox = Sandbox::new(plugin.name.clone(), grants.clone(), client).map_err(|e| {
-            CallFailure::Trapped {
-                reason: format!("a granted directory cannot be opened: {e}"),
-                stderr: String::new(),
-            }
-        })?;
+        let sandbox = Sandbox::new(plugin.name.clone(), grants.clone(), client)
+            .map_err(|e| CallFailure::Host(format!("a granted directory cannot be opened: {e}")))?;
         let mut store = Store::new(&self.engine, sandbox);
         store.limiter(|sandbox| &mut sandbox.limiter);
         let _ = store.set_fuel(grants.fuel.unwrap_or(u64::MAX));
         let deadline = Instant::now() + grants.limits.timeout;
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
-            Ok(if Instant::now() >= deadline {
+            Ok(if cancel.is_set() || Instant::now() >= deadline {
                 UpdateDeadline::Interrupt
             } else {
-                UpdateDeadline::Yield(1)
+                UpdateDeadline::Continue(1)
             })
         });
         Ok(store)
@@ -303,22 +366,32 @@ fn settle<T>(
     })
 }
 
-/// Slots for concurrent instances. A call needs one component instance and a
-/// few core instances, memories and tables; beyond these totals a call fails
-/// to instantiate rather than exhausting the host.
-const POOL_INSTANCES: u32 = 1000;
+/// What one component may contain: checked when it loads (a component
+/// over any of these is rejected with the reason), so that one plugin's
+/// calls can never take the pool slots of another's. Generous for what
+/// toolchains emit: a Rust plugin has 1 memory and a few core instances;
+/// componentize-py and componentize-js components stay well below too.
+pub const MAX_CORE_INSTANCES_PER_COMPONENT: u32 = 50;
+pub const MAX_MEMORIES_PER_COMPONENT: u32 = 4;
+pub const MAX_TABLES_PER_COMPONENT: u32 = 32;
 
 /// How much of each pooled memory, table and stack is reset in place (and
 /// stays mapped) between calls; the rest is returned to the kernel.
 const KEEP_RESIDENT: usize = 2 * 1024 * 1024;
 
-fn pool_config() -> wasmtime::PoolingAllocationConfig {
+/// The pool holds exactly what `max_calls` calls of the largest allowed
+/// components need, so a call that got an executor slot always gets its
+/// instance slots.
+fn pool_config(max_calls: u32) -> wasmtime::PoolingAllocationConfig {
     let mut pool = wasmtime::PoolingAllocationConfig::new();
-    pool.total_component_instances(POOL_INSTANCES)
-        .total_core_instances(4 * POOL_INSTANCES)
-        .total_memories(2 * POOL_INSTANCES)
-        .total_tables(4 * POOL_INSTANCES)
-        .total_stacks(POOL_INSTANCES)
+    pool.total_component_instances(max_calls)
+        .max_core_instances_per_component(MAX_CORE_INSTANCES_PER_COMPONENT)
+        .max_memories_per_component(MAX_MEMORIES_PER_COMPONENT)
+        .max_tables_per_component(MAX_TABLES_PER_COMPONENT)
+        .total_core_instances(max_calls * MAX_CORE_INSTANCES_PER_COMPONENT)
+        .total_memories(max_calls * MAX_MEMORIES_PER_COMPONENT)
+        .total_tables(max_calls * MAX_TABLES_PER_COMPONENT)
+        .total_stacks(max_calls)
         // Reset what a call touched by writing zeros rather than by
         // madvise(DONTNEED): giving pages back to the kernel costs a TLB
         // shootdown on every core per call (perf: smp_call_function_many_cond
@@ -377,18 +450,16 @@ fn log_output(plugin: &str, stream: &str, (text, dropped): &(String, usize)) {
     }
 }
 
-/// Advances the engine's epoch forever. It holds only a weak reference, so
-/// it stops once the engine is gone (tests build many engines).
-fn spawn_epoch_ticker(engine: &Engine) {
-    let weak = engine.weak();
-    std::thread::Builder::new()
-        .name("toolhost-epoch".into())
-        .spawn(move || {
-            while let Some(engine) = weak.upgrade() {
-                engine.increment_epoch();
-                drop(engine);
-                std::thread::sleep(EPOCH_TICK);
-            }
-        })
-        .expect("spawning the epoch thread");
+/// Gives freed heap memory back to the kernel. Compiling a large component
+/// and listing its tools allocate hundreds of MiB on short-lived threads;
+/// glibc keeps what they freed in its per-thread arenas for reuse, so the
+/// process would stay at its peak after the plugin is gone. Called after
+/// the registry changes (a load, a replacement, a removal): rare events.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of the allocator's own
+    // arenas to the kernel; it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }

@@ -1,0 +1,233 @@
+//! Where guest code runs, and how much of it runs at once.
+//!
+//! Wasm is CPU-bound and runs until it returns, traps or is interrupted. Run
+//! on the async worker threads that also poll sockets, a few spinning calls
+//! starve the I/O driver, and `/health` or another plugin's call waits for
+//! the spinners' time slices. So no guest code runs there:
+//!
+//! - Every instantiation and call (including `list-tools` at load time)
+//!   runs on a thread of its own, taken from the blocking pool of a small
+//!   tokio runtime that belongs to the guests. That runtime's single worker
+//!   thread only drives the timers and sockets the guests use (sleeping,
+//!   outbound HTTP); it never runs wasm itself, so it is never starved.
+//! - Call threads run at a lower scheduling priority (nice 10), so the
+//!   kernel prefers the HTTP front and other short calls when cores are
+//!   busy; a spinning call still gets every idle cycle.
+//! - At most `max_calls` run at once (one slot each). A call that finds no
+//!   free slot waits [`QUEUE_WAIT`], then is refused as busy. The pooling
+//!   allocator is sized from the same number, so instantiation never fails
+//!   for want of a pool slot.
+//! - A call whose caller has gone away (a closed connection, say) is
+//!   interrupted at the next epoch tick rather than left to run out its
+//!   deadline.
+//! - The epoch ticker sleeps while no call runs: an idle server does
+//!   nothing.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use wasmtime::Engine;
+
+/// How long a call waits for a free slot before it is refused as busy.
+pub const QUEUE_WAIT: Duration = Duration::from_millis(250);
+
+/// How often the epoch advances while calls run: the granularity of
+/// deadlines and of cancellation.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// The scheduling priority of threads that run guest code (see above).
+const GUEST_NICE: i32 = 10;
+
+/// Why the executor did not run a job.
+#[derive(Debug)]
+pub enum Refusal {
+    /// Every slot was taken for the whole wait.
+    Busy { max_calls: usize },
+    /// The job panicked (a host bug, never a guest trap).
+    Panicked(String),
+}
+
+pub(crate) struct Executor {
+    /// `Option` so that `Drop` can shut it down without blocking.
+    guests: Option<tokio::runtime::Runtime>,
+    slots: Arc<tokio::sync::Semaphore>,
+    max_calls: usize,
+    running: Arc<Running>,
+}
+
+/// Set when the caller of a job has gone away; the job's epoch callback
+/// reads it and interrupts the guest.
+#[derive(Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Sets the flag when dropped: the caller's future owns it.
+struct CancelOnDrop(Cancel);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        (self.0).0.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Executor {
+    pub fn new(max_calls: usize, engine: &Engine) -> std::io::Result<Self> {
+        let max_calls = max_calls.max(1);
+        let guests = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            // Guest calls, plus the blocking file I/O that WASI does for
+            // them.
+            .max_blocking_threads(max_calls + 16)
+            .thread_name("toolhost-guest")
+            .enable_all()
+            .build()?;
+        let running = Arc::new(Running::default());
+        spawn_epoch_ticker(engine, running.clone());
+        Ok(Executor {
+            guests: Some(guests),
+            slots: Arc::new(tokio::sync::Semaphore::new(max_calls)),
+            max_calls,
+            running,
+        })
+    }
+
+    pub fn max_calls(&self) -> usize {
+        self.max_calls
+    }
+
+    /// Runs `job` on a guest thread once a slot is free, and waits for it.
+    /// If this future is dropped, the job's [`Cancel`] is set.
+    pub async fn run<F, Fut, T>(&self, job: F) -> Result<T, Refusal>
+    where
+        F: FnOnce(Cancel) -> Fut + Send + 'static,
+        Fut: Future<Output = T>,
+        T: Send + 'static,
+    {
+        let permit =
+            match tokio::time::timeout(QUEUE_WAIT, self.slots.clone().acquire_owned()).await {
+                Ok(Ok(permit)) => permit,
+                _ => {
+                    return Err(Refusal::Busy {
+                        max_calls: self.max_calls,
+                    });
+                }
+            };
+        let cancel = Cancel::default();
+        let _cancel_on_drop = CancelOnDrop(cancel.clone());
+        let handle = self
+            .guests
+            .as_ref()
+            .expect("the guest runtime lives as long as the executor")
+            .handle()
+            .clone();
+        let running = self.running.clone();
+        let inner = handle.clone();
+        let joined = handle
+            .spawn_blocking(move || {
+                let _permit = permit;
+                let _running = running.enter();
+                lower_priority();
+                inner.block_on(job(cancel))
+            })
+            .await;
+        joined.map_err(|error| Refusal::Panicked(error.to_string()))
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        self.running.close();
+        if let Some(guests) = self.guests.take() {
+            guests.shutdown_background();
+        }
+    }
+}
+
+/// How many jobs run guest code now; the epoch ticker waits on it.
+#[derive(Default)]
+struct Running {
+    state: Mutex<RunningState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct RunningState {
+    count: usize,
+    closed: bool,
+}
+
+struct RunningGuard(Arc<Running>);
+
+impl Running {
+    fn enter(self: &Arc<Self>) -> RunningGuard {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.count += 1;
+        self.changed.notify_all();
+        RunningGuard(self.clone())
+    }
+
+    fn close(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.changed.notify_all();
+    }
+
+    /// Blocks while nothing runs; `false` once the executor is gone.
+    fn wait_for_work(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = self
+            .changed
+            .wait_while(state, |state| state.count == 0 && !state.closed)
+            .unwrap_or_else(|e| e.into_inner());
+        !state.closed
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        let mut state = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.count -= 1;
+    }
+}
+
+/// Advances the engine's epoch while calls run, and sleeps otherwise.
+fn spawn_epoch_ticker(engine: &Engine, running: Arc<Running>) {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("toolhost-epoch".into())
+        .spawn(move || {
+            while running.wait_for_work() {
+                let Some(engine) = weak.upgrade() else {
+                    return;
+                };
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .expect("spawning the epoch thread");
+}
+
+/// Lowers the calling thread's priority (Linux: `setpriority` on a thread
+/// id affects that thread only). Best effort: a failure changes nothing
+/// but fairness.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        thread_local!(static LOWERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+        if LOWERED.with(|lowered| lowered.replace(true)) {
+            return;
+        }
+        // SAFETY: plain syscalls on the current thread; no memory is shared.
+        unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, tid, GUEST_NICE);
+        }
+    }
+}
