@@ -44,8 +44,20 @@ impl Guest for Echo {
                 details: None,
             });
         }
-        let args: serde_json::Value = serde_json::from_str(&arguments).unwrap_or_default();
-        let text = args["text"].as_str().unwrap_or_default().to_string();
+        // Strict: a missing or mistyped `text` is an error, never "".
+        let args: serde_json::Value = serde_json::from_str(&arguments).map_err(|e| ToolError {
+            code: "INVALID_ARGUMENTS".into(),
+            message: format!("the arguments are not JSON: {e}"),
+            details: None,
+        })?;
+        let Some(text) = args.get("text").and_then(|text| text.as_str()) else {
+            return Err(ToolError {
+                code: "INVALID_ARGUMENTS".into(),
+                message: "\"text\" must be a string".into(),
+                details: None,
+            });
+        };
+        let text = text.to_string();
         Ok(Output {
             content: vec![ContentBlock::Text(text)],
             structured: None,

@@ -6,6 +6,12 @@
 //!   error DIVISION_BY_ZERO.
 //! - `stats` summarises a list of numbers as structured data only, and lets
 //!   the host render the readable text.
+//! - A result too large for a 64-bit float (`add` of 1e308 and 1e308) is the
+//!   business error RESULT_OUT_OF_RANGE, not an infinity JSON cannot carry.
+//! - Arguments are parsed strictly: the host validates them against the
+//!   input schema first, but a plugin must not guess at what it was given
+//!   (`toolhost call`, another host), so a missing or mistyped field is the
+//!   business error INVALID_ARGUMENTS rather than a silent zero.
 
 wit_bindgen::generate!({ world: "plugin", path: "../../wit" });
 
@@ -91,30 +97,49 @@ impl Guest for Math {
     }
 
     fn call_tool(name: String, arguments: String) -> Result<Output, ToolError> {
-        // The host has validated `arguments` against the input schema, so
-        // the fields are present and have the declared types.
-        let args: Value = serde_json::from_str(&arguments).unwrap_or_default();
-        let number = |key: &str| args[key].as_f64().unwrap_or_default();
+        let args: Value = serde_json::from_str(&arguments)
+            .map_err(|e| invalid(format!("the arguments are not JSON: {e}")))?;
         match name.as_str() {
-            "add" => Ok(answer(number("a") + number("b"))),
-            "divide" if number("b") == 0.0 => Err(ToolError {
-                code: "DIVISION_BY_ZERO".into(),
-                message: "cannot divide by zero".into(),
-                details: Some(json!({ "a": number("a") }).to_string()),
-            }),
-            "divide" => Ok(answer(number("a") / number("b"))),
+            "add" => {
+                let (a, b) = (number(&args, "a")?, number(&args, "b")?);
+                Ok(answer(finite("a + b", a + b)?))
+            }
+            "divide" => {
+                let (a, b) = (number(&args, "a")?, number(&args, "b")?);
+                if b == 0.0 {
+                    return Err(ToolError {
+                        code: "DIVISION_BY_ZERO".into(),
+                        message: "cannot divide by zero".into(),
+                        details: Some(json!({ "a": a }).to_string()),
+                    });
+                }
+                Ok(answer(finite("a / b", a / b)?))
+            }
             "stats" => {
-                let numbers: Vec<f64> = args["numbers"]
+                let numbers = args["numbers"]
                     .as_array()
-                    .map(|items| items.iter().filter_map(Value::as_f64).collect())
-                    .unwrap_or_default();
-                let sum: f64 = numbers.iter().sum();
+                    .ok_or_else(|| invalid("\"numbers\" must be an array of numbers".into()))?
+                    .iter()
+                    .map(|item| {
+                        item.as_f64().ok_or_else(|| {
+                            invalid(format!("{item} in \"numbers\" is not a number"))
+                        })
+                    })
+                    .collect::<Result<Vec<f64>, _>>()?;
+                if numbers.is_empty() {
+                    return Err(invalid("\"numbers\" must not be empty".into()));
+                }
+                let count = numbers.len() as f64;
+                let sum = finite("the sum", numbers.iter().sum())?;
+                // Summing x/n rather than dividing the sum keeps the mean
+                // finite whenever every number is.
+                let mean = numbers.iter().map(|x| x / count).sum::<f64>();
                 let min = numbers.iter().copied().fold(f64::INFINITY, f64::min);
                 let max = numbers.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 let stats = json!({
                     "count": numbers.len(),
                     "sum": sum,
-                    "mean": sum / numbers.len() as f64,
+                    "mean": mean,
                     "min": min,
                     "max": max,
                 });
@@ -132,6 +157,33 @@ impl Guest for Math {
             }),
         }
     }
+}
+
+fn invalid(message: String) -> ToolError {
+    ToolError {
+        code: "INVALID_ARGUMENTS".into(),
+        message,
+        details: None,
+    }
+}
+
+/// The number at `key`, or why it is not there.
+fn number(args: &Value, key: &str) -> Result<f64, ToolError> {
+    args.get(key)
+        .and_then(Value::as_f64)
+        .ok_or_else(|| invalid(format!("{key:?} must be a number")))
+}
+
+/// `value`, if a 64-bit float can hold it.
+fn finite(what: &str, value: f64) -> Result<f64, ToolError> {
+    if value.is_finite() {
+        return Ok(value);
+    }
+    Err(ToolError {
+        code: "RESULT_OUT_OF_RANGE".into(),
+        message: format!("{what} is too large for a 64-bit floating-point number"),
+        details: None,
+    })
 }
 
 /// A result given both ways: readable text and structured data.

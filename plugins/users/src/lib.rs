@@ -96,11 +96,17 @@ impl Guest for Users {
     }
 
     fn call_tool(name: String, arguments: String) -> Result<Output, ToolError> {
-        let args: Value = serde_json::from_str(&arguments).unwrap_or_default();
+        // Strict: a missing or mistyped argument is INVALID_ARGUMENTS.
+        let args: Value = serde_json::from_str(&arguments).map_err(|e| {
+            error(
+                "INVALID_ARGUMENTS",
+                format!("the arguments are not JSON: {e}"),
+            )
+        })?;
         let mut users = load()?;
         match name.as_str() {
             "search_users" => {
-                let query = args["query"].as_str().unwrap_or_default().to_lowercase();
+                let query = required(&args, "query", Value::as_str)?.to_lowercase();
                 let found: Vec<&Value> = users
                     .iter()
                     .filter(|user| {
@@ -124,7 +130,7 @@ impl Guest for Users {
                 )))
             }
             "get_user" => {
-                let id = args["id"].as_u64().unwrap_or_default();
+                let id = required(&args, "id", Value::as_u64)?;
                 let user = users
                     .iter()
                     .find(|user| user["id"] == id)
@@ -152,7 +158,7 @@ impl Guest for Users {
                 )))
             }
             "delete_user" => {
-                let id = args["id"].as_u64().unwrap_or_default();
+                let id = required(&args, "id", Value::as_u64)?;
                 let before = users.len();
                 users.retain(|user| user["id"] != id);
                 if users.len() == before {
@@ -235,6 +241,20 @@ fn user_block(user: &Value) -> String {
     let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     format!("{fence}\n{body}\n{fence}")
+}
+
+/// The argument `key`, read by `as_type`, or INVALID_ARGUMENTS naming it.
+fn required<'a, T>(
+    args: &'a Value,
+    key: &str,
+    as_type: impl Fn(&'a Value) -> Option<T>,
+) -> Result<T, ToolError> {
+    args.get(key).and_then(as_type).ok_or_else(|| {
+        error(
+            "INVALID_ARGUMENTS",
+            format!("{key:?} is missing or has the wrong type"),
+        )
+    })
 }
 
 export!(Users);

@@ -63,8 +63,11 @@ impl Guest for Weather {
     }
 
     fn call_tool(_name: String, arguments: String) -> Result<Output, ToolError> {
-        let args: Value = serde_json::from_str(&arguments).unwrap_or_default();
-        let location = args["location"].as_str().unwrap_or_default();
+        // Strict: a missing or mistyped location is INVALID_ARGUMENTS.
+        let args: Value = serde_json::from_str(&arguments).unwrap_or(Value::Null);
+        let Some(location) = args.get("location").and_then(Value::as_str) else {
+            return Err(error("INVALID_ARGUMENTS", "\"location\" must be a string"));
+        };
         let base_url = config::get("base_url").ok_or_else(|| {
             error(
                 "NOT_CONFIGURED",
