@@ -5,12 +5,12 @@
 #   make bench   run the benchmark harness (prints a table, writes target/bench.json)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve test plugins target lint bench wrk
+.PHONY: serve test plugins target lint bench wrk lighttpd
 
 serve: plugins
 	cargo run --release -p toolhost -- serve --plugins plugins
 
-test: target wrk
+test: target wrk lighttpd
 	cargo test --workspace
 
 # The benchmark harness: prints one table, writes target/bench.json.
@@ -23,6 +23,10 @@ bench: plugins wrk
 # wrk, the load generator the benchmark uses (Debian's package).
 wrk:
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+
+# lighttpd, the real CGI server tests/cli.rs runs `toolhost cgi` under.
+lighttpd:
+	@command -v lighttpd >/dev/null || test -x /usr/sbin/lighttpd || (apt-get update -qq && apt-get install -y -qq lighttpd)
 
 # Builds the example plugins and copies the components into plugins/, the
 # default drop folder.

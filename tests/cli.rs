@@ -189,6 +189,116 @@ fn cgi_round_trip_uses_the_same_routes_and_envelopes() {
     assert_eq!(manifest.as_array().unwrap().len(), 4);
 }
 
+/// The compile cache is an optimisation: a cache folder that cannot be
+/// created means compiling afresh with one warning, and a host that cannot
+/// work at all still answers with a status and a JSON envelope.
+#[test]
+fn cgi_always_answers_with_a_status_and_json() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let request = [
+        ("REQUEST_METHOD", "POST"),
+        ("PATH_INFO", "/tools/echo"),
+        ("CONTENT_LENGTH", "15"),
+        ("TOOLHOST_CACHE_DIR", "/proc/no-cache-here"),
+    ];
+    let (headers, envelope) = cgi(dir.path(), &request, br#"{"text":"hey"}"#);
+    assert!(headers.starts_with("Status: 200"), "{headers}");
+    assert_eq!(envelope["content"][0]["text"], "hey");
+
+    let missing = dir.path().join("missing");
+    let plugins = ("TOOLHOST_PLUGINS", missing.to_str().unwrap());
+    let (headers, envelope) = cgi(dir.path(), &[request[0], request[1], plugins], b"");
+    assert!(headers.starts_with("Status: 500"), "{headers}");
+    assert_eq!(envelope["error"]["code"], "HOST_ERROR");
+    assert_eq!(envelope["isError"], true);
+
+    let failed = toolhost(&["call", "echo", r#"{"text":"x"}"#], &missing)
+        .output()
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(2));
+    assert_eq!(stdout_json(&failed)["error"]["code"], "HOST_ERROR");
+}
+
+/// Under a real CGI server: lighttpd (Debian's package) running the script
+/// as `nobody`, whose home does not exist, so no cache folder can be made.
+#[test]
+fn cgi_answers_under_lighttpd_as_another_user() {
+    let lighttpd = support::lighttpd();
+    let root = tempfile::tempdir().unwrap();
+    let site = root.path().join("site");
+    let plugins = root.path().join("plugins");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(example("echo"), plugins.join("echo.wasm")).unwrap();
+    let binary = root.path().join("toolhost");
+    std::fs::copy(toolhost_bin(), &binary).unwrap();
+    let script = site.join("toolhost.cgi");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexec {} cgi --plugins {}\n",
+            binary.display(),
+            plugins.display()
+        ),
+    )
+    .unwrap();
+    support::make_world_readable(root.path());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = root.path().join("lighttpd.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "server.modules = (\"mod_cgi\")\n\
+             server.document-root = \"{}\"\n\
+             server.bind = \"127.0.0.1\"\n\
+             server.port = {port}\n\
+             server.username = \"nobody\"\n\
+             server.groupname = \"nogroup\"\n\
+             server.errorlog = \"{}\"\n\
+             cgi.assign = (\".cgi\" => \"\")\n",
+            site.display(),
+            root.path().join("error.log").display()
+        ),
+    )
+    .unwrap();
+    let mut server = Command::new(lighttpd)
+        .args(["-D", "-f"])
+        .arg(&config)
+        .spawn()
+        .expect("starting lighttpd");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let url = format!("http://127.0.0.1:{port}/toolhost.cgi/tools/echo");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut response = loop {
+        match agent
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .send(r#"{"text":"via lighttpd"}"#)
+        {
+            Ok(response) => break response,
+            Err(_) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(100))
+            }
+            Err(error) => panic!("lighttpd does not answer: {error}"),
+        }
+    };
+    let status = response.status().as_u16();
+    let body = response.body_mut().read_to_string().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let log = std::fs::read_to_string(root.path().join("error.log")).unwrap_or_default();
+    assert_eq!(status, 200, "{body}\nlighttpd log:\n{log}");
+    let envelope: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(envelope["content"][0]["text"], "via lighttpd");
+}
+
 /// The benchmark harness runs end to end in its short mode and writes its
 /// report. Only that it works is checked: numbers belong to `make bench`.
 #[test]

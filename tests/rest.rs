@@ -151,6 +151,16 @@ fn every_host_and_tool_error_has_its_status_and_envelope() {
     assert_eq!(body["content"][0]["text"], "Error: cannot divide by zero");
     assert_eq!(body["error"]["details"], json!({"a": 1.0}));
 
+    // Valid input whose answer no 64-bit float holds is a business error,
+    // never an infinity serialised as null.
+    for (tool, arguments) in [
+        ("add", json!({"a": 1e308, "b": 1e308})),
+        ("divide", json!({"a": 1e308, "b": 1e-308})),
+        ("stats", json!({"numbers": [1e308, 1e308]})),
+    ] {
+        check(server.call(tool, arguments), 422, "RESULT_OUT_OF_RANGE");
+    }
+
     let body = check(server.call("panic", json!({})), 500, "PLUGIN_TRAPPED");
     assert!(
         body["error"]["details"]["stderr"]

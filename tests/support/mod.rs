@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod components;
+
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -216,8 +218,19 @@ impl Server {
     /// Waits (polling, bounded) until `condition` holds; panics with the
     /// server log if it never does. Hot reload is asynchronous, so tests
     /// wait for its effect rather than sleeping a fixed time.
-    pub fn wait_for(&self, what: &str, mut condition: impl FnMut(&Server) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+    pub fn wait_for(&self, what: &str, condition: impl FnMut(&Server) -> bool) {
+        self.wait_for_within(what, Duration::from_secs(20), condition);
+    }
+
+    /// [`Server::wait_for`] with a bound of its own, for what is slow by
+    /// design (a large compile on a loaded machine).
+    pub fn wait_for_within(
+        &self,
+        what: &str,
+        limit: Duration,
+        mut condition: impl FnMut(&Server) -> bool,
+    ) {
+        let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
             if condition(self) {
                 return;
@@ -232,6 +245,55 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Another plugin's caller: calls `echo` every 10 ms while a test does
+/// something hostile, and records every answer that is not the echo.
+pub struct Bystander {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<(usize, Vec<String>)>,
+}
+
+impl Bystander {
+    pub fn start(server: &Server) -> Bystander {
+        use std::sync::atomic::Ordering;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (flag, base) = (stop.clone(), server.base.clone());
+        let thread = std::thread::spawn(move || {
+            let agent = agent();
+            let (mut served, mut failures) = (0, Vec::new());
+            while !flag.load(Ordering::Relaxed) {
+                match agent
+                    .post(format!("{base}/tools/echo"))
+                    .send(r#"{"text":"calm"}"#)
+                {
+                    Ok(mut response) => {
+                        let body = response.body_mut().read_to_string().unwrap_or_default();
+                        if response.status() != 200 || !body.contains("calm") {
+                            failures.push(body);
+                        }
+                    }
+                    Err(error) => failures.push(error.to_string()),
+                }
+                served += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            (served, failures)
+        });
+        Bystander { stop, thread }
+    }
+
+    /// Stops, and asserts that it was served throughout, with no failure.
+    pub fn assert_unharmed(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (served, failures) = self.thread.join().unwrap();
+        assert!(served > 5, "the bystander ran ({served} calls)");
+        assert_eq!(
+            failures,
+            Vec::<String>::new(),
+            "another plugin keeps answering"
+        );
     }
 }
 
@@ -299,6 +361,30 @@ pub fn assert_envelope(response: &Response) -> Option<String> {
     } else {
         assert!(body.get("error").is_none(), "{body}");
         None
+    }
+}
+
+/// lighttpd, the CGI server the CGI test runs under (Debian's package;
+/// `make test` installs it when missing).
+pub fn lighttpd() -> PathBuf {
+    for candidate in ["/usr/sbin/lighttpd", "/usr/bin/lighttpd"] {
+        if Path::new(candidate).exists() {
+            return candidate.into();
+        }
+    }
+    panic!("lighttpd is not installed: `apt-get install lighttpd` (make test does this)");
+}
+
+/// Opens a tree to other users (temporary folders are private), for a
+/// server that runs its scripts as `nobody`.
+pub fn make_world_readable(root: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if path.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
     }
 }
 
