@@ -265,6 +265,14 @@ fn cgi_answers_under_lighttpd_as_another_user() {
         ),
     )
     .unwrap();
+    // lighttpd opens its error log after it has become `nobody`.
+    let error_log = root.path().join("error.log");
+    std::fs::write(&error_log, "").unwrap();
+    std::fs::set_permissions(
+        &error_log,
+        std::os::unix::fs::PermissionsExt::from_mode(0o666),
+    )
+    .unwrap();
     let mut server = Command::new(lighttpd)
         .args(["-D", "-f"])
         .arg(&config)
@@ -284,6 +292,10 @@ fn cgi_answers_under_lighttpd_as_another_user() {
         {
             Ok(response) => break response,
             Err(_) if std::time::Instant::now() < deadline => {
+                if let Ok(Some(status)) = server.try_wait() {
+                    let log = std::fs::read_to_string(&error_log).unwrap_or_default();
+                    panic!("lighttpd exited ({status}):\n{log}");
+                }
                 std::thread::sleep(std::time::Duration::from_millis(100))
             }
             Err(error) => panic!("lighttpd does not answer: {error}"),
