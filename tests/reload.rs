@@ -182,7 +182,7 @@ fn compiled_code_is_cached_and_unchanged_files_are_not_reloaded() {
     // Copying the same bytes over the file changes nothing.
     std::fs::copy(example("echo"), dir.path().join("echo.wasm")).unwrap();
     drop_in(&example("math"), dir.path(), "math.wasm");
-    first.wait_for("math", |s| s.plugin("math").is_some());
+    first.wait_for("math", |s| s.settled_plugin("math").is_some());
     assert_eq!(
         first.plugin("echo").unwrap()["loadedAt"],
         loaded["loadedAt"]
@@ -205,7 +205,7 @@ fn the_first_plugin_keeps_a_tool_name() {
         dir.path(),
         "echo_copy.wasm",
     );
-    server.wait_for("the copy", |s| s.plugin("echo_copy").is_some());
+    server.wait_for("the copy", |s| s.settled_plugin("echo_copy").is_some());
     let copy = server.plugin("echo_copy").unwrap();
     assert_eq!(copy["state"], "rejected");
     assert_eq!(

@@ -215,6 +215,13 @@ impl Server {
             .cloned()
     }
 
+    /// The plugin's entry once no load job for it is in progress (a plugin
+    /// shows in `/plugins` as `compiling` while it loads).
+    pub fn settled_plugin(&self, id: &str) -> Option<Value> {
+        self.plugin(id)
+            .filter(|plugin| plugin.get("compiling").is_none())
+    }
+
     /// Waits (polling, bounded) until `condition` holds; panics with the
     /// server log if it never does. Hot reload is asynchronous, so tests
     /// wait for its effect rather than sleeping a fixed time.
