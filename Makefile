@@ -11,14 +11,24 @@ serve: plugins
 	cargo run --release -p toolhost -- serve --plugins plugins
 
 test: target wrk lighttpd
-	cargo test --workspace
+	cargo test --workspace --no-fail-fast
 
 # The benchmark harness: prints one table, writes target/bench.json.
-bench: plugins wrk
+bench: plugins wrk target/py_echo.wasm
 	cd tests/fixtures && cargo build --release --target wasm32-wasip2
 	cargo build --release -p toolhost
 	target/release/toolhost bench --echo plugins/echo.wasm \
-	    --benchtool tests/fixtures/target/wasm32-wasip2/release/benchtool.wasm --out target/bench.json
+	    --benchtool tests/fixtures/target/wasm32-wasip2/release/benchtool.wasm \
+	    --misbehave tests/fixtures/target/wasm32-wasip2/release/misbehave.wasm \
+	    --large target/py_echo.wasm --out target/bench.json
+
+# A large component of another language for the bench: the Python echo
+# (tests/fixtures/python), built by componentize-py from PyPI in a venv.
+target/py_echo.wasm: tests/fixtures/python/app.py wit/plugin.wit
+	test -x target/bench-venv/bin/componentize-py || (python3 -m venv target/bench-venv && \
+	    target/bench-venv/bin/pip install --quiet componentize-py==0.25.1)
+	target/bench-venv/bin/componentize-py -d wit -w plugin componentize \
+	    -p tests/fixtures/python app -o $@
 
 # wrk, the load generator the benchmark uses (Debian's package).
 wrk:

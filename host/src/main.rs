@@ -95,6 +95,13 @@ enum Command {
         /// The benchtool fixture (tests/fixtures/benchtool).
         #[arg(long)]
         benchtool: PathBuf,
+        /// The misbehave fixture, for the spinning-calls rows.
+        #[arg(long)]
+        misbehave: Option<PathBuf>,
+        /// A large component with a `py_echo` tool (the componentize-py
+        /// echo), for the large-component rows.
+        #[arg(long)]
+        large: Option<PathBuf>,
         /// Where the JSON report goes.
         #[arg(long, default_value = "target/bench.json")]
         out: PathBuf,
@@ -254,12 +261,16 @@ async fn main() -> ExitCode {
         Command::Bench {
             echo,
             benchtool,
+            misbehave,
+            large,
             out,
             quick,
             only,
         } => bench::run(bench::BenchOptions {
             echo,
             benchtool,
+            misbehave,
+            large,
             out,
             quick,
             only,

@@ -13,10 +13,13 @@
 //! 5. Start-up with 100 plugins (1000 tools), cold and warm cache; resident
 //!    memory at idle.
 //! 6. `GET /tools` and MCP `tools/list` latency with those 1000 tools.
+//! 7. Hardening: latency while calls spin, an idle server's reads and CPU,
+//!    memory around a large component, a reload beside a large compile.
 //!
 //! It runs the real binary for every server, and needs `wrk` on the PATH.
 //! `--quick` shortens every phase, for the test that proves it works.
 
+mod hardening;
 mod in_process;
 mod probes;
 mod reload;
@@ -36,6 +39,12 @@ const DEBOUNCE_MS: u64 = 50;
 pub struct BenchOptions {
     pub echo: PathBuf,
     pub benchtool: PathBuf,
+    /// The misbehave fixture, for its `spin` tool; without it the
+    /// spinning rows are left out.
+    pub misbehave: Option<PathBuf>,
+    /// A large component of another language with a `py_echo` tool; without
+    /// it the large-component rows are left out.
+    pub large: Option<PathBuf>,
     pub out: PathBuf,
     pub quick: bool,
     /// The sections to run; empty means all of them.
@@ -53,6 +62,8 @@ pub enum Section {
     Reload,
     /// 5 and 6: 100 plugins at start-up, listing 1000 tools.
     Startup,
+    /// 7: one plugin must not hurt the host or another.
+    Hardening,
 }
 
 impl BenchOptions {
@@ -79,7 +90,10 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<()> {
     if options.runs(Section::Http) {
         http(&options, &work, duration, &mut report)?;
     }
-    let benchtool = if options.runs(Section::Reload) || options.runs(Section::Startup) {
+    let benchtool = if [Section::Reload, Section::Startup, Section::Hardening]
+        .into_iter()
+        .any(|section| options.runs(section))
+    {
         std::fs::read(&options.benchtool)?
     } else {
         Vec::new()
@@ -89,6 +103,9 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<()> {
     }
     if options.runs(Section::Startup) {
         startup(&work, &benchtool, duration, &mut report)?;
+    }
+    if options.runs(Section::Hardening) {
+        hardening::section(&options, &work, &benchtool, duration, &mut report)?;
     }
 
     println!("| section | measure | value |\n| --- | --- | --- |");

@@ -85,7 +85,7 @@ fn drop_and_time(
     Ok(started.elapsed().as_secs_f64() * 1e3)
 }
 
-fn wait_until(mut condition: impl FnMut() -> bool) -> anyhow::Result<()> {
+pub(super) fn wait_until(mut condition: impl FnMut() -> bool) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
         if condition() {
@@ -97,7 +97,7 @@ fn wait_until(mut condition: impl FnMut() -> bool) -> anyhow::Result<()> {
 }
 
 /// The status of one `POST /tools/{tool}` over a plain socket.
-fn call_status(address: SocketAddr, tool: &str) -> Option<u16> {
+pub(super) fn call_status(address: SocketAddr, tool: &str) -> Option<u16> {
     let mut stream = TcpStream::connect(address).ok()?;
     let body = r#"{"text":"x"}"#;
     write!(
