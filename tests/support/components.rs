@@ -142,6 +142,17 @@ pub fn plugin_with_extra_instances(instances: u32, pages: u32, fill: bool) -> Ve
 /// The plugin, plus one instance of a module of `functions` functions of a
 /// few hundred instructions each: a component that takes long to compile.
 pub fn plugin_slow_to_compile(functions: u32) -> Vec<u8> {
+    plugin_with_functions(functions, 150)
+}
+
+/// The plugin, plus one function of `steps` × 4 instructions: like the
+/// interpreter loop of a componentize-py component, a function whose
+/// compilation needs tens of MiB of the compiler's working memory.
+pub fn plugin_with_a_huge_function(steps: u32) -> Vec<u8> {
+    plugin_with_functions(1, steps)
+}
+
+fn plugin_with_functions(functions: u32, steps: u32) -> Vec<u8> {
     use wasm_encoder::{CodeSection, Function, FunctionSection, Instruction, TypeSection, ValType};
     let mut types = TypeSection::new();
     types.ty().function([ValType::I32], [ValType::I32]);
@@ -151,7 +162,7 @@ pub fn plugin_slow_to_compile(functions: u32) -> Vec<u8> {
         declared.function(0);
         let mut body = Function::new([]);
         body.instruction(&Instruction::LocalGet(0));
-        for step in 0..150 {
+        for step in 0..steps {
             body.instruction(&Instruction::I32Const((index ^ step) as i32));
             body.instruction(&Instruction::I32Add);
             body.instruction(&Instruction::I32Const(3 + step as i32));

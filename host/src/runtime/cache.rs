@@ -72,7 +72,7 @@ impl ArtifactCache {
             discard(&"its checksum does not match");
             return None;
         };
-        // SAFETY: the artifact is byte for byte what `compile_and_store`
+        // SAFETY: the artifact is byte for byte what `store`
         // wrote from `Engine::precompile_component` of an engine with the
         // same compatibility key (the trailer proves it, short of someone
         // with write access to this user's private folder); wasmtime
@@ -104,22 +104,14 @@ impl ArtifactCache {
         (self.trailer(content_hash, artifact) == entry[artifact.len()..]).then_some(artifact)
     }
 
-    /// Compiles `wasm` and stores the result. A failure to write the cache
-    /// is logged, never fatal: the compiled component is still returned.
-    pub fn compile_and_store(
-        &self,
-        engine: &Engine,
-        content_hash: &str,
-        wasm: &[u8],
-    ) -> wasmtime::Result<Component> {
-        let artifact = engine.precompile_component(wasm)?;
+    /// Stores a compiled artifact. A failure to write is logged, never
+    /// fatal: the caller has the artifact either way.
+    pub fn store(&self, content_hash: &str, artifact: &[u8]) {
         let path = self.entry_path(content_hash);
-        let trailer = self.trailer(content_hash, &artifact);
-        if let Err(error) = write_atomically(&path, &[&artifact, &trailer]) {
+        let trailer = self.trailer(content_hash, artifact);
+        if let Err(error) = write_atomically(&path, &[artifact, &trailer]) {
             tracing::warn!(path = %path.display(), %error, "could not write cache entry");
         }
-        // SAFETY: `artifact` was produced just above by this very engine.
-        unsafe { Component::deserialize(engine, &artifact) }
     }
 }
 
