@@ -60,8 +60,12 @@ fn successful_calls_answer_with_the_envelope() {
     let echo = server.call("echo", json!({"text": "hello"}));
     assert_eq!(echo.status, 200);
     assert_eq!(assert_envelope(&echo), None);
+    let mut shape = echo.json.clone();
+    let object = shape.as_object_mut().unwrap();
+    assert_eq!(object.remove("success"), Some(json!(true)));
+    assert!(object.remove("timestamp").is_some());
     assert_eq!(
-        echo.json,
+        shape,
         json!({"content": [{"type": "text", "text": "hello"}], "isError": false})
     );
 

@@ -1,10 +1,12 @@
 //! Guards every HTTP route, REST and MCP alike, before any handler runs:
 //!
-//! - DNS-rebinding protection: the `Host` header, and the `Origin` header
-//!   when a browser sends one, must name an allowed host. By default that is
-//!   the loopback names (`localhost`, `127.0.0.1`, `::1`) plus the address
-//!   toolhost listens on, so a web page on another site cannot reach a local
-//!   toolhost through a rebound DNS name. Refused with 403.
+//! - DNS-rebinding protection: the request's host (the `Host` header, or
+//!   the target's own host when the request line has an absolute URI), and
+//!   the `Origin` header when a browser sends one, must name an allowed
+//!   host. By default that is the loopback names (`localhost`,
+//!   `127.0.0.1`, `::1`) plus the address toolhost listens on, so a web page
+//!   on another site cannot reach a local toolhost through a rebound DNS
+//!   name. Refused with 403; a request with two `Host` headers with 400.
 //! - An optional bearer token: with `--token`, every route but `/health`
 //!   needs `Authorization: Bearer <token>`. Refused with 401.
 //!
@@ -36,7 +38,19 @@ pub async fn check(
     next: Next,
 ) -> Response {
     let headers = request.headers();
-    if let Err(message) = check_host_and_origin(headers, &settings.allowed_hosts) {
+    if headers.get_all(header::HOST).iter().count() > 1 {
+        return refuse(
+            ErrorCode::InvalidRequest,
+            "the request has more than one Host header".into(),
+        );
+    }
+    // An absolute-form target (`GET http://host/path`) names the host
+    // itself, and then the Host header is to be ignored (RFC 9112 3.2.2).
+    let target_host = request
+        .uri()
+        .authority()
+        .map(|authority| authority.as_str());
+    if let Err(message) = check_host_and_origin(target_host, headers, &settings.allowed_hosts) {
         return refuse(ErrorCode::Forbidden, message);
     }
     if let Some(token) = &settings.token
@@ -59,11 +73,20 @@ fn refuse(code: ErrorCode, message: String) -> Response {
     Envelope::host_error(code, message, None).into_response()
 }
 
-fn check_host_and_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), String> {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|value| value.to_str().ok())
-        .ok_or("the request has no Host header")?;
+/// `target_host` is the authority of an absolute-form request target; when
+/// present it is the request's host, whatever the Host header says.
+fn check_host_and_origin(
+    target_host: Option<&str>,
+    headers: &HeaderMap,
+    allowed: &[String],
+) -> Result<(), String> {
+    let host = match target_host {
+        Some(host) => host,
+        None => headers
+            .get(header::HOST)
+            .and_then(|value| value.to_str().ok())
+            .ok_or("the request has no Host header")?,
+    };
     if !is_allowed(host_name(host), allowed) {
         return Err(format!("Host {host:?} is not allowed"));
     }
@@ -127,7 +150,7 @@ mod tests {
     fn loopback_hosts_pass_and_others_do_not() {
         for host in ["localhost:8000", "127.0.0.1", "[::1]:9", "LOCALHOST"] {
             assert!(
-                check_host_and_origin(&headers(&[(header::HOST, host)]), &allowed()).is_ok(),
+                check_host_and_origin(None, &headers(&[(header::HOST, host)]), &allowed()).is_ok(),
                 "{host}"
             );
         }
@@ -138,11 +161,11 @@ mod tests {
             "[::2]:80",
         ] {
             assert!(
-                check_host_and_origin(&headers(&[(header::HOST, host)]), &allowed()).is_err(),
+                check_host_and_origin(None, &headers(&[(header::HOST, host)]), &allowed()).is_err(),
                 "{host}"
             );
         }
-        assert!(check_host_and_origin(&HeaderMap::new(), &allowed()).is_err());
+        assert!(check_host_and_origin(None, &HeaderMap::new(), &allowed()).is_err());
     }
 
     #[test]
@@ -151,14 +174,22 @@ mod tests {
             (header::HOST, "localhost"),
             (header::ORIGIN, "http://localhost:3000"),
         ]);
-        assert!(check_host_and_origin(&ok, &allowed()).is_ok());
+        assert!(check_host_and_origin(None, &ok, &allowed()).is_ok());
         let evil = headers(&[
             (header::HOST, "localhost"),
             (header::ORIGIN, "https://evil.com"),
         ]);
-        assert!(check_host_and_origin(&evil, &allowed()).is_err());
+        assert!(check_host_and_origin(None, &evil, &allowed()).is_err());
         let null = headers(&[(header::HOST, "localhost"), (header::ORIGIN, "null")]);
-        assert!(check_host_and_origin(&null, &allowed()).is_err());
+        assert!(check_host_and_origin(None, &null, &allowed()).is_err());
+    }
+
+    #[test]
+    fn an_absolute_target_names_the_host() {
+        let local = headers(&[(header::HOST, "localhost")]);
+        assert!(check_host_and_origin(Some("evil.example"), &local, &allowed()).is_err());
+        let evil = headers(&[(header::HOST, "evil.example")]);
+        assert!(check_host_and_origin(Some("127.0.0.1:8000"), &evil, &allowed()).is_ok());
     }
 
     #[test]

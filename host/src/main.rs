@@ -10,11 +10,14 @@ mod cli;
 mod envelope;
 mod errors;
 mod guard;
+mod http_server;
 mod invoke;
+mod jsonrpc;
 mod loader;
 mod manifest;
 mod mcp;
 mod mcp_http;
+mod mcp_stdio;
 mod openapi;
 mod policy;
 mod registry;
@@ -187,6 +190,22 @@ struct ServeOptions {
     /// How long a plugin file must be quiet before it is (re)loaded, in ms.
     #[arg(long, env = "TOOLHOST_DEBOUNCE_MS", default_value_t = 50)]
     debounce_ms: u64,
+    /// How long a client may take to send a request's header, and how long
+    /// an idle keep-alive connection stays open, in ms.
+    #[arg(long, env = "TOOLHOST_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
+    header_timeout_ms: u64,
+    /// How many HTTP connections may be open at once; past it a new one gets
+    /// 503 BUSY and is closed.
+    #[arg(long, env = "TOOLHOST_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// How many MCP sessions may be open at once; `initialize` past it gets
+    /// HTTP 503 with a JSON-RPC error.
+    #[arg(long, env = "TOOLHOST_MAX_SESSIONS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: u32,
+    /// An MCP session that sends no request for this long is closed, in
+    /// seconds.
+    #[arg(long, env = "TOOLHOST_SESSION_IDLE_SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    session_idle_secs: u64,
 }
 
 impl HostOptions {

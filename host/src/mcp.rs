@@ -14,17 +14,20 @@
 // still have them, and MCP clients use them.
 #![allow(deprecated)]
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
     ErrorCode as RpcErrorCode, Implementation, InitializeResult, ListToolsResult, LoggingLevel,
     LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter,
+    ProgressToken, ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::envelope::{Envelope, TextFormat};
 use crate::invoke;
@@ -38,26 +41,76 @@ pub struct McpFront {
     registry: Arc<Registry>,
     text_format: TextFormat,
     log_level: Arc<Mutex<LoggingLevel>>,
+    /// Set once the client sends `logging/setLevel`: only then is it told
+    /// about rejected plugin files.
+    logging_enabled: Arc<AtomicBool>,
+    /// Cancelled when the last clone of this handler is dropped, that is,
+    /// when the session ends (closed, deleted or expired): the session's
+    /// notification task ends with it instead of waiting for the next
+    /// change and keeping the session's memory until then.
+    session_ended: CancellationToken,
+    _end_session: Arc<DropGuard>,
 }
 
 impl McpFront {
     pub fn new(registry: Arc<Registry>, text_format: TextFormat) -> Self {
+        let session_ended = CancellationToken::new();
         McpFront {
             registry,
             text_format,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
+            logging_enabled: Arc::new(AtomicBool::new(false)),
+            _end_session: Arc::new(session_ended.clone().drop_guard()),
+            session_ended,
         }
     }
 
-    /// Sends `notifications/tools/list_changed` to this session's client
-    /// each time the tool list changes, until the client goes away. Each
-    /// session has its own task, so a slow or dead client delays no other.
-    fn forward_list_changes(&self, peer: Peer<RoleServer>) {
+    /// Tells this session's client, until the session ends:
+    /// - `notifications/tools/list_changed` each time the tool list changes;
+    /// - a `notifications/message` warning for each plugin file rejected,
+    ///   once the client has enabled logging, at or above its level.
+    ///
+    /// Each session has its own task, so a slow or dead client delays no
+    /// other.
+    fn forward_changes(&self, peer: Peer<RoleServer>) {
         let mut changes = self.registry.tool_list_changes();
+        let mut rejections = self.registry.rejections();
+        let (ended, logging_enabled, log_level) = (
+            self.session_ended.clone(),
+            self.logging_enabled.clone(),
+            self.log_level.clone(),
+        );
         tokio::spawn(async move {
-            while changes.changed().await.is_ok() {
-                if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
-                    break;
+            loop {
+                let sent = tokio::select! {
+                    () = ended.cancelled() => return,
+                    changed = changes.changed() => match changed {
+                        Ok(()) => peer.notify_tool_list_changed().await,
+                        Err(_) => return,
+                    },
+                    rejected = rejections.recv() => match rejected {
+                        Ok(rejected) => {
+                            let threshold = *log_level.lock().unwrap_or_else(|e| e.into_inner());
+                            if !logging_enabled.load(Ordering::Relaxed)
+                                || severity(LoggingLevel::Warning) < severity(threshold)
+                            {
+                                continue;
+                            }
+                            let data = json!({
+                                "event": "plugin rejected",
+                                "plugin": rejected.plugin,
+                                "reason": rejected.reason,
+                            });
+                            let params = LoggingMessageNotificationParam::new(LoggingLevel::Warning, data)
+                                .with_logger("toolhost");
+                            peer.notify_logging_message(params).await
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    },
+                };
+                if sent.is_err() || peer.is_transport_closed() {
+                    return;
                 }
             }
         });
@@ -89,8 +142,10 @@ impl ServerHandler for McpFront {
             .tools()
             .map(|entry| Value::Object(entry.tool.descriptor()))
             .collect();
-        serde_json::from_value(json!({ "tools": tools }))
-            .map_err(|e| McpError::internal_error(format!("tool list: {e}"), None))
+        let mut result: ListToolsResult = serde_json::from_value(json!({ "tools": tools }))
+            .map_err(|e| McpError::internal_error(format!("tool list: {e}"), None))?;
+        result.result_type = Some(ResultType::COMPLETE);
+        Ok(result)
     }
 
     async fn call_tool(
@@ -121,11 +176,12 @@ impl ServerHandler for McpFront {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = request.level;
+        self.logging_enabled.store(true, Ordering::Relaxed);
         Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.forward_list_changes(context.peer);
+        self.forward_changes(context.peer);
     }
 
     /// The stateless 2026-07-28 revision has no sessions to push to: clients
@@ -155,6 +211,11 @@ impl ServerHandler for McpFront {
 /// The envelope as MCP's answer. Failures with a JSON-RPC code (an unknown
 /// tool) are protocol errors; every other failure is a tool result with
 /// `isError: true` the model can read, as MCP 2025-11-25 asks.
+///
+/// Results built here through serde get `resultType: "complete"`, which
+/// the 2026-07-28 revision requires (clients on it reject a result without
+/// it); rmcp strips it again for peers on an older revision. rmcp's own
+/// constructors do the same, but they cannot take our JSON shape.
 fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
     if let Some(error) = &envelope.error
         && let Some(code) = error.host_code.and_then(|code| code.jsonrpc_code())
@@ -169,8 +230,10 @@ fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
     if let Some(object) = result.as_object_mut() {
         object.remove("error");
     }
-    serde_json::from_value(result)
-        .map_err(|e| McpError::internal_error(format!("result envelope: {e}"), None))
+    let mut result: CallToolResult = serde_json::from_value(result)
+        .map_err(|e| McpError::internal_error(format!("result envelope: {e}"), None))?;
+    result.result_type = Some(ResultType::COMPLETE);
+    Ok(result)
 }
 
 /// What a plugin's `client` import reaches during one MCP call.

@@ -10,49 +10,82 @@
 //!   with plain JSON, as if it had been the whole conversation. Without it
 //!   such a request would be refused for want of a session.
 //!
-//! The dispatcher answers a POST whose body is not JSON (-32700) or not a
-//! JSON-RPC message (-32600) itself, with a JSON-RPC error (rmcp would answer
-//! plain text). It sends a POST without `Mcp-Session-Id` whose message is a
-//! request other than `initialize` to the one-shot service, everything else
-//! to the session service.
+//! The dispatcher in front of both:
+//! - checks each POSTed message (`jsonrpc.rs`) and answers a malformed one
+//!   itself with a JSON-RPC error;
+//! - sends a POST without `Mcp-Session-Id` whose message is a request other
+//!   than `initialize` to the one-shot service, everything else to the
+//!   session service;
+//! - answers an unknown session with 404 and a JSON-RPC error, DELETE of an
+//!   open session with 204, and `initialize` past `--max-sessions` with 503;
+//! - closes sessions idle for `--session-idle-secs` (rmcp keeps an expired
+//!   session's entry forever);
+//! - turns every plain-text refusal of rmcp (406, 415, 405, 400) into a
+//!   JSON-RPC error object with `Content-Type: application/json`.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::envelope::{Envelope, TextFormat};
+use crate::envelope::TextFormat;
+use crate::jsonrpc::{self, INVALID_REQUEST};
 use crate::mcp::McpFront;
 use crate::registry::Registry;
 
 type McpService = StreamableHttpService<McpFront, LocalSessionManager>;
 
+/// The JSON-RPC code for an unknown or closed session (the code the MCP
+/// SDKs use).
+const SESSION_NOT_FOUND: i64 = -32001;
+/// The JSON-RPC code for a refusal by a server at a limit.
+const SERVER_BUSY: i64 = -32000;
+/// The JSON-RPC code for an internal error.
+const INTERNAL_ERROR: i64 = -32603;
+const SESSION_HEADER: &str = "mcp-session-id";
+
 struct Services {
     sessions: McpService,
     oneshot: McpService,
+    manager: Arc<LocalSessionManager>,
+    /// When each open session last sent a request, for the idle reaper.
+    last_seen: Mutex<HashMap<String, Instant>>,
     max_body_bytes: usize,
+    max_sessions: usize,
 }
 
 pub struct McpHttpSettings {
     pub text_format: TextFormat,
     pub allowed_hosts: Vec<String>,
     pub max_body_bytes: usize,
+    /// How many sessions may be open at once; `initialize` past it is
+    /// refused with HTTP 503.
+    pub max_sessions: usize,
+    /// A session that sends no request for this long is closed and its
+    /// memory released.
+    pub session_idle: Duration,
     /// Cancelled at shutdown: ends every session's open streams.
     pub shutdown: CancellationToken,
 }
 
 /// The `/mcp` route.
 pub fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> Router {
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(settings.session_idle);
+    let manager = Arc::new(manager);
     let service = |legacy_sessions: bool| {
         let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(settings.allowed_hosts.clone())
@@ -63,71 +96,265 @@ pub fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> Router {
         let (registry, text_format) = (registry.clone(), settings.text_format);
         StreamableHttpService::new(
             move || Ok(McpFront::new(registry.clone(), text_format)),
-            LocalSessionManager::default().into(),
+            manager.clone(),
             config,
         )
     };
     let services = Arc::new(Services {
         sessions: service(true),
         oneshot: service(false),
+        manager: manager.clone(),
+        last_seen: Mutex::new(HashMap::new()),
         max_body_bytes: settings.max_body_bytes,
+        max_sessions: settings.max_sessions,
     });
+    tokio::spawn(reap_idle_sessions(
+        Arc::downgrade(&services),
+        settings.session_idle,
+        settings.shutdown.clone(),
+    ));
     Router::new()
         .route("/mcp", any(dispatch))
         .with_state(services)
 }
 
 async fn dispatch(State(services): State<Arc<Services>>, request: Request) -> Response {
-    if request.method() != Method::POST {
-        return forward(&services.sessions, request).await;
-    }
+    let response = match *request.method() {
+        Method::POST => post(&services, request).await,
+        Method::DELETE => delete(&services, request).await,
+        _ => {
+            services.touch(&request);
+            forward(&services.sessions, request).await
+        }
+    };
+    as_json_rpc_error(response).await
+}
+
+async fn post(services: &Services, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, services.max_body_bytes).await else {
-        return Envelope::payload_too_large(services.max_body_bytes).into_response();
+        return rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Value::Null,
+            INVALID_REQUEST,
+            &format!(
+                "Invalid Request: the body is larger than {} bytes",
+                services.max_body_bytes
+            ),
+        );
     };
-    let message = match serde_json::from_slice::<Value>(&bytes) {
+    let message = match jsonrpc::parse(&bytes) {
         Ok(message) => message,
-        Err(e) => return rpc_error(-32700, format!("Parse error: {e}")),
+        Err(rejection) => {
+            // A well-formed request with bad params is answered like any
+            // other JSON-RPC error (HTTP 200), so that clients read the
+            // error object rather than stopping at the status.
+            let status = if rejection.code == jsonrpc::INVALID_PARAMS && !rejection.id.is_null() {
+                StatusCode::OK
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            return rpc_error(
+                status,
+                rejection.id.clone(),
+                rejection.code,
+                &rejection.message,
+            );
+        }
     };
-    if let Err(problem) = check_message(&message) {
-        return rpc_error(-32600, format!("Invalid Request: {problem}"));
+    let session = parts.headers.get(SESSION_HEADER).cloned();
+    if let Some(id) = &session {
+        let known = match id.to_str() {
+            Ok(id) => services
+                .manager
+                .has_session(&id.to_string().into())
+                .await
+                .unwrap_or(false),
+            Err(_) => false,
+        };
+        if !known {
+            return session_not_found(message.get("id").cloned().unwrap_or(Value::Null));
+        }
     }
-    let has_session = parts.headers.contains_key("mcp-session-id");
-    let target = if !has_session && is_lone_request(&message) {
+    let initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+    if session.is_none() && initialize {
+        let open = services.manager.sessions.read().await.len();
+        if open >= services.max_sessions {
+            return rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                message.get("id").cloned().unwrap_or(Value::Null),
+                SERVER_BUSY,
+                &format!(
+                    "the server already has its maximum of {} sessions open; \
+                     close one (DELETE /mcp) or try again later",
+                    services.max_sessions
+                ),
+            );
+        }
+    }
+    let request = Request::from_parts(parts, Body::from(bytes));
+    services.touch(&request);
+    let target = if session.is_none() && is_lone_request(&message) {
         &services.oneshot
     } else {
         &services.sessions
     };
-    forward(target, Request::from_parts(parts, Body::from(bytes))).await
+    let response = forward(target, request).await;
+    if initialize
+        && let Some(id) = response.headers().get(SESSION_HEADER)
+        && let Ok(id) = id.to_str()
+    {
+        services
+            .lock_last_seen()
+            .insert(id.to_string(), Instant::now());
+    }
+    response
 }
 
-/// A JSON-RPC 2.0 error answer, for a message with no usable id.
-fn rpc_error(code: i64, message: String) -> Response {
-    let body =
-        json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } });
-    (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+/// Ends a session: 204 when it was open, 404 when there is no such session.
+async fn delete(services: &Services, request: Request) -> Response {
+    let Some(id) = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|id| id.to_str().ok())
+        .map(str::to_string)
+    else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            INVALID_REQUEST,
+            "Invalid Request: DELETE /mcp needs the Mcp-Session-Id header of the session to end",
+        );
+    };
+    if !services
+        .manager
+        .has_session(&id.clone().into())
+        .await
+        .unwrap_or(false)
+    {
+        return session_not_found(Value::Null);
+    }
+    let response = forward(&services.sessions, request).await;
+    services.lock_last_seen().remove(&id);
+    if response.status() == StatusCode::ACCEPTED {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    response
 }
 
-/// Checks the JSON-RPC 2.0 envelope of a message (or of each message of a
-/// batch): `"jsonrpc": "2.0"`, and a method, or a result or error.
-fn check_message(message: &Value) -> Result<(), String> {
-    match message {
-        Value::Array(batch) if !batch.is_empty() => batch.iter().try_for_each(check_message),
-        Value::Object(object) => {
-            if object.get("jsonrpc") != Some(&json!("2.0")) {
-                return Err(r#"jsonrpc must be "2.0""#.into());
-            }
-            let is_call = object.get("method").is_some_and(Value::is_string);
-            let is_answer = object.contains_key("id")
-                && (object.contains_key("result") || object.contains_key("error"));
-            if is_call || is_answer {
-                Ok(())
-            } else {
-                Err("a message needs a method, or a result or error".into())
+impl Services {
+    fn lock_last_seen(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        self.last_seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes a request on a session, for the idle reaper.
+    fn touch(&self, request: &Request) {
+        if let Some(id) = request
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|id| id.to_str().ok())
+        {
+            let mut last_seen = self.lock_last_seen();
+            if let Some(seen) = last_seen.get_mut(id) {
+                *seen = Instant::now();
             }
         }
-        _ => Err("a message must be a JSON object".into()),
     }
+}
+
+/// Closes sessions that sent no request for `idle`, releasing what they
+/// hold. rmcp ends an idle session's worker by itself but keeps its entry,
+/// so without this every expired session would stay in memory.
+async fn reap_idle_sessions(
+    services: std::sync::Weak<Services>,
+    idle: Duration,
+    shutdown: CancellationToken,
+) {
+    let period = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(period) => {}
+        }
+        let Some(services) = services.upgrade() else {
+            return;
+        };
+        let expired: Vec<String> = {
+            let mut last_seen = services.lock_last_seen();
+            let expired: Vec<String> = last_seen
+                .iter()
+                .filter(|(_, seen)| seen.elapsed() >= idle)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in &expired {
+                last_seen.remove(id);
+            }
+            expired
+        };
+        for id in expired {
+            tracing::debug!(session = %id, "closing an idle MCP session");
+            let _ = services.manager.close_session(&id.into()).await;
+        }
+    }
+}
+
+fn session_not_found(id: Value) -> Response {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        id,
+        SESSION_NOT_FOUND,
+        "Session not found: it was closed or has expired; start a new one with initialize",
+    )
+}
+
+/// A JSON-RPC 2.0 error answer with its HTTP status.
+fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Response {
+    (
+        status,
+        axum::Json(jsonrpc::error_response(id, code, message)),
+    )
+        .into_response()
+}
+
+/// rmcp answers its own refusals (wrong Accept, Content-Type or method, no
+/// session, unknown session) as plain text. Every such answer becomes a
+/// JSON-RPC error object with the same status and rmcp's sentence.
+async fn as_json_rpc_error(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let code = match status {
+        StatusCode::NOT_FOUND => SESSION_NOT_FOUND,
+        status if status.is_server_error() => INTERNAL_ERROR,
+        _ => INVALID_REQUEST,
+    };
+    let message = if text.trim().is_empty() {
+        status.canonical_reason().unwrap_or("error").to_string()
+    } else {
+        text.trim().to_string()
+    };
+    let mut answer = rpc_error(status, Value::Null, code, &message);
+    for (name, value) in parts.headers.iter() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            answer.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    answer.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    answer
 }
 
 /// A single JSON-RPC request (it has an `id`) that is not `initialize`.
@@ -161,17 +388,5 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
         ));
         assert!(!lone(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#));
-    }
-
-    #[test]
-    fn json_rpc_envelopes_are_checked() {
-        let check = |text: &str| check_message(&serde_json::from_str(text).unwrap());
-        assert!(check(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).is_ok());
-        assert!(check(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).is_ok());
-        assert!(check(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#).is_ok());
-        assert!(check(r#"{"jsonrpc":"2.0","id":1}"#).is_err());
-        assert!(check(r#"{"id":1,"method":"ping"}"#).is_err());
-        assert!(check(r#"[]"#).is_err());
-        assert!(check(r#"42"#).is_err());
     }
 }

@@ -291,6 +291,16 @@ pub struct Registry {
     /// channel keeps only the newest value, so a burst of changes reaches a
     /// slow listener as one.
     tool_list_version: tokio::sync::watch::Sender<u64>,
+    /// Each file rejected, as it happens: MCP sessions that enabled logging
+    /// are told (a rejected update is otherwise silent to its callers).
+    rejections: tokio::sync::broadcast::Sender<Rejected>,
+}
+
+/// A plugin file that was just rejected, and why.
+#[derive(Debug, Clone)]
+pub struct Rejected {
+    pub plugin: String,
+    pub reason: String,
 }
 
 impl Registry {
@@ -304,6 +314,7 @@ impl Registry {
             writer: tokio::sync::Mutex::new(()),
             runtime,
             tool_list_version: tokio::sync::watch::Sender::new(0),
+            rejections: tokio::sync::broadcast::Sender::new(64),
         })
     }
 
@@ -314,6 +325,20 @@ impl Registry {
     /// How much one plugin may list.
     pub fn list_limits(&self) -> &ToolListLimits {
         &self.list_limits
+    }
+
+    /// A receiver of every rejection from now on. A slow receiver misses
+    /// the oldest ones rather than holding up the registry.
+    pub fn rejections(&self) -> tokio::sync::broadcast::Receiver<Rejected> {
+        self.rejections.subscribe()
+    }
+
+    /// How many plugin files are rejected now (`/health` reports it).
+    pub fn rejected_count(&self) -> usize {
+        self.snapshot()
+            .plugins()
+            .filter(|(_, record)| record.rejected.is_some())
+            .count()
     }
 
     /// A receiver that wakes on every change to the tool list (a plugin added,
@@ -377,14 +402,16 @@ impl Registry {
         let _writer = self.writer.lock().await;
         let before = self.snapshot();
         let mut next = (*before).clone();
+        let mut rejected = Vec::new();
         for (path, verdict) in judged {
             if let Verdict::Retry(reason) = &verdict {
                 tracing::warn!(file = %path.display(), %reason, "cannot read the plugin now; retrying");
                 self.reload(path.clone());
             }
-            apply(&mut next, &path, verdict);
+            rejected.extend(apply(&mut next, &path, verdict));
         }
         self.publish(&before, next);
+        self.tell_rejections(rejected);
     }
 
     /// Starts a load job for the file at `path` (changed, new or deleted),
@@ -431,9 +458,10 @@ impl Registry {
             }
             let before = self.snapshot();
             let mut next = (*before).clone();
-            apply(&mut next, &path, verdict);
+            let rejected = apply(&mut next, &path, verdict);
             self.publish(&before, next);
             self.lock_jobs().remove(&id);
+            self.tell_rejections(rejected);
             return;
         }
     }
@@ -446,6 +474,13 @@ impl Registry {
         self.lock_jobs()
             .get(id)
             .is_some_and(|job| job.generation == generation)
+    }
+
+    fn tell_rejections(&self, rejected: impl IntoIterator<Item = Rejected>) {
+        for rejection in rejected {
+            // No receiver is fine: nobody is listening.
+            let _ = self.rejections.send(rejection);
+        }
     }
 
     /// Swaps in `next` and tells listeners if the tool list changed.
@@ -497,11 +532,10 @@ impl Registry {
     }
 }
 
-/// Applies one file's verdict to a snapshot being built.
-fn apply(next: &mut Snapshot, path: &Path, verdict: Verdict) {
-    let Some(id) = loader::plugin_id(path) else {
-        return;
-    };
+/// Applies one file's verdict to a snapshot being built; a rejection is
+/// returned to be told to listeners once the snapshot is published.
+fn apply(next: &mut Snapshot, path: &Path, verdict: Verdict) -> Option<Rejected> {
+    let id = loader::plugin_id(path)?;
     match verdict {
         Verdict::Unchanged | Verdict::Retry(_) => {}
         Verdict::Gone => {
@@ -516,9 +550,11 @@ fn apply(next: &mut Snapshot, path: &Path, verdict: Verdict) {
         }
         Verdict::Refused { version, reason } => {
             tracing::warn!(plugin = %id, %reason, "plugin rejected");
-            next.reject(&id, path, version, reason);
+            next.reject(&id, path, version, reason.clone());
+            return Some(Rejected { plugin: id, reason });
         }
     }
+    None
 }
 
 /// Reads and loads one file, without touching the registry.

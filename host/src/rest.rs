@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -57,19 +58,36 @@ fn json_response(status: u16, body: &impl serde::Serialize) -> Response {
 }
 
 /// Every HTTP route answers an envelope with the status `errors.rs` gives
-/// its code: REST here, and the guards and the MCP dispatcher too.
+/// its code: REST here, and the guards too. Over HTTP (and so CGI) the
+/// envelope also carries `success` (the opposite of `isError`) and
+/// `timestamp` (RFC 3339, UTC, milliseconds), as seed 001 asks of every
+/// REST response; the MCP result keeps MCP's own shape.
 impl IntoResponse for Envelope {
     fn into_response(self) -> Response {
-        json_response(self.http_status(), &self)
+        let status = self.http_status();
+        let mut body = serde_json::to_value(&self).unwrap_or_default();
+        if let Some(object) = body.as_object_mut() {
+            object.insert("success".into(), json!(!self.is_error));
+            object.insert(
+                "timestamp".into(),
+                json!(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()),
+            );
+        }
+        json_response(status, &body)
     }
 }
 
+/// `ok`, or `degraded` while some plugin file is rejected (a newer version
+/// that failed to load while the old one serves, say): still 200, since
+/// the server answers, with the count so a watcher can tell.
 async fn health(State(state): State<AppState>) -> Response {
     let snapshot = state.registry.snapshot();
+    let rejected = state.registry.rejected_count();
     let body = json!({
-        "status": "ok",
+        "status": if rejected == 0 { "ok" } else { "degraded" },
         "plugins": snapshot.plugins().count(),
         "tools": snapshot.tools().count(),
+        "rejected": rejected,
     });
     json_response(200, &body)
 }
@@ -105,11 +123,20 @@ async fn openapi(State(state): State<AppState>) -> Response {
 
 async fn call_tool(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    name: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    // `/tools/%FF` does not decode to text: axum would answer plain text.
+    let Ok(Path(name)) = name else {
+        return Envelope::host_error(
+            ErrorCode::InvalidRequest,
+            "the tool name in the path is not valid percent-encoded UTF-8",
+            None,
+        )
+        .into_response();
+    };
     let format = match text_format(query.as_deref(), state.settings.text_format) {
         Ok(format) => format,
         Err(envelope) => return envelope.into_response(),

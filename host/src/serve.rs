@@ -11,8 +11,10 @@ use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::guard::{self, GuardSettings, LOOPBACK_HOSTS};
+use crate::http_server::{self, ConnectionLimits};
 use crate::mcp::McpFront;
 use crate::mcp_http::{self, McpHttpSettings};
+use crate::mcp_stdio;
 use crate::registry::Registry;
 use crate::rest::{self, RestSettings};
 use crate::{ServeOptions, watcher};
@@ -84,6 +86,8 @@ async fn serve_http(
             text_format,
             allowed_hosts: allowed_hosts.clone(),
             max_body_bytes: options.http.max_body_bytes,
+            max_sessions: options.max_sessions as usize,
+            session_idle: Duration::from_secs(options.session_idle_secs),
             shutdown: shutdown.clone(),
         },
     );
@@ -107,10 +111,12 @@ async fn serve_http(
         tools = snapshot.tools().count(),
         "toolhost listening on http://{local} (REST at /, MCP at /mcp)"
     );
+    let limits = ConnectionLimits {
+        header_timeout: Duration::from_millis(options.header_timeout_ms),
+        max_connections: options.max_connections as usize,
+    };
     Ok(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await?;
+        http_server::serve(listener, app, limits, shutdown).await?;
         Ok(())
     })
 }
@@ -120,8 +126,10 @@ async fn serve_http(
 async fn serve_stdio(options: &ServeOptions, registry: Arc<Registry>) -> anyhow::Result<()> {
     tracing::info!("serving MCP on stdio");
     let front = McpFront::new(registry, options.host.text_format);
-    let service = front.serve(rmcp::transport::stdio()).await?;
+    let stdio = mcp_stdio::transport();
+    let service = front.serve(stdio.transport).await?;
     service.waiting().await?;
+    let _ = tokio::time::timeout(Duration::from_secs(2), stdio.stdout_done).await;
     Ok(())
 }
 

