@@ -392,7 +392,9 @@ fn memory_returns_near_its_baseline_after_a_large_plugin_is_removed() {
     server.wait_for("the large plugin to go", |s| s.plugin("large").is_none());
     std::thread::sleep(Duration::from_millis(500));
     let after = resident_mib(server.pid());
-    eprintln!("resident memory: {baseline:.0} MiB before, {loaded:.0} MiB loaded, {after:.0} MiB after");
+    eprintln!(
+        "resident memory: {baseline:.0} MiB before, {loaded:.0} MiB loaded, {after:.0} MiB after"
+    );
     assert!(
         after - baseline < 50.0,
         "resident memory: {baseline:.0} MiB before, {loaded:.0} MiB loaded, \

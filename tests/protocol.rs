@@ -1,0 +1,406 @@
+//! Protocol and transport edges over raw sockets and raw stdio, where no
+//! SDK would send what is sent here: malformed JSON-RPC, refused requests,
+//! session lifecycle and limits, slow and idle connections, and the HTTP
+//! rules the Host check must follow. Every failure must be JSON with the
+//! code the standards name.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{Server, example, plugin_dir, test_cache_dir};
+
+struct Answer {
+    status: u16,
+    headers: String,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", self.headers, self.body))
+    }
+
+    fn header(&self, name: &str) -> Option<String> {
+        self.headers.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.eq_ignore_ascii_case(name)
+                .then(|| value.trim().to_string())
+        })
+    }
+
+    /// Asserts a JSON-RPC error with `code`; returns its message.
+    fn rpc_error(&self, status: u16, code: i64) -> String {
+        assert_eq!(self.status, status, "{}\n{}", self.headers, self.body);
+        assert_eq!(
+            self.header("content-type").as_deref(),
+            Some("application/json"),
+            "{}",
+            self.headers
+        );
+        let body = self.json();
+        assert_eq!(body["jsonrpc"], "2.0", "{body}");
+        assert_eq!(body["error"]["code"], code, "{body}");
+        body["error"]["message"].as_str().unwrap().to_string()
+    }
+}
+
+/// Sends `request` as is on a fresh connection and reads the whole answer
+/// (the request should say `Connection: close`).
+fn raw(server: &Server, request: &str) -> Answer {
+    let address = server.base.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut text = Vec::new();
+    let _ = stream.read_to_end(&mut text);
+    let text = String::from_utf8_lossy(&text).to_string();
+    let (headers, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = headers
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    // Bodies here are small; a chunked one is unwrapped crudely.
+    let body = if headers
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body.lines()
+            .filter(|line| !line.chars().all(|c| c.is_ascii_hexdigit()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        body.to_string()
+    };
+    Answer {
+        status,
+        headers: headers.to_string(),
+        body,
+    }
+}
+
+/// A request to /mcp with the headers a client sends, plus `extra`.
+fn mcp(server: &Server, method: &str, body: &str, extra: &str) -> Answer {
+    raw(
+        server,
+        &format!(
+            "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{extra}Content-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+fn echo_server(extra: &[&str]) -> (tempfile::TempDir, Server) {
+    let dir = plugin_dir(&[&example("echo")]);
+    let server = Server::start(dir.path(), extra);
+    (dir, server)
+}
+
+#[test]
+fn every_mcp_failure_is_a_json_rpc_error() {
+    let (_dir, server) = echo_server(&[]);
+    for id in ["{}", "[1]", "true", "1.5", "18446744073709551616"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+        let message = mcp(&server, "POST", &body, "").rpc_error(400, -32600);
+        assert!(message.contains("id must be"), "{id}: {message}");
+    }
+    let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#;
+    let message = mcp(&server, "POST", batch, "").rpc_error(400, -32600);
+    assert!(message.contains("batches"), "{message}");
+    let positional = r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":[]}"#;
+    let answer = mcp(&server, "POST", positional, "");
+    answer.rpc_error(200, -32602);
+    assert_eq!(answer.json()["id"], 7);
+    assert!(
+        mcp(&server, "POST", "{", "")
+            .rpc_error(400, -32700)
+            .contains("Parse error")
+    );
+
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    // Refusals rmcp makes itself, once plain text.
+    let html = raw(
+        &server,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{list}",
+            list.len()
+        ),
+    );
+    html.rpc_error(406, -32600);
+    let plain = raw(
+        &server,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{list}",
+            list.len()
+        ),
+    );
+    plain.rpc_error(415, -32600);
+    mcp(&server, "PUT", list, "").rpc_error(405, -32600);
+    mcp(&server, "GET", "", "").rpc_error(400, -32600);
+    let unknown = "Mcp-Session-Id: no-such-session\r\n";
+    let message = mcp(&server, "POST", list, unknown).rpc_error(404, -32001);
+    assert!(message.contains("Session not found"), "{message}");
+    let notification = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let answer = mcp(&server, "POST", notification, "");
+    assert!(answer.status >= 400, "{}", answer.headers);
+    answer.rpc_error(answer.status, -32600);
+
+    // REST: a path that is not UTF-8 is an envelope too.
+    let answer = raw(
+        &server,
+        "POST /tools/%FF HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+    );
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    assert_eq!(answer.json()["error"]["code"], "INVALID_REQUEST");
+}
+
+/// Bad `tools/call` params and what each must say.
+const BAD_CALLS: &[(&str, &str)] = &[
+    (
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":[1]}}"#,
+        "arguments must be an object",
+    ),
+    (
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":"x"}}"#,
+        "arguments must be an object",
+    ),
+    (
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call"}"#,
+        "needs params",
+    ),
+    (
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{}}}"#,
+        "needs a name",
+    ),
+];
+
+#[test]
+fn bad_tools_call_params_are_invalid_params_over_http() {
+    let (_dir, server) = echo_server(&[]);
+    for (body, says) in BAD_CALLS {
+        let answer = mcp(&server, "POST", body, "");
+        let message = answer.rpc_error(200, -32602);
+        assert!(message.contains(says), "{body}: {message}");
+        assert_eq!(answer.json()["id"], 2);
+    }
+}
+
+#[test]
+fn bad_tools_call_params_are_invalid_params_over_stdio() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let mut child = Command::new(support::toolhost_bin())
+        .args(["serve", "--stdio", "--plugins"])
+        .arg(dir.path())
+        .arg("--cache-dir")
+        .arg(test_cache_dir())
+        .env("TOOLHOST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |line: &str| {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    let mut read = || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|_| panic!("not JSON: {line:?}"))
+    };
+    send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    assert_eq!(read()["id"], 1);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    for (body, says) in BAD_CALLS {
+        send(body);
+        let answer = read();
+        assert_eq!(answer["error"]["code"], -32602, "{body}: {answer}");
+        assert!(
+            answer["error"]["message"].as_str().unwrap().contains(says),
+            "{answer}"
+        );
+        assert_eq!(answer["id"], 2);
+    }
+    send("not json at all");
+    assert_eq!(read()["error"]["code"], -32700);
+    // A good call still works on the same connection.
+    send(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ok"}}}"#,
+    );
+    assert_eq!(read()["result"]["content"][0]["text"], "ok");
+    drop(stdin);
+    let _ = child.wait();
+}
+
+fn initialize(server: &Server) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let answer = mcp(server, "POST", body, "");
+    assert_eq!(answer.status, 200, "{}\n{}", answer.headers, answer.body);
+    answer.header("mcp-session-id").expect("a session id")
+}
+
+#[test]
+fn sessions_end_on_delete_and_expiry_and_are_capped() {
+    let (_dir, server) = echo_server(&["--max-sessions", "3", "--session-idle-secs", "1"]);
+    let session = initialize(&server);
+    let header = format!("Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\n");
+    let deleted = mcp(&server, "DELETE", "", &header);
+    assert_eq!(deleted.status, 204, "{}\n{}", deleted.headers, deleted.body);
+    mcp(&server, "DELETE", "", &header).rpc_error(404, -32001);
+    mcp(&server, "DELETE", "", "Mcp-Session-Id: never-was\r\n").rpc_error(404, -32001);
+
+    let open: Vec<String> = (0..3).map(|_| initialize(&server)).collect();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let message = mcp(&server, "POST", body, "").rpc_error(503, -32000);
+    assert!(message.contains("maximum of 3 sessions"), "{message}");
+
+    // Idle past --session-idle-secs (1 s): closed, and room for new ones.
+    // A probe would itself keep the session alive, so wait, then probe.
+    std::thread::sleep(Duration::from_millis(2500));
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    for session in &open {
+        let header = format!("Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\n");
+        mcp(&server, "POST", list, &header).rpc_error(404, -32001);
+    }
+    initialize(&server);
+}
+
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// One client session the way SDKs open and end it: initialize, the
+/// initialized notification (which starts the session's notification
+/// task), DELETE.
+fn session_cycle(server: &Server) -> u16 {
+    let session = initialize(server);
+    let header = format!("Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\n");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(mcp(server, "POST", initialized, &header).status, 202);
+    mcp(server, "DELETE", "", &header).status
+}
+
+/// 1,000 sessions opened and closed kept 11.7 MiB before: each session's
+/// notification task waited for the next tool-list change, holding the
+/// session until then.
+#[test]
+fn closed_sessions_give_their_memory_back() {
+    let (_dir, server) = echo_server(&[]);
+    for _ in 0..100 {
+        session_cycle(&server);
+    }
+    let before = resident_kib(server.pid());
+    for _ in 0..1000 {
+        assert_eq!(session_cycle(&server), 204);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let grown = resident_kib(server.pid()).saturating_sub(before);
+    assert!(grown < 4 * 1024, "1000 closed sessions kept {grown} KiB");
+}
+
+/// Reads until the server closes the connection; how long that took.
+fn time_until_closed(mut stream: TcpStream) -> Duration {
+    let started = Instant::now();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut sink = [0u8; 4096];
+    loop {
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => return started.elapsed(),
+            Ok(_) => {}
+        }
+    }
+}
+
+#[test]
+fn silent_slow_and_idle_connections_are_closed() {
+    let (_dir, server) = echo_server(&["--header-timeout-ms", "500"]);
+    let address = server.base.trim_start_matches("http://").to_string();
+    let silent = TcpStream::connect(&address).unwrap();
+    let mut half = TcpStream::connect(&address).unwrap();
+    half.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0")
+        .unwrap();
+    let mut idle = TcpStream::connect(&address).unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
+    for (what, stream) in [
+        ("silent", silent),
+        ("half a header", half),
+        ("idle keep-alive", idle),
+    ] {
+        let took = time_until_closed(stream);
+        assert!(took < Duration::from_secs(10), "{what}: open for {took:?}");
+    }
+}
+
+#[test]
+fn connections_past_the_cap_are_refused_with_json() {
+    let (_dir, server) = echo_server(&["--max-connections", "4", "--header-timeout-ms", "1500"]);
+    let address = server.base.trim_start_matches("http://").to_string();
+    let held: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(&address).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let refused = raw(
+        &server,
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_eq!(refused.json()["error"]["code"], "BUSY");
+    // The held connections time out, and the server answers again.
+    server.wait_for("the held connections to time out", |s| {
+        raw(
+            s,
+            "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        )
+        .status
+            == 200
+    });
+    drop(held);
+}
+
+#[test]
+fn host_checks_follow_the_http_rules() {
+    let (_dir, server) = echo_server(&[]);
+    let absolute_evil = raw(
+        &server,
+        "GET http://evil.example/tools HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(absolute_evil.status, 403, "{}", absolute_evil.body);
+    assert_eq!(absolute_evil.json()["error"]["code"], "FORBIDDEN");
+    let absolute_local = raw(
+        &server,
+        "GET http://127.0.0.1/health HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(absolute_local.status, 200, "{}", absolute_local.body);
+    let twice = raw(
+        &server,
+        "GET /tools HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(twice.status, 400, "{}", twice.body);
+    assert_eq!(twice.json()["error"]["code"], "INVALID_REQUEST");
+}
