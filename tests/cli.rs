@@ -316,7 +316,23 @@ fn cgi_answers_under_lighttpd_as_another_user() {
 #[test]
 fn the_benchmark_harness_runs_in_quick_mode() {
     let out = tempfile::NamedTempFile::new().unwrap();
-    let table = run_bench(&fixture("benchtool"), out.path(), &[]);
+    let modules = support::node_modules();
+    let script = modules.parent().unwrap().join("ts_client.mjs");
+    std::fs::copy(
+        support::repo_root().join("tests/clients/ts_client.mjs"),
+        &script,
+    )
+    .unwrap();
+    let (misbehave, node) = (fixture("misbehave"), support::node22());
+    let extra = [
+        "--misbehave",
+        misbehave.to_str().unwrap(),
+        "--node",
+        node.to_str().unwrap(),
+        "--ts-client",
+        script.to_str().unwrap(),
+    ];
+    let table = run_bench(&fixture("benchtool"), out.path(), &extra);
     assert!(
         table.contains("| REST | c=16 ratio to baseline |"),
         "{table}"
@@ -329,6 +345,9 @@ fn the_benchmark_harness_runs_in_quick_mode() {
         "reload: warm cache p50/p95 ms",
         "start-up: 100 plugins, warm cache ms",
         "1000 tools: GET /tools p50/p99 ms",
+        "idle, 50 plugins: bytes read per minute",
+        "idle, 50 plugins: CPU %",
+        "TypeScript SDK: tools/call p50 ms, session / one-shot",
     ] {
         assert!(report.get(key).is_some(), "{key} missing from {report}");
     }

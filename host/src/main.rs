@@ -105,6 +105,13 @@ enum Command {
         /// echo), for the large-component rows.
         #[arg(long)]
         large: Option<PathBuf>,
+        /// Node, for the TypeScript SDK client row (with --ts-client).
+        #[arg(long, requires = "ts_client")]
+        node: Option<PathBuf>,
+        /// tests/clients/ts_client.mjs, placed beside an installed
+        /// @modelcontextprotocol/sdk.
+        #[arg(long, requires = "node")]
+        ts_client: Option<PathBuf>,
         /// Where the JSON report goes.
         #[arg(long, default_value = "target/bench.json")]
         out: PathBuf,
@@ -282,6 +289,8 @@ async fn main() -> ExitCode {
             benchtool,
             misbehave,
             large,
+            node,
+            ts_client,
             out,
             quick,
             only,
@@ -290,6 +299,7 @@ async fn main() -> ExitCode {
             benchtool,
             misbehave,
             large,
+            ts_client: node.zip(ts_client),
             out,
             quick,
             only,

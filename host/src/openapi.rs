@@ -163,12 +163,16 @@ fn shared_schemas() -> Map<String, Value> {
     });
     let envelope = json!({
         "type": "object",
-        "required": ["content", "isError"],
+        "required": ["content", "isError", "success", "timestamp"],
         "properties": {
             "content": { "type": "array", "minItems": 1,
                          "items": { "$ref": "#/components/schemas/ContentBlock" } },
             "structuredContent": { "type": "object" },
-            "isError": { "type": "boolean" }
+            "isError": { "type": "boolean" },
+            "success": { "type": "boolean",
+                         "description": "The opposite of isError (REST and CGI only)." },
+            "timestamp": { "type": "string", "format": "date-time",
+                           "description": "When the answer was made: RFC 3339, UTC, milliseconds (REST and CGI only)." }
         }
     });
     let error_envelope = json!({
@@ -176,6 +180,7 @@ fn shared_schemas() -> Map<String, Value> {
         "required": ["error"],
         "properties": {
             "isError": { "const": true },
+            "success": { "const": false },
             "error": {
                 "type": "object",
                 "required": ["code", "message"],

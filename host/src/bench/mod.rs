@@ -15,6 +15,8 @@
 //! 6. `GET /tools` and MCP `tools/list` latency with those 1000 tools.
 //! 7. Hardening: latency while calls spin, an idle server's reads and CPU,
 //!    memory around a large component, a reload beside a large compile.
+//! 8. Clients: `tools/call` p50 on one HTTP session driven by the official
+//!    TypeScript SDK client, beside one-shot calls from the same process.
 //!
 //! It runs the real binary for every server, and needs `wrk` on the PATH.
 //! `--quick` shortens every phase, for the test that proves it works.
@@ -45,6 +47,9 @@ pub struct BenchOptions {
     /// A large component of another language with a `py_echo` tool; without
     /// it the large-component rows are left out.
     pub large: Option<PathBuf>,
+    /// `tests/clients/ts_client.mjs` beside an installed TypeScript SDK, and
+    /// the Node that runs it; without them the clients row is left out.
+    pub ts_client: Option<(PathBuf, PathBuf)>,
     pub out: PathBuf,
     pub quick: bool,
     /// The sections to run; empty means all of them.
@@ -64,6 +69,8 @@ pub enum Section {
     Startup,
     /// 7: one plugin must not hurt the host or another.
     Hardening,
+    /// 8: the TypeScript SDK client on one session.
+    Clients,
 }
 
 impl BenchOptions {
@@ -106,6 +113,11 @@ pub async fn run(options: BenchOptions) -> anyhow::Result<()> {
     }
     if options.runs(Section::Hardening) {
         hardening::section(&options, &work, &benchtool, duration, &mut report)?;
+    }
+    if options.runs(Section::Clients)
+        && let Some((node, script)) = &options.ts_client
+    {
+        clients(&options, &work, node, script, &mut report)?;
     }
 
     println!("| section | measure | value |\n| --- | --- | --- |");
@@ -227,6 +239,47 @@ fn http(
             ),
         );
     }
+    Ok(())
+}
+
+/// Section 8: the TypeScript SDK client's `tools/call` on one session and
+/// one-shot, median of each.
+fn clients(
+    options: &BenchOptions,
+    work: &Path,
+    node: &Path,
+    script: &Path,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let dir = work.join("clients");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::copy(&options.echo, dir.join("echo.wasm"))?;
+    let server = Spawned::serve(&dir, &work.join("cache-clients"), &[])?;
+    let calls = if options.quick { "20" } else { "500" };
+    let output = Command::new(node)
+        .arg(script)
+        .args(["latency", &format!("http://{}/mcp", server.address), calls])
+        .output()?;
+    anyhow::ensure!(
+        output.status.success(),
+        "the TypeScript client failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let measured: Value = serde_json::from_slice(&output.stdout)?;
+    let session = measured["sessionP50Ms"].as_f64().unwrap_or(f64::NAN);
+    let one_shot = measured["oneShotP50Ms"].as_f64().unwrap_or(f64::NAN);
+    report.record(
+        "TypeScript SDK",
+        "tools/call p50 ms, session / one-shot",
+        json!([session, one_shot]),
+        format!("{session:.2} / {one_shot:.2}"),
+    );
+    report.record(
+        "TypeScript SDK",
+        "session p50 / one-shot p50",
+        json!(session / one_shot),
+        format!("{:.2}x", session / one_shot),
+    );
     Ok(())
 }
 
