@@ -124,7 +124,10 @@ fn python_sdk_client_in_default_and_legacy_mode_over_stdio() {
 fn inspector(url: &str, home: &std::path::Path, args: &[&str]) -> Value {
     let mut command = Command::new(support::node22());
     command
-        .arg(support::node_modules().join("@modelcontextprotocol/inspector/clients/launcher/build/index.js"))
+        .arg(
+            support::node_modules()
+                .join("@modelcontextprotocol/inspector/clients/launcher/build/index.js"),
+        )
         .args(["--cli", url])
         .args(args)
         // The Inspector keeps a catalog in the home folder.
@@ -153,7 +156,10 @@ fn inspector_cli_lists_and_calls_over_http() {
         .iter()
         .filter_map(|tool| tool["name"].as_str())
         .collect();
-    assert!(names.contains(&"echo") && names.contains(&"add"), "{names:?}");
+    assert!(
+        names.contains(&"echo") && names.contains(&"add"),
+        "{names:?}"
+    );
     let added = inspector(
         &url,
         home.path(),
@@ -167,7 +173,11 @@ fn inspector_cli_lists_and_calls_over_http() {
             "b=3",
         ],
     );
-    assert_eq!(added["structuredContent"]["result"].as_f64(), Some(5.0), "{added}");
+    assert_eq!(
+        added["structuredContent"]["result"].as_f64(),
+        Some(5.0),
+        "{added}"
+    );
     assert_eq!(added["isError"], false);
 }
 

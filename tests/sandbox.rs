@@ -7,12 +7,12 @@ mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{Server, assert_envelope, drop_in, example, fixture, plugin_dir};
+use support::{Bystander, Server, assert_envelope, drop_in, example, fixture, plugin_dir};
 
 /// Deadlines must be enforced: a contained call ends within its limit plus
 /// this margin. A correctness bound (the limit holds), not a speed goal.
@@ -38,39 +38,7 @@ fn hostile_plugins_are_contained_while_others_keep_answering() {
     let server = Server::start(dir.path(), &["--timeout-ms", "1000"]);
 
     // Another plugin answers throughout.
-    let stop = Arc::new(AtomicBool::new(false));
-    let served = Arc::new(AtomicUsize::new(0));
-    let failures = Arc::new(Mutex::new(Vec::new()));
-    let bystander = {
-        let (stop, served, failures, base) = (
-            stop.clone(),
-            served.clone(),
-            failures.clone(),
-            server.base.clone(),
-        );
-        std::thread::spawn(move || {
-            let agent: ureq::Agent = ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .build()
-                .into();
-            while !stop.load(Ordering::Relaxed) {
-                match agent
-                    .post(format!("{base}/tools/echo"))
-                    .send(r#"{"text":"calm"}"#)
-                {
-                    Ok(mut response) => {
-                        let body = response.body_mut().read_to_string().unwrap_or_default();
-                        if response.status() != 200 || !body.contains("calm") {
-                            failures.lock().unwrap().push(body);
-                        }
-                    }
-                    Err(error) => failures.lock().unwrap().push(error.to_string()),
-                }
-                served.fetch_add(1, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        })
-    };
+    let bystander = Bystander::start(&server);
 
     let cases: &[(&str, u16, &str)] = &[
         ("spin", 504, "TOOL_TIMEOUT"),
@@ -122,14 +90,7 @@ fn hostile_plugins_are_contained_while_others_keep_answering() {
         s.log().contains("outbound HTTP denied")
     });
 
-    stop.store(true, Ordering::Relaxed);
-    bystander.join().unwrap();
-    assert!(served.load(Ordering::Relaxed) > 10, "the bystander ran");
-    assert_eq!(
-        *failures.lock().unwrap(),
-        Vec::<String>::new(),
-        "other plugins keep answering"
-    );
+    bystander.assert_unharmed();
 
     // Memory stays bounded: every hostile call's memory is gone.
     let rss = resident_kib(server.pid());

@@ -374,7 +374,8 @@ fn check_uri(uri: &str) -> Result<(), String> {
     }
 }
 
-fn json_kind(value: &Value) -> &'static str {
+/// A JSON value's kind, for error sentences ("not an array").
+pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -15,6 +15,8 @@
 
 use serde_json::{Value, json};
 
+use crate::envelope::json_kind as kind;
+
 pub(crate) const PARSE_ERROR: i64 = -32700;
 pub(crate) const INVALID_REQUEST: i64 = -32600;
 pub(crate) const INVALID_PARAMS: i64 = -32602;
@@ -145,18 +147,6 @@ pub(crate) fn check(message: &Value) -> Result<(), Rejection> {
         }
     }
     Ok(())
-}
-
-/// A JSON value's kind, for error sentences.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
