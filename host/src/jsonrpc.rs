@@ -164,6 +164,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{}}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"s1","error":{"code":-1,"message":"declined"}}"#,
             r#"{"jsonrpc":"2.0","id":-9223372036854775808,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
@@ -183,6 +184,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":1}"#,
         ] {
