@@ -135,7 +135,7 @@ fn bad_files_are_rejected_with_reasons_and_lose_nothing() {
     drop_in(&fixture("dupes"), dir.path(), "dupes.wasm");
 
     let reason = |id: &str| {
-        server.wait_for(id, |s| s.plugin(id).is_some());
+        server.wait_for(id, |s| s.settled_plugin(id).is_some());
         let plugin = server.plugin(id).unwrap();
         assert_eq!(plugin["state"], "rejected", "{plugin}");
         plugin["reason"].as_str().unwrap().to_string()
