@@ -57,7 +57,7 @@ plugins: target
 target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
-lint:
+lint: target
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cd plugins && cargo fmt --all -- --check && cargo clippy --target wasm32-wasip2 -- -D warnings
