@@ -127,6 +127,16 @@ fn every_mcp_failure_is_a_json_rpc_error() {
             .contains("Parse error")
     );
 
+    // `"params": null` is no params, as some clients send it.
+    let null_params = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":null}"#;
+    let answer = mcp(&server, "POST", null_params, "");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert!(
+        answer.json()["result"]["tools"].is_array(),
+        "{}",
+        answer.body
+    );
+
     let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
     // Refusals rmcp makes itself, once plain text.
     let html = raw(
@@ -241,6 +251,9 @@ fn bad_tools_call_params_are_invalid_params_over_stdio() {
     }
     send("not json at all");
     assert_eq!(read()["error"]["code"], -32700);
+    // A malformed notification gets no answer at all: the next line read
+    // is the answer to the call after it.
+    send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":[1]}"#);
     // A good call still works on the same connection.
     send(
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ok"}}}"#,
@@ -371,6 +384,7 @@ fn connections_past_the_cap_are_refused_with_json() {
     );
     assert_eq!(refused.status, 503, "{}", refused.body);
     assert_eq!(refused.json()["error"]["code"], "BUSY");
+    assert_eq!(refused.json()["success"], false);
     // The held connections time out, and the server answers again.
     server.wait_for("the held connections to time out", |s| {
         raw(
@@ -403,4 +417,28 @@ fn host_checks_follow_the_http_rules() {
     );
     assert_eq!(twice.status, 400, "{}", twice.body);
     assert_eq!(twice.json()["error"]["code"], "INVALID_REQUEST");
+
+    // On /mcp the same rules hold, rmcp's own Host check included, and a
+    // refusal is a JSON-RPC error.
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let through_proxy = raw(
+        &server,
+        &format!(
+            "POST http://127.0.0.1/mcp HTTP/1.1\r\nHost: proxy.example\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{list}",
+            list.len()
+        ),
+    );
+    assert_eq!(through_proxy.status, 200, "{}", through_proxy.body);
+    let evil = raw(
+        &server,
+        &format!(
+            "POST http://evil.example/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{list}",
+            list.len()
+        ),
+    );
+    evil.rpc_error(403, -32600);
 }

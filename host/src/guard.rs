@@ -10,12 +10,15 @@
 //! - An optional bearer token: with `--token`, every route but `/health`
 //!   needs `Authorization: Bearer <token>`. Refused with 401.
 //!
-//! Refusals are the usual JSON envelope.
+//! Refusals are the usual JSON envelope, or on `/mcp` a JSON-RPC error
+//! object. After the checks, an absolute-form target's host replaces the
+//! Host header, so that every handler (rmcp checks Host again) sees the host
+//! that was checked.
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -34,12 +37,14 @@ pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 pub async fn check(
     State(settings): State<Arc<GuardSettings>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
+    let mcp = request.uri().path() == "/mcp";
     let headers = request.headers();
     if headers.get_all(header::HOST).iter().count() > 1 {
         return refuse(
+            mcp,
             ErrorCode::InvalidRequest,
             "the request has more than one Host header".into(),
         );
@@ -49,15 +54,18 @@ pub async fn check(
     let target_host = request
         .uri()
         .authority()
-        .map(|authority| authority.as_str());
-    if let Err(message) = check_host_and_origin(target_host, headers, &settings.allowed_hosts) {
-        return refuse(ErrorCode::Forbidden, message);
+        .map(|authority| authority.as_str().to_string());
+    if let Err(message) =
+        check_host_and_origin(target_host.as_deref(), headers, &settings.allowed_hosts)
+    {
+        return refuse(mcp, ErrorCode::Forbidden, message);
     }
     if let Some(token) = &settings.token
         && request.uri().path() != "/health"
         && !bearer_matches(headers, token)
     {
         let mut response = refuse(
+            mcp,
             ErrorCode::Unauthorized,
             "this server needs Authorization: Bearer <token>".into(),
         );
@@ -66,10 +74,25 @@ pub async fn check(
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return response;
     }
+    // What was checked is what the handlers see: rmcp checks Host again.
+    if let Some(host) = target_host.and_then(|host| HeaderValue::from_str(&host).ok()) {
+        request.headers_mut().insert(header::HOST, host);
+    }
     next.run(request).await
 }
 
-fn refuse(code: ErrorCode, message: String) -> Response {
+/// A refusal: the JSON envelope, or on `/mcp` a JSON-RPC error object
+/// (-32600) with the same status, so that MCP clients read it as one.
+fn refuse(mcp: bool, code: ErrorCode, message: String) -> Response {
+    if mcp {
+        let status = StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+        let body = crate::jsonrpc::error_response(
+            serde_json::Value::Null,
+            crate::jsonrpc::INVALID_REQUEST,
+            &message,
+        );
+        return (status, axum::Json(body)).into_response();
+    }
     Envelope::host_error(code, message, None).into_response()
 }
 

@@ -22,7 +22,7 @@ use std::time::Duration;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
@@ -89,22 +89,33 @@ pub async fn serve(
 }
 
 /// Answers a connection past the cap with 503 and closes it, without
-/// reading its request.
+/// parsing its request. What the client sent is read and dropped (briefly,
+/// and bounded) before closing: closing a socket with unread data makes the
+/// kernel send a reset, and the client would see that instead of the 503.
 async fn refuse(mut stream: TcpStream, max_connections: usize) {
     let envelope = Envelope::host_error(
         ErrorCode::Busy,
         format!("the server already has its maximum of {max_connections} connections open"),
         Some(serde_json::json!({ "maxConnections": max_connections, "retryAfterMs": 1000 })),
     );
-    let body = serde_json::to_string(&envelope).unwrap_or_default();
+    let body = crate::rest::http_body(&envelope).to_string();
     let response = format!(
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    let write = async {
+    let answer = async {
         stream.write_all(response.as_bytes()).await?;
-        stream.shutdown().await
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        let mut drained = 0;
+        while drained < 64 * 1024 {
+            match stream.read(&mut sink).await? {
+                0 => break,
+                read => drained += read,
+            }
+        }
+        Ok::<_, std::io::Error>(())
     };
-    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), answer).await;
 }

@@ -11,7 +11,7 @@
 //! | --- | --- |
 //! | not JSON | -32700 parse error |
 //! | a batch (an array), not an object, no `"jsonrpc": "2.0"`, an `id` that is not a string or a 64-bit integer, neither a method nor a result/error | -32600 invalid request |
-//! | `params` not an object; `tools/call` without params, without a string `name`, or with `arguments` that are not an object | -32602 invalid params |
+//! | `params` not an object (`null` counts as absent); `tools/call` without params, without a string `name`, or with `arguments` that are not an object or `null` | -32602 invalid params |
 
 use serde_json::{Value, json};
 
@@ -37,6 +37,15 @@ impl Rejection {
             code,
             message: message.into(),
         }
+    }
+
+    /// A message larger than the transport accepts.
+    pub fn too_large(limit: usize) -> Self {
+        Rejection::new(
+            Value::Null,
+            INVALID_REQUEST,
+            format!("Invalid Request: the message is larger than {limit} bytes"),
+        )
     }
 
     /// The JSON-RPC error response.
@@ -105,7 +114,9 @@ pub(crate) fn check(message: &Value) -> Result<(), Rejection> {
             ));
         }
     };
-    let params = object.get("params");
+    // `null` means absent, as rmcp reads it (some clients send
+    // `"params": null` for methods without params).
+    let params = object.get("params").filter(|params| !params.is_null());
     let invalid_params = |problem: String| {
         Rejection::new(
             id.clone(),
@@ -139,6 +150,7 @@ pub(crate) fn check(message: &Value) -> Result<(), Rejection> {
         }
         if let Some(arguments) = params.get("arguments")
             && !arguments.is_object()
+            && !arguments.is_null()
         {
             return Err(invalid_params(format!(
                 "arguments must be an object of named values, not {}",
@@ -168,6 +180,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":-9223372036854775808,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":null}}"#,
         ] {
             assert_eq!(code(text), None, "{text}");
         }
@@ -193,6 +207,7 @@ mod tests {
         for text in [
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[1]}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":1}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":[1]}}"#,

@@ -18,14 +18,13 @@
 //!   session service;
 //! - answers an unknown session with 404 and a JSON-RPC error, DELETE of an
 //!   open session with 204, and `initialize` past `--max-sessions` with 503;
-//! - closes sessions idle for `--session-idle-secs` (rmcp keeps an expired
-//!   session's entry forever);
+//! - sets rmcp's session keep-alive from `--session-idle-secs`: a session
+//!   with no traffic either way for that long ends, and rmcp removes it;
 //! - turns every plain-text refusal of rmcp (406, 415, 405, 400) into a
 //!   JSON-RPC error object with `Content-Type: application/json`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -61,8 +60,6 @@ struct Services {
     sessions: McpService,
     oneshot: McpService,
     manager: Arc<LocalSessionManager>,
-    /// When each open session last sent a request, for the idle reaper.
-    last_seen: Mutex<HashMap<String, Instant>>,
     max_body_bytes: usize,
     max_sessions: usize,
 }
@@ -74,8 +71,8 @@ pub struct McpHttpSettings {
     /// How many sessions may be open at once; `initialize` past it is
     /// refused with HTTP 503.
     pub max_sessions: usize,
-    /// A session that sends no request for this long is closed and its
-    /// memory released.
+    /// A session with no traffic either way for this long is closed and
+    /// its memory released (rmcp's session keep-alive).
     pub session_idle: Duration,
     /// Cancelled at shutdown: ends every session's open streams.
     pub shutdown: CancellationToken,
@@ -104,15 +101,9 @@ pub fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> Router {
         sessions: service(true),
         oneshot: service(false),
         manager: manager.clone(),
-        last_seen: Mutex::new(HashMap::new()),
         max_body_bytes: settings.max_body_bytes,
         max_sessions: settings.max_sessions,
     });
-    tokio::spawn(reap_idle_sessions(
-        Arc::downgrade(&services),
-        settings.session_idle,
-        settings.shutdown.clone(),
-    ));
     Router::new()
         .route("/mcp", any(dispatch))
         .with_state(services)
@@ -122,10 +113,7 @@ async fn dispatch(State(services): State<Arc<Services>>, request: Request) -> Re
     let response = match *request.method() {
         Method::POST => post(&services, request).await,
         Method::DELETE => delete(&services, request).await,
-        _ => {
-            services.touch(&request);
-            forward(&services.sessions, request).await
-        }
+        _ => forward(&services.sessions, request).await,
     };
     as_json_rpc_error(response).await
 }
@@ -193,22 +181,12 @@ async fn post(services: &Services, request: Request) -> Response {
         }
     }
     let request = Request::from_parts(parts, Body::from(bytes));
-    services.touch(&request);
     let target = if session.is_none() && is_lone_request(&message) {
         &services.oneshot
     } else {
         &services.sessions
     };
-    let response = forward(target, request).await;
-    if initialize
-        && let Some(id) = response.headers().get(SESSION_HEADER)
-        && let Ok(id) = id.to_str()
-    {
-        services
-            .lock_last_seen()
-            .insert(id.to_string(), Instant::now());
-    }
-    response
+    forward(target, request).await
 }
 
 /// Ends a session: 204 when it was open, 404 when there is no such session.
@@ -235,67 +213,10 @@ async fn delete(services: &Services, request: Request) -> Response {
         return session_not_found(Value::Null);
     }
     let response = forward(&services.sessions, request).await;
-    services.lock_last_seen().remove(&id);
     if response.status() == StatusCode::ACCEPTED {
         return StatusCode::NO_CONTENT.into_response();
     }
     response
-}
-
-impl Services {
-    fn lock_last_seen(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
-        self.last_seen.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Notes a request on a session, for the idle reaper.
-    fn touch(&self, request: &Request) {
-        if let Some(id) = request
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|id| id.to_str().ok())
-        {
-            let mut last_seen = self.lock_last_seen();
-            if let Some(seen) = last_seen.get_mut(id) {
-                *seen = Instant::now();
-            }
-        }
-    }
-}
-
-/// Closes sessions that sent no request for `idle`, releasing what they
-/// hold. rmcp ends an idle session's worker by itself but keeps its entry,
-/// so without this every expired session would stay in memory.
-async fn reap_idle_sessions(
-    services: std::sync::Weak<Services>,
-    idle: Duration,
-    shutdown: CancellationToken,
-) {
-    let period = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(period) => {}
-        }
-        let Some(services) = services.upgrade() else {
-            return;
-        };
-        let expired: Vec<String> = {
-            let mut last_seen = services.lock_last_seen();
-            let expired: Vec<String> = last_seen
-                .iter()
-                .filter(|(_, seen)| seen.elapsed() >= idle)
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in &expired {
-                last_seen.remove(id);
-            }
-            expired
-        };
-        for id in expired {
-            tracing::debug!(session = %id, "closing an idle MCP session");
-            let _ = services.manager.close_session(&id.into()).await;
-        }
-    }
 }
 
 fn session_not_found(id: Value) -> Response {

@@ -64,17 +64,21 @@ fn json_response(status: u16, body: &impl serde::Serialize) -> Response {
 /// REST response; the MCP result keeps MCP's own shape.
 impl IntoResponse for Envelope {
     fn into_response(self) -> Response {
-        let status = self.http_status();
-        let mut body = serde_json::to_value(&self).unwrap_or_default();
-        if let Some(object) = body.as_object_mut() {
-            object.insert("success".into(), json!(!self.is_error));
-            object.insert(
-                "timestamp".into(),
-                json!(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()),
-            );
-        }
-        json_response(status, &body)
+        json_response(self.http_status(), &http_body(&self))
     }
+}
+
+/// The envelope as HTTP answers carry it: with `success` and `timestamp`.
+pub(crate) fn http_body(envelope: &Envelope) -> Value {
+    let mut body = serde_json::to_value(envelope).unwrap_or_default();
+    if let Some(object) = body.as_object_mut() {
+        object.insert("success".into(), json!(!envelope.is_error));
+        object.insert(
+            "timestamp".into(),
+            json!(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()),
+        );
+    }
+    body
 }
 
 /// `ok`, or `degraded` while some plugin file is rejected (a newer version
