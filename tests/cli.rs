@@ -118,6 +118,9 @@ fn list_shows_plugins_states_and_tools() {
         text.contains("broken") && text.contains("rejected"),
         "{text}"
     );
+    // The rejection's reason is printed under it (#10: a rejected update
+    // is not silent).
+    assert!(text.contains("reason: "), "{text}");
 
     let json = toolhost(&["list", "--json"], dir.path()).output().unwrap();
     let report = stdout_json(&json);
