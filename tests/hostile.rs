@@ -368,6 +368,38 @@ fn resident_mib(pid: u32) -> f64 {
     kib / 1024.0
 }
 
+/// The five mappings of `pid` with the most resident memory, to say what
+/// holds it when the memory test fails.
+fn largest_mappings(pid: u32) -> String {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut mappings: Vec<(u64, String)> = Vec::new();
+    let mut header = String::new();
+    for line in smaps.lines() {
+        if let Some(kib) = line.strip_prefix("Rss:") {
+            let kib = kib
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .unwrap_or(0);
+            mappings.push((kib, header.clone()));
+        } else if line
+            .split_whitespace()
+            .next()
+            .is_some_and(|f| !f.ends_with(':'))
+        {
+            header = line.to_string();
+        }
+    }
+    mappings.sort_by(|a, b| b.0.cmp(&a.0));
+    mappings
+        .iter()
+        .take(5)
+        .map(|(kib, header)| format!("{kib:>8} KiB  {header}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Compiling and listing a large component allocates hundreds of MiB on
 /// short-lived threads, and the compiler keeps working memory sized by the
 /// largest function it has compiled; once the plugin is removed, the host
@@ -398,7 +430,8 @@ fn memory_returns_near_its_baseline_after_a_large_plugin_is_removed() {
     assert!(
         after - baseline < 50.0,
         "resident memory: {baseline:.0} MiB before, {loaded:.0} MiB loaded, \
-         {after:.0} MiB after removal"
+         {after:.0} MiB after removal; largest mappings:\n{}",
+        largest_mappings(server.pid())
     );
     let response = server.call("echo", json!({"text": "still here"}));
     assert_eq!(response.json["content"][0]["text"], "still here");

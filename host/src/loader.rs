@@ -30,6 +30,24 @@ pub struct LoadedPlugin {
     pub permits: Arc<tokio::sync::Semaphore>,
     pub max_concurrent: usize,
     pub tools: Vec<Arc<Tool>>,
+    /// Declared last, so dropped last: see [`ReleaseOnDrop`].
+    pub _release: ReleaseOnDrop,
+}
+
+/// Gives freed heap memory back to the kernel when the plugin that holds
+/// it is finally dropped. Fields drop in declaration order, so this runs
+/// after the compiled code, its metadata and the tool list are freed,
+/// whichever thread lets go of the last reference (a registry swap, an
+/// in-flight call finishing on the old version). Trimming at the swap
+/// instead raced with that last reference and could leave a removed
+/// large plugin's memory with the allocator.
+#[derive(Default)]
+pub struct ReleaseOnDrop;
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        crate::runtime::release_free_memory();
+    }
 }
 
 /// The identity of one version of a plugin: the SHA-256 of its bytes and
@@ -167,6 +185,7 @@ pub async fn load(
         max_concurrent,
         grants: Arc::new(grants),
         tools: tools.into_iter().map(Arc::new).collect(),
+        _release: ReleaseOnDrop,
     })
 }
 

@@ -269,6 +269,7 @@ fn init_logging(default_level: &str) {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    runtime::configure_allocator();
     let cli = Cli::parse();
     let quiet = !matches!(cli.command, Command::Serve(_) | Command::Bench { .. });
     // rmcp logs every session and notification at info: too chatty for a
