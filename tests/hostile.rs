@@ -391,7 +391,7 @@ fn largest_mappings(pid: u32) -> String {
             header = line.to_string();
         }
     }
-    mappings.sort_by(|a, b| b.0.cmp(&a.0));
+    mappings.sort_by_key(|m| std::cmp::Reverse(m.0));
     mappings
         .iter()
         .take(5)
