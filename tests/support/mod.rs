@@ -21,8 +21,17 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The `toolhost` binary under test: cargo's own for the host's tests; for
+/// the bench crate's, the debug build `make bench-check` makes first.
 pub fn toolhost_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_toolhost")
+    static BIN: OnceLock<String> = OnceLock::new();
+    BIN.get_or_init(|| match option_env!("CARGO_BIN_EXE_toolhost") {
+        Some(bin) => bin.to_string(),
+        None => repo_root()
+            .join("target/debug/toolhost")
+            .display()
+            .to_string(),
+    })
 }
 
 /// A compile cache shared by every test, so each plugin is compiled once per

@@ -28,13 +28,13 @@ use wasmtime::component::Component;
 const TRAILER_MAGIC: &[u8; 8] = b"THCACHE1";
 const TRAILER_BYTES: usize = 32 + TRAILER_MAGIC.len();
 
-pub struct ArtifactCache {
+pub(crate) struct ArtifactCache {
     dir: PathBuf,
     engine_key: String,
 }
 
 impl ArtifactCache {
-    pub fn open(dir: &Path, engine: &Engine) -> anyhow::Result<Self> {
+    pub(crate) fn open(dir: &Path, engine: &Engine) -> anyhow::Result<Self> {
         create_private_dir(dir)
             .with_context(|| format!("cannot create cache folder {}", dir.display()))?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -53,7 +53,7 @@ impl ArtifactCache {
     /// The cached compilation of the component with this content hash, if
     /// there is a usable one. A damaged entry is removed and reported as a
     /// miss, so the caller compiles afresh.
-    pub fn load(&self, engine: &Engine, content_hash: &str) -> Option<Component> {
+    pub(crate) fn load(&self, engine: &Engine, content_hash: &str) -> Option<Component> {
         let path = self.entry_path(content_hash);
         let mut bytes = Vec::new();
         match std::fs::File::open(&path).and_then(|mut file| file.read_to_end(&mut bytes)) {
@@ -106,7 +106,7 @@ impl ArtifactCache {
 
     /// Stores a compiled artifact. A failure to write is logged, never
     /// fatal: the caller has the artifact either way.
-    pub fn store(&self, content_hash: &str, artifact: &[u8]) {
+    pub(crate) fn store(&self, content_hash: &str, artifact: &[u8]) {
         let path = self.entry_path(content_hash);
         let trailer = self.trailer(content_hash, artifact);
         if let Err(error) = write_atomically(&path, &[artifact, &trailer]) {

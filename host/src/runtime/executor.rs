@@ -31,7 +31,7 @@ use std::time::Duration;
 use wasmtime::Engine;
 
 /// How long a call waits for a free slot before it is refused as busy.
-pub const QUEUE_WAIT: Duration = Duration::from_millis(250);
+pub(crate) const QUEUE_WAIT: Duration = Duration::from_millis(250);
 
 /// How often the epoch advances while calls run: the granularity of
 /// deadlines and of cancellation.
@@ -42,7 +42,7 @@ const GUEST_NICE: i32 = 10;
 
 /// Why the executor did not run a job.
 #[derive(Debug)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// Every slot was taken for the whole wait.
     Busy { max_calls: usize },
     /// The job panicked (a host bug, never a guest trap).
@@ -60,10 +60,10 @@ pub(crate) struct Executor {
 /// Set when the caller of a job has gone away; the job's epoch callback
 /// reads it and interrupts the guest.
 #[derive(Clone, Default)]
-pub struct Cancel(Arc<AtomicBool>);
+pub(crate) struct Cancel(Arc<AtomicBool>);
 
 impl Cancel {
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
 }
@@ -78,7 +78,7 @@ impl Drop for CancelOnDrop {
 }
 
 impl Executor {
-    pub fn new(max_calls: usize, engine: &Engine) -> std::io::Result<Self> {
+    pub(crate) fn new(max_calls: usize, engine: &Engine) -> std::io::Result<Self> {
         let max_calls = max_calls.max(1);
         let guests = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -98,13 +98,13 @@ impl Executor {
         })
     }
 
-    pub fn max_calls(&self) -> usize {
+    pub(crate) fn max_calls(&self) -> usize {
         self.max_calls
     }
 
     /// Runs `job` on a guest thread once a slot is free, and waits for it.
     /// If this future is dropped, the job's [`Cancel`] is set.
-    pub async fn run<F, Fut, T>(&self, job: F) -> Result<T, Refusal>
+    pub(crate) async fn run<F, Fut, T>(&self, job: F) -> Result<T, Refusal>
     where
         F: FnOnce(Cancel) -> Fut + Send + 'static,
         Fut: Future<Output = T>,

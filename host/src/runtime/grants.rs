@@ -14,23 +14,23 @@ use super::Limits;
 #[derive(Debug, Clone)]
 pub struct Grants {
     /// Environment variables, already resolved to values.
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
     /// Values for the `config` import.
-    pub config: BTreeMap<String, String>,
-    pub dirs: Vec<DirGrant>,
+    pub(crate) config: BTreeMap<String, String>,
+    pub(crate) dirs: Vec<DirGrant>,
     /// Where outbound HTTP may go; empty means nowhere.
-    pub http_allow: Arc<Vec<OriginPattern>>,
-    pub limits: Limits,
+    pub(crate) http_allow: Arc<Vec<OriginPattern>>,
+    pub(crate) limits: Limits,
     /// Instruction budget per call (wasmtime fuel); `None` is unlimited.
-    pub fuel: Option<u64>,
+    pub(crate) fuel: Option<u64>,
     /// Calls allowed to run at once; `None` is unlimited.
-    pub max_concurrent: Option<usize>,
+    pub(crate) max_concurrent: Option<usize>,
 }
 
 impl Grants {
     /// The grants of a plugin without a policy: nothing, and the host's
     /// default limits.
-    pub fn none(limits: Limits) -> Self {
+    pub(crate) fn none(limits: Limits) -> Self {
         Grants {
             env: Vec::new(),
             config: BTreeMap::new(),
@@ -45,25 +45,25 @@ impl Grants {
 
 /// A host directory visible to the plugin at `guest`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DirGrant {
-    pub host: PathBuf,
-    pub guest: String,
-    pub writable: bool,
+pub(crate) struct DirGrant {
+    pub(crate) host: PathBuf,
+    pub(crate) guest: String,
+    pub(crate) writable: bool,
 }
 
 /// `scheme://host[:port]`; a port of `None` matches any port, and a host of
 /// `*.example.com` matches its subdomains (not `example.com` itself).
 #[derive(Debug, Clone, PartialEq)]
-pub struct OriginPattern {
-    pub scheme: String,
-    pub host: String,
-    pub port: Option<u16>,
+pub(crate) struct OriginPattern {
+    pub(crate) scheme: String,
+    pub(crate) host: String,
+    pub(crate) port: Option<u16>,
 }
 
 impl OriginPattern {
     /// Parses `http://127.0.0.1:8080`, `https://api.example.com`,
     /// `https://*.example.com:*`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let bad = || format!("{text:?} is not scheme://host[:port] (port may be *)");
         let (scheme, rest) = text.split_once("://").ok_or_else(bad)?;
         let scheme = scheme.to_ascii_lowercase();
@@ -88,7 +88,7 @@ impl OriginPattern {
         })
     }
 
-    pub fn matches(&self, scheme: &str, host: &str, port: u16) -> bool {
+    pub(crate) fn matches(&self, scheme: &str, host: &str, port: u16) -> bool {
         let host = host.trim_matches(['[', ']']).to_ascii_lowercase();
         let host_matches = match self.host.strip_prefix("*.") {
             Some(domain) => host.ends_with(&format!(".{domain}")),
@@ -103,9 +103,9 @@ impl OriginPattern {
 /// The outbound-HTTP hook of one call: requests to an allowed origin are
 /// sent; any other is refused with `HTTP-request-denied` inside the plugin
 /// and logged.
-pub struct HttpAllowlist {
-    pub plugin: Arc<str>,
-    pub allow: Arc<Vec<OriginPattern>>,
+pub(crate) struct HttpAllowlist {
+    pub(crate) plugin: Arc<str>,
+    pub(crate) allow: Arc<Vec<OriginPattern>>,
 }
 
 type SendResult = wasmtime_wasi_http::Result<(

@@ -25,6 +25,7 @@
 mod cache;
 mod client;
 mod executor;
+mod failure;
 mod grants;
 mod sandbox;
 
@@ -37,9 +38,11 @@ use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
 
 use self::cache::ArtifactCache;
 pub use self::client::{CallClient, ClientChannel, LogLevel};
-pub use self::executor::QUEUE_WAIT;
+pub(crate) use self::executor::QUEUE_WAIT;
 use self::executor::{Cancel, Executor, Refusal};
-pub use self::grants::{DirGrant, Grants, OriginPattern};
+pub use self::failure::{CallFailure, CompileError};
+pub use self::grants::Grants;
+pub(crate) use self::grants::{DirGrant, OriginPattern};
 use self::sandbox::Sandbox;
 
 mod bindings {
@@ -67,47 +70,6 @@ pub struct Limits {
     pub memory_bytes: usize,
 }
 
-/// Why a call did not produce the plugin's answer.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CallFailure {
-    /// It ran past its deadline.
-    Timeout(Duration),
-    /// It used up its instruction budget (fuel).
-    OutOfFuel { fuel: u64 },
-    /// It returned values the component model refuses to lift (a string
-    /// that is not UTF-8).
-    InvalidOutput(String),
-    /// It tried to grow memory past the cap.
-    OutOfMemory { cap_bytes: usize },
-    /// It trapped. `reason` is wasmtime's description of the trap;
-    /// `stderr` the tail of what the plugin printed (a panic message, say).
-    Trapped { reason: String, stderr: String },
-    /// Every call slot of the host stayed taken for the whole queue wait.
-    Busy { max_calls: usize },
-    /// The host or the plugin's policy, not the plugin, failed: a granted
-    /// directory that cannot be opened, say.
-    Host(String),
-}
-
-impl std::fmt::Display for CallFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CallFailure::Timeout(limit) => write!(f, "ran past its {limit:?} deadline"),
-            CallFailure::OutOfFuel { fuel } => write!(f, "used up its budget of {fuel} fuel"),
-            CallFailure::InvalidOutput(reason) => write!(f, "returned an invalid result: {reason}"),
-            CallFailure::OutOfMemory { cap_bytes } => {
-                write!(f, "tried to use more than its {cap_bytes}-byte memory cap")
-            }
-            CallFailure::Trapped { reason, .. } => write!(f, "trapped: {reason}"),
-            CallFailure::Busy { max_calls } => write!(
-                f,
-                "could not start: the host is already running its maximum of {max_calls} calls"
-            ),
-            CallFailure::Host(reason) => write!(f, "could not run: {reason}"),
-        }
-    }
-}
-
 /// A component compiled and linked, ready to be instantiated per call.
 /// Cloning it is cheap (the compiled code is shared).
 #[derive(Clone)]
@@ -116,7 +78,7 @@ pub struct CompiledPlugin {
     name: Arc<str>,
     pre: PluginPre<Sandbox>,
     /// Whether the compiled code came from the on-disk cache.
-    pub from_cache: bool,
+    pub(crate) from_cache: bool,
 }
 
 pub struct Runtime {
@@ -184,9 +146,6 @@ impl Runtime {
         }))
     }
 
-    /// Compiles (or loads from the cache) and links a component. Blocking
-    /// and CPU-heavy: call it off the async runtime's worker threads.
-    /// The error is a sentence saying exactly why the file is not a plugin.
     /// Compiles `wasm` to native code on a short-lived engine with this
     /// engine's settings. Cranelift keeps its per-thread compile contexts
     /// in the engine for reuse, sized by the largest function it has ever
@@ -198,13 +157,15 @@ impl Runtime {
         Engine::new(&self.compile_config)?.precompile_component(wasm)
     }
 
-    pub fn compile(
+    /// Compiles (or loads from the cache) and links a component. Blocking
+    /// and CPU-heavy: call it off the async runtime's worker threads.
+    pub(crate) fn compile(
         &self,
         name: &str,
         wasm: &[u8],
         content_hash: &str,
-    ) -> Result<CompiledPlugin, String> {
-        describe_header(wasm)?;
+    ) -> Result<CompiledPlugin, CompileError> {
+        check_header(wasm)?;
         let cached = self
             .cache
             .as_ref()
@@ -215,29 +176,22 @@ impl Runtime {
             None => {
                 let artifact = self
                     .precompile(wasm)
-                    .map_err(|e| format!("invalid component: {}", root_cause(&e)))?;
+                    .map_err(|e| CompileError::Invalid(root_cause(&e)))?;
                 if let Some(cache) = &self.cache {
                     cache.store(content_hash, &artifact);
                 }
                 // SAFETY: `artifact` was produced just above by an engine
                 // with this engine's exact settings.
                 unsafe { Component::deserialize(&self.engine, &artifact) }
-                    .map_err(|e| format!("invalid component: {}", root_cause(&e)))?
+                    .map_err(|e| CompileError::Invalid(root_cause(&e)))?
             }
         };
-        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| {
-            format!(
-                "the component needs an import toolhost does not provide: {}",
-                root_cause(&e)
-            )
-        })?;
-        let pre = PluginPre::new(instance_pre).map_err(|e| {
-            format!(
-                "the component does not implement the toolhost:plugin/tools@0.1.0 \
-                 interface (see wit/plugin.wit): {}",
-                root_cause(&e)
-            )
-        })?;
+        let instance_pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| CompileError::MissingImport(root_cause(&e)))?;
+        let pre =
+            PluginPre::new(instance_pre).map_err(|e| CompileError::NotAPlugin(root_cause(&e)))?;
         Ok(CompiledPlugin {
             name: name.into(),
             pre,
@@ -246,19 +200,19 @@ impl Runtime {
     }
 
     /// The grants of a plugin without a policy: nothing, default limits.
-    pub fn no_grants(&self) -> Grants {
+    pub(crate) fn no_grants(&self) -> Grants {
         Grants::none(self.limits)
     }
 
     /// How many calls run guest code at once.
-    pub fn max_calls(&self) -> usize {
+    pub(crate) fn max_calls(&self) -> usize {
         self.executor.max_calls()
     }
 
     /// Runs `list-tools` in a fresh instance, with no grants: describing
     /// tools needs nothing from outside. It runs on the executor like a
     /// call, under the same limits.
-    pub async fn list_tools(
+    pub(crate) async fn list_tools(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,
     ) -> Result<Vec<ToolSpec>, CallFailure> {
@@ -393,9 +347,9 @@ fn settle<T>(
 /// calls can never take the pool slots of another's. Generous for what
 /// toolchains emit: a Rust plugin has 1 memory and a few core instances;
 /// componentize-py and componentize-js components stay well below too.
-pub const MAX_CORE_INSTANCES_PER_COMPONENT: u32 = 50;
-pub const MAX_MEMORIES_PER_COMPONENT: u32 = 4;
-pub const MAX_TABLES_PER_COMPONENT: u32 = 32;
+pub(crate) const MAX_CORE_INSTANCES_PER_COMPONENT: u32 = 50;
+pub(crate) const MAX_MEMORIES_PER_COMPONENT: u32 = 4;
+pub(crate) const MAX_TABLES_PER_COMPONENT: u32 = 32;
 
 /// How much of each pooled memory, table and stack is reset in place (and
 /// stays mapped) between calls; the rest is returned to the kernel.
@@ -433,19 +387,14 @@ fn pool_config(max_calls: u32) -> wasmtime::PoolingAllocationConfig {
 
 /// Checks the 8-byte preamble first, because wasmtime's own error for a core
 /// module or a random file is less helpful than a sentence naming the fix.
-fn describe_header(wasm: &[u8]) -> Result<(), String> {
+fn check_header(wasm: &[u8]) -> Result<(), CompileError> {
     const MAGIC: &[u8] = b"\0asm";
     const CORE_MODULE: [u8; 4] = [1, 0, 0, 0];
     if wasm.len() < 8 || &wasm[..4] != MAGIC {
-        return Err(format!(
-            "not a WebAssembly file ({} bytes, no \\0asm header)",
-            wasm.len()
-        ));
+        return Err(CompileError::NotWasm { bytes: wasm.len() });
     }
     if wasm[4..8] == CORE_MODULE {
-        return Err("a core WebAssembly module, not a component: build it for \
-                    wasm32-wasip2, or wrap it with `wasm-tools component new`"
-            .into());
+        return Err(CompileError::CoreModule);
     }
     Ok(())
 }
@@ -496,7 +445,7 @@ pub fn configure_allocator() {
 /// glibc keeps what they freed in its per-thread arenas for reuse, so the
 /// process would stay at its peak after the plugin is gone. Called after
 /// the registry changes (a load, a replacement, a removal): rare events.
-pub fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free pages of the allocator's own
     // arenas to the kernel; it touches no live allocation.

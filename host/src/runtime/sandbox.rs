@@ -22,27 +22,27 @@ use super::grants::{Grants, HttpAllowlist};
 /// How much of each of stdout and stderr one call may leave in the log.
 /// Beyond it, output is dropped (and the drop is counted), never an error:
 /// a chatty plugin must not fail because the host stopped listening.
-pub const LOG_CAPTURE_BYTES: usize = 16 * 1024;
+pub(crate) const LOG_CAPTURE_BYTES: usize = 16 * 1024;
 
 /// The data of a wasmtime `Store` for one call.
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     /// The client behind the call, for the `client` import.
-    pub client: super::client::CallClient,
+    pub(crate) client: super::client::CallClient,
     /// What the plugin's policy grants (read by the `config` import).
-    pub grants: Arc<Grants>,
+    pub(crate) grants: Arc<Grants>,
     wasi: WasiCtx,
     http: WasiHttpCtx,
     http_hooks: HttpAllowlist,
     table: ResourceTable,
-    pub limiter: MemoryCap,
-    pub stdout: LogCapture,
-    pub stderr: LogCapture,
+    pub(crate) limiter: MemoryCap,
+    pub(crate) stdout: LogCapture,
+    pub(crate) stderr: LogCapture,
 }
 
 impl Sandbox {
     /// A fresh sandbox for one call of `plugin`. Fails only if a granted
     /// directory can no longer be opened.
-    pub fn new(
+    pub(crate) fn new(
         plugin: Arc<str>,
         grants: Arc<Grants>,
         client: super::client::CallClient,
@@ -118,10 +118,10 @@ impl super::bindings::toolhost::plugin::config::Host for Sandbox {
 /// remembers a refusal, so that the trap that usually follows (a guest
 /// aborting on allocation failure) is reported as OUT_OF_MEMORY rather
 /// than as a generic trap.
-pub struct MemoryCap {
+pub(crate) struct MemoryCap {
     cap_bytes: usize,
     used_bytes: usize,
-    pub refused: bool,
+    pub(crate) refused: bool,
 }
 
 /// What one table element is counted as: a function reference is a
@@ -207,7 +207,7 @@ mod tests {
 /// A bounded buffer standing in for a plugin's stdout or stderr. Writes
 /// always succeed; bytes past [`LOG_CAPTURE_BYTES`] are counted and dropped.
 #[derive(Clone, Default)]
-pub struct LogCapture {
+pub(crate) struct LogCapture {
     inner: Arc<Mutex<Captured>>,
 }
 
@@ -227,7 +227,7 @@ impl LogCapture {
     }
 
     /// The captured text (lossily decoded) and how many bytes were dropped.
-    pub fn take(&self) -> (String, usize) {
+    pub(crate) fn take(&self) -> (String, usize) {
         let mut captured = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let text = String::from_utf8_lossy(&captured.bytes).into_owned();
         let dropped = captured.dropped;

@@ -1,0 +1,177 @@
+//! The one list of host error codes, and the one place that maps each code to
+//! an HTTP status, a JSON-RPC error code and a `toolhost call` exit status.
+//!
+//! Every front reports failures through [`ErrorCode`], so a given failure has
+//! the same code whether it came over REST, MCP, CGI or the CLI. A plugin's
+//! own business errors carry the plugin's code (a string); they are not in
+//! this enum but share its HTTP status, [`TOOL_ERROR_HTTP_STATUS`].
+
+use serde::Serialize;
+
+/// A failure detected by the host rather than reported by a plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum ErrorCode {
+    /// The request body is not JSON, or not a JSON object.
+    InvalidJson,
+    /// The arguments do not satisfy the tool's input schema.
+    InvalidArguments,
+    /// No loaded plugin provides a tool of that name.
+    ToolNotFound,
+    /// The request body is over the configured limit.
+    PayloadTooLarge,
+    /// The call ran past its deadline and was stopped.
+    ToolTimeout,
+    /// The call tried to grow its memory past the cap and was stopped.
+    OutOfMemory,
+    /// The plugin trapped (panicked, hit `unreachable`, overflowed its stack).
+    PluginTrapped,
+    /// The plugin answered with something that is not a valid result: a bad
+    /// content block, structured data that is not a JSON object, or data
+    /// that breaks the tool's output schema.
+    InvalidPluginOutput,
+    /// The HTTP request itself is wrong (an unknown query parameter value).
+    InvalidRequest,
+    /// No such REST route.
+    NotFound,
+    /// The route exists, but not for that HTTP method.
+    MethodNotAllowed,
+    /// The bearer token is missing or wrong.
+    Unauthorized,
+    /// The Host or Origin header names a host that is not allowed.
+    Forbidden,
+    /// The plugin is already running as many calls as its policy allows.
+    Busy,
+    /// The call used up the instruction budget (fuel) its policy sets.
+    OutOfFuel,
+    /// The plugin's answer (a result or a tool error, every content block
+    /// counted) is over the host's result limit.
+    ResultTooLarge,
+    /// The host or the plugin's policy failed, not the plugin: a granted
+    /// directory that cannot be opened, an internal fault.
+    HostError,
+}
+
+/// HTTP status for a plugin's own (business) tool error.
+pub(crate) const TOOL_ERROR_HTTP_STATUS: u16 = 422;
+
+impl ErrorCode {
+    /// Every code, in the order README documents them.
+    pub(crate) const ALL: [ErrorCode; 17] = [
+        ErrorCode::InvalidJson,
+        ErrorCode::InvalidArguments,
+        ErrorCode::ToolNotFound,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::ToolTimeout,
+        ErrorCode::OutOfMemory,
+        ErrorCode::PluginTrapped,
+        ErrorCode::InvalidPluginOutput,
+        ErrorCode::InvalidRequest,
+        ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
+        ErrorCode::Busy,
+        ErrorCode::OutOfFuel,
+        ErrorCode::ResultTooLarge,
+        ErrorCode::HostError,
+    ];
+
+    /// The code as it appears on the wire, e.g. `TOOL_NOT_FOUND`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidJson => "INVALID_JSON",
+            ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
+            ErrorCode::ToolNotFound => "TOOL_NOT_FOUND",
+            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::ToolTimeout => "TOOL_TIMEOUT",
+            ErrorCode::OutOfMemory => "OUT_OF_MEMORY",
+            ErrorCode::PluginTrapped => "PLUGIN_TRAPPED",
+            ErrorCode::InvalidPluginOutput => "INVALID_PLUGIN_OUTPUT",
+            ErrorCode::InvalidRequest => "INVALID_REQUEST",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ErrorCode::Unauthorized => "UNAUTHORIZED",
+            ErrorCode::Forbidden => "FORBIDDEN",
+            ErrorCode::Busy => "BUSY",
+            ErrorCode::OutOfFuel => "OUT_OF_FUEL",
+            ErrorCode::ResultTooLarge => "RESULT_TOO_LARGE",
+            ErrorCode::HostError => "HOST_ERROR",
+        }
+    }
+
+    /// The HTTP status REST and CGI answer with.
+    pub(crate) fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::InvalidJson | ErrorCode::InvalidRequest => 400,
+            ErrorCode::ToolNotFound | ErrorCode::NotFound => 404,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::Unauthorized => 401,
+            ErrorCode::Forbidden => 403,
+            ErrorCode::Busy => 503,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::InvalidArguments => 422,
+            ErrorCode::PluginTrapped
+            | ErrorCode::InvalidPluginOutput
+            | ErrorCode::ResultTooLarge
+            | ErrorCode::HostError => 500,
+            // The plugin, not the host, ran out of its allowance: the host
+            // itself is fine, but the call could not complete.
+            ErrorCode::OutOfMemory | ErrorCode::OutOfFuel => 500,
+            ErrorCode::ToolTimeout => 504,
+        }
+    }
+
+    /// How MCP reports the code: `Some(code)` for a JSON-RPC protocol error,
+    /// `None` for a tool result with `isError: true`. MCP 2025-11-25 makes
+    /// only an unknown tool a protocol error; everything that happens once the
+    /// tool is known, bad arguments included (SEP-1303), is a result the model
+    /// can read and act on. (Malformed JSON-RPC never reaches this far: the
+    /// SDK answers it with -32700 or -32600.)
+    pub(crate) fn jsonrpc_code(self) -> Option<i32> {
+        match self {
+            ErrorCode::ToolNotFound => Some(-32602),
+            _ => None,
+        }
+    }
+
+    /// Exit status of `toolhost call`: 1 when the tool ran (or was about
+    /// to) and failed, 2 when the call itself was wrong or impossible.
+    pub(crate) fn exit_code(self) -> u8 {
+        match self {
+            ErrorCode::InvalidArguments
+            | ErrorCode::ToolTimeout
+            | ErrorCode::OutOfMemory
+            | ErrorCode::OutOfFuel
+            | ErrorCode::Busy
+            | ErrorCode::PluginTrapped
+            | ErrorCode::InvalidPluginOutput
+            | ErrorCode::ResultTooLarge => 1,
+            _ => 2,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// README's error table is the user's reference: it must list every code
+    /// with the status this file gives it.
+    #[test]
+    fn readme_documents_every_code_and_status() {
+        let readme = include_str!("../../../README.md");
+        for code in ErrorCode::ALL {
+            let row = format!("| `{code}` | {} |", code.http_status());
+            assert!(readme.contains(&row), "README lacks the row {row}");
+        }
+        let row = format!("| *the plugin's own code* | {TOOL_ERROR_HTTP_STATUS} |");
+        assert!(readme.contains(&row), "README lacks the row {row}");
+    }
+}

@@ -1,0 +1,10 @@
+//! The call path every front shares: [`invoke`] looks a tool up, checks
+//! its arguments, calls it and hands the outcome to the one normalizer
+//! ([`envelope`]); [`errors`] is the one table of error codes and their
+//! HTTP, JSON-RPC and exit statuses; [`render`] turns structured data into
+//! text.
+
+pub mod envelope;
+pub(crate) mod errors;
+pub mod invoke;
+pub(crate) mod render;

@@ -1,0 +1,64 @@
+//! `toolhost check FILE`: loads one file exactly as the server would,
+//! without serving it, and prints its tools and grants (exit 0) or why it
+//! would be rejected (exit 1).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::options::HostOptions;
+use crate::registry::loader;
+use crate::registry::report::PluginReport;
+
+#[derive(Args)]
+pub(super) struct CheckOptions {
+    #[command(flatten)]
+    host: HostOptions,
+    file: PathBuf,
+}
+
+impl CheckOptions {
+    pub(super) async fn run(self) -> anyhow::Result<u8> {
+        let file = &self.file;
+        let id = file
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .unwrap_or("plugin")
+            .to_string();
+        let registry = self.host.registry()?;
+        let verdict = match loader::read_source(file).await {
+            Err(error) => Err(loader::LoadError::Unreadable {
+                file: file.clone(),
+                error,
+            }),
+            Ok(source) => {
+                loader::load(
+                    registry.runtime(),
+                    registry.list_limits(),
+                    &id,
+                    file,
+                    source,
+                )
+                .await
+            }
+        };
+        match verdict {
+            Ok(plugin) => {
+                let report = PluginReport::loaded(&plugin);
+                println!("{}: ok, {} tool(s)", file.display(), report.tools.len());
+                for tool in &plugin.tools {
+                    println!("  {:<24} {}", tool.name, tool.description);
+                }
+                println!(
+                    "granted: {}",
+                    serde_json::to_string_pretty(&report.granted)?
+                );
+                Ok(0)
+            }
+            Err(reason) => {
+                println!("{}: rejected: {reason}", file.display());
+                Ok(1)
+            }
+        }
+    }
+}

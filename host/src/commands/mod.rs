@@ -1,0 +1,90 @@
+//! The command line: one file per subcommand, each owning its flags and
+//! what it does with them; the flags they share are in `options.rs`.
+//! Commands build what they need (a registry, a server) from the library
+//! and never reach back into the binary's entry point.
+
+mod call;
+mod cgi;
+mod check;
+mod list;
+mod options;
+mod serve;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "toolhost",
+    version,
+    about = "Serve WebAssembly component plugins as tools over REST and MCP"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve every plugin in the folder over REST and MCP, reloading on change.
+    Serve(serve::ServeOptions),
+    /// Call one tool once and print the result envelope. Exit status: 0
+    /// success; 1 the tool failed (isError); 2 bad usage or the call could
+    /// not be made (unknown tool, invalid JSON).
+    Call(call::CallOptions),
+    /// List the plugins in the folder, their state and their tools.
+    List(list::ListOptions),
+    /// Check one file: print its tools, or exactly why it would be rejected.
+    Check(check::CheckOptions),
+    /// Answer one CGI/1.1 request (PATH_INFO `/tools/<name>`, JSON body on
+    /// stdin) with the same routes and envelopes as the REST server.
+    Cgi(cgi::CgiOptions),
+}
+
+impl Cli {
+    /// Runs the command on a runtime of its own and returns the process's
+    /// exit status. A command that fails before it can answer prints the
+    /// error and exits with 2.
+    pub fn run(self) -> ExitCode {
+        // Before any thread exists: glibc's thresholds are process-wide.
+        crate::runtime::configure_allocator();
+        let serving = matches!(self.command, Command::Serve(_));
+        // rmcp logs every session and notification at info: too chatty for
+        // a server log, so it is held at warn unless TOOLHOST_LOG says
+        // otherwise. The one-shot commands log warnings only.
+        init_logging(if serving { "info,rmcp=warn" } else { "warn" });
+        let outcome = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|runtime| {
+                runtime.block_on(async {
+                    match self.command {
+                        Command::Serve(options) => options.run().await.map(|()| 0),
+                        Command::Call(options) => options.run().await,
+                        Command::List(options) => options.run().await,
+                        Command::Check(options) => options.run().await,
+                        Command::Cgi(options) => options.run().await.map(|()| 0),
+                    }
+                })
+            });
+        match outcome {
+            Ok(code) => ExitCode::from(code),
+            Err(error) => {
+                eprintln!("toolhost: {error:#}");
+                ExitCode::from(2)
+            }
+        }
+    }
+}
+
+fn init_logging(default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}

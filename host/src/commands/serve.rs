@@ -1,0 +1,157 @@
+//! `toolhost serve`: the long-running server. Owns its flags, start-up
+//! order (watch, then scan, then bind), which fronts run (HTTP with REST
+//! and MCP, MCP over stdio, or both) and shutdown on a signal. The server
+//! itself is `server.rs`; hot reload is `registry/watcher.rs`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use super::options::{HostOptions, HttpOptions};
+use crate::registry::watcher;
+use crate::server::{self, Settings};
+
+/// Where HTTP listens when neither `--listen` nor `--stdio` is given.
+const DEFAULT_LISTEN: &str = "127.0.0.1:8000";
+
+#[derive(Args)]
+pub(super) struct ServeOptions {
+    #[command(flatten)]
+    host: HostOptions,
+    #[command(flatten)]
+    http: HttpOptions,
+    /// Address for HTTP (REST at /, MCP at /mcp) [default: 127.0.0.1:8000,
+    /// or none with --stdio]. Loopback by default: expose it on purpose.
+    #[arg(long, env = "TOOLHOST_LISTEN")]
+    listen: Option<SocketAddr>,
+    /// Also serve MCP on stdin/stdout, for MCP clients that start toolhost.
+    #[arg(long, env = "TOOLHOST_STDIO")]
+    stdio: bool,
+    /// Require `Authorization: Bearer <TOKEN>` on every HTTP route but /health.
+    #[arg(long, env = "TOOLHOST_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Another host name that Host and Origin headers may name (repeatable;
+    /// comma-separated in the variable). Loopback names are always allowed.
+    #[arg(
+        long = "allowed-host",
+        env = "TOOLHOST_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    allowed_hosts: Vec<String>,
+    /// How long a plugin file must be quiet before it is (re)loaded, in ms.
+    #[arg(long, env = "TOOLHOST_DEBOUNCE_MS", default_value_t = 50)]
+    debounce_ms: u64,
+    /// How long a client may take to send a request's header, and how long
+    /// an idle keep-alive connection stays open, in ms.
+    #[arg(long, env = "TOOLHOST_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
+    header_timeout_ms: u64,
+    /// How many HTTP connections may be open at once; past it a new one gets
+    /// 503 BUSY and is closed.
+    #[arg(long, env = "TOOLHOST_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// How many MCP sessions may be open at once; `initialize` past it gets
+    /// HTTP 503 with a JSON-RPC error.
+    #[arg(long, env = "TOOLHOST_MAX_SESSIONS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: u32,
+    /// An MCP session that sends no request for this long is closed, in
+    /// seconds.
+    #[arg(long, env = "TOOLHOST_SESSION_IDLE_SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    session_idle_secs: u64,
+}
+
+impl ServeOptions {
+    pub(super) async fn run(self) -> anyhow::Result<()> {
+        let dir = &self.host.plugins;
+        if !dir.exists() {
+            std::fs::create_dir_all(dir)?;
+            tracing::info!(folder = %dir.display(), "created the plugin folder");
+        }
+        let registry = self.host.registry()?;
+        // Watch before the first scan, so a file dropped during the scan is
+        // still seen (a file seen twice is loaded once: its hash is the same).
+        let debounce = Duration::from_millis(self.debounce_ms);
+        let _watch = watcher::watch(registry.clone(), dir, debounce)?;
+        registry.scan(dir).await?;
+
+        // With --stdio, HTTP runs only when asked for with --listen: an MCP
+        // client that starts toolhost must not collide with a server on 8000.
+        let listen = match (self.listen, self.stdio) {
+            (Some(address), _) => Some(address),
+            (None, false) => Some(DEFAULT_LISTEN.parse()?),
+            (None, true) => None,
+        };
+        let shutdown = CancellationToken::new();
+        tokio::spawn(cancel_on_signal(shutdown.clone()));
+
+        let http = match listen {
+            Some(address) => {
+                // Bound now, so a port conflict is an immediate error.
+                let listener = tokio::net::TcpListener::bind(address).await?;
+                let snapshot = registry.snapshot();
+                tracing::info!(
+                    folder = %dir.display(),
+                    plugins = snapshot.plugins().count(),
+                    tools = snapshot.tools().count(),
+                    "toolhost listening on http://{} (REST at /, MCP at /mcp)",
+                    listener.local_addr()?
+                );
+                let stop = shutdown.clone();
+                Some(tokio::spawn(server::run(
+                    registry.clone(),
+                    listener,
+                    self.settings(),
+                    async move { stop.cancelled().await },
+                )))
+            }
+            None => None,
+        };
+        if self.stdio {
+            server::run_stdio(registry, self.host.text_format).await?;
+            shutdown.cancel();
+        }
+        if let Some(http) = http {
+            http.await??;
+        }
+        tracing::info!("stopped");
+        Ok(())
+    }
+
+    fn settings(&self) -> Settings {
+        Settings {
+            text_format: self.host.text_format,
+            max_body_bytes: self.http.max_body_bytes,
+            allowed_hosts: self.allowed_hosts.clone(),
+            token: self.token.clone(),
+            header_timeout: Duration::from_millis(self.header_timeout_ms),
+            max_connections: self.max_connections as usize,
+            max_sessions: self.max_sessions as usize,
+            session_idle: Duration::from_secs(self.session_idle_secs),
+        }
+    }
+}
+
+/// Ctrl-C or SIGTERM: stop accepting, let calls in flight finish, and end
+/// the MCP streams (which would otherwise hold shutdown open forever).
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    shutdown.cancel();
+}

@@ -1,0 +1,227 @@
+//! Guards every HTTP route, REST and MCP alike, before any handler runs:
+//!
+//! - DNS-rebinding protection: the request's host (the `Host` header, or
+//!   the target's own host when the request line has an absolute URI), and
+//!   the `Origin` header when a browser sends one, must name an allowed
+//!   host. By default that is the loopback names (`localhost`,
+//!   `127.0.0.1`, `::1`) plus the address toolhost listens on, so a web page
+//!   on another site cannot reach a local toolhost through a rebound DNS
+//!   name. Refused with 403; a request with two `Host` headers with 400.
+//! - An optional bearer token: with `--token`, every route but `/health`
+//!   needs `Authorization: Bearer <token>`. Refused with 401.
+//!
+//! Refusals are the usual JSON envelope, or on `/mcp` a JSON-RPC error
+//! object. After the checks, an absolute-form target's host replaces the
+//! Host header, so that every handler (rmcp checks Host again) sees the host
+//! that was checked.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::call::envelope::Envelope;
+use crate::call::errors::ErrorCode;
+
+#[derive(Debug, Clone)]
+pub(crate) struct GuardSettings {
+    /// Host names (no port) that `Host` and `Origin` may name.
+    pub(crate) allowed_hosts: Vec<String>,
+    pub(crate) token: Option<String>,
+}
+
+/// The loopback names always allowed.
+pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+pub(crate) async fn check(
+    State(settings): State<Arc<GuardSettings>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let mcp = request.uri().path() == "/mcp";
+    let headers = request.headers();
+    if headers.get_all(header::HOST).iter().count() > 1 {
+        return refuse(
+            mcp,
+            ErrorCode::InvalidRequest,
+            "the request has more than one Host header".into(),
+        );
+    }
+    // An absolute-form target (`GET http://host/path`) names the host
+    // itself, and then the Host header is to be ignored (RFC 9112 3.2.2).
+    let target_host = request
+        .uri()
+        .authority()
+        .map(|authority| authority.as_str().to_string());
+    if let Err(message) =
+        check_host_and_origin(target_host.as_deref(), headers, &settings.allowed_hosts)
+    {
+        return refuse(mcp, ErrorCode::Forbidden, message);
+    }
+    if let Some(token) = &settings.token
+        && request.uri().path() != "/health"
+        && !bearer_matches(headers, token)
+    {
+        let mut response = refuse(
+            mcp,
+            ErrorCode::Unauthorized,
+            "this server needs Authorization: Bearer <token>".into(),
+        );
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return response;
+    }
+    // What was checked is what the handlers see: rmcp checks Host again.
+    if let Some(host) = target_host.and_then(|host| HeaderValue::from_str(&host).ok()) {
+        request.headers_mut().insert(header::HOST, host);
+    }
+    next.run(request).await
+}
+
+/// A refusal: the JSON envelope, or on `/mcp` a JSON-RPC error object
+/// (-32600) with the same status, so that MCP clients read it as one.
+fn refuse(mcp: bool, code: ErrorCode, message: String) -> Response {
+    if mcp {
+        let status = StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+        let body = crate::front::mcp::jsonrpc::error_response(
+            serde_json::Value::Null,
+            crate::front::mcp::jsonrpc::INVALID_REQUEST,
+            &message,
+        );
+        return (status, axum::Json(body)).into_response();
+    }
+    Envelope::host_error(code, message, None).into_response()
+}
+
+/// `target_host` is the authority of an absolute-form request target; when
+/// present it is the request's host, whatever the Host header says.
+fn check_host_and_origin(
+    target_host: Option<&str>,
+    headers: &HeaderMap,
+    allowed: &[String],
+) -> Result<(), String> {
+    let host = match target_host {
+        Some(host) => host,
+        None => headers
+            .get(header::HOST)
+            .and_then(|value| value.to_str().ok())
+            .ok_or("the request has no Host header")?,
+    };
+    if !is_allowed(host_name(host), allowed) {
+        return Err(format!("Host {host:?} is not allowed"));
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        let authority = origin
+            .split_once("://")
+            .map(|(_, rest)| rest.split('/').next().unwrap_or(""));
+        match authority {
+            Some(authority) if is_allowed(host_name(authority), allowed) => {}
+            _ => return Err(format!("Origin {origin:?} is not allowed")),
+        }
+    }
+    Ok(())
+}
+
+/// The host part of `host[:port]` or `[v6]:port`.
+fn host_name(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    authority.split(':').next().unwrap_or("")
+}
+
+fn is_allowed(host: &str, allowed: &[String]) -> bool {
+    allowed.iter().any(|name| name.eq_ignore_ascii_case(host))
+}
+
+/// Compares in time independent of where the first difference is, so the
+/// token cannot be guessed byte by byte from response times.
+fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .unwrap_or("");
+    presented.len() == token.len()
+        && presented
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(name, value)| (name.clone(), HeaderValue::from_str(value).unwrap()))
+            .collect()
+    }
+
+    fn allowed() -> Vec<String> {
+        LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect()
+    }
+
+    #[test]
+    fn loopback_hosts_pass_and_others_do_not() {
+        for host in ["localhost:8000", "127.0.0.1", "[::1]:9", "LOCALHOST"] {
+            assert!(
+                check_host_and_origin(None, &headers(&[(header::HOST, host)]), &allowed()).is_ok(),
+                "{host}"
+            );
+        }
+        for host in [
+            "evil.com",
+            "evil.com:8000",
+            "127.0.0.1.evil.com",
+            "[::2]:80",
+        ] {
+            assert!(
+                check_host_and_origin(None, &headers(&[(header::HOST, host)]), &allowed()).is_err(),
+                "{host}"
+            );
+        }
+        assert!(check_host_and_origin(None, &HeaderMap::new(), &allowed()).is_err());
+    }
+
+    #[test]
+    fn a_foreign_origin_is_refused() {
+        let ok = headers(&[
+            (header::HOST, "localhost"),
+            (header::ORIGIN, "http://localhost:3000"),
+        ]);
+        assert!(check_host_and_origin(None, &ok, &allowed()).is_ok());
+        let evil = headers(&[
+            (header::HOST, "localhost"),
+            (header::ORIGIN, "https://evil.com"),
+        ]);
+        assert!(check_host_and_origin(None, &evil, &allowed()).is_err());
+        let null = headers(&[(header::HOST, "localhost"), (header::ORIGIN, "null")]);
+        assert!(check_host_and_origin(None, &null, &allowed()).is_err());
+    }
+
+    #[test]
+    fn an_absolute_target_names_the_host() {
+        let local = headers(&[(header::HOST, "localhost")]);
+        assert!(check_host_and_origin(Some("evil.example"), &local, &allowed()).is_err());
+        let evil = headers(&[(header::HOST, "evil.example")]);
+        assert!(check_host_and_origin(Some("127.0.0.1:8000"), &evil, &allowed()).is_ok());
+    }
+
+    #[test]
+    fn bearer_tokens_must_match_exactly() {
+        let with = |value: &str| headers(&[(header::AUTHORIZATION, value)]);
+        assert!(bearer_matches(&with("Bearer s3cret"), "s3cret"));
+        assert!(!bearer_matches(&with("Bearer s3cre"), "s3cret"));
+        assert!(!bearer_matches(&with("Bearer s3cret!"), "s3cret"));
+        assert!(!bearer_matches(&with("s3cret"), "s3cret"));
+        assert!(!bearer_matches(&HeaderMap::new(), "s3cret"));
+    }
+}

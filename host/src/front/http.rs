@@ -1,0 +1,40 @@
+//! The one place an [`Envelope`] becomes an HTTP response, for every HTTP
+//! route (REST, the guard's refusals, the listener's connection-cap
+//! refusal) and so for CGI too: the status `errors.rs` gives the code, a
+//! JSON body, and the two fields seed 001 asks of every REST response.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::call::envelope::Envelope;
+
+/// `body` as JSON with `status` (500 if `status` is not a valid code).
+pub(crate) fn json_response(status: u16, body: &impl serde::Serialize) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, axum::Json(body)).into_response()
+}
+
+/// Every HTTP route answers an envelope with the status `errors.rs` gives
+/// its code: REST here, and the guards too. Over HTTP (and so CGI) the
+/// envelope also carries `success` (the opposite of `isError`) and
+/// `timestamp` (RFC 3339, UTC, milliseconds), as seed 001 asks of every
+/// REST response; the MCP result keeps MCP's own shape.
+impl IntoResponse for Envelope {
+    fn into_response(self) -> Response {
+        json_response(self.http_status(), &http_body(&self))
+    }
+}
+
+/// The envelope as HTTP answers carry it: with `success` and `timestamp`.
+pub(crate) fn http_body(envelope: &Envelope) -> Value {
+    let mut body = serde_json::to_value(envelope).unwrap_or_default();
+    if let Some(object) = body.as_object_mut() {
+        object.insert("success".into(), json!(!envelope.is_error));
+        object.insert(
+            "timestamp".into(),
+            json!(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()),
+        );
+    }
+    body
+}

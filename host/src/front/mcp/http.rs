@@ -1,0 +1,313 @@
+//! MCP over Streamable HTTP at `/mcp`: rmcp's transport, twice.
+//!
+//! - The session service does what MCP clients expect: `initialize` opens a
+//!   session, requests carry `Mcp-Session-Id`, answers and notifications
+//!   (list changes, logs, progress) stream as SSE, GET opens the session's
+//!   notification stream. Requests naming the stateless 2026-07-28 revision
+//!   are served without a session by this service too.
+//! - The one-shot service answers a lone JSON-RPC request that carries no
+//!   session (`curl -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'`)
+//!   with plain JSON, as if it had been the whole conversation. Without it
+//!   such a request would be refused for want of a session.
+//!
+//! The dispatcher in front of both:
+//! - checks each POSTed message (`jsonrpc.rs`) and answers a malformed one
+//!   itself with a JSON-RPC error;
+//! - sends a POST without `Mcp-Session-Id` whose message is a request other
+//!   than `initialize` to the one-shot service, everything else to the
+//!   session service;
+//! - answers an unknown session with 404 and a JSON-RPC error, DELETE of an
+//!   open session with 204, and `initialize` past `--max-sessions` with 503;
+//! - sets rmcp's session keep-alive from `--session-idle-secs`: a session
+//!   with no traffic either way for that long ends, and rmcp removes it;
+//! - turns every plain-text refusal of rmcp (406, 415, 405, 400) into a
+//!   JSON-RPC error object with `Content-Type: application/json`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use serde_json::Value;
+
+use crate::call::envelope::TextFormat;
+use crate::front::mcp::McpFront;
+use crate::front::mcp::jsonrpc::{self, INVALID_REQUEST};
+use crate::registry::Registry;
+
+type McpService = StreamableHttpService<McpFront, LocalSessionManager>;
+
+/// The JSON-RPC code for an unknown or closed session (the code the MCP
+/// SDKs use).
+const SESSION_NOT_FOUND: i64 = -32001;
+/// The JSON-RPC code for a refusal by a server at a limit.
+const SERVER_BUSY: i64 = -32000;
+/// The JSON-RPC code for an internal error.
+const INTERNAL_ERROR: i64 = -32603;
+const SESSION_HEADER: &str = "mcp-session-id";
+
+struct Services {
+    sessions: McpService,
+    oneshot: McpService,
+    manager: Arc<LocalSessionManager>,
+    max_body_bytes: usize,
+    max_sessions: usize,
+}
+
+pub(crate) struct McpHttpSettings {
+    pub(crate) text_format: TextFormat,
+    pub(crate) allowed_hosts: Vec<String>,
+    pub(crate) max_body_bytes: usize,
+    /// How many sessions may be open at once; `initialize` past it is
+    /// refused with HTTP 503.
+    pub(crate) max_sessions: usize,
+    /// A session with no traffic either way for this long is closed and
+    /// its memory released (rmcp's session keep-alive).
+    pub(crate) session_idle: Duration,
+    /// Cancelled at shutdown: ends every session's open streams.
+    pub(crate) shutdown: CancellationToken,
+}
+
+/// The `/mcp` route.
+pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> Router {
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(settings.session_idle);
+    let manager = Arc::new(manager);
+    let service = |legacy_sessions: bool| {
+        let mut config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(settings.allowed_hosts.clone())
+            .with_legacy_session_mode(legacy_sessions);
+        config.json_response = !legacy_sessions;
+        config.cancellation_token = settings.shutdown.clone();
+        config.max_request_body_bytes = settings.max_body_bytes;
+        let (registry, text_format) = (registry.clone(), settings.text_format);
+        StreamableHttpService::new(
+            move || Ok(McpFront::new(registry.clone(), text_format)),
+            manager.clone(),
+            config,
+        )
+    };
+    let services = Arc::new(Services {
+        sessions: service(true),
+        oneshot: service(false),
+        manager: manager.clone(),
+        max_body_bytes: settings.max_body_bytes,
+        max_sessions: settings.max_sessions,
+    });
+    Router::new()
+        .route("/mcp", any(dispatch))
+        .with_state(services)
+}
+
+async fn dispatch(State(services): State<Arc<Services>>, request: Request) -> Response {
+    let response = match *request.method() {
+        Method::POST => post(&services, request).await,
+        Method::DELETE => delete(&services, request).await,
+        _ => forward(&services.sessions, request).await,
+    };
+    as_json_rpc_error(response).await
+}
+
+async fn post(services: &Services, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, services.max_body_bytes).await else {
+        return rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Value::Null,
+            INVALID_REQUEST,
+            &format!(
+                "Invalid Request: the body is larger than {} bytes",
+                services.max_body_bytes
+            ),
+        );
+    };
+    let message = match jsonrpc::parse(&bytes) {
+        Ok(message) => message,
+        Err(rejection) => {
+            // A well-formed request with bad params is answered like any
+            // other JSON-RPC error (HTTP 200), so that clients read the
+            // error object rather than stopping at the status.
+            let status = if rejection.code == jsonrpc::INVALID_PARAMS && !rejection.id.is_null() {
+                StatusCode::OK
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            return rpc_error(
+                status,
+                rejection.id.clone(),
+                rejection.code,
+                &rejection.message,
+            );
+        }
+    };
+    let session = parts.headers.get(SESSION_HEADER).cloned();
+    if let Some(id) = &session {
+        let known = match id.to_str() {
+            Ok(id) => services
+                .manager
+                .has_session(&id.to_string().into())
+                .await
+                .unwrap_or(false),
+            Err(_) => false,
+        };
+        if !known {
+            return session_not_found(message.get("id").cloned().unwrap_or(Value::Null));
+        }
+    }
+    let initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+    if session.is_none() && initialize {
+        let open = services.manager.sessions.read().await.len();
+        if open >= services.max_sessions {
+            return rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                message.get("id").cloned().unwrap_or(Value::Null),
+                SERVER_BUSY,
+                &format!(
+                    "the server already has its maximum of {} sessions open; \
+                     close one (DELETE /mcp) or try again later",
+                    services.max_sessions
+                ),
+            );
+        }
+    }
+    let request = Request::from_parts(parts, Body::from(bytes));
+    let target = if session.is_none() && is_lone_request(&message) {
+        &services.oneshot
+    } else {
+        &services.sessions
+    };
+    forward(target, request).await
+}
+
+/// Ends a session: 204 when it was open, 404 when there is no such session.
+async fn delete(services: &Services, request: Request) -> Response {
+    let Some(id) = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|id| id.to_str().ok())
+        .map(str::to_string)
+    else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            INVALID_REQUEST,
+            "Invalid Request: DELETE /mcp needs the Mcp-Session-Id header of the session to end",
+        );
+    };
+    if !services
+        .manager
+        .has_session(&id.clone().into())
+        .await
+        .unwrap_or(false)
+    {
+        return session_not_found(Value::Null);
+    }
+    let response = forward(&services.sessions, request).await;
+    if response.status() == StatusCode::ACCEPTED {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    response
+}
+
+fn session_not_found(id: Value) -> Response {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        id,
+        SESSION_NOT_FOUND,
+        "Session not found: it was closed or has expired; start a new one with initialize",
+    )
+}
+
+/// A JSON-RPC 2.0 error answer with its HTTP status.
+fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Response {
+    (
+        status,
+        axum::Json(jsonrpc::error_response(id, code, message)),
+    )
+        .into_response()
+}
+
+/// rmcp answers its own refusals (wrong Accept, Content-Type or method, no
+/// session, unknown session) as plain text. Every such answer becomes a
+/// JSON-RPC error object with the same status and rmcp's sentence.
+async fn as_json_rpc_error(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let code = match status {
+        StatusCode::NOT_FOUND => SESSION_NOT_FOUND,
+        status if status.is_server_error() => INTERNAL_ERROR,
+        _ => INVALID_REQUEST,
+    };
+    let message = if text.trim().is_empty() {
+        status.canonical_reason().unwrap_or("error").to_string()
+    } else {
+        text.trim().to_string()
+    };
+    let mut answer = rpc_error(status, Value::Null, code, &message);
+    for (name, value) in parts.headers.iter() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            answer.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    answer.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    answer
+}
+
+/// A single JSON-RPC request (it has an `id`) that is not `initialize`.
+fn is_lone_request(message: &Value) -> bool {
+    message.get("id").is_some()
+        && message
+            .get("method")
+            .and_then(|method| method.as_str())
+            .is_some_and(|method| method != "initialize")
+}
+
+async fn forward(service: &McpService, request: Request) -> Response {
+    match service.clone().oneshot(request).await {
+        Ok(response) => response.map(Body::new).into_response(),
+        Err(never) => match never {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_lone_non_initialize_requests_are_one_shot() {
+        let lone = |text: &str| is_lone_request(&serde_json::from_str(text).unwrap());
+        assert!(lone(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#));
+        assert!(!lone(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#
+        ));
+        assert!(!lone(
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        ));
+        assert!(!lone(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#));
+    }
+}

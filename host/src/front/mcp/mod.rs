@@ -1,0 +1,357 @@
+//! The MCP front, over rmcp (the official Rust SDK): `tools/list` and
+//! `tools/call` from the shared registry, through the same call path and
+//! normalizer as REST; `logging/setLevel`; `notifications/tools/list_changed`
+//! whenever the tool list changes; and the link that lets a running plugin
+//! log, report progress, and ask the client for sampling and elicitation.
+//!
+//! rmcp owns the protocol (JSON-RPC framing, version negotiation, sessions,
+//! the stdio and Streamable HTTP transports). This file only maps between
+//! rmcp's model and ours, mostly through serde, so the wire shape stays the
+//! one the normalizer built.
+
+// rmcp marks logging and sampling deprecated because the stateless 2026-07-28
+// revision drops them (SEP-2577); the 2025 revisions toolhost serves first
+// still have them, and MCP clients use them.
+#![allow(deprecated)]
+
+pub(crate) mod http;
+pub(crate) mod jsonrpc;
+pub(crate) mod stdio;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+    ErrorCode as RpcErrorCode, Implementation, InitializeResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::call::envelope::{Envelope, TextFormat};
+use crate::call::invoke;
+use crate::registry::Registry;
+use crate::runtime::{ClientChannel, LogLevel};
+
+/// One MCP session's handler. Streamable HTTP makes one per session and
+/// stdio one per process, so per-session state (the log level) lives here.
+#[derive(Clone)]
+pub(crate) struct McpFront {
+    registry: Arc<Registry>,
+    text_format: TextFormat,
+    log_level: Arc<Mutex<LoggingLevel>>,
+    /// Set once the client sends `logging/setLevel`: only then is it told
+    /// about rejected plugin files.
+    logging_enabled: Arc<AtomicBool>,
+    /// Cancelled when the last clone of this handler is dropped, that is,
+    /// when the session ends (closed, deleted or expired): the session's
+    /// notification task ends with it instead of waiting for the next
+    /// change and keeping the session's memory until then.
+    session_ended: CancellationToken,
+    _end_session: Arc<DropGuard>,
+}
+
+impl McpFront {
+    pub(crate) fn new(registry: Arc<Registry>, text_format: TextFormat) -> Self {
+        let session_ended = CancellationToken::new();
+        McpFront {
+            registry,
+            text_format,
+            log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
+            logging_enabled: Arc::new(AtomicBool::new(false)),
+            _end_session: Arc::new(session_ended.clone().drop_guard()),
+            session_ended,
+        }
+    }
+
+    /// Tells this session's client, until the session ends:
+    /// - `notifications/tools/list_changed` each time the tool list changes;
+    /// - a `notifications/message` warning for each plugin file rejected,
+    ///   once the client has enabled logging, at or above its level.
+    ///
+    /// Each session has its own task, so a slow or dead client delays no
+    /// other.
+    fn forward_changes(&self, peer: Peer<RoleServer>) {
+        let mut changes = self.registry.tool_list_changes();
+        let mut rejections = self.registry.rejections();
+        let (ended, logging_enabled, log_level) = (
+            self.session_ended.clone(),
+            self.logging_enabled.clone(),
+            self.log_level.clone(),
+        );
+        tokio::spawn(async move {
+            loop {
+                let sent = tokio::select! {
+                    () = ended.cancelled() => return,
+                    changed = changes.changed() => match changed {
+                        Ok(()) => peer.notify_tool_list_changed().await,
+                        Err(_) => return,
+                    },
+                    rejected = rejections.recv() => match rejected {
+                        Ok(rejected) => {
+                            let threshold = *log_level.lock().unwrap_or_else(|e| e.into_inner());
+                            if !logging_enabled.load(Ordering::Relaxed)
+                                || severity(LoggingLevel::Warning) < severity(threshold)
+                            {
+                                continue;
+                            }
+                            let data = json!({
+                                "event": "plugin rejected",
+                                "plugin": rejected.plugin,
+                                "reason": rejected.reason.to_string(),
+                            });
+                            let params = LoggingMessageNotificationParam::new(LoggingLevel::Warning, data)
+                                .with_logger("toolhost");
+                            peer.notify_logging_message(params).await
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    },
+                };
+                if sent.is_err() || peer.is_transport_closed() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+impl ServerHandler for McpFront {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools served from WebAssembly plugins; the list changes as plugins are \
+                 dropped into or removed from the plugin folder.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let snapshot = self.registry.snapshot();
+        let tools: Vec<Value> = snapshot
+            .tools()
+            .map(|entry| Value::Object(entry.tool.descriptor()))
+            .collect();
+        let mut result: ListToolsResult = serde_json::from_value(json!({ "tools": tools }))
+            .map_err(|e| McpError::internal_error(format!("tool list: {e}"), None))?;
+        result.result_type = Some(ResultType::COMPLETE);
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let arguments = request.arguments.unwrap_or_default();
+        let client = Arc::new(SessionClient {
+            peer: context.peer.clone(),
+            progress_token: context.meta.get_progress_token(),
+            log_level: self.log_level.clone(),
+        });
+        let envelope = invoke::call_tool(
+            &self.registry,
+            &request.name,
+            arguments,
+            self.text_format,
+            Some(client),
+        )
+        .await;
+        call_tool_result(envelope).map(Into::into)
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = request.level;
+        self.logging_enabled.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.forward_changes(context.peer);
+    }
+
+    /// The stateless 2026-07-28 revision has no sessions to push to: clients
+    /// ask for list changes with `subscriptions/listen`.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.registry.tool_list_changes();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The envelope as MCP's answer. Failures with a JSON-RPC code (an unknown
+/// tool) are protocol errors; every other failure is a tool result with
+/// `isError: true` the model can read, as MCP 2025-11-25 asks.
+///
+/// Results built here through serde get `resultType: "complete"`, which
+/// the 2026-07-28 revision requires (clients on it reject a result without
+/// it); rmcp strips it again for peers on an older revision. rmcp's own
+/// constructors do the same, but they cannot take our JSON shape.
+fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
+    if let Some(error) = &envelope.error
+        && let Some(code) = error.host_code.and_then(|code| code.jsonrpc_code())
+    {
+        return Err(McpError::new(
+            RpcErrorCode(code),
+            error.message.clone(),
+            error.details.clone(),
+        ));
+    }
+    let mut result = serde_json::to_value(&envelope).unwrap_or_default();
+    if let Some(object) = result.as_object_mut() {
+        object.remove("error");
+    }
+    let mut result: CallToolResult = serde_json::from_value(result)
+        .map_err(|e| McpError::internal_error(format!("result envelope: {e}"), None))?;
+    result.result_type = Some(ResultType::COMPLETE);
+    Ok(result)
+}
+
+/// What a plugin's `client` import reaches during one MCP call.
+struct SessionClient {
+    peer: Peer<RoleServer>,
+    progress_token: Option<ProgressToken>,
+    log_level: Arc<Mutex<LoggingLevel>>,
+}
+
+#[wasmtime_wasi::async_trait]
+impl ClientChannel for SessionClient {
+    async fn log(&self, level: LogLevel, message: String) {
+        let threshold = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
+        if severity(logging_level(level)) < severity(threshold) {
+            return;
+        }
+        let level = logging_level(level);
+        let _ = self
+            .peer
+            .notify_logging_message(LoggingMessageNotificationParam::new(level, json!(message)))
+            .await;
+    }
+
+    async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        let params = json!({ "progressToken": token, "progress": progress, "total": total, "message": message });
+        if let Ok(params) = serde_json::from_value::<ProgressNotificationParam>(strip_nulls(params))
+        {
+            let _ = self.peer.notify_progress(params).await;
+        }
+    }
+
+    async fn create_message(&self, params: String) -> Result<String, String> {
+        let supported = self.client_supports(|c| c.sampling.is_some());
+        relay(supported, "sampling/createMessage", &params, |params| {
+            self.peer.create_message(params)
+        })
+        .await
+    }
+
+    async fn elicit(&self, params: String) -> Result<String, String> {
+        let supported = self.client_supports(|c| c.elicitation.is_some());
+        relay(supported, "elicitation/create", &params, |params| {
+            self.peer.create_elicitation(params)
+        })
+        .await
+    }
+}
+
+impl SessionClient {
+    fn client_supports(&self, capability: impl Fn(&ClientCapabilities) -> bool) -> bool {
+        self.peer
+            .peer_info()
+            .is_some_and(|info| capability(&info.capabilities))
+    }
+}
+
+/// Relays one request of a plugin to the client: the capability is
+/// checked, the plugin's JSON params parsed into the SDK's type, the answer
+/// returned as JSON. Every failure is a sentence for the plugin.
+async fn relay<Params, Answer, Sent>(
+    supported: bool,
+    method: &str,
+    params: &str,
+    send: impl FnOnce(Params) -> Sent,
+) -> Result<String, String>
+where
+    Params: serde::de::DeserializeOwned,
+    Answer: serde::Serialize,
+    Sent: Future<Output = Result<Answer, rmcp::ServiceError>>,
+{
+    if !supported {
+        return Err(format!("the client does not support {method}"));
+    }
+    let params: Params =
+        serde_json::from_str(params).map_err(|e| format!("invalid {method} params: {e}"))?;
+    let answer = send(params)
+        .await
+        .map_err(|e| format!("{method} failed: {e}"))?;
+    serde_json::to_string(&answer).map_err(|e| e.to_string())
+}
+
+fn strip_nulls(mut value: Value) -> Value {
+    if let Some(object) = value.as_object_mut() {
+        object.retain(|_, v| !v.is_null());
+    }
+    value
+}
+
+/// Syslog order, least severe first (rmcp's level type has no ordering).
+fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn logging_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Notice => LoggingLevel::Notice,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+        LogLevel::Critical => LoggingLevel::Critical,
+        LogLevel::Alert => LoggingLevel::Alert,
+        LogLevel::Emergency => LoggingLevel::Emergency,
+    }
+}

@@ -1,0 +1,18 @@
+//! The fronts: each turns one protocol into calls on the shared call path
+//! (`call::invoke`) and the envelope it returns back into that protocol.
+//! None of them touches a wasmtime type.
+//!
+//! - [`listener`]: the HTTP accept loop and its transport limits.
+//! - [`guard`]: Host/Origin and bearer-token checks before any route.
+//! - [`http`]: the one place an envelope becomes an HTTP response.
+//! - [`rest`] and [`openapi`]: `POST /tools/{name}` and discovery.
+//! - [`mcp`]: the MCP handler, served over Streamable HTTP and stdio.
+//! - [`cgi`]: one CGI/1.1 request through the REST router.
+
+pub(crate) mod cgi;
+pub(crate) mod guard;
+pub(crate) mod http;
+pub(crate) mod listener;
+pub(crate) mod mcp;
+pub(crate) mod openapi;
+pub(crate) mod rest;

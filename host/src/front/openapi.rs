@@ -1,0 +1,202 @@
+//! `GET /openapi.json`: an OpenAPI 3.1 document generated from the live
+//! registry, so REST clients and code generators see the same tools, with
+//! the same schemas, as MCP clients.
+//!
+//! Each tool's schemas go into `components.schemas` under their own `$id`
+//! and are referenced from the operation. That keeps `$ref`s inside a
+//! plugin's schema (`#/$defs/...`) resolving against the plugin's schema
+//! rather than against this document's root.
+
+use serde_json::{Map, Value, json};
+
+use crate::call::errors::ErrorCode;
+use crate::registry::Snapshot;
+
+pub(crate) fn document(snapshot: &Snapshot) -> Value {
+    let mut paths = Map::new();
+    let mut schemas = shared_schemas();
+    for entry in snapshot.tools() {
+        let tool = &entry.tool;
+        let input_key = format!("{}.input", tool.name);
+        schemas.insert(input_key.clone(), with_id(&tool.input_schema, &input_key));
+        let mut result_schema = json!({ "$ref": "#/components/schemas/Envelope" });
+        if let Some(output_schema) = &tool.output_schema {
+            let output_key = format!("{}.output", tool.name);
+            schemas.insert(output_key.clone(), with_id(output_schema, &output_key));
+            result_schema = json!({
+                "allOf": [
+                    { "$ref": "#/components/schemas/Envelope" },
+                    { "properties": { "structuredContent": { "$ref": schema_ref(&output_key) } } }
+                ]
+            });
+        }
+        let mut operation = json!({
+            "operationId": tool.name,
+            "summary": tool.title.clone().unwrap_or_else(|| tool.name.clone()),
+            "description": tool.description,
+            "tags": ["tools"],
+            "requestBody": {
+                "required": true,
+                "content": { "application/json": { "schema": { "$ref": schema_ref(&input_key) } } }
+            },
+            "responses": error_responses(),
+        });
+        operation["responses"]["200"] = json!({
+            "description": "The tool ran; the envelope carries its result.",
+            "content": { "application/json": { "schema": result_schema } }
+        });
+        paths.insert(
+            format!("/tools/{}", tool.name),
+            json!({ "post": operation }),
+        );
+    }
+    for (path, summary, schema) in [
+        (
+            "/tools",
+            "The tools manifest",
+            json!({ "type": "array", "items": { "type": "object" } }),
+        ),
+        (
+            "/plugins",
+            "Every plugin file and its state",
+            json!({ "type": "object" }),
+        ),
+        (
+            "/health",
+            "Liveness and counts",
+            json!({ "type": "object" }),
+        ),
+        (
+            "/openapi.json",
+            "This document",
+            json!({ "type": "object" }),
+        ),
+    ] {
+        paths.insert(
+            path.into(),
+            json!({ "get": {
+                "operationId": format!("get{}", path.replace(['/', '.'], "_")),
+                "summary": summary,
+                "tags": ["discovery"],
+                "responses": { "200": {
+                    "description": summary,
+                    "content": { "application/json": { "schema": schema } }
+                } }
+            } }),
+        );
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "toolhost",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "WebAssembly tool plugins served over REST. Each tool answers with \
+                            the MCP tool result envelope: content, structuredContent, isError."
+        },
+        "paths": paths,
+        "components": { "schemas": schemas },
+    })
+}
+
+fn schema_ref(key: &str) -> String {
+    format!("#/components/schemas/{key}")
+}
+
+/// A copy of a plugin schema that is its own schema resource, unless the
+/// plugin already gave it an `$id`.
+fn with_id(schema: &Value, key: &str) -> Value {
+    let mut schema = schema.clone();
+    if let Some(object) = schema.as_object_mut() {
+        object
+            .entry("$id")
+            .or_insert_with(|| json!(format!("urn:toolhost:schema:{key}")));
+    }
+    schema
+}
+
+/// Every error status a tool call can answer with, each described by the
+/// codes that produce it.
+fn error_responses() -> Value {
+    let mut responses = Map::new();
+    let mut statuses: Vec<u16> = ErrorCode::ALL
+        .iter()
+        .map(|code| code.http_status())
+        .collect();
+    statuses.push(crate::call::errors::TOOL_ERROR_HTTP_STATUS);
+    statuses.sort();
+    statuses.dedup();
+    for status in statuses {
+        let mut codes: Vec<&str> = ErrorCode::ALL
+            .iter()
+            .filter(|code| code.http_status() == status)
+            .map(|code| code.as_str())
+            .collect();
+        if status == crate::call::errors::TOOL_ERROR_HTTP_STATUS {
+            codes.push("the plugin's own error codes");
+        }
+        responses.insert(
+            status.to_string(),
+            json!({
+                "description": codes.join(", "),
+                "content": { "application/json": {
+                    "schema": { "$ref": "#/components/schemas/ErrorEnvelope" }
+                } }
+            }),
+        );
+    }
+    Value::Object(responses)
+}
+
+fn shared_schemas() -> Map<String, Value> {
+    let content_block = json!({
+        "type": "object",
+        "required": ["type"],
+        "properties": {
+            "type": { "enum": ["text", "image", "audio", "resource_link", "resource"] },
+            "text": { "type": "string" },
+            "data": { "type": "string", "contentEncoding": "base64" },
+            "mimeType": { "type": "string" },
+            "uri": { "type": "string" },
+            "name": { "type": "string" },
+            "resource": { "type": "object" }
+        }
+    });
+    let envelope = json!({
+        "type": "object",
+        "required": ["content", "isError", "success", "timestamp"],
+        "properties": {
+            "content": { "type": "array", "minItems": 1,
+                         "items": { "$ref": "#/components/schemas/ContentBlock" } },
+            "structuredContent": { "type": "object" },
+            "isError": { "type": "boolean" },
+            "success": { "type": "boolean",
+                         "description": "The opposite of isError (REST and CGI only)." },
+            "timestamp": { "type": "string", "format": "date-time",
+                           "description": "When the answer was made: RFC 3339, UTC, milliseconds (REST and CGI only)." }
+        }
+    });
+    let error_envelope = json!({
+        "allOf": [ { "$ref": "#/components/schemas/Envelope" } ],
+        "required": ["error"],
+        "properties": {
+            "isError": { "const": true },
+            "success": { "const": false },
+            "error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                    "code": { "type": "string" },
+                    "message": { "type": "string" },
+                    "details": {}
+                }
+            }
+        }
+    });
+    [
+        ("ContentBlock".to_string(), content_block),
+        ("Envelope".to_string(), envelope),
+        ("ErrorEnvelope".to_string(), error_envelope),
+    ]
+    .into_iter()
+    .collect()
+}

@@ -1,0 +1,182 @@
+//! The REST front: one `POST /tools/{name}` per tool, plus discovery
+//! (`/tools`, `/openapi.json`, `/plugins`, `/health`).
+//!
+//! Every answer, success or failure, is JSON; failures use the same
+//! envelope as results, with the HTTP status that `errors.rs` assigns to the
+//! code. Axum's own plain-text rejections never reach a client: bodies are
+//! read by hand (so the size limit answers with the envelope), unknown
+//! routes and wrong methods answer with envelopes too.
+//!
+//! The CGI adapter serves this same router, so the two cannot drift apart.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use crate::call::envelope::{Envelope, TextFormat};
+use crate::call::errors::ErrorCode;
+use crate::call::invoke;
+use crate::front::http::json_response;
+use crate::registry::{Registry, Snapshot};
+
+/// What the REST front needs besides the registry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RestSettings {
+    pub(crate) max_body_bytes: usize,
+    pub(crate) text_format: TextFormat,
+}
+
+#[derive(Clone)]
+struct AppState {
+    registry: Arc<Registry>,
+    settings: RestSettings,
+}
+
+pub(crate) fn router(registry: Arc<Registry>, settings: RestSettings) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/tools", get(list_tools))
+        .route("/tools/{name}", post(call_tool))
+        .route("/plugins", get(list_plugins))
+        .route("/openapi.json", get(openapi))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        // The call handler enforces its own limit, answering with an envelope.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(AppState { registry, settings })
+}
+
+/// `ok`, or `degraded` while some plugin file is rejected (a newer version
+/// that failed to load while the old one serves, say): still 200, since
+/// the server answers, with the count so a watcher can tell.
+async fn health(State(state): State<AppState>) -> Response {
+    let snapshot = state.registry.snapshot();
+    let rejected = state.registry.rejected_count();
+    let body = json!({
+        "status": if rejected == 0 { "ok" } else { "degraded" },
+        "plugins": snapshot.plugins().count(),
+        "tools": snapshot.tools().count(),
+        "rejected": rejected,
+    });
+    json_response(200, &body)
+}
+
+/// The tools manifest: each tool as MCP describes it, plus where to call it.
+pub(crate) fn tools_manifest(snapshot: &Snapshot) -> Value {
+    let tools: Vec<Value> = snapshot
+        .tools()
+        .map(|entry| {
+            let mut tool = entry.tool.descriptor();
+            tool.insert(
+                "endpoint".into(),
+                json!(format!("/tools/{}", entry.tool.name)),
+            );
+            tool.insert("method".into(), json!("POST"));
+            Value::Object(tool)
+        })
+        .collect();
+    Value::Array(tools)
+}
+
+async fn list_tools(State(state): State<AppState>) -> Response {
+    json_response(200, &tools_manifest(&state.registry.snapshot()))
+}
+
+async fn list_plugins(State(state): State<AppState>) -> Response {
+    json_response(200, &state.registry.plugins_report())
+}
+
+async fn openapi(State(state): State<AppState>) -> Response {
+    json_response(
+        200,
+        &crate::front::openapi::document(&state.registry.snapshot()),
+    )
+}
+
+async fn call_tool(
+    State(state): State<AppState>,
+    name: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    // `/tools/%FF` does not decode to text: axum would answer plain text.
+    let Ok(Path(name)) = name else {
+        return Envelope::host_error(
+            ErrorCode::InvalidRequest,
+            "the tool name in the path is not valid percent-encoded UTF-8",
+            None,
+        )
+        .into_response();
+    };
+    let format = match text_format(query.as_deref(), state.settings.text_format) {
+        Ok(format) => format,
+        Err(envelope) => return envelope.into_response(),
+    };
+    let limit = state.settings.max_body_bytes;
+    let declared_length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+    if declared_length.is_some_and(|length| length > limit as u64) {
+        return Envelope::payload_too_large(limit).into_response();
+    }
+    let body = match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(_) => return Envelope::payload_too_large(limit).into_response(),
+    };
+    let arguments = match invoke::parse_arguments(&body) {
+        Ok(arguments) => arguments,
+        Err(envelope) => return envelope.into_response(),
+    };
+    invoke::call_tool(&state.registry, &name, arguments, format, None)
+        .await
+        .into_response()
+}
+
+/// `?format=json|markdown` overrides the server's default rendering of
+/// structured-only results. Other query parameters are ignored.
+fn text_format(query: Option<&str>, default: TextFormat) -> Result<TextFormat, Envelope> {
+    let requested = query
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(key, _)| *key == "format");
+    match requested {
+        None => Ok(default),
+        Some((_, value)) => TextFormat::parse(value).ok_or_else(|| {
+            Envelope::host_error(
+                ErrorCode::InvalidRequest,
+                format!("format must be json or markdown, not {value:?}"),
+                None,
+            )
+        }),
+    }
+}
+
+async fn not_found(uri: axum::http::Uri) -> Response {
+    Envelope::host_error(
+        ErrorCode::NotFound,
+        format!(
+            "no route {}; tools are called with POST /tools/{{name}}",
+            uri.path()
+        ),
+        None,
+    )
+    .into_response()
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    Envelope::host_error(
+        ErrorCode::MethodNotAllowed,
+        format!("{} does not take {method}", uri.path()),
+        None,
+    )
+    .into_response()
+}

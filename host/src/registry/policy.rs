@@ -1,0 +1,283 @@
+//! Reads a plugin's policy file, `<plugin>.toml` beside `<plugin>.wasm`, into
+//! the [`Grants`] its sandbox gets. No file means no grants. A file that does
+//! not parse, names an unknown key, a host variable that is not set, or a
+//! directory that does not exist rejects the plugin with that reason.
+//!
+//! ```toml
+//! [env]                      # environment variables
+//! UNITS = "metric"           # a literal value
+//! API_KEY = { from_host = "WEATHER_API_KEY" }   # or the host's variable
+//!
+//! [config]                   # values for the `config` import
+//! base_url = "https://api.example.com"
+//! api_key = { from_host = "WEATHER_API_KEY" }
+//!
+//! [[dirs]]                   # preopened directories
+//! host = "data/users"        # relative to the policy file's folder
+//! guest = "/data"
+//! mode = "read-write"        # or "read-only" (the default)
+//!
+//! [http]                     # outbound HTTP, by scheme://host[:port]
+//! allow = ["https://api.example.com", "http://127.0.0.1:*"]
+//!
+//! [limits]                   # each defaults to the server's setting
+//! timeout_ms = 5000
+//! memory_mib = 32
+//! fuel = 1_000_000_000       # instruction budget per call
+//! max_concurrent = 4         # more calls wait briefly, then get BUSY
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::runtime::{DirGrant, Grants, Limits, OriginPattern};
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    #[serde(default)]
+    env: BTreeMap<String, Value>,
+    #[serde(default)]
+    config: BTreeMap<String, Value>,
+    #[serde(default)]
+    dirs: Vec<DirEntry>,
+    #[serde(default)]
+    http: HttpSection,
+    #[serde(default)]
+    limits: LimitsSection,
+}
+
+/// A literal, or the value of one of the host's environment variables.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Value {
+    Literal(String),
+    FromHost { from_host: String },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DirEntry {
+    host: String,
+    guest: String,
+    #[serde(default)]
+    mode: DirMode,
+}
+
+#[derive(Deserialize, Default, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+enum DirMode {
+    #[default]
+    ReadOnly,
+    ReadWrite,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct HttpSection {
+    #[serde(default)]
+    allow: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct LimitsSection {
+    timeout_ms: Option<u64>,
+    memory_mib: Option<usize>,
+    fuel: Option<u64>,
+    max_concurrent: Option<usize>,
+}
+
+/// The policy file of a plugin file: same folder, same stem, `.toml`.
+pub(crate) fn policy_path(wasm: &Path) -> std::path::PathBuf {
+    wasm.with_extension("toml")
+}
+
+/// Turns policy text into grants. `folder` anchors relative directory
+/// paths; `defaults` are the server's limits.
+pub(crate) fn grants(text: &str, folder: &Path, defaults: Limits) -> Result<Grants, String> {
+    let file: PolicyFile =
+        toml::from_str(text).map_err(|e| format!("the policy does not parse: {e}"))?;
+    let resolve = |section: &str, key: &str, value: Value| match value {
+        Value::Literal(text) => Ok(text),
+        Value::FromHost { from_host } => std::env::var(&from_host).map_err(|_| {
+            format!("[{section}] {key} comes from the host variable {from_host}, which is not set")
+        }),
+    };
+    let env = file
+        .env
+        .into_iter()
+        .map(|(key, value)| Ok((key.clone(), resolve("env", &key, value)?)))
+        .collect::<Result<Vec<_>, String>>()?;
+    let config = file
+        .config
+        .into_iter()
+        .map(|(key, value)| Ok((key.clone(), resolve("config", &key, value)?)))
+        .collect::<Result<BTreeMap<_, _>, String>>()?;
+    let dirs = file
+        .dirs
+        .into_iter()
+        .map(|entry| {
+            let host = folder.join(&entry.host);
+            let host = host.canonicalize().map_err(|e| {
+                format!(
+                    "[[dirs]] host {:?} cannot be used: {e}",
+                    host.display().to_string()
+                )
+            })?;
+            if !host.is_dir() {
+                return Err(format!(
+                    "[[dirs]] host {:?} is not a directory",
+                    host.display().to_string()
+                ));
+            }
+            if !entry.guest.starts_with('/') {
+                return Err(format!(
+                    "[[dirs]] guest {:?} must be an absolute path",
+                    entry.guest
+                ));
+            }
+            Ok(DirGrant {
+                host,
+                guest: entry.guest,
+                writable: entry.mode == DirMode::ReadWrite,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let http_allow = file
+        .http
+        .allow
+        .iter()
+        .map(|pattern| OriginPattern::parse(pattern).map_err(|e| format!("[http] allow: {e}")))
+        .collect::<Result<Vec<_>, String>>()?;
+    let limits = &file.limits;
+    if limits.max_concurrent == Some(0)
+        || limits.memory_mib == Some(0)
+        || limits.timeout_ms == Some(0)
+    {
+        return Err("[limits] values must be greater than zero".into());
+    }
+    Ok(Grants {
+        env,
+        config,
+        dirs,
+        http_allow: Arc::new(http_allow),
+        limits: Limits {
+            timeout: limits
+                .timeout_ms
+                .map_or(defaults.timeout, Duration::from_millis),
+            memory_bytes: limits
+                .memory_mib
+                .map_or(defaults.memory_bytes, |mib| mib.saturating_mul(1024 * 1024)),
+        },
+        fuel: limits.fuel,
+        max_concurrent: limits.max_concurrent,
+    })
+}
+
+/// What a plugin is granted, for `GET /plugins` and `toolhost check`.
+/// Names only: the values of environment variables and config entries may
+/// be secrets, and are never shown.
+pub(crate) fn describe(grants: &Grants) -> serde_json::Value {
+    let dirs: Vec<serde_json::Value> = grants
+        .dirs
+        .iter()
+        .map(|dir| {
+            serde_json::json!({
+                "host": dir.host.display().to_string(),
+                "guest": dir.guest,
+                "mode": if dir.writable { "read-write" } else { "read-only" },
+            })
+        })
+        .collect();
+    let http: Vec<String> = grants
+        .http_allow
+        .iter()
+        .map(|pattern| {
+            let port = pattern
+                .port
+                .map_or("*".to_string(), |port| port.to_string());
+            format!("{}://{}:{port}", pattern.scheme, pattern.host)
+        })
+        .collect();
+    serde_json::json!({
+        "env": grants.env.iter().map(|(key, _)| key).collect::<Vec<_>>(),
+        "config": grants.config.keys().collect::<Vec<_>>(),
+        "dirs": dirs,
+        "httpAllow": http,
+        "limits": {
+            "timeoutMs": grants.limits.timeout.as_millis(),
+            "memoryBytes": grants.limits.memory_bytes,
+            "fuel": grants.fuel,
+            "maxConcurrent": grants.max_concurrent,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEFAULTS: Limits = Limits {
+        timeout: Duration::from_secs(10),
+        memory_bytes: 64 << 20,
+    };
+
+    #[test]
+    fn an_empty_policy_grants_nothing() {
+        let grants = grants("", Path::new("."), DEFAULTS).unwrap();
+        assert!(grants.env.is_empty() && grants.config.is_empty() && grants.dirs.is_empty());
+        assert!(grants.http_allow.is_empty());
+        assert_eq!(grants.limits.timeout, DEFAULTS.timeout);
+    }
+
+    #[test]
+    fn a_full_policy_is_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        // SAFETY: set before any thread of this test reads the environment.
+        unsafe { std::env::set_var("TOOLHOST_TEST_SECRET", "hunter2") };
+        let text = r#"
+            [env]
+            MODE = "test"
+            [config]
+            api_key = { from_host = "TOOLHOST_TEST_SECRET" }
+            [[dirs]]
+            host = "data"
+            guest = "/data"
+            mode = "read-write"
+            [http]
+            allow = ["http://127.0.0.1:*"]
+            [limits]
+            timeout_ms = 250
+            memory_mib = 8
+            fuel = 1000
+            max_concurrent = 2
+        "#;
+        let grants = grants(text, dir.path(), DEFAULTS).unwrap();
+        assert_eq!(grants.env, vec![("MODE".to_string(), "test".to_string())]);
+        assert_eq!(grants.config["api_key"], "hunter2");
+        assert!(grants.dirs[0].writable && grants.dirs[0].guest == "/data");
+        assert!(grants.http_allow[0].matches("http", "127.0.0.1", 9));
+        assert_eq!(grants.limits.timeout, Duration::from_millis(250));
+        assert_eq!(grants.limits.memory_bytes, 8 << 20);
+        assert_eq!((grants.fuel, grants.max_concurrent), (Some(1000), Some(2)));
+    }
+
+    #[test]
+    fn faults_are_named() {
+        let reason = |text: &str| grants(text, Path::new("/nonexistent"), DEFAULTS).unwrap_err();
+        assert!(reason("[env\n").contains("does not parse"));
+        assert!(reason("[network]\nall = true").contains("unknown field"));
+        assert!(
+            reason("[config]\nk = { from_host = \"TOOLHOST_SURELY_UNSET\" }").contains("not set")
+        );
+        assert!(reason("[[dirs]]\nhost = \"missing\"\nguest = \"/d\"").contains("cannot be used"));
+        assert!(reason("[http]\nallow = [\"ftp://x\"]").contains("only http and https"));
+        assert!(reason("[limits]\nmax_concurrent = 0").contains("greater than zero"));
+    }
+}

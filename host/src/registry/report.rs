@@ -1,0 +1,157 @@
+//! The plugin report: every plugin file, its state, its tools and what it
+//! was granted, as one typed value. `GET /plugins` serialises it, `toolhost
+//! list` prints it as a table and `toolhost check` prints the report of
+//! the one file it loaded, so the three never disagree on a field.
+
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::registry::loader::LoadedPlugin;
+use crate::registry::policy;
+
+/// `GET /plugins`: every plugin file, by id.
+#[derive(Serialize)]
+pub(crate) struct PluginsReport {
+    pub(crate) plugins: Vec<PluginReport>,
+}
+
+/// One plugin file and what became of it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PluginReport {
+    pub(crate) id: String,
+    pub(crate) file: String,
+    /// The names of the tools the serving version provides.
+    pub(crate) tools: Vec<String>,
+    pub(crate) state: PluginState,
+    /// Why the newest version was rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<String>,
+    /// The newest version's hash: the serving one, or the rejected one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_hash: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rejected_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loaded_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from_cache: Option<bool>,
+    /// The version that still serves while a newer one is rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    serving: Option<Serving>,
+    /// What the serving version's policy grants (names, never values).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) granted: Option<serde_json::Value>,
+    /// Set while a load job for this file runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compiling: Option<Compiling>,
+}
+
+#[derive(Serialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum PluginState {
+    Loaded,
+    Rejected,
+    Compiling,
+}
+
+impl PluginState {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            PluginState::Loaded => "loaded",
+            PluginState::Rejected => "rejected",
+            PluginState::Compiling => "compiling",
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Serving {
+    content_hash: String,
+    loaded_at: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Compiling {
+    elapsed_ms: u64,
+}
+
+fn time(at: SystemTime) -> String {
+    humantime::format_rfc3339_millis(at).to_string()
+}
+
+impl PluginReport {
+    /// A plugin whose newest version serves.
+    pub(crate) fn loaded(plugin: &LoadedPlugin) -> PluginReport {
+        PluginReport {
+            content_hash: Some(plugin.version.content_hash.clone()),
+            loaded_at: Some(time(plugin.loaded_at)),
+            from_cache: Some(plugin.compiled.from_cache),
+            ..PluginReport::serving(
+                &plugin.id,
+                &plugin.file.display().to_string(),
+                PluginState::Loaded,
+                Some(plugin),
+            )
+        }
+    }
+
+    /// A plugin whose newest version was rejected for `reason`; `serving`
+    /// is the older version still answering, if any.
+    pub(crate) fn rejected(
+        id: &str,
+        file: &str,
+        reason: &str,
+        content_hash: &str,
+        at: SystemTime,
+        serving: Option<&LoadedPlugin>,
+    ) -> PluginReport {
+        PluginReport {
+            reason: Some(reason.to_string()),
+            content_hash: Some(content_hash.to_string()),
+            rejected_at: Some(time(at)),
+            serving: serving.map(|plugin| Serving {
+                content_hash: plugin.version.content_hash.clone(),
+                loaded_at: time(plugin.loaded_at),
+            }),
+            ..PluginReport::serving(id, file, PluginState::Rejected, serving)
+        }
+    }
+
+    /// A file seen for the first time, with its load job in progress.
+    pub(crate) fn compiling(id: &str, file: &str) -> PluginReport {
+        PluginReport::serving(id, file, PluginState::Compiling, None)
+    }
+
+    /// Marks a load job in progress for this file, running for `elapsed_ms`.
+    pub(crate) fn set_compiling(&mut self, elapsed_ms: u64) {
+        self.compiling = Some(Compiling { elapsed_ms });
+    }
+
+    fn serving(
+        id: &str,
+        file: &str,
+        state: PluginState,
+        serving: Option<&LoadedPlugin>,
+    ) -> PluginReport {
+        PluginReport {
+            id: id.to_string(),
+            file: file.to_string(),
+            tools: serving
+                .map(|plugin| plugin.tools.iter().map(|tool| tool.name.clone()).collect())
+                .unwrap_or_default(),
+            state,
+            reason: None,
+            content_hash: None,
+            rejected_at: None,
+            loaded_at: None,
+            from_cache: None,
+            serving: None,
+            granted: serving.map(|plugin| policy::describe(&plugin.grants)),
+            compiling: None,
+        }
+    }
+}

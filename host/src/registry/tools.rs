@@ -1,0 +1,249 @@
+//! Checks a plugin's tool list and turns it into [`Tool`]s: names checked,
+//! schemas parsed and compiled into validators once, at load time, so the
+//! call path only runs them.
+//!
+//! A tool list with any fault is rejected whole, with a reason that names
+//! the tool and the fault: a half-loaded plugin would be harder to reason
+//! about than a rejected one.
+
+use std::collections::HashSet;
+
+use jsonschema::Validator;
+use serde_json::{Map, Value, json};
+
+use crate::runtime::{Annotations, ToolSpec};
+
+/// One tool, ready to serve.
+pub struct Tool {
+    pub(crate) name: String,
+    pub(crate) title: Option<String>,
+    pub(crate) description: String,
+    pub(crate) input_schema: Value,
+    pub(crate) output_schema: Option<Value>,
+    /// MCP `ToolAnnotations` (`readOnlyHint`, ...), only the hints stated.
+    pub(crate) annotations: Option<Value>,
+    pub(crate) input_validator: Validator,
+    pub(crate) output_validator: Option<Validator>,
+}
+
+impl Tool {
+    /// The tool as MCP's `tools/list` and REST's `GET /tools` describe it:
+    /// exactly what the plugin declared, in MCP's field names.
+    pub(crate) fn descriptor(&self) -> Map<String, Value> {
+        let mut tool = Map::new();
+        tool.insert("name".into(), json!(self.name));
+        if let Some(title) = &self.title {
+            tool.insert("title".into(), json!(title));
+        }
+        tool.insert("description".into(), json!(self.description));
+        tool.insert("inputSchema".into(), self.input_schema.clone());
+        if let Some(schema) = &self.output_schema {
+            tool.insert("outputSchema".into(), schema.clone());
+        }
+        if let Some(annotations) = &self.annotations {
+            tool.insert("annotations".into(), annotations.clone());
+        }
+        tool
+    }
+}
+
+/// Whether `name` is a valid tool name: `^[A-Za-z0-9_.-]{1,64}$`.
+pub(crate) fn is_valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// Checks every tool of a plugin; the error says which tool and why.
+/// How much one plugin may list: checked before any schema is compiled,
+/// because a plugin listing 100,000 tools would otherwise cost the host
+/// hundreds of MiB (validators, the `GET /tools` and `tools/list` answers).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolListLimits {
+    pub max_tools: usize,
+    /// Names, titles, descriptions and schemas of all its tools together.
+    pub max_bytes: usize,
+}
+
+impl ToolListLimits {
+    pub const DEFAULT: ToolListLimits = ToolListLimits {
+        max_tools: 256,
+        max_bytes: 1024 * 1024,
+    };
+
+    fn check(&self, specs: &[ToolSpec]) -> Result<(), String> {
+        if specs.len() > self.max_tools {
+            return Err(format!(
+                "the plugin lists {} tools, over the limit of {} (--max-tools)",
+                specs.len(),
+                self.max_tools
+            ));
+        }
+        let bytes: usize = specs
+            .iter()
+            .map(|spec| {
+                spec.name.len()
+                    + spec.title.as_ref().map_or(0, String::len)
+                    + spec.description.len()
+                    + spec.input_schema.len()
+                    + spec.output_schema.as_ref().map_or(0, String::len)
+            })
+            .sum();
+        if bytes > self.max_bytes {
+            return Err(format!(
+                "the plugin's tool descriptions and schemas take {bytes} bytes, over the \
+                 limit of {} (--max-tool-list-kib)",
+                self.max_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn build_tools(
+    specs: Vec<ToolSpec>,
+    limits: &ToolListLimits,
+) -> Result<Vec<Tool>, String> {
+    if specs.is_empty() {
+        return Err("the plugin lists no tools".into());
+    }
+    limits.check(&specs)?;
+    let mut seen = HashSet::new();
+    let mut tools = Vec::with_capacity(specs.len());
+    for spec in specs {
+        if !is_valid_tool_name(&spec.name) {
+            return Err(format!(
+                "tool name {:?} is invalid: it must match ^[A-Za-z0-9_.-]{{1,64}}$",
+                spec.name
+            ));
+        }
+        if !seen.insert(spec.name.clone()) {
+            return Err(format!("tool name {:?} is listed twice", spec.name));
+        }
+        tools.push(build_tool(spec)?);
+    }
+    Ok(tools)
+}
+
+fn build_tool(spec: ToolSpec) -> Result<Tool, String> {
+    let name = spec.name;
+    let (input_schema, input_validator) = compile_schema(&name, "input", &spec.input_schema)?;
+    let (output_schema, output_validator) = match spec.output_schema {
+        Some(text) => {
+            let (schema, validator) = compile_schema(&name, "output", &text)?;
+            (Some(schema), Some(validator))
+        }
+        None => (None, None),
+    };
+    Ok(Tool {
+        annotations: spec.annotations.map(annotations_json),
+        name,
+        title: spec.title,
+        description: spec.description,
+        input_schema,
+        output_schema,
+        input_validator,
+        output_validator,
+    })
+}
+
+/// Parses a schema, requires a top-level `"type": "object"` (as MCP does
+/// for both schemas), and compiles it. Compilation checks the schema against
+/// its draft's meta-schema and resolves every `$ref`; remote references are
+/// never fetched (jsonschema is built without its HTTP and file resolvers).
+fn compile_schema(tool: &str, which: &str, text: &str) -> Result<(Value, Validator), String> {
+    let fault = |what: String| format!("tool {tool:?}: {which} schema {what}");
+    let schema: Value =
+        serde_json::from_str(text).map_err(|e| fault(format!("is not valid JSON: {e}")))?;
+    if !schema.is_object() {
+        return Err(fault("is not a JSON object".into()));
+    }
+    if schema.get("type") != Some(&json!("object")) {
+        return Err(fault(
+            r#"must have "type": "object" at the top level"#.into(),
+        ));
+    }
+    let validator = jsonschema::validator_for(&schema)
+        .map_err(|e| fault(format!("is not a valid JSON Schema: {e}")))?;
+    Ok((schema, validator))
+}
+
+fn annotations_json(annotations: Annotations) -> Value {
+    let hints = [
+        ("readOnlyHint", annotations.read_only),
+        ("destructiveHint", annotations.destructive),
+        ("idempotentHint", annotations.idempotent),
+        ("openWorldHint", annotations.open_world),
+    ];
+    Value::Object(
+        hints
+            .into_iter()
+            .filter_map(|(key, hint)| Some((key.to_string(), json!(hint?))))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, input_schema: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            title: None,
+            description: "d".into(),
+            input_schema: input_schema.into(),
+            output_schema: None,
+            annotations: None,
+        }
+    }
+
+    const OBJECT: &str = r#"{"type":"object"}"#;
+
+    #[test]
+    fn tool_names_follow_the_documented_pattern() {
+        assert!(is_valid_tool_name("get_weather.v2-beta"));
+        assert!(is_valid_tool_name(&"a".repeat(64)));
+        assert!(!is_valid_tool_name(&"a".repeat(65)));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name("has space"));
+        assert!(!is_valid_tool_name("slash/y"));
+        assert!(!is_valid_tool_name("ünicode"));
+    }
+
+    #[test]
+    fn faults_are_named_precisely() {
+        let reason = |specs| build_tools(specs, &ToolListLimits::DEFAULT).err().unwrap();
+        assert!(reason(vec![]).contains("no tools"));
+        assert!(reason(vec![spec("a b", OBJECT)]).contains(r#""a b" is invalid"#));
+        assert!(reason(vec![spec("a", OBJECT), spec("a", OBJECT)]).contains("listed twice"));
+        assert!(reason(vec![spec("a", "{")]).contains("not valid JSON"));
+        assert!(reason(vec![spec("a", r#"{"type":"string"}"#)]).contains(r#""type": "object""#));
+        assert!(
+            reason(vec![spec("a", r#"{"type":"object","minProperties":-1}"#)])
+                .contains("not a valid JSON Schema")
+        );
+    }
+
+    #[test]
+    fn remote_refs_are_not_fetched() {
+        let remote =
+            r#"{"type":"object","properties":{"x":{"$ref":"https://example.com/s.json"}}}"#;
+        let reason = build_tools(vec![spec("a", remote)], &ToolListLimits::DEFAULT)
+            .err()
+            .unwrap();
+        assert!(reason.contains("not a valid JSON Schema"), "{reason}");
+    }
+
+    #[test]
+    fn annotations_keep_only_stated_hints() {
+        let json = annotations_json(Annotations {
+            read_only: Some(true),
+            destructive: None,
+            idempotent: Some(false),
+            open_world: None,
+        });
+        assert_eq!(json, json!({"readOnlyHint": true, "idempotentHint": false}));
+    }
+}

@@ -1,0 +1,200 @@
+//! Hot reload: turns file-system events in the plugin folder into load jobs
+//! ([`Registry::reload`]). Event driven (inotify on Linux, through
+//! `notify`), never a polling loop; an idle server reads nothing.
+//!
+//! Rules:
+//! - Only events that can change a file's content or presence count:
+//!   create, write, close-after-write, rename, remove. Opens, reads and
+//!   closes after reading (the server's own read of a plugin, say) are
+//!   ignored, so the watcher never feeds itself.
+//! - A file is read only once its writer is done: after a close-after-write
+//!   or a rename, once it has been quiet for the debounce window. A writer
+//!   that pauses mid-file (a slow copy) has not closed the file, so it is
+//!   not read half-written; only if no close ever comes (a backend without
+//!   close events) is the file read after [`SLOW_WRITER_QUIET`] of quiet.
+//! - Write-to-temp-then-rename shows up as a rename to the final name (a
+//!   hidden or non-`.wasm` temporary name is not a plugin and is ignored).
+//! - A change to a policy file (`x.toml`) reloads its plugin (`x.wasm`).
+//! - If the kernel's event queue overflowed, the whole folder is looked at
+//!   again.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::event::{AccessKind, AccessMode, ModifyKind};
+use notify::{Event, EventKind, RecursiveMode, Watcher as _};
+use tokio::time::Instant;
+
+use crate::registry::Registry;
+use crate::registry::loader;
+
+/// How long a file that is still open for writing must be quiet before it
+/// is read anyway.
+const SLOW_WRITER_QUIET: Duration = Duration::from_secs(2);
+
+/// Keeps the watch alive; dropping it stops watching.
+pub(crate) struct FolderWatch {
+    _watcher: notify::RecommendedWatcher,
+}
+
+/// What an event says about a file.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Change {
+    /// Being written: wait for the writer to finish.
+    Writing,
+    /// Complete: written and closed, renamed into place, or removed.
+    Settled,
+}
+
+fn classify(kind: &EventKind) -> Option<Change> {
+    match kind {
+        EventKind::Create(_) | EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any) => {
+            Some(Change::Writing)
+        }
+        EventKind::Access(AccessKind::Close(AccessMode::Write))
+        | EventKind::Modify(ModifyKind::Name(_))
+        | EventKind::Remove(_) => Some(Change::Settled),
+        // Opens, reads, closes after reading, metadata: no new content.
+        _ => None,
+    }
+}
+
+/// A file with events not yet acted on.
+struct Pending {
+    writing: bool,
+    last_event: Instant,
+}
+
+impl Pending {
+    fn due(&self, debounce: Duration) -> Instant {
+        let quiet = if self.writing {
+            SLOW_WRITER_QUIET.max(debounce)
+        } else {
+            debounce
+        };
+        self.last_event + quiet
+    }
+}
+
+/// Watches `dir` (not its subfolders) and starts a load job for each
+/// plugin file once its change has settled.
+pub(crate) fn watch(
+    registry: Arc<Registry>,
+    dir: &Path,
+    debounce: Duration,
+) -> anyhow::Result<FolderWatch> {
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<notify::Result<Event>>();
+    let mut watcher = notify::recommended_watcher(move |event| {
+        let _ = sender.send(event);
+    })?;
+    watcher.watch(dir, RecursiveMode::NonRecursive)?;
+    let dir = dir.to_path_buf();
+
+    tokio::spawn(async move {
+        let mut pending: HashMap<PathBuf, Pending> = HashMap::new();
+        loop {
+            let next_due = pending.values().map(|p| p.due(debounce)).min();
+            let event = match next_due {
+                None => receiver.recv().await,
+                Some(due) => tokio::select! {
+                    event = receiver.recv() => event,
+                    () = tokio::time::sleep_until(due) => {
+                        let now = Instant::now();
+                        pending.retain(|path, file| {
+                            let settled = file.due(debounce) <= now;
+                            if settled {
+                                registry.reload(path.clone());
+                            }
+                            !settled
+                        });
+                        continue;
+                    }
+                },
+            };
+            let Some(event) = event else {
+                return;
+            };
+            match event {
+                Err(error) => {
+                    tracing::error!(%error, "watching the plugin folder failed; looking at it again");
+                    rescan(&registry, &dir).await;
+                }
+                Ok(event) if event.need_rescan() => {
+                    tracing::warn!("file events were lost; looking at the plugin folder again");
+                    rescan(&registry, &dir).await;
+                }
+                Ok(event) => {
+                    let Some(change) = classify(&event.kind) else {
+                        continue;
+                    };
+                    for path in event
+                        .paths
+                        .iter()
+                        .filter_map(|p| loader::plugin_file_for(p))
+                    {
+                        let file = pending.entry(path).or_insert(Pending {
+                            writing: false,
+                            last_event: Instant::now(),
+                        });
+                        file.writing = change == Change::Writing;
+                        file.last_event = Instant::now();
+                    }
+                }
+            }
+        }
+    });
+    Ok(FolderWatch { _watcher: watcher })
+}
+
+/// Starts a load job for every plugin file in the folder and every known
+/// one that is gone.
+async fn rescan(registry: &Arc<Registry>, dir: &Path) {
+    let mut paths: Vec<PathBuf> = registry
+        .snapshot()
+        .plugins()
+        .map(|(_, record)| record.file.clone())
+        .collect();
+    if let Ok(mut entries) = tokio::fs::read_dir(dir).await {
+        while let Ok(Some(entry)) = entries.next_entry().await {
+            paths.push(entry.path());
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    for path in paths.into_iter().filter(|p| loader::plugin_id(p).is_some()) {
+        registry.reload(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{CreateKind, DataChange, RemoveKind, RenameMode};
+
+    #[test]
+    fn only_changes_to_content_or_presence_count() {
+        let open = EventKind::Access(AccessKind::Open(AccessMode::Any));
+        let read_closed = EventKind::Access(AccessKind::Close(AccessMode::Read));
+        let metadata = EventKind::Modify(ModifyKind::Metadata(notify::event::MetadataKind::Any));
+        for ignored in [open, read_closed, metadata] {
+            assert_eq!(classify(&ignored), None, "{ignored:?}");
+        }
+        let writing = [
+            EventKind::Create(CreateKind::File),
+            EventKind::Modify(ModifyKind::Data(DataChange::Any)),
+        ];
+        for kind in writing {
+            assert_eq!(classify(&kind), Some(Change::Writing), "{kind:?}");
+        }
+        let settled = [
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+            EventKind::Modify(ModifyKind::Name(RenameMode::To)),
+            EventKind::Remove(RemoveKind::File),
+        ];
+        for kind in settled {
+            assert_eq!(classify(&kind), Some(Change::Settled), "{kind:?}");
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The server, startable in-process: give it a registry, a bound listener
+//! and a shutdown signal, and it serves REST at `/` and MCP Streamable HTTP
+//! at `/mcp` on that listener until the signal fires ([`run`]); or MCP over
+//! stdin/stdout until the client closes stdin ([`run_stdio`]). `toolhost
+//! serve` (commands/serve.rs) is one user; the benchmark and tests can
+//! embed it the same way. The routes are in `front/`; this file only
+//! assembles them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::call::envelope::TextFormat;
+use crate::front::guard::{self, GuardSettings, LOOPBACK_HOSTS};
+use crate::front::listener::{self, ConnectionLimits};
+use crate::front::mcp::McpFront;
+use crate::front::mcp::http::{self as mcp_http, McpHttpSettings};
+use crate::front::mcp::stdio;
+use crate::front::rest::{self, RestSettings};
+use crate::registry::Registry;
+
+/// How the HTTP server answers. [`Settings::default`] gives the defaults
+/// `toolhost serve` documents.
+#[derive(Clone)]
+pub struct Settings {
+    /// How a result that has only structured data is rendered as text.
+    pub text_format: TextFormat,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Host names beside the loopback names and the listening address that
+    /// `Host` and `Origin` may name.
+    pub allowed_hosts: Vec<String>,
+    /// When set, every route but `/health` needs `Authorization: Bearer`.
+    pub token: Option<String>,
+    /// How long a client may take to send a header; also the keep-alive
+    /// idle timeout.
+    pub header_timeout: Duration,
+    /// How many connections may be open at once.
+    pub max_connections: usize,
+    /// How many MCP sessions may be open at once.
+    pub max_sessions: usize,
+    /// How long an MCP session may go without a request.
+    pub session_idle: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            text_format: TextFormat::Json,
+            max_body_bytes: 1024 * 1024,
+            allowed_hosts: Vec::new(),
+            token: None,
+            header_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+            max_sessions: 1000,
+            session_idle: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Serves HTTP on `listener` until `shutdown` completes, then stops
+/// accepting, lets calls in flight finish and ends the MCP streams.
+pub async fn run(
+    registry: Arc<Registry>,
+    listener: TcpListener,
+    settings: Settings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        cancel.cancel();
+    });
+    serve(registry, listener, settings, token).await
+}
+
+async fn serve(
+    registry: Arc<Registry>,
+    listener: TcpListener,
+    settings: Settings,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let local = listener.local_addr()?;
+    let mut allowed_hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+    if !local.ip().is_unspecified() {
+        allowed_hosts.push(local.ip().to_string());
+    }
+    allowed_hosts.extend(settings.allowed_hosts.iter().cloned());
+
+    let mcp = mcp_http::router(
+        registry.clone(),
+        McpHttpSettings {
+            text_format: settings.text_format,
+            allowed_hosts: allowed_hosts.clone(),
+            max_body_bytes: settings.max_body_bytes,
+            max_sessions: settings.max_sessions,
+            session_idle: settings.session_idle,
+            shutdown: shutdown.clone(),
+        },
+    );
+    let guard_settings = Arc::new(GuardSettings {
+        allowed_hosts,
+        token: settings.token.clone(),
+    });
+    let rest_settings = RestSettings {
+        max_body_bytes: settings.max_body_bytes,
+        text_format: settings.text_format,
+    };
+    let app = rest::router(registry, rest_settings).merge(mcp).layer(
+        axum::middleware::from_fn_with_state(guard_settings, guard::check),
+    );
+    let limits = ConnectionLimits {
+        header_timeout: settings.header_timeout,
+        max_connections: settings.max_connections,
+    };
+    listener::serve(listener, app, limits, shutdown).await?;
+    Ok(())
+}
+
+/// MCP over stdin/stdout until the client closes stdin. Nothing but MCP
+/// messages is ever written to stdout; logs go to stderr.
+pub async fn run_stdio(registry: Arc<Registry>, text_format: TextFormat) -> anyhow::Result<()> {
+    tracing::info!("serving MCP on stdio");
+    let front = McpFront::new(registry, text_format);
+    let stdio = stdio::transport();
+    let service = front.serve(stdio.transport).await?;
+    service.waiting().await?;
+    let _ = tokio::time::timeout(Duration::from_secs(2), stdio.stdout_done).await;
+    Ok(())
+}
