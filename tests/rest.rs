@@ -277,3 +277,54 @@ fn openapi_document_is_valid_openapi_3_1() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// The library can run the server in-process, as mini-redis's can: a
+/// registry, a bound listener and a shutdown signal. It answers like the
+/// binary and stops when the signal fires.
+#[test]
+fn the_server_runs_in_process_from_a_listener_and_a_shutdown_signal() {
+    use std::time::Duration;
+    use toolhost::registry::Registry;
+    use toolhost::registry::tools::ToolListLimits;
+    use toolhost::runtime::{Limits, Runtime};
+
+    let dir = plugin_dir(&[&example("echo")]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (address, stop, server) = runtime.block_on(async {
+        let limits = Limits {
+            timeout: Duration::from_secs(10),
+            memory_bytes: 64 << 20,
+        };
+        let registry = Registry::new(
+            Runtime::new(limits, None, 8).unwrap(),
+            ToolListLimits::DEFAULT,
+        );
+        registry.scan(dir.path()).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(toolhost::server::run(
+            registry,
+            listener,
+            toolhost::server::Settings::default(),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        (address, stop, server)
+    });
+    let mut response = ureq::post(format!("http://{address}/tools/echo"))
+        .send(r#"{"text":"in process"}"#)
+        .unwrap();
+    let body: serde_json::Value = response.body_mut().read_json().unwrap();
+    assert_eq!(body["content"][0]["text"], "in process", "{body}");
+    assert_eq!(body["success"], true, "{body}");
+
+    stop.send(()).unwrap();
+    let outcome =
+        runtime.block_on(async { tokio::time::timeout(Duration::from_secs(10), server).await });
+    assert!(
+        matches!(outcome, Ok(Ok(Ok(())))),
+        "the server stops on its signal"
+    );
+}

@@ -73,7 +73,7 @@ pub(crate) fn tools_manifest(snapshot: &Snapshot) -> Value {
     let tools: Vec<Value> = snapshot
         .tools()
         .map(|entry| {
-            let mut tool = entry.tool.descriptor();
+            let mut tool = entry.tool.listing();
             tool.insert(
                 "endpoint".into(),
                 json!(format!("/tools/{}", entry.tool.name)),

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use jsonschema::Validator;
 use serde_json::{Map, Value, json};
 
-use crate::runtime::{Annotations, ToolSpec};
+use crate::runtime::{Annotations, DeclaredTool};
 
 /// One tool, ready to serve.
 pub struct Tool {
@@ -29,7 +29,7 @@ pub struct Tool {
 impl Tool {
     /// The tool as MCP's `tools/list` and REST's `GET /tools` describe it:
     /// exactly what the plugin declared, in MCP's field names.
-    pub(crate) fn descriptor(&self) -> Map<String, Value> {
+    pub(crate) fn listing(&self) -> Map<String, Value> {
         let mut tool = Map::new();
         tool.insert("name".into(), json!(self.name));
         if let Some(title) = &self.title {
@@ -72,7 +72,7 @@ impl ToolListLimits {
         max_bytes: 1024 * 1024,
     };
 
-    fn check(&self, specs: &[ToolSpec]) -> Result<(), String> {
+    fn check(&self, specs: &[DeclaredTool]) -> Result<(), String> {
         if specs.len() > self.max_tools {
             return Err(format!(
                 "the plugin lists {} tools, over the limit of {} (--max-tools)",
@@ -102,7 +102,7 @@ impl ToolListLimits {
 }
 
 pub(crate) fn build_tools(
-    specs: Vec<ToolSpec>,
+    specs: Vec<DeclaredTool>,
     limits: &ToolListLimits,
 ) -> Result<Vec<Tool>, String> {
     if specs.is_empty() {
@@ -126,7 +126,7 @@ pub(crate) fn build_tools(
     Ok(tools)
 }
 
-fn build_tool(spec: ToolSpec) -> Result<Tool, String> {
+fn build_tool(spec: DeclaredTool) -> Result<Tool, String> {
     let name = spec.name;
     let (input_schema, input_validator) = compile_schema(&name, "input", &spec.input_schema)?;
     let (output_schema, output_validator) = match spec.output_schema {
@@ -188,8 +188,8 @@ fn annotations_json(annotations: Annotations) -> Value {
 mod tests {
     use super::*;
 
-    fn spec(name: &str, input_schema: &str) -> ToolSpec {
-        ToolSpec {
+    fn spec(name: &str, input_schema: &str) -> DeclaredTool {
+        DeclaredTool {
             name: name.into(),
             title: None,
             description: "d".into(),

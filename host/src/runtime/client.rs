@@ -1,5 +1,6 @@
-//! The `client` import of the plugin world: what a running call may ask of
-//! the client that made it (log, progress, sampling, elicitation).
+//! The channel back to the client of a call: what a running plugin may ask
+//! of whoever made the call (log, progress, sampling, elicitation). The
+//! `client` import's host side (`sandbox.rs`) forwards to it.
 //!
 //! The runtime does not know what a client is. A front that has one (MCP)
 //! hands a [`ClientChannel`] to the call; fronts without one (REST, CGI, the
@@ -8,14 +9,7 @@
 
 use std::sync::Arc;
 
-use super::bindings::toolhost::plugin::client::Host;
-use super::sandbox::Sandbox;
-
 pub use super::bindings::toolhost::plugin::client::LogLevel;
-
-/// Why a request to the client cannot be made when the call has no client.
-const NO_CLIENT: &str =
-    "there is no MCP client behind this call (it came over REST, CGI or the CLI)";
 
 /// A link back to the client of one call. Notifications are awaited, so
 /// they reach the client in the order the plugin sent them.
@@ -31,31 +25,3 @@ pub trait ClientChannel: Send + Sync {
 
 /// The client of the call a sandbox runs, if any.
 pub type CallClient = Option<Arc<dyn ClientChannel>>;
-
-impl Host for Sandbox {
-    async fn log(&mut self, level: LogLevel, message: String) {
-        if let Some(client) = &self.client {
-            client.log(level, message).await;
-        }
-    }
-
-    async fn progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
-        if let Some(client) = &self.client {
-            client.progress(progress, total, message).await;
-        }
-    }
-
-    async fn create_message(&mut self, params: String) -> Result<String, String> {
-        match self.client.clone() {
-            Some(client) => client.create_message(params).await,
-            None => Err(NO_CLIENT.into()),
-        }
-    }
-
-    async fn elicit(&mut self, params: String) -> Result<String, String> {
-        match self.client.clone() {
-            Some(client) => client.elicit(params).await,
-            None => Err(NO_CLIENT.into()),
-        }
-    }
-}

@@ -27,6 +27,8 @@ mod client;
 mod executor;
 mod failure;
 mod grants;
+mod log_capture;
+mod memory_cap;
 mod sandbox;
 
 use std::path::PathBuf;
@@ -59,7 +61,7 @@ use bindings::{Plugin, PluginPre};
 /// The plugin's own values, as the contract (`wit/plugin.wit`) defines them.
 /// They are plain data (strings, vectors, options), generated from the WIT.
 pub use bindings::exports::toolhost::plugin::tools::{
-    Annotations, ContentBlock, Output as PluginOutput, ResourceBody, Tool as ToolSpec,
+    Annotations, ContentBlock, Output as PluginOutput, ResourceBody, Tool as DeclaredTool,
     ToolError as PluginError,
 };
 
@@ -215,7 +217,7 @@ impl Runtime {
     pub(crate) async fn list_tools(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,
-    ) -> Result<Vec<ToolSpec>, CallFailure> {
+    ) -> Result<Vec<DeclaredTool>, CallFailure> {
         let grants = Arc::new(self.no_grants());
         let (runtime, plugin) = (self.clone(), plugin.clone());
         self.run(move |cancel| async move {

@@ -1,6 +1,6 @@
 //! What toolhost checks of an incoming JSON-RPC message before rmcp sees
-//! it, on every MCP transport (Streamable HTTP in `mcp_http.rs`, stdio in
-//! `mcp_stdio.rs`), and the error object it answers with.
+//! it, on every MCP transport (Streamable HTTP in `http.rs`, stdio in
+//! `stdio.rs`), and the error object it answers with.
 //!
 //! rmcp answers a message it cannot parse with plain text over HTTP, or
 //! with a misleading code (`-32601 "tools/call"` for a `tools/call` whose

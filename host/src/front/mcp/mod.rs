@@ -144,7 +144,7 @@ impl ServerHandler for McpFront {
         let snapshot = self.registry.snapshot();
         let tools: Vec<Value> = snapshot
             .tools()
-            .map(|entry| Value::Object(entry.tool.descriptor()))
+            .map(|entry| Value::Object(entry.tool.listing()))
             .collect();
         let mut result: ListToolsResult = serde_json::from_value(json!({ "tools": tools }))
             .map_err(|e| McpError::internal_error(format!("tool list: {e}"), None))?;

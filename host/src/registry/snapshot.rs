@@ -1,0 +1,205 @@
+//! One immutable state of the registry: every plugin file with the version
+//! that serves and the newest rejection, and which plugin holds each tool
+//! name. The registry (`mod.rs`) builds a new snapshot for each change and
+//! swaps it in whole; the rules for tool names live here.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::registry::loader::{LoadError, LoadedPlugin, Version};
+use crate::registry::report::PluginReport;
+use crate::registry::tools::Tool;
+
+/// An immutable view of the registry.
+#[derive(Clone, Default)]
+pub struct Snapshot {
+    plugins: BTreeMap<String, PluginRecord>,
+    tools: BTreeMap<String, ServedTool>,
+}
+
+/// A tool together with the plugin version that serves it.
+#[derive(Clone)]
+pub struct ServedTool {
+    pub plugin: Arc<LoadedPlugin>,
+    pub tool: Arc<Tool>,
+}
+
+/// One plugin file and what became of it.
+#[derive(Clone)]
+pub(crate) struct PluginRecord {
+    pub(crate) file: PathBuf,
+    /// The version serving calls, if any.
+    pub(crate) serving: Option<Arc<LoadedPlugin>>,
+    /// Set when the newest version of the file was refused.
+    pub(crate) rejected: Option<Rejection>,
+}
+
+#[derive(Clone)]
+pub(crate) struct Rejection {
+    pub(crate) version: Version,
+    pub(crate) reason: Arc<LoadError>,
+    pub(crate) at: SystemTime,
+    /// A version that is valid but waits for a tool name held by another
+    /// plugin; it is admitted when the name frees up.
+    pub(super) waiting: Option<Arc<LoadedPlugin>>,
+}
+
+impl Snapshot {
+    pub fn tool(&self, name: &str) -> Option<&ServedTool> {
+        self.tools.get(name)
+    }
+
+    /// Every serving tool, by name.
+    pub(crate) fn tools(&self) -> impl Iterator<Item = &ServedTool> {
+        self.tools.values()
+    }
+
+    /// The tool list as clients see it, to tell whether a change altered it.
+    pub(super) fn tool_list_fingerprint(&self) -> Vec<serde_json::Map<String, serde_json::Value>> {
+        self.tools().map(|entry| entry.tool.listing()).collect()
+    }
+
+    pub(crate) fn tool_names(&self) -> Vec<String> {
+        self.tools.keys().cloned().collect()
+    }
+
+    /// Every plugin file, by id.
+    pub(crate) fn plugins(&self) -> impl Iterator<Item = (&String, &PluginRecord)> {
+        self.plugins.iter()
+    }
+
+    /// Every plugin file and its state, as `GET /plugins` and `toolhost list`
+    /// report it.
+    pub(super) fn plugins_report(&self) -> Vec<PluginReport> {
+        self.plugins
+            .iter()
+            .filter_map(|(id, record)| {
+                let file = record.file.display().to_string();
+                let serving = record.serving.as_deref();
+                match (&record.rejected, serving) {
+                    (Some(rejection), serving) => Some(PluginReport::rejected(
+                        id,
+                        &file,
+                        &rejection.reason.to_string(),
+                        &rejection.version.content_hash,
+                        rejection.at,
+                        serving,
+                    )),
+                    (None, Some(serving)) => Some(PluginReport::loaded(serving)),
+                    // A record is made by admitting or rejecting a version.
+                    (None, None) => None,
+                }
+            })
+            .collect()
+    }
+
+    /// Puts a valid version in service, unless one of its tool names is held
+    /// by another plugin.
+    pub(super) fn admit(&mut self, candidate: Arc<LoadedPlugin>) {
+        let id = candidate.id.clone();
+        let conflict = candidate.tools.iter().find_map(|tool| {
+            let holder = self.tools.get(&tool.name)?;
+            (holder.plugin.id != id).then(|| (tool.name.clone(), holder.plugin.id.clone()))
+        });
+        let record = self
+            .plugins
+            .entry(id.clone())
+            .or_insert_with(|| PluginRecord {
+                file: candidate.file.clone(),
+                serving: None,
+                rejected: None,
+            });
+        if let Some((tool, holder)) = conflict {
+            record.rejected = Some(Rejection {
+                version: candidate.version.clone(),
+                reason: Arc::new(LoadError::NameTaken { tool, holder }),
+                at: SystemTime::now(),
+                waiting: Some(candidate),
+            });
+            return;
+        }
+        record.serving = Some(candidate.clone());
+        record.rejected = None;
+        self.tools.retain(|_, entry| entry.plugin.id != id);
+        for tool in &candidate.tools {
+            let entry = ServedTool {
+                plugin: candidate.clone(),
+                tool: tool.clone(),
+            };
+            self.tools.insert(tool.name.clone(), entry);
+        }
+    }
+
+    pub(super) fn reject(
+        &mut self,
+        id: &str,
+        file: &Path,
+        version: Version,
+        reason: Arc<LoadError>,
+    ) {
+        let record = self
+            .plugins
+            .entry(id.to_string())
+            .or_insert_with(|| PluginRecord {
+                file: file.to_path_buf(),
+                serving: None,
+                rejected: None,
+            });
+        record.rejected = Some(Rejection {
+            version,
+            reason,
+            at: SystemTime::now(),
+            waiting: None,
+        });
+    }
+
+    pub(super) fn remove(&mut self, id: &str) {
+        self.plugins.remove(id);
+        self.tools.retain(|_, entry| entry.plugin.id != id);
+    }
+
+    /// Retries versions that waited for a tool name, oldest first, until
+    /// none more can be admitted.
+    pub(super) fn admit_waiting(&mut self) {
+        loop {
+            let mut waiting: Vec<(SystemTime, Arc<LoadedPlugin>)> = self
+                .plugins
+                .values()
+                .filter_map(|record| {
+                    let rejection = record.rejected.as_ref()?;
+                    Some((rejection.at, rejection.waiting.clone()?))
+                })
+                .collect();
+            waiting.sort_by_key(|(at, _)| *at);
+            let admitted = waiting.into_iter().find(|(_, candidate)| {
+                candidate.tools.iter().all(|tool| {
+                    self.tools
+                        .get(&tool.name)
+                        .is_none_or(|holder| holder.plugin.id == candidate.id)
+                })
+            });
+            match admitted {
+                Some((_, candidate)) => self.admit(candidate),
+                None => return,
+            }
+        }
+    }
+
+    /// Whether this version (plugin and policy bytes) is what the plugin
+    /// already serves or already refused, so loading it again would change
+    /// nothing.
+    pub(super) fn already_judged(&self, id: &str, version: &Version) -> bool {
+        let Some(record) = self.plugins.get(id) else {
+            return false;
+        };
+        match &record.rejected {
+            Some(rejection) => rejection.version == *version,
+            None => record
+                .serving
+                .as_ref()
+                .is_some_and(|serving| serving.version == *version),
+        }
+    }
+}
