@@ -455,3 +455,17 @@ pub(crate) fn release_free_memory() {
         libc::malloc_trim(0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The Rust SDK carries its own copy of the contract (it must build
+    /// outside this repository); that copy must be this one.
+    #[test]
+    fn the_sdk_embeds_this_contract() {
+        assert!(
+            include_str!("../../../wit/plugin.wit")
+                == include_str!("../../../sdk/rust/wit/plugin.wit"),
+            "sdk/rust/wit/plugin.wit differs: copy wit/plugin.wit over it"
+        );
+    }
+}
