@@ -100,13 +100,28 @@ fn hostile_plugins_are_contained_while_others_keep_answering() {
     );
 }
 
-/// A small weather service on 127.0.0.1 that knows Oslo, wants the key
-/// "good-key", and rate-limits Busytown. Counts the requests it gets.
+/// OpenWeatherMap's current-weather endpoint on 127.0.0.1, replaying the
+/// documented responses in tests/fixtures/openweathermap: it knows Oslo,
+/// wants the key "good-key" and metric units, and rate-limits Busytown.
+/// Counts the requests it gets.
 fn start_upstream() -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap().to_string();
     let hits = Arc::new(AtomicUsize::new(0));
     let counter = hits.clone();
+    let replay = |name: &str| {
+        let folder = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/openweathermap"
+        );
+        std::fs::read_to_string(std::path::Path::new(folder).join(name)).unwrap()
+    };
+    let (oslo, bad_key, not_found, limited) = (
+        replay("oslo.json"),
+        replay("401.json"),
+        replay("404.json"),
+        replay("429.json"),
+    );
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { break };
@@ -114,29 +129,34 @@ fn start_upstream() -> (String, Arc<AtomicUsize>) {
             let mut reader = BufReader::new(stream.try_clone().unwrap());
             let mut request_line = String::new();
             reader.read_line(&mut request_line).unwrap();
-            let mut key = String::new();
             loop {
                 let mut line = String::new();
                 if reader.read_line(&mut line).unwrap() == 0 || line == "\r\n" {
                     break;
                 }
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("x-api-key:") {
-                    key = value.trim().to_string();
-                }
             }
-            let (status, body) = if key != "good-key" {
-                ("401 Unauthorized", json!({"error": "bad key"}))
-            } else if request_line.contains("location=Oslo ") {
-                (
-                    "200 OK",
-                    json!({"temperature": 5, "conditions": "Cloudy", "humidity": 78, "wind_speed": 12}),
-                )
-            } else if request_line.contains("location=Busytown ") {
-                ("429 Too Many Requests", json!({}))
-            } else {
-                ("404 Not Found", json!({}))
+            // "GET /data/2.5/weather?q=Oslo&appid=good-key&units=metric HTTP/1.1"
+            let target = request_line.split(' ').nth(1).unwrap_or_default();
+            let (path, query) = target.split_once('?').unwrap_or((target, ""));
+            let param = |name: &str| {
+                query
+                    .split('&')
+                    .find_map(|pair| pair.strip_prefix(&format!("{name}=")))
+                    .unwrap_or_default()
             };
-            let body = body.to_string();
+            let (status, body) = if path != "/data/2.5/weather" {
+                ("404 Not Found", not_found.as_str())
+            } else if param("appid") != "good-key" {
+                ("401 Unauthorized", bad_key.as_str())
+            } else if param("units") != "metric" {
+                ("400 Bad Request", "{}")
+            } else if param("q") == "Oslo" {
+                ("200 OK", oslo.as_str())
+            } else if param("q") == "Busytown" {
+                ("429 Too Many Requests", limited.as_str())
+            } else {
+                ("404 Not Found", not_found.as_str())
+            };
             let _ = write!(
                 stream,
                 "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -172,13 +192,11 @@ fn weather_reaches_its_upstream_only_through_its_allowlist() {
     assert_eq!(oslo.status, 200, "{}", oslo.json);
     assert_eq!(
         oslo.json["structuredContent"],
-        json!({"temperature": 5, "conditions": "Cloudy", "humidity": 78, "wind_speed": 12})
+        json!({"temperature": 5.2, "conditions": "Overcast clouds", "humidity": 78.0, "wind_speed": 3.6})
     );
-    assert!(
-        oslo.json["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("Oslo: 5°C, Cloudy")
+    assert_eq!(
+        oslo.json["content"][0]["text"],
+        "Temperature in Oslo: 5°C, Overcast clouds"
     );
     let code = |location: &str| {
         let response = server.call("get_weather_forecast", json!({"location": location}));

@@ -8,195 +8,163 @@
 //! Run it with `max_concurrent = 1` (see users.toml.example) so that two
 //! calls never read-modify-write at once.
 
-wit_bindgen::generate!({ world: "plugin", path: "../../wit" });
-
-use exports::toolhost::plugin::tools::{Annotations, ContentBlock, Guest, Output, Tool, ToolError};
-use serde_json::{Map, Value, json};
+use toolhost_plugin::{prelude::*, serde_json};
 
 const STORE: &str = "/data/users.json";
 const STORE_TEMP: &str = "/data/.users.json.tmp";
 
-fn error(code: &str, message: impl Into<String>) -> ToolError {
-    ToolError {
-        code: code.into(),
-        message: message.into(),
-        details: None,
+/// One user, as the store keeps it.
+#[derive(Serialize, Deserialize, Clone)]
+struct User {
+    id: u64,
+    #[serde(flatten)]
+    fields: NewUser,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone)]
+#[serde(deny_unknown_fields)]
+struct NewUser {
+    #[schemars(length(min = 1))]
+    name: String,
+    #[schemars(length(min = 1))]
+    surname: String,
+    #[schemars(length(min = 3))]
+    email: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    phone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    company: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Query {
+    /// Part of a name, surname or email
+    query: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Id {
+    #[schemars(range(min = 1))]
+    id: u64,
+}
+
+fn search_users(Query { query }: Query) -> Result<String, ToolError> {
+    let query = query.to_lowercase();
+    let users = load()?;
+    let found: Vec<String> = users
+        .iter()
+        .filter(|user| {
+            let f = &user.fields;
+            [&f.name, &f.surname, &f.email]
+                .iter()
+                .any(|field| field.to_lowercase().contains(&query))
+        })
+        .map(user_block)
+        .collect();
+    if found.is_empty() {
+        return Ok("No users found matching your criteria.".into());
     }
+    Ok(format!(
+        "Found {} users:\n\n{}",
+        found.len(),
+        found.join("\n\n")
+    ))
 }
 
-fn text(text: String) -> Output {
-    Output {
-        content: vec![ContentBlock::Text(text)],
-        structured: None,
+fn get_user(Id { id }: Id) -> Result<String, ToolError> {
+    let users = load()?;
+    let user = users
+        .iter()
+        .find(|user| user.id == id)
+        .ok_or_else(|| not_found(id))?;
+    Ok(user_block(user))
+}
+
+fn create_user(fields: NewUser) -> Result<String, ToolError> {
+    let mut users = load()?;
+    let id = users.iter().map(|user| user.id).max().unwrap_or(0) + 1;
+    let user = User { id, fields };
+    users.push(user.clone());
+    save(&users)?;
+    Ok(format!(
+        "User successfully created:\n\n{}",
+        user_block(&user)
+    ))
+}
+
+fn delete_user(Id { id }: Id) -> Result<String, ToolError> {
+    let mut users = load()?;
+    let before = users.len();
+    users.retain(|user| user.id != id);
+    if users.len() == before {
+        return Err(not_found(id));
     }
+    save(&users)?;
+    Ok("User successfully deleted".into())
 }
 
-fn hints(read_only: bool, destructive: bool) -> Option<Annotations> {
-    Some(Annotations {
-        read_only: Some(read_only),
-        destructive: Some(destructive),
-        idempotent: Some(read_only),
-        open_world: Some(false),
-    })
-}
-
-fn tool(name: &str, description: &str, schema: Value, annotations: Option<Annotations>) -> Tool {
-    Tool {
-        name: name.into(),
-        title: None,
-        description: description.into(),
-        input_schema: schema.to_string(),
-        output_schema: None,
-        annotations,
-    }
-}
-
-struct Users;
-
-impl Guest for Users {
-    fn list_tools() -> Vec<Tool> {
-        let id = json!({ "type": "object", "properties": { "id": { "type": "integer", "minimum": 1 } }, "required": ["id"] });
-        vec![
-            tool(
+fn tools() -> Tools {
+    let hints = |tool: Tool, read_only: bool, destructive: bool| {
+        tool.read_only(read_only)
+            .destructive(destructive)
+            .idempotent(read_only)
+            .open_world(false)
+    };
+    Tools::new()
+        .tool(hints(
+            Tool::new(
                 "search_users",
                 "Find users whose name, surname or email contains the query (case-insensitive).",
-                json!({ "type": "object", "properties": { "query": { "type": "string" } }, "required": ["query"] }),
-                hints(true, false),
+                search_users,
             ),
-            tool(
-                "get_user",
-                "One user by id.",
-                id.clone(),
-                hints(true, false),
-            ),
-            tool(
+            true,
+            false,
+        ))
+        .tool(hints(
+            Tool::new("get_user", "One user by id.", get_user),
+            true,
+            false,
+        ))
+        .tool(hints(
+            Tool::new(
                 "create_user",
                 "Add a user; answers with the stored user and its new id.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "name": { "type": "string", "minLength": 1 },
-                        "surname": { "type": "string", "minLength": 1 },
-                        "email": { "type": "string", "minLength": 3 },
-                        "phone": { "type": "string" },
-                        "company": { "type": "string" }
-                    },
-                    "required": ["name", "surname", "email"],
-                    "additionalProperties": false
-                }),
-                hints(false, false),
+                create_user,
             ),
-            tool(
-                "delete_user",
-                "Remove a user by id.",
-                id,
-                hints(false, true),
-            ),
-        ]
-    }
-
-    fn call_tool(name: String, arguments: String) -> Result<Output, ToolError> {
-        // Strict: a missing or mistyped argument is INVALID_ARGUMENTS.
-        let args: Value = serde_json::from_str(&arguments).map_err(|e| {
-            error(
-                "INVALID_ARGUMENTS",
-                format!("the arguments are not JSON: {e}"),
-            )
-        })?;
-        let mut users = load()?;
-        match name.as_str() {
-            "search_users" => {
-                let query = required(&args, "query", Value::as_str)?.to_lowercase();
-                let found: Vec<&Value> = users
-                    .iter()
-                    .filter(|user| {
-                        ["name", "surname", "email"].iter().any(|field| {
-                            user[field]
-                                .as_str()
-                                .unwrap_or_default()
-                                .to_lowercase()
-                                .contains(&query)
-                        })
-                    })
-                    .collect();
-                if found.is_empty() {
-                    return Ok(text("No users found matching your criteria.".into()));
-                }
-                let blocks: Vec<String> = found.iter().map(|user| user_block(user)).collect();
-                Ok(text(format!(
-                    "Found {} users:\n\n{}",
-                    found.len(),
-                    blocks.join("\n\n")
-                )))
-            }
-            "get_user" => {
-                let id = required(&args, "id", Value::as_u64)?;
-                let user = users
-                    .iter()
-                    .find(|user| user["id"] == id)
-                    .ok_or_else(|| not_found(id))?;
-                Ok(text(user_block(user)))
-            }
-            "create_user" => {
-                let id = users
-                    .iter()
-                    .filter_map(|user| user["id"].as_u64())
-                    .max()
-                    .unwrap_or(0)
-                    + 1;
-                let mut user = Map::new();
-                user.insert("id".into(), json!(id));
-                if let Value::Object(fields) = args {
-                    user.extend(fields);
-                }
-                let user = Value::Object(user);
-                users.push(user.clone());
-                save(&users)?;
-                Ok(text(format!(
-                    "User successfully created:\n\n{}",
-                    user_block(&user)
-                )))
-            }
-            "delete_user" => {
-                let id = required(&args, "id", Value::as_u64)?;
-                let before = users.len();
-                users.retain(|user| user["id"] != id);
-                if users.len() == before {
-                    return Err(not_found(id));
-                }
-                save(&users)?;
-                Ok(text("User successfully deleted".into()))
-            }
-            other => Err(error(
-                "UNKNOWN_TOOL",
-                format!("this plugin has no tool named {other}"),
-            )),
-        }
-    }
+            false,
+            false,
+        ))
+        .tool(hints(
+            Tool::new("delete_user", "Remove a user by id.", delete_user),
+            false,
+            true,
+        ))
 }
 
+toolhost_plugin::export!(tools);
+
 fn not_found(id: u64) -> ToolError {
-    error("USER_NOT_FOUND", format!("User with ID {id} not found"))
+    ToolError::new("USER_NOT_FOUND", format!("User with ID {id} not found"))
 }
 
 /// All users; a missing file is an empty directory, a missing `/data` a
 /// missing grant.
-fn load() -> Result<Vec<Value>, ToolError> {
+fn load() -> Result<Vec<User>, ToolError> {
     if !std::path::Path::new("/data").is_dir() {
-        return Err(error(
+        return Err(ToolError::new(
             "STORE_UNAVAILABLE",
             "no /data directory: the plugin's policy must grant one (see users.toml.example)",
         ));
     }
     match std::fs::read_to_string(STORE) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| {
-            error(
+            ToolError::new(
                 "STORE_CORRUPT",
                 format!("{STORE} is not a JSON list of users: {e}"),
             )
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(error(
+        Err(e) => Err(ToolError::new(
             "STORE_UNAVAILABLE",
             format!("cannot read {STORE}: {e} (is /data granted?)"),
         )),
@@ -204,12 +172,12 @@ fn load() -> Result<Vec<Value>, ToolError> {
 }
 
 /// Write beside, then rename over: never a half-written store.
-fn save(users: &[Value]) -> Result<(), ToolError> {
+fn save(users: &[User]) -> Result<(), ToolError> {
     let text = serde_json::to_string_pretty(users).unwrap_or_default();
     std::fs::write(STORE_TEMP, text)
         .and_then(|()| std::fs::rename(STORE_TEMP, STORE))
         .map_err(|e| {
-            error(
+            ToolError::new(
                 "STORE_UNAVAILABLE",
                 format!("cannot write {STORE}: {e} (is /data granted read-write?)"),
             )
@@ -218,43 +186,19 @@ fn save(users: &[Value]) -> Result<(), ToolError> {
 
 /// A user as a fenced block of `Key: Value` lines. The fence grows past any
 /// backticks in the data, so a value cannot close the block early.
-fn user_block(user: &Value) -> String {
-    let line = |label: &str, key: &str| {
-        let value = user[key]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| match &user[key] {
-                Value::Null => "N/A".into(),
-                other => other.to_string(),
-            });
-        format!("{label}: {value}")
-    };
+fn user_block(user: &User) -> String {
+    let f = &user.fields;
+    let or_na = |value: &Option<String>| value.clone().unwrap_or_else(|| "N/A".into());
     let body = [
-        line("User ID", "id"),
-        line("Name", "name"),
-        line("Surname", "surname"),
-        line("Email", "email"),
-        line("Phone", "phone"),
-        line("Company", "company"),
+        format!("User ID: {}", user.id),
+        format!("Name: {}", f.name),
+        format!("Surname: {}", f.surname),
+        format!("Email: {}", f.email),
+        format!("Phone: {}", or_na(&f.phone)),
+        format!("Company: {}", or_na(&f.company)),
     ]
     .join("\n");
     let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     format!("{fence}\n{body}\n{fence}")
 }
-
-/// The argument `key`, read by `as_type`, or INVALID_ARGUMENTS naming it.
-fn required<'a, T>(
-    args: &'a Value,
-    key: &str,
-    as_type: impl Fn(&'a Value) -> Option<T>,
-) -> Result<T, ToolError> {
-    args.get(key).and_then(as_type).ok_or_else(|| {
-        error(
-            "INVALID_ARGUMENTS",
-            format!("{key:?} is missing or has the wrong type"),
-        )
-    })
-}
-
-export!(Users);

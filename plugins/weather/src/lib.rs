@@ -1,139 +1,155 @@
-//! `weather`: a networked tool. `get_weather_forecast {location}` asks an
-//! upstream weather service over outbound HTTP (wasi:http), which toolhost
-//! allows only to the origins the plugin's policy lists.
+//! `weather`: a networked tool on OpenWeatherMap's current-weather API.
+//! `get_weather_forecast {location}` asks the upstream over outbound HTTP
+//! (wasi:http), which toolhost allows only to the origins the plugin's
+//! policy lists, and answers as seed 000 does: `Temperature in Oslo: 5°C,
+//! Overcast clouds` plus `{temperature, conditions, humidity, wind_speed}`.
 //!
-//! Upstream and key come from the policy's `[config]` (`base_url`,
-//! `api_key`). The upstream contract: `GET {base_url}/forecast?location=...`
-//! with header `X-Api-Key`, answering 200 with
-//! `{"temperature", "conditions", "humidity", "wind_speed"}`, or 404 (unknown
-//! location), 401 (bad key), 429 (rate limited).
+//! The upstream is OpenWeatherMap's documented endpoint
+//! `GET {base_url}/data/2.5/weather?q=...&appid=...&units=metric`, which
+//! answers `main.temp` (°C), `weather[0].description`, `main.humidity` (%)
+//! and `wind.speed` (m/s), or 404 (unknown city), 401 (bad key) and 429
+//! (rate limited). `base_url` (default `https://api.openweathermap.org`)
+//! and `api_key` come from the policy's `[config]`.
 
-wit_bindgen::generate!({ world: "plugin", path: "../../wit" });
-
-use exports::toolhost::plugin::tools::{Annotations, ContentBlock, Guest, Output, Tool, ToolError};
-use serde_json::{Value, json};
-use toolhost::plugin::config;
+use toolhost_plugin::{config, prelude::*, serde_json};
 use wasi::http::outgoing_handler;
 use wasi::http::types::{Fields, Method, OutgoingRequest, Scheme};
 use wasi::io::streams::StreamError;
 
-fn error(code: &str, message: impl Into<String>) -> ToolError {
-    ToolError {
-        code: code.into(),
-        message: message.into(),
-        details: None,
-    }
+const DEFAULT_BASE_URL: &str = "https://api.openweathermap.org";
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// City name, e.g. Oslo
+    #[schemars(length(min = 1))]
+    location: String,
 }
 
-struct Weather;
+#[derive(Serialize, JsonSchema)]
+struct Forecast {
+    /// Degrees Celsius
+    temperature: f64,
+    conditions: String,
+    /// Relative humidity, percent
+    humidity: f64,
+    /// Metres per second
+    wind_speed: f64,
+}
 
-impl Guest for Weather {
-    fn list_tools() -> Vec<Tool> {
-        vec![Tool {
-            name: "get_weather_forecast".into(),
-            title: Some("Weather forecast".into()),
-            description: "Current weather for a location: temperature (°C), conditions, humidity (%) and wind speed (km/h).".into(),
-            input_schema: r#"{
-                "type": "object",
-                "properties": { "location": { "type": "string", "minLength": 1, "description": "City name, e.g. Oslo" } },
-                "required": ["location"],
-                "additionalProperties": false
-            }"#
-            .into(),
-            output_schema: Some(
-                r#"{
-                "type": "object",
-                "properties": {
-                    "temperature": { "type": "number" },
-                    "conditions": { "type": "string" },
-                    "humidity": { "type": "number" },
-                    "wind_speed": { "type": "number" }
-                },
-                "required": ["temperature", "conditions", "humidity", "wind_speed"]
-            }"#
-                .into(),
-            ),
-            annotations: Some(Annotations {
-                read_only: Some(true),
-                destructive: Some(false),
-                idempotent: Some(true),
-                open_world: Some(true),
-            }),
-        }]
-    }
+/// The part of OpenWeatherMap's answer this tool reads.
+#[derive(Deserialize)]
+struct Current {
+    main: Main,
+    weather: Vec<Condition>,
+    wind: Wind,
+}
 
-    fn call_tool(_name: String, arguments: String) -> Result<Output, ToolError> {
-        // Strict: a missing or mistyped location is INVALID_ARGUMENTS.
-        let args: Value = serde_json::from_str(&arguments).unwrap_or(Value::Null);
-        let Some(location) = args.get("location").and_then(Value::as_str) else {
-            return Err(error("INVALID_ARGUMENTS", "\"location\" must be a string"));
-        };
-        let base_url = config::get("base_url").ok_or_else(|| {
-            error(
-                "NOT_CONFIGURED",
-                "no base_url in the plugin's policy [config]",
-            )
-        })?;
-        let api_key = config::get("api_key").unwrap_or_default();
-        let path = format!("/forecast?location={}", percent_encode(location));
-        let (status, body) = get(&base_url, &path, &api_key)?;
-        match status {
-            200 => {}
-            404 => {
-                return Err(error(
-                    "LOCATION_NOT_FOUND",
-                    format!("no weather for {location:?}"),
-                ));
-            }
-            401 | 403 => {
-                return Err(error(
-                    "INVALID_API_KEY",
-                    "the weather service refused the API key",
-                ));
-            }
-            429 => {
-                return Err(error(
-                    "RATE_LIMITED",
-                    "the weather service asks us to slow down; try again later",
-                ));
-            }
-            other => {
-                return Err(error(
-                    "UPSTREAM_ERROR",
-                    format!("the weather service answered HTTP {other}"),
-                ));
-            }
+#[derive(Deserialize)]
+struct Main {
+    temp: f64,
+    humidity: f64,
+}
+
+#[derive(Deserialize)]
+struct Condition {
+    description: String,
+}
+
+#[derive(Deserialize)]
+struct Wind {
+    speed: f64,
+}
+
+fn get_weather_forecast(Args { location }: Args) -> Result<Structured<Forecast>, ToolError> {
+    let base_url = config::get("base_url").unwrap_or_else(|| DEFAULT_BASE_URL.into());
+    let api_key = config::get("api_key").ok_or_else(|| {
+        ToolError::new(
+            "NOT_CONFIGURED",
+            "no api_key in the plugin's policy [config]",
+        )
+    })?;
+    let path = format!(
+        "/data/2.5/weather?q={}&appid={}&units=metric",
+        percent_encode(&location),
+        percent_encode(&api_key)
+    );
+    let (status, body) = get(&base_url, &path)?;
+    let refused = |code: &str, message: String| Err(ToolError::new(code, message));
+    match status {
+        200 => {}
+        404 => return refused("LOCATION_NOT_FOUND", format!("no weather for {location:?}")),
+        401 | 403 => {
+            return refused(
+                "INVALID_API_KEY",
+                "the weather service refused the API key".into(),
+            );
         }
-        let data: Value = serde_json::from_slice(&body).map_err(|e| {
-            error(
+        429 => {
+            let message = "the weather service asks us to slow down; try again later";
+            return refused("RATE_LIMITED", message.into());
+        }
+        other => {
+            return refused(
                 "UPSTREAM_ERROR",
-                format!("the weather service answered invalid JSON: {e}"),
-            )
-        })?;
-        let forecast = json!({
-            "temperature": data["temperature"],
-            "conditions": data["conditions"],
-            "humidity": data["humidity"],
-            "wind_speed": data["wind_speed"],
-        });
-        let text = format!(
-            "Temperature in {location}: {}°C, {}. Humidity {}%, wind {} km/h.",
-            data["temperature"],
-            data["conditions"].as_str().unwrap_or("?"),
-            data["humidity"],
-            data["wind_speed"]
-        );
-        Ok(Output {
-            content: vec![ContentBlock::Text(text)],
-            structured: Some(forecast.to_string()),
-        })
+                format!("the weather service answered HTTP {other}"),
+            );
+        }
     }
+    let current: Current = serde_json::from_slice(&body).map_err(|e| {
+        ToolError::new(
+            "UPSTREAM_ERROR",
+            format!("unexpected answer from the weather service: {e}"),
+        )
+    })?;
+    let conditions = capitalise(
+        current
+            .weather
+            .first()
+            .map_or("unknown", |w| &w.description),
+    );
+    let text = format!(
+        "Temperature in {location}: {:.0}°C, {conditions}",
+        current.main.temp
+    );
+    let forecast = Forecast {
+        temperature: current.main.temp,
+        conditions,
+        humidity: current.main.humidity,
+        wind_speed: current.wind.speed,
+    };
+    Ok(Structured::new(forecast).text(text))
 }
+
+fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+fn tools() -> Tools {
+    Tools::new().tool(
+        Tool::new(
+            "get_weather_forecast",
+            "Current weather for a location: temperature (°C), conditions, humidity (%) and wind speed (m/s).",
+            get_weather_forecast,
+        )
+        .title("Weather forecast")
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(true),
+    )
+}
+
+toolhost_plugin::export!(tools);
 
 /// One GET over wasi:http: the status and the whole body.
-fn get(base_url: &str, path: &str, api_key: &str) -> Result<(u16, Vec<u8>), ToolError> {
+fn get(base_url: &str, path: &str) -> Result<(u16, Vec<u8>), ToolError> {
     let (scheme, rest) = base_url.split_once("://").ok_or_else(|| {
-        error(
+        ToolError::new(
             "NOT_CONFIGURED",
             format!("base_url {base_url:?} has no scheme"),
         )
@@ -142,10 +158,8 @@ fn get(base_url: &str, path: &str, api_key: &str) -> Result<(u16, Vec<u8>), Tool
         Some(slash) => (&rest[..slash], rest[slash..].trim_end_matches('/')),
         None => (rest, ""),
     };
-    let headers = Fields::from_list(&[("x-api-key".to_string(), api_key.as_bytes().to_vec())])
-        .map_err(|e| error("NOT_CONFIGURED", format!("bad api_key header: {e:?}")))?;
-    let request = OutgoingRequest::new(headers);
-    let unreachable = |what: &str| error("UPSTREAM_UNREACHABLE", what.to_string());
+    let request = OutgoingRequest::new(Fields::new());
+    let unreachable = |what: &str| ToolError::new("UPSTREAM_UNREACHABLE", what.to_string());
     request
         .set_method(&Method::Get)
         .map_err(|_| unreachable("bad method"))?;
@@ -164,7 +178,7 @@ fn get(base_url: &str, path: &str, api_key: &str) -> Result<(u16, Vec<u8>), Tool
         .set_path_with_query(Some(&format!("{prefix}{path}")))
         .map_err(|_| unreachable("bad path"))?;
     let pending = outgoing_handler::handle(request, None).map_err(|e| {
-        error(
+        ToolError::new(
             "UPSTREAM_UNREACHABLE",
             format!("the request was refused: {e:?}"),
         )
@@ -178,7 +192,7 @@ fn get(base_url: &str, path: &str, api_key: &str) -> Result<(u16, Vec<u8>), Tool
     let response = response
         .map_err(|_| unreachable("no response"))?
         .map_err(|e| {
-            error(
+            ToolError::new(
                 "UPSTREAM_UNREACHABLE",
                 format!("the weather service could not be reached: {e:?}"),
             )
@@ -192,7 +206,7 @@ fn get(base_url: &str, path: &str, api_key: &str) -> Result<(u16, Vec<u8>), Tool
             Ok(chunk) => bytes.extend_from_slice(&chunk),
             Err(StreamError::Closed) => break,
             Err(e) => {
-                return Err(error(
+                return Err(ToolError::new(
                     "UPSTREAM_UNREACHABLE",
                     format!("reading the answer failed: {e:?}"),
                 ));
@@ -212,5 +226,3 @@ fn percent_encode(text: &str) -> String {
         })
         .collect()
 }
-
-export!(Weather);
