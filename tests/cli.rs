@@ -102,6 +102,45 @@ fn check_says_what_a_file_provides_or_why_not() {
     assert!(String::from_utf8_lossy(&dupes.stdout).contains("listed twice"));
 }
 
+/// The examples' schemas are derived by the SDK: the host accepts every
+/// one and finds nothing a major LLM API refuses. A schema that keeps
+/// `$ref` on purpose (the conformance suite's 2020-12 tool) is warned
+/// about, with the tool and the path, and still loads.
+#[test]
+fn check_warns_about_schemas_models_refuse() {
+    let dir = plugin_dir(&[]);
+    for plugin in ["echo", "math", "users", "weather"] {
+        let output = toolhost(&["check", example(plugin).to_str().unwrap()], dir.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{text}");
+        assert!(!text.contains("warning"), "{plugin}: {text}");
+    }
+    let output = toolhost(
+        &["check", example("conformance").to_str().unwrap()],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let warnings: Vec<&str> = text.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert!(!warnings.is_empty(), "{text}");
+    assert!(
+        warnings
+            .iter()
+            .all(|w| w.contains("json_schema_2020_12_tool")),
+        "{text}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("/properties/address") && w.contains("$ref")),
+        "{text}"
+    );
+}
+
 #[test]
 fn list_shows_plugins_states_and_tools() {
     let dir = plugin_dir(&[&example("echo"), &example("math")]);

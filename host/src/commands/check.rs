@@ -1,6 +1,8 @@
 //! `toolhost check FILE`: loads one file exactly as the server would,
 //! without serving it, and prints its tools and grants (exit 0) or why it
-//! would be rejected (exit 1).
+//! would be rejected (exit 1). Input-schema constructs a major LLM API
+//! refuses are printed as `warning:` lines, with the tool and the path;
+//! they do not change the exit code.
 
 use std::path::PathBuf;
 
@@ -53,6 +55,9 @@ impl CheckOptions {
                     "granted: {}",
                     serde_json::to_string_pretty(&report.granted)?
                 );
+                for warning in &report.schema_warnings {
+                    println!("warning: {warning}");
+                }
                 Ok(0)
             }
             Err(reason) => {

@@ -185,10 +185,10 @@ fn annotations_json(annotations: Annotations) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn spec(name: &str, input_schema: &str) -> DeclaredTool {
+    pub(crate) fn spec(name: &str, input_schema: &str) -> DeclaredTool {
         DeclaredTool {
             name: name.into(),
             title: None,
