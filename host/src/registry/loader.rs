@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use sha2::{Digest, Sha256};
 
 use crate::registry::policy;
+use crate::registry::portability::{self, SchemaWarning};
 use crate::registry::tools::{self, Tool, ToolListLimits};
 use crate::runtime::{CallFailure, CompileError, CompiledPlugin, Grants, Runtime};
 
@@ -71,6 +72,8 @@ pub struct LoadedPlugin {
     pub(crate) permits: Arc<tokio::sync::Semaphore>,
     pub(crate) max_concurrent: usize,
     pub(crate) tools: Vec<Arc<Tool>>,
+    /// Input-schema constructs a major LLM API refuses (never a rejection).
+    pub(crate) schema_warnings: Vec<SchemaWarning>,
     /// Declared last, so dropped last: see [`ReleaseOnDrop`].
     pub(crate) _release: ReleaseOnDrop,
 }
@@ -218,6 +221,11 @@ pub(crate) async fn load(
         .await
         .map_err(LoadError::ListTools)?;
     let tools = tools::build_tools(specs, list_limits).map_err(LoadError::ToolList)?;
+    let tools: Vec<Arc<Tool>> = tools.into_iter().map(Arc::new).collect();
+    let schema_warnings = portability::check(&tools);
+    for warning in &schema_warnings {
+        tracing::warn!(plugin = id, "{warning}");
+    }
     let max_concurrent = grants
         .max_concurrent
         .unwrap_or_else(|| default_share(runtime.max_calls()));
@@ -230,7 +238,8 @@ pub(crate) async fn load(
         permits: Arc::new(tokio::sync::Semaphore::new(max_concurrent)),
         max_concurrent,
         grants: Arc::new(grants),
-        tools: tools.into_iter().map(Arc::new).collect(),
+        tools,
+        schema_warnings,
         _release: ReleaseOnDrop,
     })
 }

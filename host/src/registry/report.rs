@@ -13,6 +13,9 @@ use crate::registry::policy;
 /// `GET /plugins`: every plugin file, by id.
 #[derive(Serialize)]
 pub(crate) struct PluginsReport {
+    /// The folder served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) folder: Option<String>,
     pub(crate) plugins: Vec<PluginReport>,
 }
 
@@ -43,6 +46,10 @@ pub(crate) struct PluginReport {
     /// What the serving version's policy grants (names, never values).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) granted: Option<serde_json::Value>,
+    /// Input-schema constructs a major LLM API refuses, in the serving
+    /// version (see `registry/portability.rs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) schema_warnings: Vec<String>,
     /// Set while a load job for this file runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     compiling: Option<Compiling>,
@@ -151,6 +158,15 @@ impl PluginReport {
             from_cache: None,
             serving: None,
             granted: serving.map(|plugin| policy::describe(&plugin.grants)),
+            schema_warnings: serving
+                .map(|plugin| {
+                    plugin
+                        .schema_warnings
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
             compiling: None,
         }
     }
