@@ -4,14 +4,16 @@
 //!
 //! ```text
 //!  commands/  the CLI: each subcommand owns its flags, builds the rest
-//!     │
+//!     │         (`new` and `dev` are the plugin author's: scaffold, then
+//!     │         rebuild on save and read the load result back over REST)
 //!  server     serve in-process: HTTP (REST + MCP) and MCP over stdio
 //!     │
 //!  front/     HTTP listener → guard → rest | openapi | mcp (http, stdio) | cgi
 //!     │         (protocol in, envelope out; never a wasmtime type)
 //!  call/      invoke: look up → validate arguments → call → normalize
 //!     │         into the one envelope; errors: the one code table
-//!  registry/  the live set of plugins: loader, tools, policy, watcher
+//!  registry/  the live set of plugins: loader, tools, portability
+//!     │         (schema warnings), policy, watcher
 //!     │
 //!  runtime/   wasmtime: compile + cache, sandbox, WIT imports, call threads
 //!               (knows nothing of HTTP or JSON-RPC)
@@ -20,7 +22,9 @@
 //! The binary (`main.rs`) parses the command line and runs
 //! [`commands::Cli`]; a program that embeds the server builds a
 //! [`registry::Registry`] and calls [`server::run`]. The benchmark harness
-//! is a crate of its own (`bench/`) built on this library.
+//! is a crate of its own (`bench/`) built on this library; the plugin SDK
+//! (`sdk/rust`) is a guest-side crate and shares nothing with it but the
+//! WIT contract.
 
 pub mod call;
 pub mod commands;

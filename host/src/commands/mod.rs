@@ -6,7 +6,9 @@
 mod call;
 mod cgi;
 mod check;
+mod dev;
 mod list;
+mod new;
 mod options;
 mod serve;
 
@@ -37,6 +39,11 @@ enum Command {
     List(list::ListOptions),
     /// Check one file: print its tools, or exactly why it would be rejected.
     Check(check::CheckOptions),
+    /// Scaffold a plugin project: one typed tool with a test, on the Rust SDK.
+    New(new::NewOptions),
+    /// Rebuild a plugin project on every save and serve it live; prints the
+    /// build error, the tools now live, or why the new version was rejected.
+    Dev(dev::DevOptions),
     /// Answer one CGI/1.1 request (PATH_INFO `/tools/<name>`, JSON body on
     /// stdin) with the same routes and envelopes as the REST server.
     Cgi(cgi::CgiOptions),
@@ -49,7 +56,7 @@ impl Cli {
     pub fn run(self) -> ExitCode {
         // Before any thread exists: glibc's thresholds are process-wide.
         crate::runtime::configure_allocator();
-        let serving = matches!(self.command, Command::Serve(_));
+        let serving = matches!(self.command, Command::Serve(_) | Command::Dev(_));
         // rmcp logs every session and notification at info: too chatty for
         // a server log, so it is held at warn unless TOOLHOST_LOG says
         // otherwise. The one-shot commands log warnings only.
@@ -66,6 +73,8 @@ impl Cli {
                         Command::List(options) => options.run().await,
                         Command::Check(options) => options.run().await,
                         Command::Cgi(options) => options.run().await.map(|()| 0),
+                        Command::New(options) => options.run(),
+                        Command::Dev(options) => options.run().await,
                     }
                 })
             });

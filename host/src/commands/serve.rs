@@ -14,24 +14,24 @@ use crate::registry::watcher;
 use crate::server::{self, Settings};
 
 /// Where HTTP listens when neither `--listen` nor `--stdio` is given.
-const DEFAULT_LISTEN: &str = "127.0.0.1:8000";
+pub(super) const DEFAULT_LISTEN: &str = "127.0.0.1:8000";
 
 #[derive(Args)]
 pub(super) struct ServeOptions {
     #[command(flatten)]
-    host: HostOptions,
+    pub(super) host: HostOptions,
     #[command(flatten)]
     http: HttpOptions,
     /// Address for HTTP (REST at /, MCP at /mcp) [default: 127.0.0.1:8000,
     /// or none with --stdio]. Loopback by default: expose it on purpose.
     #[arg(long, env = "TOOLHOST_LISTEN")]
-    listen: Option<SocketAddr>,
+    pub(super) listen: Option<SocketAddr>,
     /// Also serve MCP on stdin/stdout, for MCP clients that start toolhost.
     #[arg(long, env = "TOOLHOST_STDIO")]
     stdio: bool,
     /// Require `Authorization: Bearer <TOKEN>` on every HTTP route but /health.
     #[arg(long, env = "TOOLHOST_TOKEN", hide_env_values = true)]
-    token: Option<String>,
+    pub(super) token: Option<String>,
     /// Another host name that Host and Origin headers may name (repeatable;
     /// comma-separated in the variable). Loopback names are always allowed.
     #[arg(

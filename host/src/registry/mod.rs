@@ -29,6 +29,7 @@
 
 pub mod loader;
 pub(crate) mod policy;
+pub(crate) mod portability;
 pub(crate) mod report;
 mod snapshot;
 pub mod tools;
@@ -92,6 +93,9 @@ pub struct Registry {
     /// Each file rejected, as it happens: MCP sessions that enabled logging
     /// are told (a rejected update is otherwise silent to its callers).
     rejections: tokio::sync::broadcast::Sender<Rejected>,
+    /// The folder served, once scanned (`/plugins` names it, so that
+    /// `toolhost dev` knows where to drop a component).
+    folder: std::sync::OnceLock<PathBuf>,
 }
 
 /// A plugin file that was just rejected, and why.
@@ -113,6 +117,7 @@ impl Registry {
             runtime,
             tool_list_version: tokio::sync::watch::Sender::new(0),
             rejections: tokio::sync::broadcast::Sender::new(64),
+            folder: std::sync::OnceLock::new(),
         })
     }
 
@@ -155,6 +160,9 @@ impl Registry {
     /// in name order (so "first" in a tool-name conflict is deterministic at
     /// startup). Also drops plugins whose files are gone.
     pub async fn scan(self: &Arc<Self>, dir: &Path) -> std::io::Result<()> {
+        let _ = self
+            .folder
+            .set(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
         let mut paths = Vec::new();
         let mut entries = tokio::fs::read_dir(dir).await?;
         while let Some(entry) = entries.next_entry().await? {
@@ -316,7 +324,10 @@ impl Registry {
             }
         }
         plugins.sort_by(|a, b| a.id.cmp(&b.id));
-        PluginsReport { plugins }
+        PluginsReport {
+            folder: self.folder.get().map(|dir| dir.display().to_string()),
+            plugins,
+        }
     }
 }
 

@@ -1,0 +1,477 @@
+//! `toolhost dev [PROJECT]`: edit, save, live. Watches a plugin project's
+//! sources, rebuilds it on every save (`cargo build --release --target
+//! wasm32-wasip2`), drops the component into the served folder atomically
+//! (write beside, then rename), and prints what became of it: the build
+//! error, or the tools now live, or the exact reason the host rejected the
+//! new version while the old one keeps serving.
+//!
+//! Which server: if a toolhost already answers at `--listen` (default
+//! 127.0.0.1:8000), the component goes into the folder that server serves
+//! (`GET /plugins` says which); otherwise `dev` serves itself, exactly as
+//! `toolhost serve` would with the same flags (`--plugins`, default
+//! `plugins`). Either way the load result is read back from that server's
+//! `/plugins`, so what `dev` prints is what callers get.
+//!
+//! What counts as an edit: a write, create, rename or removal of a `.rs`,
+//! `.wit` or `Cargo.toml` file in the project, outside `target/`, the
+//! served folder and hidden folders. Reads (cargo's own) never count, so a
+//! build never triggers the next one.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use notify::event::ModifyKind;
+use notify::{EventKind, RecursiveMode, Watcher as _};
+use serde_json::Value;
+
+use super::serve::{DEFAULT_LISTEN, ServeOptions};
+
+/// Quiet time after the last edit before a build starts: an editor's save
+/// is often several events.
+const SETTLE: Duration = Duration::from_millis(100);
+/// How long the server may take to load a new version.
+const LOAD_DEADLINE: Duration = Duration::from_secs(120);
+/// At most this many lines of compiler output per failed build.
+const MAX_ERROR_LINES: usize = 40;
+
+#[derive(Args)]
+pub(super) struct DevOptions {
+    /// The plugin project: a Cargo crate with `crate-type = ["cdylib"]`.
+    #[arg(default_value = ".")]
+    project: PathBuf,
+    /// Every `serve` flag; they apply when `dev` serves itself.
+    #[command(flatten)]
+    serve: ServeOptions,
+}
+
+/// What `cargo metadata` says about the project.
+struct Project {
+    dir: PathBuf,
+    target_dir: PathBuf,
+    /// The library's name: the `.wasm` file's stem and the plugin's id.
+    id: String,
+}
+
+impl DevOptions {
+    pub(super) async fn run(self) -> anyhow::Result<u8> {
+        let project = Project::inspect(&self.project).await?;
+        let address = self.serve.listen.unwrap_or(DEFAULT_LISTEN.parse()?);
+        let server = Server {
+            base: format!("http://{address}"),
+            token: self.serve.token.clone(),
+        };
+        let folder = match server.folder().await {
+            Some(folder) => {
+                say(format!(
+                    "toolhost at {} serves {}: {}.wasm goes there",
+                    server.base,
+                    folder.display(),
+                    project.id
+                ));
+                folder
+            }
+            None => {
+                let folder = absolute(&self.serve.host.plugins)?;
+                std::fs::create_dir_all(&folder)
+                    .with_context(|| format!("cannot create {}", folder.display()))?;
+                let serving = tokio::spawn(self.serve.run());
+                let started = Instant::now();
+                while server.folder().await.is_none() {
+                    if serving.is_finished() {
+                        return serving.await?.map(|()| 0);
+                    }
+                    if started.elapsed() > Duration::from_secs(30) {
+                        bail!("the server did not start on {address}");
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                say(format!(
+                    "serving {} on {} (REST at /, MCP at /mcp); Ctrl-C stops",
+                    folder.display(),
+                    server.base
+                ));
+                folder
+            }
+        };
+
+        let (edits, mut edited) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let ignored = vec![project.target_dir.clone(), folder.clone()];
+        let project_dir = project.dir.clone();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                if let Ok(event) = event
+                    && is_edit(&event, &project_dir, &ignored)
+                {
+                    let _ = edits.send(());
+                }
+            })?;
+        watcher.watch(&project.dir, RecursiveMode::Recursive)?;
+
+        let mut session = Session {
+            project,
+            folder,
+            server,
+            last_hash: None,
+            shown_usage: false,
+        };
+        session.cycle(Instant::now()).await;
+        loop {
+            if edited.recv().await.is_none() {
+                return Ok(0);
+            }
+            let edit_at = Instant::now();
+            // Let the save finish: wait until no edit came for SETTLE.
+            while let Ok(Some(())) = tokio::time::timeout(SETTLE, edited.recv()).await {}
+            say(String::new());
+            say("change seen: building ...".into());
+            session.cycle(edit_at).await;
+        }
+    }
+}
+
+struct Session {
+    project: Project,
+    folder: PathBuf,
+    server: Server,
+    /// The content hash of the component last dropped.
+    last_hash: Option<String>,
+    shown_usage: bool,
+}
+
+impl Session {
+    /// Build, drop, and report; `since` is when the edit was seen.
+    async fn cycle(&mut self, since: Instant) {
+        let built = match self.project.build().await {
+            Ok(path) => path,
+            Err(output) => {
+                say(format!(
+                    "build failed ({:.1} s); what serves is unchanged:",
+                    since.elapsed().as_secs_f64()
+                ));
+                say(output);
+                return;
+            }
+        };
+        let build_time = since.elapsed();
+        let bytes = match std::fs::read(&built) {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                say(format!("cannot read {}: {error}", built.display()));
+                return;
+            }
+        };
+        let hash = crate::registry::loader::content_hash(&bytes);
+        if self.last_hash.as_deref() == Some(hash.as_str()) {
+            say("built: the component is unchanged, nothing to reload".into());
+            return;
+        }
+        if let Err(error) = self.drop_in(&bytes) {
+            say(format!(
+                "cannot write into {}: {error:#}",
+                self.folder.display()
+            ));
+            return;
+        }
+        self.last_hash = Some(hash.clone());
+        let Some(report) = self.server.wait_for_load(&self.project.id, &hash).await else {
+            say(format!(
+                "the server at {} did not load {}.wasm within {} s: does it serve {}?",
+                self.server.base,
+                self.project.id,
+                LOAD_DEADLINE.as_secs(),
+                self.folder.display()
+            ));
+            return;
+        };
+        let took = format!(
+            "{:.1} s (build {:.1} s)",
+            since.elapsed().as_secs_f64(),
+            build_time.as_secs_f64()
+        );
+        match report["state"].as_str() {
+            Some("loaded") => {
+                let tools: Vec<&str> = report["tools"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                say(format!("live in {took}: {}", tools.join(", ")));
+                for warning in report["schemaWarnings"].as_array().into_iter().flatten() {
+                    say(format!("warning: {}", warning.as_str().unwrap_or_default()));
+                }
+                if !self.shown_usage
+                    && let Some(tool) = tools.first()
+                {
+                    self.shown_usage = true;
+                    say(format!(
+                        "  try: curl -s -X POST {}/tools/{tool} -H 'Content-Type: application/json' -d '{{...}}'",
+                        self.server.base
+                    ));
+                    say(format!("  MCP: {}/mcp", self.server.base));
+                }
+            }
+            _ => {
+                let reason = report["reason"].as_str().unwrap_or("(no reason given)");
+                let serving = if report["serving"].is_object() {
+                    "the previous version still serves"
+                } else {
+                    "nothing serves yet"
+                };
+                say(format!("rejected after {took}; {serving}:"));
+                say(format!("  {reason}"));
+            }
+        }
+    }
+
+    /// Writes the component beside its final name, then renames it over:
+    /// the server never reads half a file.
+    fn drop_in(&self, bytes: &[u8]) -> anyhow::Result<()> {
+        let id = &self.project.id;
+        let temp = self.folder.join(format!(".{id}.wasm.dev-tmp"));
+        std::fs::write(&temp, bytes)?;
+        std::fs::rename(&temp, self.folder.join(format!("{id}.wasm")))?;
+        Ok(())
+    }
+}
+
+impl Project {
+    async fn inspect(dir: &Path) -> anyhow::Result<Project> {
+        let manifest = dir.join("Cargo.toml");
+        if !manifest.is_file() {
+            bail!(
+                "{} has no Cargo.toml: give the plugin project's folder \
+                 (`toolhost new NAME` makes one)",
+                dir.display()
+            );
+        }
+        let output = tokio::process::Command::new(cargo())
+            .args([
+                "metadata",
+                "--no-deps",
+                "--format-version",
+                "1",
+                "--manifest-path",
+            ])
+            .arg(&manifest)
+            .output()
+            .await
+            .context("cannot run cargo (is Rust installed?)")?;
+        if !output.status.success() {
+            bail!(
+                "cargo metadata failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        let metadata: Value = serde_json::from_slice(&output.stdout)?;
+        let manifest = manifest.canonicalize()?;
+        let package = metadata["packages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|package| {
+                package["manifest_path"]
+                    .as_str()
+                    .is_some_and(|path| Path::new(path) == manifest)
+            })
+            .context("cargo metadata does not list this package")?;
+        let library = package["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|target| {
+                target["crate_types"]
+                    .as_array()
+                    .is_some_and(|types| types.iter().any(|kind| kind == "cdylib"))
+            })
+            .context("not a plugin project: its [lib] needs crate-type = [\"cdylib\"]")?;
+        let name = library["name"].as_str().unwrap_or_default();
+        Ok(Project {
+            dir: manifest.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            target_dir: PathBuf::from(metadata["target_directory"].as_str().unwrap_or("target")),
+            id: name.replace('-', "_"),
+        })
+    }
+
+    /// Builds the component; the compiler's errors when it fails.
+    async fn build(&self) -> Result<PathBuf, String> {
+        let output = tokio::process::Command::new(cargo())
+            .args([
+                "build",
+                "--release",
+                "--target",
+                "wasm32-wasip2",
+                "--message-format",
+                "short",
+                "--color",
+                "never",
+            ])
+            .current_dir(&self.dir)
+            .output()
+            .await
+            .map_err(|error| format!("cannot run cargo: {error}"))?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let mut lines: Vec<&str> = stderr
+                .lines()
+                .filter(|line| {
+                    let line = line.trim_start();
+                    !(line.starts_with("Compiling")
+                        || line.starts_with("Blocking")
+                        || line.starts_with("Updating")
+                        || line.starts_with("Locking")
+                        || line.starts_with("Downloaded")
+                        || line.starts_with("Downloading"))
+                })
+                .collect();
+            let more = lines.len().saturating_sub(MAX_ERROR_LINES);
+            lines.truncate(MAX_ERROR_LINES);
+            let mut text = lines.join("\n");
+            if more > 0 {
+                text.push_str(&format!("\n... and {more} more lines"));
+            }
+            if stderr.contains("wasm32-wasip2") && stderr.contains("target may not be installed") {
+                text.push_str("\nhint: rustup target add wasm32-wasip2");
+            }
+            return Err(text);
+        }
+        Ok(self
+            .target_dir
+            .join("wasm32-wasip2/release")
+            .join(format!("{}.wasm", self.id)))
+    }
+}
+
+/// The server whose folder `dev` drops into, over its own REST API.
+struct Server {
+    base: String,
+    token: Option<String>,
+}
+
+impl Server {
+    async fn plugins(&self) -> Option<Value> {
+        let url = format!("{}/plugins", self.base);
+        let token = self.token.clone();
+        tokio::task::spawn_blocking(move || {
+            let agent = ureq::Agent::config_builder()
+                .timeout_global(Some(Duration::from_secs(5)))
+                .http_status_as_error(false)
+                .build()
+                .new_agent();
+            let mut request = agent.get(&url);
+            if let Some(token) = token {
+                request = request.header("Authorization", &format!("Bearer {token}"));
+            }
+            let mut response = request.call().ok()?;
+            response.body_mut().read_json::<Value>().ok()
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// The folder the server serves, if a toolhost answers.
+    async fn folder(&self) -> Option<PathBuf> {
+        let plugins = self.plugins().await?;
+        plugins["folder"].as_str().map(PathBuf::from)
+    }
+
+    /// The server's report on `id` once it has settled on the version
+    /// with `hash` (loaded or rejected).
+    async fn wait_for_load(&self, id: &str, hash: &str) -> Option<Value> {
+        let started = Instant::now();
+        while started.elapsed() < LOAD_DEADLINE {
+            if let Some(plugins) = self.plugins().await
+                && let Some(report) = plugins["plugins"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|plugin| plugin["id"] == id)
+                && report["contentHash"] == hash
+                && report["state"] != "compiling"
+            {
+                return Some(report.clone());
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        None
+    }
+}
+
+/// Whether an event changes a source file of the project.
+fn is_edit(event: &notify::Event, project: &Path, ignored: &[PathBuf]) -> bool {
+    let changes = matches!(
+        event.kind,
+        EventKind::Create(_)
+            | EventKind::Remove(_)
+            | EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Name(_) | ModifyKind::Any)
+    );
+    changes
+        && event.paths.iter().any(|path| {
+            let source = path
+                .extension()
+                .is_some_and(|ext| ext == "rs" || ext == "wit")
+                || path.file_name().is_some_and(|name| name == "Cargo.toml");
+            let hidden = path
+                .strip_prefix(project)
+                .map(|inner| {
+                    inner
+                        .components()
+                        .any(|part| part.as_os_str().to_string_lossy().starts_with('.'))
+                })
+                .unwrap_or(true);
+            source && !hidden && !ignored.iter().any(|dir| path.starts_with(dir))
+        })
+}
+
+fn cargo() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    Ok(if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(path)
+    })
+}
+
+/// One line for the person at the terminal, at once.
+fn say(line: String) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, AccessMode, CreateKind, DataChange};
+
+    fn event(kind: EventKind, path: &str) -> notify::Event {
+        notify::Event::new(kind).add_path(PathBuf::from(path))
+    }
+
+    #[test]
+    fn only_source_edits_outside_target_and_the_folder_count() {
+        let project = Path::new("/p");
+        let ignored = [PathBuf::from("/p/target"), PathBuf::from("/p/plugins")];
+        let write = EventKind::Modify(ModifyKind::Data(DataChange::Content));
+        let edit = |kind, path| is_edit(&event(kind, path), project, &ignored);
+        assert!(edit(write, "/p/src/lib.rs"));
+        assert!(edit(write, "/p/Cargo.toml"));
+        assert!(edit(EventKind::Create(CreateKind::File), "/p/src/new.rs"));
+        assert!(
+            !edit(write, "/p/Cargo.lock"),
+            "cargo writes it while building"
+        );
+        assert!(!edit(write, "/p/target/release/build/x.rs"));
+        assert!(!edit(write, "/p/plugins/x.wasm"));
+        assert!(!edit(write, "/p/.git/x.rs"));
+        let read = EventKind::Access(AccessKind::Close(AccessMode::Read));
+        assert!(!edit(read, "/p/src/lib.rs"), "cargo's own reads");
+    }
+}

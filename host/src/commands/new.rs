@@ -1,0 +1,264 @@
+//! `toolhost new NAME`: scaffolds a plugin project, one typed tool with a
+//! test, that builds on a machine with nothing but Rust and the
+//! `wasm32-wasip2` target, in any folder.
+//!
+//! The plugin SDK (`sdk/rust`, crate `toolhost-plugin`) is not on
+//! crates.io yet, so this binary carries its sources and writes them once
+//! per SDK version to `$XDG_DATA_HOME/toolhost/sdk/` (or
+//! `~/.local/share/toolhost/sdk/`); the project depends on that copy by
+//! path, beside the version it will take from crates.io once published.
+//! The project is a Cargo workspace of its own, so creating it inside
+//! another workspace (this repository, say) changes nothing there.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use clap::Args;
+
+#[derive(Args)]
+pub(super) struct NewOptions {
+    /// The plugin's name: its folder, its crate, its `.wasm` file and its
+    /// one tool. Letters, digits, `_` and `-`, starting with a letter.
+    name: String,
+    /// Where to create the project folder.
+    #[arg(long, default_value = ".")]
+    path: PathBuf,
+}
+
+/// The SDK's files, as this binary was built with them.
+const SDK_FILES: &[(&str, &str)] = &[
+    ("Cargo.toml", include_str!("../../../sdk/rust/Cargo.toml")),
+    ("README.md", include_str!("../../../sdk/rust/README.md")),
+    (
+        "wit/plugin.wit",
+        include_str!("../../../sdk/rust/wit/plugin.wit"),
+    ),
+    ("src/lib.rs", include_str!("../../../sdk/rust/src/lib.rs")),
+    ("src/tool.rs", include_str!("../../../sdk/rust/src/tool.rs")),
+    (
+        "src/schema.rs",
+        include_str!("../../../sdk/rust/src/schema.rs"),
+    ),
+    (
+        "src/content.rs",
+        include_str!("../../../sdk/rust/src/content.rs"),
+    ),
+    (
+        "src/client.rs",
+        include_str!("../../../sdk/rust/src/client.rs"),
+    ),
+    (
+        "src/config.rs",
+        include_str!("../../../sdk/rust/src/config.rs"),
+    ),
+];
+
+const CARGO_TOML: &str = r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+
+[lib]
+# A WebAssembly component: `cargo build --release --target wasm32-wasip2`
+# writes target/wasm32-wasip2/release/{crate}.wasm.
+crate-type = ["cdylib"]
+
+[dependencies]
+toolhost-plugin = { version = "0.1", path = "{sdk}" }
+# The derives the tool's argument and result types use.
+serde = { version = "1", features = ["derive"] }
+schemars = "1.2"
+
+# A project of its own, even inside another Cargo workspace.
+[workspace]
+
+[profile.release]
+# Small components load faster; incremental builds keep `toolhost dev`'s
+# edit-to-live time short. For a final build, `lto = true` and
+# `codegen-units = 1` make the file smaller still.
+opt-level = "s"
+strip = true
+incremental = true
+"#;
+
+const CARGO_CONFIG: &str = r#"# A 128 KiB stack instead of Rust's 1 MiB: the host resets every page a
+# call dirtied, and a smaller stack makes each call cheaper. Raise it for a
+# tool that keeps big values on the stack.
+[target.wasm32-wasip2]
+rustflags = ["-C", "link-arg=-zstack-size=131072"]
+"#;
+
+const LIB_RS: &str = r##"//! `{name}`: a toolhost plugin.
+//!
+//! Live while you edit: `toolhost dev` (rebuilds on save and serves it).
+//! Build once: `cargo build --release --target wasm32-wasip2`.
+//! Test: `cargo test`.
+
+use toolhost_plugin::prelude::*;
+
+/// The tool's arguments. Doc comments become the input schema's
+/// descriptions, which is what a model reads to fill them in.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// Who to greet
+    name: String,
+}
+
+/// The tool's answer: a struct becomes structured content (its schema the
+/// output schema), and the host renders it as text too.
+#[derive(Serialize, JsonSchema, Debug, PartialEq)]
+struct Greeting {
+    greeting: String,
+}
+
+fn {function}(args: Args) -> Result<Greeting, ToolError> {
+    if args.name.trim().is_empty() {
+        return Err(ToolError::new("EMPTY_NAME", "name must not be empty"));
+    }
+    Ok(Greeting {
+        greeting: format!("Hello, {}!", args.name),
+    })
+}
+
+fn tools() -> Tools {
+    Tools::new().tool(Tool::new("{name}", "Greets someone by name.", {function}).read_only(true))
+}
+
+toolhost_plugin::export!(tools);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn greets_by_name() {
+        let answer = {function}(Args { name: "Ada".into() }).unwrap();
+        assert_eq!(answer.greeting, "Hello, Ada!");
+    }
+
+    #[test]
+    fn answers_through_the_tool_list_as_the_host_calls_it() {
+        let answer = tools().call("{name}", r#"{"name":"Ada"}"#).unwrap();
+        assert_eq!(
+            answer.structured_data(),
+            Some(json!({ "greeting": "Hello, Ada!" }))
+        );
+        let error = tools().call("{name}", r#"{"name":" "}"#).unwrap_err();
+        assert_eq!(error.code(), "EMPTY_NAME");
+    }
+}
+"##;
+
+impl NewOptions {
+    pub(super) fn run(self) -> anyhow::Result<u8> {
+        let name = &self.name;
+        if !is_valid_name(name) {
+            bail!(
+                "{name:?} cannot name a plugin: use letters, digits, `_` and `-`, starting \
+                 with a letter, at most 64"
+            );
+        }
+        let project = self.path.join(name);
+        if project.exists() {
+            bail!("{} already exists", project.display());
+        }
+        let sdk = install_sdk()?;
+        let function = name.replace('-', "_");
+        let fill = |template: &str| {
+            template
+                .replace("{name}", name)
+                .replace("{crate}", &function)
+                .replace("{function}", &function)
+                .replace("{sdk}", &sdk.display().to_string())
+        };
+        write(&project.join("Cargo.toml"), &fill(CARGO_TOML))?;
+        write(&project.join(".cargo/config.toml"), CARGO_CONFIG)?;
+        write(&project.join("src/lib.rs"), &fill(LIB_RS))?;
+        write(&project.join(".gitignore"), "/target\n/plugins\n")?;
+        println!("Created {} with one tool, {name:?}.", project.display());
+        println!();
+        println!("  cd {}", project.display());
+        println!(
+            "  toolhost dev                                   # build, serve, rebuild on save"
+        );
+        println!("  cargo build --release --target wasm32-wasip2   # or build once");
+        println!("  cargo test                                     # run its tests");
+        Ok(0)
+    }
+}
+
+fn is_valid_name(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
+/// Writes the SDK where projects can depend on it, once per content.
+fn install_sdk() -> anyhow::Result<PathBuf> {
+    let base = match std::env::var_os("XDG_DATA_HOME") {
+        Some(data) if !data.is_empty() => PathBuf::from(data),
+        _ => {
+            PathBuf::from(std::env::var_os("HOME").context("HOME is not set")?).join(".local/share")
+        }
+    };
+    let all: Vec<u8> = SDK_FILES
+        .iter()
+        .flat_map(|(path, text)| [path.as_bytes(), b"\0", text.as_bytes(), b"\0"].concat())
+        .collect();
+    let hash = crate::registry::loader::content_hash(&all);
+    let dir = base.join("toolhost/sdk").join(format!(
+        "toolhost-plugin-{}-{}",
+        sdk_version(),
+        &hash[..12]
+    ));
+    if !dir.join("Cargo.toml").exists() {
+        // Written beside, then renamed: a project never sees half an SDK.
+        let temp = dir.with_extension(format!("tmp{}", std::process::id()));
+        for (path, text) in SDK_FILES {
+            write(&temp.join(path), text)?;
+        }
+        if let Err(error) = std::fs::rename(&temp, &dir) {
+            let _ = std::fs::remove_dir_all(&temp);
+            if !dir.join("Cargo.toml").exists() {
+                return Err(error).with_context(|| format!("cannot write {}", dir.display()));
+            }
+        }
+    }
+    Ok(dir)
+}
+
+/// The `version` in the SDK's Cargo.toml.
+fn sdk_version() -> &'static str {
+    SDK_FILES[0]
+        .1
+        .lines()
+        .find_map(|line| line.strip_prefix("version = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .unwrap_or("0")
+}
+
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_names_are_crate_and_tool_names() {
+        for good in ["word_count", "wc", "word-count", "a1"] {
+            assert!(is_valid_name(good), "{good}");
+        }
+        for bad in ["", "1abc", "a b", "a.b", "../x", &"a".repeat(65)] {
+            assert!(!is_valid_name(bad), "{bad}");
+        }
+    }
+}

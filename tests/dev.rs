@@ -1,0 +1,295 @@
+//! `toolhost new` and `toolhost dev` as a workshop attendee uses them: a
+//! project from the scaffold, built by cargo from its own sources (the SDK
+//! copy `new` writes, crates.io for the rest), served live; each save
+//! answers without any other command; a build error and a rejected version
+//! are printed while the old version keeps serving; and `dev` drops into a
+//! server that already runs.
+//!
+//! The scaffold's dependencies are built once per machine into
+//! `target/scaffold` (shared by runs, as a real user's target folder is);
+//! the first run compiles them for wasm32-wasip2 and takes a minute or two.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Server, repo_root, test_cache_dir, toolhost_bin};
+
+/// Long enough for a cold build of the scaffold's dependencies.
+const FIRST_BUILD: Duration = Duration::from_secs(900);
+const REBUILD: Duration = Duration::from_secs(120);
+
+fn scaffold_target() -> PathBuf {
+    repo_root().join("target/scaffold")
+}
+
+/// `toolhost dev`, its terminal output collected line by line.
+struct Dev {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Dev {
+    fn start(project: &Path, args: &[&str]) -> Dev {
+        let mut child = Command::new(toolhost_bin())
+            .arg("dev")
+            .arg(project)
+            .args(args)
+            .arg("--cache-dir")
+            .arg(test_cache_dir())
+            .env("CARGO_TARGET_DIR", scaffold_target())
+            .env_remove("CARGO_BUILD_TARGET")
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting toolhost dev");
+        let stdout = child.stdout.take().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let writer = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                writer.lock().unwrap().push(line);
+            }
+        });
+        Dev { child, lines }
+    }
+
+    fn output(&self) -> String {
+        self.lines.lock().unwrap().join("\n")
+    }
+
+    /// Waits for the `count`-th line containing `needle`; all output since
+    /// the start on failure.
+    fn wait_for(&self, needle: &str, count: usize, within: Duration) -> String {
+        let started = Instant::now();
+        loop {
+            let found: Vec<String> = self
+                .lines
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|line| line.contains(needle))
+                .cloned()
+                .collect();
+            if found.len() >= count {
+                return found[count - 1].clone();
+            }
+            assert!(
+                started.elapsed() < within,
+                "no {needle:?} (#{count}) from toolhost dev within {within:?}; it printed:\n{}",
+                self.output()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+fn post(base: &str, path: &str, body: &Value) -> Value {
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let mut response = agent
+        .post(format!("{base}{path}"))
+        .header("Accept", "application/json, text/event-stream")
+        .send_json(body)
+        .unwrap();
+    response.body_mut().read_json().unwrap()
+}
+
+/// Rewrites the project's `src/lib.rs` through a temporary file and a
+/// rename, as many editors save.
+fn save(project: &Path, source: &str) {
+    let temp = project.join("src/.lib.rs.swp");
+    std::fs::write(&temp, source).unwrap();
+    std::fs::rename(&temp, project.join("src/lib.rs")).unwrap();
+}
+
+/// The scaffold's tool rewritten into a word counter.
+fn word_counter(extra_attribute: &str) -> String {
+    format!(
+        r#"use toolhost_plugin::prelude::*;
+
+#[derive(Deserialize, JsonSchema)]
+struct Args {{
+    /// The text to count in
+    {extra_attribute}
+    text: String,
+}}
+
+#[derive(Serialize, JsonSchema)]
+struct Counts {{
+    words: usize,
+    chars: usize,
+}}
+
+fn word_count(args: Args) -> Result<Counts, ToolError> {{
+    Ok(Counts {{
+        words: args.text.split_whitespace().count(),
+        chars: args.text.chars().count(),
+    }})
+}}
+
+fn tools() -> Tools {{
+    Tools::new().tool(Tool::new("word_count", "Counts words and characters", word_count))
+}}
+
+toolhost_plugin::export!(tools);
+"#
+    )
+}
+
+#[test]
+fn new_then_dev_serves_each_save_and_says_what_went_wrong() {
+    let work = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+
+    // `toolhost new`: a project with one typed tool and its tests.
+    let created = Command::new(toolhost_bin())
+        .args(["new", "word_count", "--path"])
+        .arg(work.path())
+        .env("XDG_DATA_HOME", data.path())
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+    let project = work.path().join("word_count");
+    for file in ["Cargo.toml", ".cargo/config.toml", "src/lib.rs"] {
+        assert!(project.join(file).is_file(), "{file} missing");
+    }
+    let again = Command::new(toolhost_bin())
+        .args(["new", "word_count", "--path"])
+        .arg(work.path())
+        .env("XDG_DATA_HOME", data.path())
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2), "an existing folder is kept");
+
+    // Its own tests pass on the machine's native target.
+    let tested = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["test", "--quiet"])
+        .current_dir(&project)
+        .env("CARGO_TARGET_DIR", scaffold_target())
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .output()
+        .unwrap();
+    assert!(
+        tested.status.success(),
+        "the scaffold's tests fail:\n{}",
+        String::from_utf8_lossy(&tested.stderr)
+    );
+
+    // `toolhost dev` with no server running: it builds, serves, and says so.
+    let address = free_address();
+    let base = format!("http://{address}");
+    let served = work.path().join("served");
+    let dev = Dev::start(
+        &project,
+        &["--listen", &address, "--plugins", served.to_str().unwrap()],
+    );
+    dev.wait_for("live in", 1, FIRST_BUILD);
+    let greeting = post(&base, "/tools/word_count", &json!({"name": "Ada"}));
+    assert_eq!(
+        greeting["structuredContent"],
+        json!({"greeting": "Hello, Ada!"}),
+        "{greeting}"
+    );
+    // ... and over MCP, from the same server.
+    let listed = post(
+        &base,
+        "/mcp",
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    assert_eq!(
+        listed["result"]["tools"][0]["name"], "word_count",
+        "{listed}"
+    );
+    assert_eq!(
+        listed["result"]["tools"][0]["inputSchema"]["properties"]["name"]["description"],
+        "Who to greet"
+    );
+
+    // A save is live without any other command.
+    save(&project, &word_counter(""));
+    dev.wait_for("live in", 2, REBUILD);
+    let counts = post(
+        &base,
+        "/tools/word_count",
+        &json!({"text": "one two three"}),
+    );
+    assert_eq!(
+        counts["structuredContent"],
+        json!({"words": 3, "chars": 13}),
+        "{counts}"
+    );
+
+    // A compile error: printed, and the last good version keeps serving.
+    save(
+        &project,
+        &word_counter("").replace("args.text.chars()", "args.txt.chars()"),
+    );
+    dev.wait_for("build failed", 1, REBUILD);
+    assert!(dev.output().contains("error[E0609]"), "{}", dev.output());
+    let counts = post(&base, "/tools/word_count", &json!({"text": "still here"}));
+    assert_eq!(counts["structuredContent"]["words"], 2, "{counts}");
+
+    // A schema mistake (an invalid regex): the host's reason is printed,
+    // and the last good version keeps serving.
+    save(
+        &project,
+        &word_counter(r#"#[schemars(regex(pattern = "["))]"#),
+    );
+    dev.wait_for("rejected", 1, REBUILD);
+    let reason = dev.output();
+    assert!(
+        reason.contains("the previous version still serves"),
+        "{reason}"
+    );
+    assert!(reason.contains("not a valid JSON Schema"), "{reason}");
+    let counts = post(&base, "/tools/word_count", &json!({"text": "still here"}));
+    assert_eq!(counts["structuredContent"]["words"], 2, "{counts}");
+    drop(dev);
+
+    // With a server already running, `dev` drops the component into the
+    // folder that server serves.
+    let folder = tempfile::tempdir().unwrap();
+    let server = Server::start(folder.path(), &[]);
+    save(&project, &word_counter(""));
+    let address = server.base.trim_start_matches("http://").to_string();
+    let dev = Dev::start(&project, &["--listen", &address]);
+    let line = dev.wait_for("serves", 1, REBUILD);
+    assert!(
+        line.contains(&folder.path().canonicalize().unwrap().display().to_string()),
+        "{line}"
+    );
+    dev.wait_for("live in", 1, REBUILD);
+    assert!(folder.path().join("word_count.wasm").is_file());
+    let counts = server.call("word_count", json!({"text": "a b"}));
+    assert_eq!(
+        counts.json["structuredContent"]["words"], 2,
+        "{}",
+        counts.json
+    );
+}
