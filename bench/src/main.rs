@@ -18,11 +18,14 @@
 //!    memory around a large component, a reload beside a large compile.
 //! 8. Clients: `tools/call` p50 on one HTTP session driven by the official
 //!    TypeScript SDK client, beside one-shot calls from the same process.
+//! 9. Dev: `toolhost dev` on a `toolhost new` project, from a save to the
+//!    new behaviour answering over REST.
 //!
 //! It runs the real `toolhost` binary for every server (in-process rows use
 //! the library), and needs `wrk` on the PATH.
 //! `--quick` shortens every phase, for the test that proves it works.
 
+mod dev;
 mod hardening;
 mod in_process;
 mod probes;
@@ -54,6 +57,8 @@ struct BenchOptions {
     ts_client: Option<(PathBuf, PathBuf)>,
     out: PathBuf,
     quick: bool,
+    /// Where the `toolhost dev` project's dependencies are built.
+    scaffold_target: PathBuf,
     /// The sections to run; empty means all of them.
     only: Vec<Section>,
 }
@@ -73,6 +78,8 @@ enum Section {
     Hardening,
     /// 8: the TypeScript SDK client on one session.
     Clients,
+    /// 9: `toolhost dev`, from a save to the new behaviour live.
+    Dev,
 }
 
 impl BenchOptions {
@@ -120,6 +127,9 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
         && let Some((node, script)) = &options.ts_client
     {
         clients(&options, &work, node, script, &mut report)?;
+    }
+    if options.runs(Section::Dev) {
+        dev::section(&options, &work, &mut report)?;
     }
 
     println!("| section | measure | value |\n| --- | --- | --- |");
@@ -423,6 +433,10 @@ enum Cli {
         /// Short phases: proves the harness works, measures little.
         #[arg(long)]
         quick: bool,
+        /// Where the `toolhost dev` section builds its project's
+        /// dependencies (shared with the tests, so they build once).
+        #[arg(long, default_value = "target/scaffold")]
+        scaffold_target: PathBuf,
         /// Run only these sections (comma-separated); all by default.
         #[arg(long, value_enum, value_delimiter = ',')]
         only: Vec<Section>,
@@ -451,6 +465,7 @@ fn main() -> std::process::ExitCode {
                         ts_client,
                         out,
                         quick,
+                        scaffold_target,
                         only,
                     } => {
                         if let Some(path) = toolhost {
@@ -464,6 +479,7 @@ fn main() -> std::process::ExitCode {
                             ts_client: node.zip(ts_client),
                             out,
                             quick,
+                            scaffold_target,
                             only,
                         })
                         .await

@@ -155,7 +155,7 @@ pub(super) fn tempfile_dir(name: &str) -> std::io::Result<PathBuf> {
 /// same target folder).
 pub(super) static TOOLHOST: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
-fn toolhost_binary() -> PathBuf {
+pub(super) fn toolhost_binary() -> PathBuf {
     TOOLHOST
         .get()
         .cloned()

@@ -48,6 +48,7 @@ fn the_benchmark_harness_runs_in_quick_mode() {
         "idle, 50 plugins: bytes read per minute",
         "idle, 50 plugins: CPU %",
         "TypeScript SDK: tools/call p50 ms, session / one-shot",
+        "dev: edit to live p50 / max s (small Rust tool)",
     ] {
         assert!(report.get(key).is_some(), "{key} missing from {report}");
     }
@@ -88,6 +89,8 @@ fn run_bench(benchtool: &Path, out: &Path, extra: &[&str]) -> String {
         .arg(benchtool)
         .arg("--out")
         .arg(out)
+        .arg("--scaffold-target")
+        .arg(support::repo_root().join("target/scaffold"))
         .args(extra)
         .output()
         .unwrap();
