@@ -1,6 +1,6 @@
 //! `toolhost new` and `toolhost dev` as a workshop attendee uses them: a
 //! project from the scaffold, built by cargo from its own sources (the SDK
-//! copy `new` writes, crates.io for the rest), served live; each save
+//! copy `new` vendors into it, crates.io for the rest), served live; each save
 //! answers without any other command; a build error and a rejected version
 //! are printed while the old version keeps serving; and `dev` drops into a
 //! server that already runs.
@@ -163,24 +163,27 @@ toolhost_plugin::export!(tools);
 #[test]
 fn new_then_dev_serves_each_save_and_says_what_went_wrong() {
     let work = tempfile::tempdir().unwrap();
-    let data = tempfile::tempdir().unwrap();
 
     // `toolhost new`: a project with one typed tool and its tests.
     let created = Command::new(toolhost_bin())
         .args(["new", "word_count", "--path"])
         .arg(work.path())
-        .env("XDG_DATA_HOME", data.path())
         .output()
         .unwrap();
     assert!(created.status.success(), "{created:?}");
     let project = work.path().join("word_count");
-    for file in ["Cargo.toml", ".cargo/config.toml", "src/lib.rs"] {
+    for file in [
+        "Cargo.toml",
+        ".cargo/config.toml",
+        "src/lib.rs",
+        "vendor/toolhost-plugin/Cargo.toml",
+        "vendor/toolhost-plugin/wit/plugin.wit",
+    ] {
         assert!(project.join(file).is_file(), "{file} missing");
     }
     let again = Command::new(toolhost_bin())
         .args(["new", "word_count", "--path"])
         .arg(work.path())
-        .env("XDG_DATA_HOME", data.path())
         .output()
         .unwrap();
     assert_eq!(again.status.code(), Some(2), "an existing folder is kept");
@@ -273,10 +276,17 @@ fn new_then_dev_serves_each_save_and_says_what_went_wrong() {
     drop(dev);
 
     // With a server already running, `dev` drops the component into the
-    // folder that server serves.
+    // folder that server serves; here the project lives inside that folder
+    // (as plugins/my_tool does in this repository), and saves still count.
     let folder = tempfile::tempdir().unwrap();
     let server = Server::start(folder.path(), &[]);
-    save(&project, &word_counter(""));
+    let created = Command::new(toolhost_bin())
+        .args(["new", "word_count", "--path"])
+        .arg(folder.path())
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+    let project = folder.path().join("word_count");
     let address = server.base.trim_start_matches("http://").to_string();
     let dev = Dev::start(&project, &["--listen", &address]);
     let line = dev.wait_for("serves", 1, REBUILD);
@@ -284,8 +294,15 @@ fn new_then_dev_serves_each_save_and_says_what_went_wrong() {
         line.contains(&folder.path().canonicalize().unwrap().display().to_string()),
         "{line}"
     );
-    dev.wait_for("live in", 1, REBUILD);
+    dev.wait_for("live in", 1, FIRST_BUILD);
     assert!(folder.path().join("word_count.wasm").is_file());
+    let greeting = server.call("word_count", json!({"name": "Ada"}));
+    assert_eq!(
+        greeting.json["structuredContent"]["greeting"],
+        "Hello, Ada!"
+    );
+    save(&project, &word_counter(""));
+    dev.wait_for("live in", 2, REBUILD);
     let counts = server.call("word_count", json!({"text": "a b"}));
     assert_eq!(
         counts.json["structuredContent"]["words"], 2,

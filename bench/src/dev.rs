@@ -28,7 +28,6 @@ pub(super) fn section(
     let created = Command::new(toolhost_binary())
         .args(["new", "edit_live", "--path"])
         .arg(&dir)
-        .env("XDG_DATA_HOME", dir.join("data"))
         .output()?;
     anyhow::ensure!(created.status.success(), "toolhost new failed: {created:?}");
     let project = dir.join("edit_live");
@@ -45,7 +44,10 @@ pub(super) fn section(
         .arg(dir.join("served"))
         .arg("--cache-dir")
         .arg(dir.join("cache"))
-        .env("CARGO_TARGET_DIR", &options.scaffold_target)
+        .env(
+            "CARGO_TARGET_DIR",
+            std::path::absolute(&options.scaffold_target)?,
+        )
         .env_remove("CARGO_BUILD_TARGET")
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")

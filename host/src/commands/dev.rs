@@ -13,9 +13,12 @@
 //! `/plugins`, so what `dev` prints is what callers get.
 //!
 //! What counts as an edit: a write, create, rename or removal of a `.rs`,
-//! `.wit` or `Cargo.toml` file in the project, outside `target/`, the
-//! served folder and hidden folders. Reads (cargo's own) never count, so a
+//! `.wit` or `Cargo.toml` file: `Cargo.toml` and `build.rs` at the top of
+//! the project, anything under `src/` and `wit/` (hidden files aside).
+//! Reads (cargo's own) never count and `target/` is never watched, so a
 //! build never triggers the next one.
+//!
+//! Ctrl-C stops it; when it serves itself, it stops with its server.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -56,12 +59,19 @@ struct Project {
 
 impl DevOptions {
     pub(super) async fn run(self) -> anyhow::Result<u8> {
+        // Ctrl-C ends `dev` at once, mid-build too (and with it the server
+        // it runs, if any).
+        tokio::spawn(async {
+            let _ = tokio::signal::ctrl_c().await;
+            std::process::exit(0);
+        });
         let project = Project::inspect(&self.project).await?;
         let address = self.serve.listen.unwrap_or(DEFAULT_LISTEN.parse()?);
         let server = Server {
             base: format!("http://{address}"),
             token: self.serve.token.clone(),
         };
+        let mut serving = None;
         let folder = match server.folder().await {
             Some(folder) => {
                 say(format!(
@@ -76,11 +86,11 @@ impl DevOptions {
                 let folder = absolute(&self.serve.host.plugins)?;
                 std::fs::create_dir_all(&folder)
                     .with_context(|| format!("cannot create {}", folder.display()))?;
-                let serving = tokio::spawn(self.serve.run());
+                let task = tokio::spawn(self.serve.run());
                 let started = Instant::now();
                 while server.folder().await.is_none() {
-                    if serving.is_finished() {
-                        return serving.await?.map(|()| 0);
+                    if task.is_finished() {
+                        return task.await?.map(|()| 0);
                     }
                     if started.elapsed() > Duration::from_secs(30) {
                         bail!("the server did not start on {address}");
@@ -92,12 +102,13 @@ impl DevOptions {
                     folder.display(),
                     server.base
                 ));
+                serving = Some(task);
                 folder
             }
         };
 
         let (edits, mut edited) = tokio::sync::mpsc::unbounded_channel::<()>();
-        let ignored = vec![project.target_dir.clone(), folder.clone()];
+        let ignored = vec![project.target_dir.clone()];
         let project_dir = project.dir.clone();
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -107,7 +118,23 @@ impl DevOptions {
                     let _ = edits.send(());
                 }
             })?;
-        watcher.watch(&project.dir, RecursiveMode::Recursive)?;
+        watcher.watch(&project.dir, RecursiveMode::NonRecursive)?;
+        for sources in ["src", "wit"] {
+            let dir = project.dir.join(sources);
+            if dir.is_dir() {
+                watcher.watch(&dir, RecursiveMode::Recursive)?;
+            }
+        }
+        // Ends when the server `dev` runs stops (Ctrl-C reaches it first).
+        let server_stopped = async move {
+            match serving {
+                Some(task) => {
+                    let _ = task.await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::pin!(server_stopped);
 
         let mut session = Session {
             project,
@@ -118,8 +145,9 @@ impl DevOptions {
         };
         session.cycle(Instant::now()).await;
         loop {
-            if edited.recv().await.is_none() {
-                return Ok(0);
+            tokio::select! {
+                edit = edited.recv() => if edit.is_none() { return Ok(0) },
+                () = &mut server_stopped => return Ok(0),
             }
             let edit_at = Instant::now();
             // Let the save finish: wait until no edit came for SETTLE.
@@ -158,7 +186,10 @@ impl Session {
         let bytes = match std::fs::read(&built) {
             Ok(bytes) => bytes,
             Err(error) => {
-                say(format!("cannot read {}: {error}", built.display()));
+                say(format!(
+                    "built, but cannot read {}: {error} (is the crate a cdylib?)",
+                    built.display()
+                ));
                 return;
             }
         };
@@ -185,6 +216,7 @@ impl Session {
             ));
             return;
         };
+        self.last_hash = Some(hash);
         let took = format!(
             "{:.1} s (build {:.1} s)",
             since.elapsed().as_secs_f64(),
@@ -256,6 +288,9 @@ impl Project {
                 "--manifest-path",
             ])
             .arg(&manifest)
+            // From the project's folder, as the build runs: a relative
+            // CARGO_TARGET_DIR then names the same folder to both.
+            .current_dir(dir)
             .output()
             .await
             .context("cannot run cargo (is Rust installed?)")?;
@@ -272,9 +307,9 @@ impl Project {
             .into_iter()
             .flatten()
             .find(|package| {
-                package["manifest_path"]
-                    .as_str()
-                    .is_some_and(|path| Path::new(path) == manifest)
+                package["manifest_path"].as_str().is_some_and(|path| {
+                    Path::new(path).canonicalize().ok().as_deref() == Some(manifest.as_path())
+                })
             })
             .context("cargo metadata does not list this package")?;
         let library = package["targets"]
@@ -290,7 +325,11 @@ impl Project {
         let name = library["name"].as_str().unwrap_or_default();
         Ok(Project {
             dir: manifest.parent().unwrap_or(Path::new(".")).to_path_buf(),
-            target_dir: PathBuf::from(metadata["target_directory"].as_str().unwrap_or("target")),
+            target_dir: {
+                let target =
+                    PathBuf::from(metadata["target_directory"].as_str().unwrap_or("target"));
+                target.canonicalize().unwrap_or(target)
+            },
             id: name.replace('-', "_"),
         })
     }
@@ -456,9 +495,9 @@ mod tests {
     }
 
     #[test]
-    fn only_source_edits_outside_target_and_the_folder_count() {
+    fn only_source_edits_outside_target_count() {
         let project = Path::new("/p");
-        let ignored = [PathBuf::from("/p/target"), PathBuf::from("/p/plugins")];
+        let ignored = [PathBuf::from("/p/target")];
         let write = EventKind::Modify(ModifyKind::Data(DataChange::Content));
         let edit = |kind, path| is_edit(&event(kind, path), project, &ignored);
         assert!(edit(write, "/p/src/lib.rs"));
@@ -469,7 +508,7 @@ mod tests {
             "cargo writes it while building"
         );
         assert!(!edit(write, "/p/target/release/build/x.rs"));
-        assert!(!edit(write, "/p/plugins/x.wasm"));
+        assert!(!edit(write, "/p/plugins/x.wasm"), "the served folder");
         assert!(!edit(write, "/p/.git/x.rs"));
         let read = EventKind::Access(AccessKind::Close(AccessMode::Read));
         assert!(!edit(read, "/p/src/lib.rs"), "cargo's own reads");

@@ -3,12 +3,12 @@
 //! `wasm32-wasip2` target, in any folder.
 //!
 //! The plugin SDK (`sdk/rust`, crate `toolhost-plugin`) is not on
-//! crates.io yet, so this binary carries its sources and writes them once
-//! per SDK version to `$XDG_DATA_HOME/toolhost/sdk/` (or
-//! `~/.local/share/toolhost/sdk/`); the project depends on that copy by
-//! path, beside the version it will take from crates.io once published.
-//! The project is a Cargo workspace of its own, so creating it inside
-//! another workspace (this repository, say) changes nothing there.
+//! crates.io yet, so this binary carries its sources and writes them into
+//! the project, `vendor/toolhost-plugin/`; the project depends on that
+//! copy by a relative path (beside the version it will take from crates.io
+//! once published), so it builds wherever it is copied or cloned. The
+//! project is a Cargo workspace of its own, so creating it inside another
+//! workspace (this repository, say) changes nothing there.
 
 use std::path::{Path, PathBuf};
 
@@ -64,7 +64,7 @@ edition = "2024"
 crate-type = ["cdylib"]
 
 [dependencies]
-toolhost-plugin = { version = "0.1", path = "{sdk}" }
+toolhost-plugin = { version = "0.1", path = "vendor/toolhost-plugin" }
 # The derives the tool's argument and result types use.
 serde = { version = "1", features = ["derive"] }
 schemars = "1.2"
@@ -112,7 +112,7 @@ struct Greeting {
     greeting: String,
 }
 
-fn {function}(args: Args) -> Result<Greeting, ToolError> {
+fn greet(args: Args) -> Result<Greeting, ToolError> {
     if args.name.trim().is_empty() {
         return Err(ToolError::new("EMPTY_NAME", "name must not be empty"));
     }
@@ -122,7 +122,7 @@ fn {function}(args: Args) -> Result<Greeting, ToolError> {
 }
 
 fn tools() -> Tools {
-    Tools::new().tool(Tool::new("{name}", "Greets someone by name.", {function}).read_only(true))
+    Tools::new().tool(Tool::new("{name}", "Greets someone by name.", greet).read_only(true))
 }
 
 toolhost_plugin::export!(tools);
@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn greets_by_name() {
-        let answer = {function}(Args { name: "Ada".into() }).unwrap();
+        let answer = greet(Args { name: "Ada".into() }).unwrap();
         assert_eq!(answer.greeting, "Hello, Ada!");
     }
 
@@ -156,26 +156,27 @@ impl NewOptions {
         if !is_valid_name(name) {
             bail!(
                 "{name:?} cannot name a plugin: use letters, digits, `_` and `-`, starting \
-                 with a letter, at most 64"
+                 with a letter, at most 64 (and not the name of a dependency: {})",
+                RESERVED.join(", ")
             );
         }
         let project = self.path.join(name);
         if project.exists() {
             bail!("{} already exists", project.display());
         }
-        let sdk = install_sdk()?;
-        let function = name.replace('-', "_");
+        let library = name.replace('-', "_");
         let fill = |template: &str| {
             template
                 .replace("{name}", name)
-                .replace("{crate}", &function)
-                .replace("{function}", &function)
-                .replace("{sdk}", &sdk.display().to_string())
+                .replace("{crate}", &library)
         };
         write(&project.join("Cargo.toml"), &fill(CARGO_TOML))?;
         write(&project.join(".cargo/config.toml"), CARGO_CONFIG)?;
         write(&project.join("src/lib.rs"), &fill(LIB_RS))?;
         write(&project.join(".gitignore"), "/target\n/plugins\n")?;
+        for (path, text) in SDK_FILES {
+            write(&project.join("vendor/toolhost-plugin").join(path), text)?;
+        }
         println!("Created {} with one tool, {name:?}.", project.display());
         println!();
         println!("  cd {}", project.display());
@@ -188,56 +189,26 @@ impl NewOptions {
     }
 }
 
+/// Crate names a plugin cannot take: its own dependencies and Rust's.
+const RESERVED: &[&str] = &[
+    "toolhost-plugin",
+    "toolhost_plugin",
+    "serde",
+    "schemars",
+    "core",
+    "std",
+    "alloc",
+    "test",
+    "proc_macro",
+];
+
 fn is_valid_name(name: &str) -> bool {
-    name.len() <= 64
+    !RESERVED.contains(&name)
+        && name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_alphabetic())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
-}
-
-/// Writes the SDK where projects can depend on it, once per content.
-fn install_sdk() -> anyhow::Result<PathBuf> {
-    let base = match std::env::var_os("XDG_DATA_HOME") {
-        Some(data) if !data.is_empty() => PathBuf::from(data),
-        _ => {
-            PathBuf::from(std::env::var_os("HOME").context("HOME is not set")?).join(".local/share")
-        }
-    };
-    let all: Vec<u8> = SDK_FILES
-        .iter()
-        .flat_map(|(path, text)| [path.as_bytes(), b"\0", text.as_bytes(), b"\0"].concat())
-        .collect();
-    let hash = crate::registry::loader::content_hash(&all);
-    let dir = base.join("toolhost/sdk").join(format!(
-        "toolhost-plugin-{}-{}",
-        sdk_version(),
-        &hash[..12]
-    ));
-    if !dir.join("Cargo.toml").exists() {
-        // Written beside, then renamed: a project never sees half an SDK.
-        let temp = dir.with_extension(format!("tmp{}", std::process::id()));
-        for (path, text) in SDK_FILES {
-            write(&temp.join(path), text)?;
-        }
-        if let Err(error) = std::fs::rename(&temp, &dir) {
-            let _ = std::fs::remove_dir_all(&temp);
-            if !dir.join("Cargo.toml").exists() {
-                return Err(error).with_context(|| format!("cannot write {}", dir.display()));
-            }
-        }
-    }
-    Ok(dir)
-}
-
-/// The `version` in the SDK's Cargo.toml.
-fn sdk_version() -> &'static str {
-    SDK_FILES[0]
-        .1
-        .lines()
-        .find_map(|line| line.strip_prefix("version = \""))
-        .and_then(|rest| rest.strip_suffix('"'))
-        .unwrap_or("0")
 }
 
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
@@ -257,7 +228,16 @@ mod tests {
         for good in ["word_count", "wc", "word-count", "a1"] {
             assert!(is_valid_name(good), "{good}");
         }
-        for bad in ["", "1abc", "a b", "a.b", "../x", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "1abc",
+            "a b",
+            "a.b",
+            "../x",
+            "serde",
+            "std",
+            &"a".repeat(65),
+        ] {
             assert!(!is_valid_name(bad), "{bad}");
         }
     }

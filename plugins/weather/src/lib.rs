@@ -11,7 +11,7 @@
 //! (rate limited). `base_url` (default `https://api.openweathermap.org`)
 //! and `api_key` come from the policy's `[config]`.
 
-use toolhost_plugin::{config, prelude::*, serde_json};
+use toolhost_plugin::{prelude::*, serde_json};
 use wasi::http::outgoing_handler;
 use wasi::http::types::{Fields, Method, OutgoingRequest, Scheme};
 use wasi::io::streams::StreamError;

@@ -36,8 +36,10 @@
 //! toolhost_plugin::export!(tools);
 //! ```
 //!
-//! Build it with `cargo build --release --target wasm32-wasip2` (crate type
-//! `cdylib`) and drop the `.wasm` file into the host's plugin folder.
+//! The plugin's `Cargo.toml` needs `crate-type = ["cdylib"]` and depends
+//! on `serde` (feature `derive`) and `schemars` 1.x directly: their derives
+//! name those crates. Build it with `cargo build --release --target
+//! wasm32-wasip2` and drop the `.wasm` file into the host's plugin folder.
 //!
 //! What the result type decides:
 //! - a type whose schema is an object (a struct, a map) becomes
@@ -71,6 +73,7 @@ pub use tool::{IntoOutput, NoArguments, Structured, Tool, Tools};
 /// Everything a plugin usually names, in one `use`.
 pub mod prelude {
     pub use crate::client::{self, LogLevel};
+    pub use crate::config;
     pub use crate::content::{Content, ResourceLink, ToolError};
     pub use crate::tool::{NoArguments, Structured, Tool, Tools};
     pub use schemars::JsonSchema;

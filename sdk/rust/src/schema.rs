@@ -12,6 +12,9 @@
 //! - `format` values outside the JSON Schema standard (`uint32`, `double`,
 //!   ... that schemars adds for Rust number types) are dropped: Gemini
 //!   refuses unknown formats; `minimum` still says "not negative";
+//! - a `oneOf` whose branches are all constants (an enum whose variants
+//!   have doc comments) becomes `enum`, and any other `oneOf` becomes
+//!   `anyOf` (serde's variants never overlap, and Gemini has no `oneOf`);
 //! - no `$schema` keyword (the host reads a schema without one as 2020-12).
 
 pub use schemars::JsonSchema;
@@ -82,6 +85,9 @@ fn derive<T: JsonSchema>(settings: SchemaSettings) -> Value {
     schema
 }
 
+/// Keywords whose values are data, not subschemas: never rewritten.
+const DATA_KEYWORDS: &[&str] = &["default", "examples", "const", "enum"];
+
 /// The last pass over every subschema (see the module comment).
 fn tidy(schema: &mut Value) {
     match schema {
@@ -93,11 +99,41 @@ fn tidy(schema: &mut Value) {
             {
                 object.remove("format");
             }
+            constants_become_enum(object);
             optional_is_not_nullable(object);
-            object.values_mut().for_each(tidy);
+            for (keyword, value) in object.iter_mut() {
+                if !DATA_KEYWORDS.contains(&keyword.as_str()) {
+                    tidy(value);
+                }
+            }
         }
         Value::Array(items) => items.iter_mut().for_each(tidy),
         _ => {}
+    }
+}
+
+/// `"oneOf": [{"const": "a", ...}, {"const": "b", ...}]` becomes
+/// `"enum": ["a", "b"]` (with the branches' shared `type`); any other
+/// `oneOf` becomes `anyOf`.
+fn constants_become_enum(object: &mut Map<String, Value>) {
+    let Some(Value::Array(branches)) = object.remove("oneOf") else {
+        return;
+    };
+    let constants: Option<Vec<Value>> = branches
+        .iter()
+        .map(|branch| branch.get("const").cloned())
+        .collect();
+    match constants {
+        Some(values) if !values.is_empty() => {
+            let types: Vec<&Value> = branches.iter().filter_map(|b| b.get("type")).collect();
+            if types.len() == branches.len() && types.windows(2).all(|pair| pair[0] == pair[1]) {
+                object.entry("type").or_insert_with(|| types[0].clone());
+            }
+            object.insert("enum".into(), Value::Array(values));
+        }
+        _ => {
+            object.insert("anyOf".into(), Value::Array(branches));
+        }
     }
 }
 
@@ -127,6 +163,14 @@ fn optional_is_not_nullable(object: &mut Map<String, Value>) {
                 let only = types.remove(0);
                 property.insert("type".into(), only);
             }
+        }
+        // `None` is "left out", so neither a null constant nor a null
+        // default describes it.
+        if let Some(Value::Array(values)) = property.get_mut("enum") {
+            values.retain(|value| !value.is_null());
+        }
+        if property.get("default") == Some(&Value::Null) {
+            property.remove("default");
         }
         let is_null = |schema: &Value| schema.get("type").is_some_and(|kind| kind == "null");
         if let Some(Value::Array(branches)) = property.get("anyOf")
@@ -158,11 +202,30 @@ mod tests {
 
     #[allow(dead_code)]
     #[derive(serde::Deserialize, JsonSchema)]
+    enum Unit {
+        /// Degrees Celsius
+        Celsius,
+        /// Degrees Fahrenheit
+        Fahrenheit,
+    }
+
+    #[allow(dead_code)]
+    #[derive(serde::Deserialize, JsonSchema)]
+    enum Plain {
+        A,
+        B,
+    }
+
+    #[allow(dead_code)]
+    #[derive(serde::Deserialize, JsonSchema)]
     struct Args {
         /// How many
         count: u32,
         place: Option<Place>,
         tags: Vec<String>,
+        unit: Option<Unit>,
+        #[serde(default)]
+        plain: Option<Plain>,
     }
 
     #[test]
@@ -178,6 +241,13 @@ mod tests {
         assert_eq!(schema["required"], json!(["count", "tags"]));
         assert_eq!(schema["properties"]["count"]["minimum"], 0);
         assert_eq!(schema["properties"]["count"]["description"], "How many");
+        assert_eq!(
+            schema["properties"]["unit"]["enum"],
+            json!(["Celsius", "Fahrenheit"])
+        );
+        assert_eq!(schema["properties"]["unit"]["type"], "string");
+        assert_eq!(schema["properties"]["plain"]["enum"], json!(["A", "B"]));
+        assert!(schema["properties"]["plain"].get("default").is_none());
         let place = &schema["properties"]["place"];
         assert_eq!(place["type"], "object");
         assert_eq!(place["properties"]["country"]["type"], "string");

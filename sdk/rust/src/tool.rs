@@ -43,9 +43,7 @@ impl<T: Serialize + JsonSchema> IntoOutput for T {
             )
         })?;
         Ok(match value {
-            Value::Object(_) if Self::output_schema().is_some() => {
-                Content::new().structured_value(value)
-            }
+            Value::Object(_) => Content::new().structured_value(value),
             Value::String(text) => Content::new().text(text),
             other => Content::new().text(other.to_string()),
         })
