@@ -160,18 +160,23 @@ toolhost_plugin::export!(tools);
     )
 }
 
+/// `toolhost new word_count --path parent`: the project's folder.
+fn new_project(parent: &Path) -> PathBuf {
+    let created = Command::new(toolhost_bin())
+        .args(["new", "word_count", "--path"])
+        .arg(parent)
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+    parent.join("word_count")
+}
+
 #[test]
 fn new_then_dev_serves_each_save_and_says_what_went_wrong() {
     let work = tempfile::tempdir().unwrap();
 
     // `toolhost new`: a project with one typed tool and its tests.
-    let created = Command::new(toolhost_bin())
-        .args(["new", "word_count", "--path"])
-        .arg(work.path())
-        .output()
-        .unwrap();
-    assert!(created.status.success(), "{created:?}");
-    let project = work.path().join("word_count");
+    let project = new_project(work.path());
     for file in [
         "Cargo.toml",
         ".cargo/config.toml",
@@ -280,13 +285,7 @@ fn new_then_dev_serves_each_save_and_says_what_went_wrong() {
     // (as plugins/my_tool does in this repository), and saves still count.
     let folder = tempfile::tempdir().unwrap();
     let server = Server::start(folder.path(), &[]);
-    let created = Command::new(toolhost_bin())
-        .args(["new", "word_count", "--path"])
-        .arg(folder.path())
-        .output()
-        .unwrap();
-    assert!(created.status.success(), "{created:?}");
-    let project = folder.path().join("word_count");
+    let project = new_project(folder.path());
     let address = server.base.trim_start_matches("http://").to_string();
     let dev = Dev::start(&project, &["--listen", &address]);
     let line = dev.wait_for("serves", 1, REBUILD);

@@ -42,7 +42,9 @@ impl fmt::Display for SchemaWarning {
 }
 
 /// The formats JSON Schema 2020-12 defines (Gemini refuses others, such as
-/// the `uint32` or `double` some generators add).
+/// the `uint32` some generators add), and the number formats Gemini
+/// documents. The Rust SDK keeps the standard ones (sdk/rust/src/schema.rs,
+/// a guest crate that shares no code with the host).
 const STANDARD_FORMATS: &[&str] = &[
     "date-time",
     "date",
