@@ -7,8 +7,8 @@
 //! The project's dependencies build into `--scaffold-target` (the tests'
 //! `target/scaffold` by default), so only the first run pays for them.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::Read;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::probes::{percentile, toolhost_binary};
+use super::reload::send_call;
 use super::{BenchOptions, Report};
 
 pub(super) fn section(
@@ -114,15 +115,9 @@ fn wait_for(address: SocketAddr, needle: &str, within: Duration) -> anyhow::Resu
 }
 
 fn call(address: SocketAddr) -> Option<String> {
-    let mut stream = TcpStream::connect(address).ok()?;
-    let body = r#"{"name":"x"}"#;
-    write!(
-        stream,
-        "POST /tools/edit_live HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .ok()?;
     let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
+    send_call(address, "edit_live", r#"{"name":"x"}"#)?
+        .read_to_string(&mut answer)
+        .ok()?;
     Some(answer)
 }

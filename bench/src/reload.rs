@@ -98,15 +98,21 @@ pub(super) fn wait_until(mut condition: impl FnMut() -> bool) -> anyhow::Result<
 
 /// The status of one `POST /tools/{tool}` over a plain socket.
 pub(super) fn call_status(address: SocketAddr, tool: &str) -> Option<u16> {
+    let stream = send_call(address, tool, r#"{"text":"x"}"#)?;
+    let mut status_line = String::new();
+    BufReader::new(stream).read_line(&mut status_line).ok()?;
+    status_line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Sends `POST /tools/{tool}` with `body` on a fresh connection that the
+/// server closes after answering; the answer is the caller's to read.
+pub(super) fn send_call(address: SocketAddr, tool: &str, body: &str) -> Option<TcpStream> {
     let mut stream = TcpStream::connect(address).ok()?;
-    let body = r#"{"text":"x"}"#;
     write!(
         stream,
         "POST /tools/{tool} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .ok()?;
-    let mut status_line = String::new();
-    BufReader::new(stream).read_line(&mut status_line).ok()?;
-    status_line.split_whitespace().nth(1)?.parse().ok()
+    Some(stream)
 }

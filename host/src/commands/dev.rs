@@ -205,7 +205,8 @@ impl Session {
             ));
             return;
         }
-        self.last_hash = Some(hash.clone());
+        // Kept only once the server settled on it: after a timeout the same
+        // bytes are dropped again on the next build.
         let Some(report) = self.server.wait_for_load(&self.project.id, &hash).await else {
             say(format!(
                 "the server at {} did not load {}.wasm within {} s: does it serve {}?",

@@ -146,6 +146,11 @@ impl Tool {
         }
     }
 
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// A short human-readable name for user interfaces.
     pub fn title(mut self, title: &str) -> Self {
         self.title = Some(title.to_string());
@@ -253,13 +258,6 @@ impl Tools {
     /// The tools, for tests.
     pub fn iter(&self) -> impl Iterator<Item = &Tool> {
         self.tools.iter()
-    }
-}
-
-impl Tool {
-    /// The tool's name.
-    pub fn name(&self) -> &str {
-        &self.name
     }
 }
 
