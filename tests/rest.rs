@@ -296,7 +296,7 @@ fn the_server_runs_in_process_from_a_listener_and_a_shutdown_signal() {
             memory_bytes: 64 << 20,
         };
         let registry = Registry::new(
-            Runtime::new(limits, None, 8).unwrap(),
+            Runtime::new(limits, None, 8, toolhost::runtime::TierUp::InBackground).unwrap(),
             ToolListLimits::DEFAULT,
         );
         registry.scan(dir.path()).await.unwrap();

@@ -13,7 +13,7 @@ use super::probes::percentile;
 use toolhost::call::envelope::TextFormat;
 use toolhost::call::invoke;
 use toolhost::registry::Registry;
-use toolhost::runtime::{Limits, Runtime};
+use toolhost::runtime::{Limits, Runtime, TierUp};
 
 /// Section 1: timings of the runtime alone and of the whole host path.
 pub(super) async fn measure(options: &BenchOptions, work: &Path) -> anyhow::Result<Value> {
@@ -25,7 +25,7 @@ pub(super) async fn measure(options: &BenchOptions, work: &Path) -> anyhow::Resu
         memory_bytes: 64 << 20,
     };
     let registry = Registry::new(
-        Runtime::new(limits, None, 64)?,
+        Runtime::new(limits, None, 64, TierUp::InBackground)?,
         toolhost::registry::tools::ToolListLimits::DEFAULT,
     );
     registry.scan(&dir).await?;

@@ -27,7 +27,7 @@ impl CheckOptions {
             .and_then(|stem| stem.to_str())
             .unwrap_or("plugin")
             .to_string();
-        let registry = self.host.registry()?;
+        let registry = self.host.registry(crate::runtime::TierUp::Never)?;
         let verdict = match loader::read_source(file).await {
             Err(error) => Err(loader::LoadError::Unreadable {
                 file: file.clone(),

@@ -13,7 +13,7 @@ use clap::Args;
 use crate::call::envelope::TextFormat;
 use crate::registry::Registry;
 use crate::registry::tools::ToolListLimits;
-use crate::runtime::{Limits, Runtime};
+use crate::runtime::{Limits, Runtime, TierUp};
 
 /// Options every subcommand shares: where plugins are and how they run.
 #[derive(Args, Clone)]
@@ -74,8 +74,9 @@ impl HostOptions {
         })
     }
 
-    /// Builds the runtime and an empty registry over it.
-    pub(crate) fn registry(&self) -> anyhow::Result<Arc<Registry>> {
+    /// Builds the runtime and an empty registry over it. A server passes
+    /// [`TierUp::InBackground`]; a short-lived command [`TierUp::Never`].
+    pub(crate) fn registry(&self, tier_up: TierUp) -> anyhow::Result<Arc<Registry>> {
         let limits = Limits {
             timeout: Duration::from_millis(self.timeout_ms),
             memory_bytes: self.memory_mib.saturating_mul(1024 * 1024),
@@ -84,13 +85,14 @@ impl HostOptions {
             max_tools: self.max_tools,
             max_bytes: self.max_tool_list_kib.saturating_mul(1024),
         };
-        let runtime = Runtime::new(limits, self.cache_dir(), self.max_calls as usize)?;
+        let runtime = Runtime::new(limits, self.cache_dir(), self.max_calls as usize, tier_up)?;
         Ok(Registry::new(runtime, list_limits))
     }
 
-    /// Builds the registry and loads the plugin folder once.
+    /// Builds the registry and loads the plugin folder once, for a
+    /// short-lived command.
     pub(crate) async fn loaded_registry(&self) -> anyhow::Result<Arc<Registry>> {
-        let registry = self.registry()?;
+        let registry = self.registry(TierUp::Never)?;
         registry.scan(&self.plugins).await.map_err(|e| {
             anyhow::anyhow!(
                 "cannot read the plugin folder {}: {e}",

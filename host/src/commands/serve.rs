@@ -68,7 +68,7 @@ impl ServeOptions {
             std::fs::create_dir_all(dir)?;
             tracing::info!(folder = %dir.display(), "created the plugin folder");
         }
-        let registry = self.host.registry()?;
+        let registry = self.host.registry(crate::runtime::TierUp::InBackground)?;
         // Watch before the first scan, so a file dropped during the scan is
         // still seen (a file seen twice is loaded once: its hash is the same).
         let debounce = Duration::from_millis(self.debounce_ms);

@@ -40,6 +40,10 @@ pub(crate) struct PluginReport {
     loaded_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     from_cache: Option<bool>,
+    /// Which compiler made the serving code: `baseline` until a large
+    /// plugin's optimised code is in place (see `runtime/compiler.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compiler: Option<crate::runtime::Tier>,
     /// The version that still serves while a newer one is rejected.
     #[serde(skip_serializing_if = "Option::is_none")]
     serving: Option<Serving>,
@@ -97,6 +101,7 @@ impl PluginReport {
             content_hash: Some(plugin.version.content_hash.clone()),
             loaded_at: Some(time(plugin.loaded_at)),
             from_cache: Some(plugin.compiled.from_cache),
+            compiler: Some(plugin.compiled.tier()),
             ..PluginReport::serving(
                 &plugin.id,
                 &plugin.file.display().to_string(),
@@ -156,6 +161,7 @@ impl PluginReport {
             rejected_at: None,
             loaded_at: None,
             from_cache: None,
+            compiler: None,
             serving: None,
             granted: serving.map(|plugin| policy::describe(&plugin.grants)),
             schema_warnings: serving

@@ -30,31 +30,35 @@ const TRAILER_BYTES: usize = 32 + TRAILER_MAGIC.len();
 
 pub(crate) struct ArtifactCache {
     dir: PathBuf,
-    engine_key: String,
+}
+
+/// The compatibility key of an engine: entries of the baseline and the
+/// optimising compiler (`compiler.rs`) never mix.
+fn engine_key(engine: &Engine) -> String {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
 }
 
 impl ArtifactCache {
-    pub(crate) fn open(dir: &Path, engine: &Engine) -> anyhow::Result<Self> {
+    pub(crate) fn open(dir: &Path) -> anyhow::Result<Self> {
         create_private_dir(dir)
             .with_context(|| format!("cannot create cache folder {}", dir.display()))?;
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        engine.precompile_compatibility_hash().hash(&mut hasher);
         Ok(ArtifactCache {
             dir: dir.to_path_buf(),
-            engine_key: format!("{:016x}", hasher.finish()),
         })
     }
 
-    fn entry_path(&self, content_hash: &str) -> PathBuf {
-        self.dir
-            .join(format!("{content_hash}-{}.cwasm", self.engine_key))
+    fn entry_path(&self, engine_key: &str, content_hash: &str) -> PathBuf {
+        self.dir.join(format!("{content_hash}-{engine_key}.cwasm"))
     }
 
-    /// The cached compilation of the component with this content hash, if
-    /// there is a usable one. A damaged entry is removed and reported as a
-    /// miss, so the caller compiles afresh.
+    /// The cached compilation, by `engine`, of the component with this
+    /// content hash, if there is a usable one. A damaged entry is removed
+    /// and reported as a miss, so the caller compiles afresh.
     pub(crate) fn load(&self, engine: &Engine, content_hash: &str) -> Option<Component> {
-        let path = self.entry_path(content_hash);
+        let engine_key = engine_key(engine);
+        let path = self.entry_path(&engine_key, content_hash);
         let mut bytes = Vec::new();
         match std::fs::File::open(&path).and_then(|mut file| file.read_to_end(&mut bytes)) {
             Ok(_) => {}
@@ -68,7 +72,7 @@ impl ArtifactCache {
             tracing::warn!(path = %path.display(), %reason, "discarding damaged cache entry; compiling afresh");
             let _ = std::fs::remove_file(&path);
         };
-        let Some(artifact) = self.verified(content_hash, &bytes) else {
+        let Some(artifact) = verified(&engine_key, content_hash, &bytes) else {
             discard(&"its checksum does not match");
             return None;
         };
@@ -86,33 +90,40 @@ impl ArtifactCache {
         }
     }
 
-    /// The trailer of an entry: SHA-256 over the engine key, the content
-    /// hash and the artifact, then a magic tag.
-    fn trailer(&self, content_hash: &str, artifact: &[u8]) -> Vec<u8> {
-        let mut hasher = Sha256::new();
-        hasher.update(self.engine_key.as_bytes());
-        hasher.update(content_hash.as_bytes());
-        hasher.update(artifact);
-        let mut trailer = hasher.finalize().to_vec();
-        trailer.extend_from_slice(TRAILER_MAGIC);
-        trailer
-    }
-
-    /// The artifact of an entry, if its trailer vouches for it.
-    fn verified<'a>(&self, content_hash: &str, entry: &'a [u8]) -> Option<&'a [u8]> {
-        let artifact = entry.get(..entry.len().checked_sub(TRAILER_BYTES)?)?;
-        (self.trailer(content_hash, artifact) == entry[artifact.len()..]).then_some(artifact)
-    }
-
-    /// Stores a compiled artifact. A failure to write is logged, never
-    /// fatal: the caller has the artifact either way.
-    pub(crate) fn store(&self, content_hash: &str, artifact: &[u8]) {
-        let path = self.entry_path(content_hash);
-        let trailer = self.trailer(content_hash, artifact);
+    /// Stores an artifact compiled by `engine`'s settings. A failure to
+    /// write is logged, never fatal: the caller has the artifact either way.
+    pub(crate) fn store(&self, engine: &Engine, content_hash: &str, artifact: &[u8]) {
+        let engine_key = engine_key(engine);
+        let path = self.entry_path(&engine_key, content_hash);
+        let trailer = trailer(&engine_key, content_hash, artifact);
         if let Err(error) = write_atomically(&path, &[artifact, &trailer]) {
             tracing::warn!(path = %path.display(), %error, "could not write cache entry");
         }
     }
+
+    /// Removes `engine`'s entry for a component, if there is one: the
+    /// baseline entry once the optimised one is stored.
+    pub(crate) fn remove(&self, engine: &Engine, content_hash: &str) {
+        let _ = std::fs::remove_file(self.entry_path(&engine_key(engine), content_hash));
+    }
+}
+
+/// The trailer of an entry: SHA-256 over the engine key, the content hash
+/// and the artifact, then a magic tag.
+fn trailer(engine_key: &str, content_hash: &str, artifact: &[u8]) -> Vec<u8> {
+    let mut hasher = Sha256::new();
+    hasher.update(engine_key.as_bytes());
+    hasher.update(content_hash.as_bytes());
+    hasher.update(artifact);
+    let mut trailer = hasher.finalize().to_vec();
+    trailer.extend_from_slice(TRAILER_MAGIC);
+    trailer
+}
+
+/// The artifact of an entry, if its trailer vouches for it.
+fn verified<'a>(engine_key: &str, content_hash: &str, entry: &'a [u8]) -> Option<&'a [u8]> {
+    let artifact = entry.get(..entry.len().checked_sub(TRAILER_BYTES)?)?;
+    (trailer(engine_key, content_hash, artifact) == entry[artifact.len()..]).then_some(artifact)
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {

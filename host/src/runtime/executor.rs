@@ -78,7 +78,8 @@ impl Drop for CancelOnDrop {
 }
 
 impl Executor {
-    pub(crate) fn new(max_calls: usize, engine: &Engine) -> std::io::Result<Self> {
+    /// `engines` are those whose epochs the ticker advances.
+    pub(crate) fn new(max_calls: usize, engines: &[&Engine]) -> std::io::Result<Self> {
         let max_calls = max_calls.max(1);
         let guests = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -89,7 +90,7 @@ impl Executor {
             .enable_all()
             .build()?;
         let running = Arc::new(Running::default());
-        spawn_epoch_ticker(engine, running.clone());
+        spawn_epoch_ticker(engines, running.clone());
         Ok(Executor {
             guests: Some(guests),
             slots: Arc::new(tokio::sync::Semaphore::new(max_calls)),
@@ -133,7 +134,7 @@ impl Executor {
             .spawn_blocking(move || {
                 let _permit = permit;
                 let _running = running.enter();
-                lower_priority();
+                lower_thread_priority(GUEST_NICE);
                 inner.block_on(job(cancel))
             })
             .await;
@@ -196,28 +197,29 @@ impl Drop for RunningGuard {
     }
 }
 
-/// Advances the engine's epoch while calls run, and sleeps otherwise.
-fn spawn_epoch_ticker(engine: &Engine, running: Arc<Running>) {
-    let weak = engine.weak();
+/// Advances the engines' epochs while calls run, and sleeps otherwise.
+fn spawn_epoch_ticker(engines: &[&Engine], running: Arc<Running>) {
+    let weak: Vec<_> = engines.iter().map(|engine| engine.weak()).collect();
     std::thread::Builder::new()
         .name("toolhost-epoch".into())
         .spawn(move || {
             while running.wait_for_work() {
-                let Some(engine) = weak.upgrade() else {
-                    return;
-                };
-                engine.increment_epoch();
-                drop(engine);
+                for engine in &weak {
+                    let Some(engine) = engine.upgrade() else {
+                        return;
+                    };
+                    engine.increment_epoch();
+                }
                 std::thread::sleep(EPOCH_TICK);
             }
         })
         .expect("spawning the epoch thread");
 }
 
-/// Lowers the calling thread's priority (Linux: `setpriority` on a thread
-/// id affects that thread only). Best effort: a failure changes nothing
-/// but fairness.
-fn lower_priority() {
+/// Lowers the calling thread's priority to `nice`, once per thread (Linux:
+/// `setpriority` on a thread id affects that thread only). Best effort: a
+/// failure changes nothing but fairness.
+pub(crate) fn lower_thread_priority(nice: i32) {
     #[cfg(target_os = "linux")]
     {
         thread_local!(static LOWERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
@@ -227,7 +229,7 @@ fn lower_priority() {
         // SAFETY: plain syscalls on the current thread; no memory is shared.
         unsafe {
             let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-            libc::setpriority(libc::PRIO_PROCESS, tid, GUEST_NICE);
+            libc::setpriority(libc::PRIO_PROCESS, tid, nice);
         }
     }
 }

@@ -6,7 +6,8 @@
 //! ([`PluginOutput`], [`PluginError`]) or with a [`CallFailure`].
 //!
 //! Design, and why:
-//! - One [`Engine`] per process, so compiled code and settings are shared.
+//! - One [`Engine`] per compiler, so compiled code and settings are shared;
+//!   large components get baseline code first (see [`compiler`]).
 //! - A plugin is compiled once and pre-instantiated (imports resolved once);
 //!   every call then instantiates it in a fresh `Store`, so no state leaks
 //!   between calls and a trap ends only the call that trapped.
@@ -24,6 +25,7 @@
 
 mod cache;
 mod client;
+mod compiler;
 mod executor;
 mod failure;
 mod grants;
@@ -35,11 +37,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
+use wasmtime::{Config, Store, Trap, UpdateDeadline};
 
 use self::cache::ArtifactCache;
 pub use self::client::{CallClient, ClientChannel, LogLevel};
+use self::compiler::{BASELINE_FROM_BYTES, CodeCell, Compiler, Optimizer};
+pub use self::compiler::{Tier, TierUp};
 pub(crate) use self::executor::QUEUE_WAIT;
 use self::executor::{Cancel, Executor, Refusal};
 pub use self::failure::{CallFailure, CompileError};
@@ -56,7 +59,7 @@ mod bindings {
     });
 }
 
-use bindings::{Plugin, PluginPre};
+use bindings::Plugin;
 
 /// The plugin's own values, as the contract (`wit/plugin.wit`) defines them.
 /// They are plain data (strings, vectors, options), generated from the WIT.
@@ -78,16 +81,24 @@ pub struct Limits {
 pub struct CompiledPlugin {
     /// The plugin's name, to tag its log output.
     name: Arc<str>,
-    pre: PluginPre<Sandbox>,
+    /// The current code: baseline, then optimised (see [`compiler`]).
+    code: CodeCell,
     /// Whether the compiled code came from the on-disk cache.
     pub(crate) from_cache: bool,
 }
 
+impl CompiledPlugin {
+    /// Which compiler made the code that serves now.
+    pub(crate) fn tier(&self) -> Tier {
+        self.code.load().tier
+    }
+}
+
 pub struct Runtime {
-    engine: Engine,
-    /// The engine's settings, for the short-lived engines that compile.
-    compile_config: Config,
-    linker: Linker<Sandbox>,
+    optimized: Compiler,
+    baseline: Compiler,
+    tier_up: TierUp,
+    optimizer: Optimizer,
     cache: Option<ArtifactCache>,
     limits: Limits,
     executor: Executor,
@@ -96,11 +107,13 @@ pub struct Runtime {
 impl Runtime {
     /// Builds the engine and the executor. `cache_dir` of `None` disables
     /// the on-disk compile cache; `max_calls` is how many calls (and
-    /// load-time tool listings) run guest code at once.
+    /// load-time tool listings) run guest code at once; `tier_up` says
+    /// whether large plugins' baseline code is optimised in the background.
     pub fn new(
         limits: Limits,
         cache_dir: Option<PathBuf>,
         max_calls: usize,
+        tier_up: TierUp,
     ) -> anyhow::Result<Arc<Self>> {
         let mut config = Config::new();
         config.epoch_interruption(true);
@@ -112,93 +125,88 @@ impl Runtime {
         // fiber stacks) and resets memories copy-on-write, instead of an
         // mmap/munmap per call that also serialises on the kernel's lock.
         config.wasm_component_model(true);
-        // Compiles run on an engine of their own (see `precompile`), which
-        // instantiates nothing and so needs no pool.
-        let compile_config = config.clone();
-        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool_config(
-            max_calls.max(1) as u32,
-        )));
-        let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
-
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-            .map_err(anyhow::Error::from)?;
-        Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |sandbox| sandbox)
-            .map_err(anyhow::Error::from)?;
+        let pooled = |config: &mut Config| {
+            config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool_config(
+                max_calls.max(1) as u32,
+            )));
+        };
+        let optimized = Compiler::new(Tier::Optimized, config.clone(), pooled)?;
+        let baseline = Compiler::new(Tier::Baseline, config, pooled)?;
 
         // The cache is an optimisation: a folder that cannot be used (a CGI
         // script running as a user without a home, a read-only disk) means
         // compiling every time, with one warning, never a failed call.
-        let cache = cache_dir.and_then(|dir| match ArtifactCache::open(&dir, &engine) {
+        let cache = cache_dir.and_then(|dir| match ArtifactCache::open(&dir) {
             Ok(cache) => Some(cache),
             Err(error) => {
                 tracing::warn!(error = %format!("{error:#}"), "compile cache disabled; every plugin is compiled afresh");
                 None
             }
         });
-        let executor = Executor::new(max_calls, &engine)?;
+        let executor = Executor::new(max_calls, &[&optimized.engine, &baseline.engine])?;
         Ok(Arc::new(Runtime {
-            engine,
-            compile_config,
-            linker,
+            optimized,
+            baseline,
+            tier_up,
+            optimizer: Optimizer::default(),
             cache,
             limits,
             executor,
         }))
     }
 
-    /// Compiles `wasm` to native code on a short-lived engine with this
-    /// engine's settings. Cranelift keeps its per-thread compile contexts
-    /// in the engine for reuse, sized by the largest function it has ever
-    /// compiled: tens of MiB after a componentize-py component, kept for
-    /// the life of the engine. A throwaway engine takes them along when it
-    /// is dropped, so memory returns to its baseline once such a plugin is
-    /// gone (measured: +67 MiB after removal before, see README).
-    fn precompile(&self, wasm: &[u8]) -> wasmtime::Result<Vec<u8>> {
-        Engine::new(&self.compile_config)?.precompile_component(wasm)
-    }
-
-    /// Compiles (or loads from the cache) and links a component. Blocking
+    /// Compiles (or loads from the cache) and links a component: optimised
+    /// code from the cache if there is some, else baseline code first for a
+    /// large component, else optimised code (see [`compiler`]). Blocking
     /// and CPU-heavy: call it off the async runtime's worker threads.
     pub(crate) fn compile(
-        &self,
+        self: &Arc<Self>,
         name: &str,
         wasm: &[u8],
         content_hash: &str,
     ) -> Result<CompiledPlugin, CompileError> {
         check_header(wasm)?;
-        let cached = self
-            .cache
-            .as_ref()
-            .and_then(|cache| cache.load(&self.engine, content_hash));
-        let from_cache = cached.is_some();
-        let component = match cached {
-            Some(component) => component,
-            None => {
-                let artifact = self
-                    .precompile(wasm)
-                    .map_err(|e| CompileError::Invalid(root_cause(&e)))?;
-                if let Some(cache) = &self.cache {
-                    cache.store(content_hash, &artifact);
-                }
-                // SAFETY: `artifact` was produced just above by an engine
-                // with this engine's exact settings.
-                unsafe { Component::deserialize(&self.engine, &artifact) }
-                    .map_err(|e| CompileError::Invalid(root_cause(&e)))?
-            }
+        let name: Arc<str> = name.into();
+        let cached = |compiler: &Compiler| {
+            let cache = self.cache.as_ref()?;
+            let component = cache.load(&compiler.engine, content_hash)?;
+            Some(compiler.link(&component))
         };
-        let instance_pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| CompileError::MissingImport(root_cause(&e)))?;
-        let pre =
-            PluginPre::new(instance_pre).map_err(|e| CompileError::NotAPlugin(root_cause(&e)))?;
-        Ok(CompiledPlugin {
-            name: name.into(),
-            pre,
+        let compiled = |compiler: &Compiler| {
+            let artifact = compiler.precompile(wasm)?;
+            if let Some(cache) = &self.cache {
+                cache.store(&compiler.engine, content_hash, &artifact);
+            }
+            compiler.link_artifact(&artifact)
+        };
+        let plugin = |code: compiler::Code, from_cache| CompiledPlugin {
+            name: name.clone(),
+            code: Arc::new(arc_swap::ArcSwap::from_pointee(code)),
             from_cache,
-        })
+        };
+        if let Some(code) = cached(&self.optimized) {
+            return Ok(plugin(code?, true));
+        }
+        if wasm.len() >= BASELINE_FROM_BYTES {
+            let baseline = match cached(&self.baseline) {
+                Some(code) => code.map(|code| (code, true)),
+                None => compiled(&self.baseline).map(|code| (code, false)),
+            };
+            match baseline {
+                Ok((code, from_cache)) => {
+                    let plugin = plugin(code, from_cache);
+                    if self.tier_up == TierUp::InBackground {
+                        self.optimizer
+                            .enqueue(self, &name, wasm, content_hash, &plugin.code);
+                    }
+                    return Ok(plugin);
+                }
+                Err(error) => {
+                    tracing::info!(plugin = %name, %error, "the baseline compiler cannot take this component; optimising now");
+                }
+            }
+        }
+        Ok(plugin(compiled(&self.optimized)?, false))
     }
 
     /// The grants of a plugin without a policy: nothing, default limits.
@@ -221,9 +229,10 @@ impl Runtime {
         let grants = Arc::new(self.no_grants());
         let (runtime, plugin) = (self.clone(), plugin.clone());
         self.run(move |cancel| async move {
-            let mut store = runtime.new_store(&plugin, &grants, None, cancel)?;
+            let code = plugin.code.load_full();
+            let mut store = runtime.new_store(&plugin, &code, &grants, None, cancel)?;
             let outcome = tokio::time::timeout(grants.limits.timeout, async {
-                let instance = plugin.pre.instantiate_async(&mut store).await?;
+                let instance = code.pre.instantiate_async(&mut store).await?;
                 instance
                     .toolhost_plugin_tools()
                     .call_list_tools(&mut store)
@@ -249,9 +258,10 @@ impl Runtime {
         let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
         let tool = tool.to_string();
         self.run(move |cancel| async move {
-            let mut store = runtime.new_store(&plugin, &grants, client, cancel)?;
+            let code = plugin.code.load_full();
+            let mut store = runtime.new_store(&plugin, &code, &grants, client, cancel)?;
             let outcome = tokio::time::timeout(grants.limits.timeout, async {
-                let instance: Plugin = plugin.pre.instantiate_async(&mut store).await?;
+                let instance: Plugin = code.pre.instantiate_async(&mut store).await?;
                 instance
                     .toolhost_plugin_tools()
                     .call_call_tool(&mut store, &tool, &arguments)
@@ -285,13 +295,14 @@ impl Runtime {
     fn new_store(
         &self,
         plugin: &CompiledPlugin,
+        code: &compiler::Code,
         grants: &Arc<Grants>,
         client: CallClient,
         cancel: Cancel,
     ) -> Result<Store<Sandbox>, CallFailure> {
         let sandbox = Sandbox::new(plugin.name.clone(), grants.clone(), client)
             .map_err(|e| CallFailure::Host(format!("a granted directory cannot be opened: {e}")))?;
-        let mut store = Store::new(&self.engine, sandbox);
+        let mut store = Store::new(code.pre.instance_pre().engine(), sandbox);
         store.limiter(|sandbox| &mut sandbox.limiter);
         let _ = store.set_fuel(grants.fuel.unwrap_or(u64::MAX));
         let deadline = Instant::now() + grants.limits.timeout;

@@ -1,0 +1,245 @@
+//! The two compilers, and how a large plugin moves from one to the other.
+//!
+//! Cranelift, wasmtime's optimising compiler, makes the fastest code but
+//! needs seconds per megabyte on this class of machine: an 18 MB
+//! componentize-py component took 7.9 s on 2 cores before its first
+//! answer. Winch, the baseline compiler, translates in one pass, about
+//! five times faster (1.6 s for the same component), into code that runs
+//! slower wherever the guest itself computes.
+//!
+//! So a component of [`BASELINE_FROM_BYTES`] or more whose optimised code
+//! is not in the cache is compiled by Winch first and serves at once. In a
+//! server ([`TierUp::InBackground`]) it is then compiled by Cranelift on one
+//! background thread at the lowest priority, so that neither calls nor
+//! other plugins' loads wait for it; the optimised code replaces the
+//! baseline code between calls (a call in flight finishes on the code it
+//! started with), goes to the cache, and the baseline entry is removed. A
+//! restart then finds optimised code. Short-lived commands (`call`,
+//! `check`, `cgi`) keep the baseline code and its cache entry.
+//!
+//! Smaller components compile with Cranelift directly: it takes ~0.1 s for
+//! a Rust plugin, and a second compile would only add work. A component
+//! Winch cannot compile (a proposal it lacks) goes to Cranelift too.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine};
+
+use super::bindings::{Plugin, PluginPre};
+use super::executor::lower_thread_priority;
+use super::sandbox::Sandbox;
+use super::{CompileError, Runtime, root_cause};
+
+/// From this size on, a component is compiled by the baseline compiler
+/// first. A Rust plugin is 0.1–0.3 MB; a Python or JavaScript one 1–20 MB.
+pub(crate) const BASELINE_FROM_BYTES: usize = 1024 * 1024;
+
+/// The priority of the thread that optimises in the background: the
+/// lowest, below guest calls (see `executor.rs`).
+const OPTIMIZER_NICE: i32 = 19;
+
+/// Which compiler made a plugin's code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// Winch: fast to compile.
+    Baseline,
+    /// Cranelift: fast to run.
+    Optimized,
+}
+
+/// Whether baseline code is replaced by optimised code in the background.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TierUp {
+    /// A server: it lives long enough for the optimised code to pay off.
+    InBackground,
+    /// A short-lived command: the baseline code is all it will use.
+    Never,
+}
+
+/// One compiler and the engine its code runs on.
+pub(crate) struct Compiler {
+    pub(crate) tier: Tier,
+    pub(crate) engine: Engine,
+    /// The engine's settings without its pool, for the short-lived
+    /// engines that compile (see [`Compiler::precompile`]).
+    compile_config: Config,
+    linker: Linker<Sandbox>,
+}
+
+impl Compiler {
+    /// `config` holds the settings both tiers share; `pooled` adds the
+    /// instance pool to it.
+    pub(crate) fn new(
+        tier: Tier,
+        mut config: Config,
+        pooled: impl FnOnce(&mut Config),
+    ) -> anyhow::Result<Self> {
+        if tier == Tier::Baseline {
+            config.strategy(wasmtime::Strategy::Winch);
+        }
+        let compile_config = config.clone();
+        pooled(&mut config);
+        let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(anyhow::Error::from)?;
+        Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |sandbox| sandbox)
+            .map_err(anyhow::Error::from)?;
+        Ok(Compiler {
+            tier,
+            engine,
+            compile_config,
+            linker,
+        })
+    }
+
+    /// Compiles `wasm` to native code on a short-lived engine with this
+    /// engine's settings. Cranelift keeps its per-thread compile contexts
+    /// in the engine for reuse, sized by the largest function it has ever
+    /// compiled: tens of MiB after a componentize-py component, kept for
+    /// the life of the engine. A throwaway engine takes them along when it
+    /// is dropped, so memory returns to its baseline once such a plugin is
+    /// gone (measured: +67 MiB after removal before, see README).
+    pub(crate) fn precompile(&self, wasm: &[u8]) -> Result<Vec<u8>, CompileError> {
+        Engine::new(&self.compile_config)
+            .and_then(|engine| engine.precompile_component(wasm))
+            .map_err(|e| CompileError::Invalid(root_cause(&e)))
+    }
+
+    /// Loads an artifact made by [`Compiler::precompile`] and links it.
+    pub(crate) fn link_artifact(&self, artifact: &[u8]) -> Result<Code, CompileError> {
+        // SAFETY: `artifact` was produced by `precompile`, by an engine with
+        // this engine's exact settings, in this process.
+        let component = unsafe { Component::deserialize(&self.engine, artifact) }
+            .map_err(|e| CompileError::Invalid(root_cause(&e)))?;
+        self.link(&component)
+    }
+
+    /// Resolves a component's imports once, for every call to come.
+    pub(crate) fn link(&self, component: &Component) -> Result<Code, CompileError> {
+        let instance_pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| CompileError::MissingImport(root_cause(&e)))?;
+        let pre =
+            PluginPre::new(instance_pre).map_err(|e| CompileError::NotAPlugin(root_cause(&e)))?;
+        Ok(Code {
+            pre,
+            tier: self.tier,
+        })
+    }
+}
+
+/// A plugin's code, linked and ready to instantiate.
+pub(crate) struct Code {
+    pub(crate) pre: PluginPre<Sandbox>,
+    pub(crate) tier: Tier,
+}
+
+/// Where a plugin's current code lives: swapped from baseline to
+/// optimised in place, so the registry never changes for it.
+pub(crate) type CodeCell = Arc<ArcSwap<Code>>;
+
+/// One component waiting for its optimised code.
+struct Job {
+    name: Arc<str>,
+    wasm: Vec<u8>,
+    content_hash: String,
+    /// Gone when the plugin was removed or replaced before its turn.
+    target: Weak<ArcSwap<Code>>,
+}
+
+/// The background optimiser: one thread, started on first use, working
+/// through its queue one component at a time.
+#[derive(Default)]
+pub(crate) struct Optimizer {
+    queue: Mutex<Option<mpsc::Sender<Job>>>,
+}
+
+impl Optimizer {
+    /// Queues `wasm` to be compiled by Cranelift and put into `target`.
+    pub(crate) fn enqueue(
+        &self,
+        runtime: &Arc<Runtime>,
+        name: &Arc<str>,
+        wasm: &[u8],
+        content_hash: &str,
+        target: &CodeCell,
+    ) {
+        let job = Job {
+            name: name.clone(),
+            wasm: wasm.to_vec(),
+            content_hash: content_hash.to_string(),
+            target: Arc::downgrade(target),
+        };
+        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let sender = queue.get_or_insert_with(|| {
+            let (sender, jobs) = mpsc::channel();
+            let runtime = Arc::downgrade(runtime);
+            let spawned = std::thread::Builder::new()
+                .name("toolhost-optimize".into())
+                .spawn(move || optimize_all(runtime, jobs));
+            if let Err(error) = spawned {
+                tracing::warn!(%error, "cannot start the optimiser; large plugins keep baseline code");
+            }
+            sender
+        });
+        // A closed queue (the thread could not start) keeps baseline code.
+        let _ = sender.send(job);
+    }
+}
+
+fn optimize_all(runtime: Weak<Runtime>, jobs: mpsc::Receiver<Job>) {
+    lower_thread_priority(OPTIMIZER_NICE);
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("toolhost-optimize-{i}"))
+        .start_handler(|_| lower_thread_priority(OPTIMIZER_NICE))
+        .build();
+    let pool = match pool {
+        Ok(pool) => pool,
+        Err(error) => {
+            tracing::warn!(%error, "cannot start the optimiser's threads; large plugins keep baseline code");
+            return;
+        }
+    };
+    for job in jobs {
+        if job.target.strong_count() == 0 {
+            continue;
+        }
+        let Some(runtime) = runtime.upgrade() else {
+            return;
+        };
+        let started = Instant::now();
+        let optimized = &runtime.optimized;
+        let outcome = pool.install(|| {
+            let artifact = optimized.precompile(&job.wasm)?;
+            let code = optimized.link_artifact(&artifact)?;
+            Ok::<_, CompileError>((artifact, code))
+        });
+        match outcome {
+            Ok((artifact, code)) => {
+                if let Some(cache) = &runtime.cache {
+                    cache.store(&optimized.engine, &job.content_hash, &artifact);
+                    cache.remove(&runtime.baseline.engine, &job.content_hash);
+                }
+                if let Some(target) = job.target.upgrade() {
+                    target.store(Arc::new(code));
+                    tracing::info!(plugin = %job.name, seconds = started.elapsed().as_secs_f64(), "optimised code now serves");
+                }
+            }
+            Err(error) => {
+                tracing::warn!(plugin = %job.name, %error, "optimising failed; the baseline code keeps serving");
+            }
+        }
+        drop(runtime);
+        super::release_free_memory();
+    }
+}
