@@ -29,6 +29,7 @@ use notify::event::ModifyKind;
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use serde_json::Value;
 
+use super::project::Project;
 use super::serve::{DEFAULT_LISTEN, ServeOptions};
 
 /// Quiet time after the last edit before a build starts: an editor's save
@@ -36,8 +37,6 @@ use super::serve::{DEFAULT_LISTEN, ServeOptions};
 const SETTLE: Duration = Duration::from_millis(100);
 /// How long the server may take to load a new version.
 const LOAD_DEADLINE: Duration = Duration::from_secs(120);
-/// At most this many lines of compiler output per failed build.
-const MAX_ERROR_LINES: usize = 40;
 
 #[derive(Args)]
 pub(super) struct DevOptions {
@@ -47,14 +46,6 @@ pub(super) struct DevOptions {
     /// Every `serve` flag; they apply when `dev` serves itself.
     #[command(flatten)]
     serve: ServeOptions,
-}
-
-/// What `cargo metadata` says about the project.
-struct Project {
-    dir: PathBuf,
-    target_dir: PathBuf,
-    /// The library's name: the `.wasm` file's stem and the plugin's id.
-    id: String,
 }
 
 impl DevOptions {
@@ -108,22 +99,18 @@ impl DevOptions {
         };
 
         let (edits, mut edited) = tokio::sync::mpsc::unbounded_channel::<()>();
-        let ignored = vec![project.target_dir.clone()];
-        let project_dir = project.dir.clone();
+        let watched = project.clone();
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
                 if let Ok(event) = event
-                    && is_edit(&event, &project_dir, &ignored)
+                    && is_edit(&event, &watched)
                 {
                     let _ = edits.send(());
                 }
             })?;
         watcher.watch(&project.dir, RecursiveMode::NonRecursive)?;
-        for sources in ["src", "wit"] {
-            let dir = project.dir.join(sources);
-            if dir.is_dir() {
-                watcher.watch(&dir, RecursiveMode::Recursive)?;
-            }
+        for dir in project.source_dirs() {
+            watcher.watch(&dir, RecursiveMode::Recursive)?;
         }
         // Ends when the server `dev` runs stops (Ctrl-C reaches it first).
         let server_stopped = async move {
@@ -270,120 +257,6 @@ impl Session {
     }
 }
 
-impl Project {
-    async fn inspect(dir: &Path) -> anyhow::Result<Project> {
-        let manifest = dir.join("Cargo.toml");
-        if !manifest.is_file() {
-            bail!(
-                "{} has no Cargo.toml: give the plugin project's folder \
-                 (`toolhost new NAME` makes one)",
-                dir.display()
-            );
-        }
-        let output = tokio::process::Command::new(cargo())
-            .args([
-                "metadata",
-                "--no-deps",
-                "--format-version",
-                "1",
-                "--manifest-path",
-            ])
-            .arg(&manifest)
-            // From the project's folder, as the build runs: a relative
-            // CARGO_TARGET_DIR then names the same folder to both.
-            .current_dir(dir)
-            .output()
-            .await
-            .context("cannot run cargo (is Rust installed?)")?;
-        if !output.status.success() {
-            bail!(
-                "cargo metadata failed: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            );
-        }
-        let metadata: Value = serde_json::from_slice(&output.stdout)?;
-        let manifest = manifest.canonicalize()?;
-        let package = metadata["packages"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|package| {
-                package["manifest_path"].as_str().is_some_and(|path| {
-                    Path::new(path).canonicalize().ok().as_deref() == Some(manifest.as_path())
-                })
-            })
-            .context("cargo metadata does not list this package")?;
-        let library = package["targets"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|target| {
-                target["crate_types"]
-                    .as_array()
-                    .is_some_and(|types| types.iter().any(|kind| kind == "cdylib"))
-            })
-            .context("not a plugin project: its [lib] needs crate-type = [\"cdylib\"]")?;
-        let name = library["name"].as_str().unwrap_or_default();
-        Ok(Project {
-            dir: manifest.parent().unwrap_or(Path::new(".")).to_path_buf(),
-            target_dir: {
-                let target =
-                    PathBuf::from(metadata["target_directory"].as_str().unwrap_or("target"));
-                target.canonicalize().unwrap_or(target)
-            },
-            id: name.replace('-', "_"),
-        })
-    }
-
-    /// Builds the component; the compiler's errors when it fails.
-    async fn build(&self) -> Result<PathBuf, String> {
-        let output = tokio::process::Command::new(cargo())
-            .args([
-                "build",
-                "--release",
-                "--target",
-                "wasm32-wasip2",
-                "--message-format",
-                "short",
-                "--color",
-                "never",
-            ])
-            .current_dir(&self.dir)
-            .output()
-            .await
-            .map_err(|error| format!("cannot run cargo: {error}"))?;
-        if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let mut lines: Vec<&str> = stderr
-                .lines()
-                .filter(|line| {
-                    let line = line.trim_start();
-                    !(line.starts_with("Compiling")
-                        || line.starts_with("Blocking")
-                        || line.starts_with("Updating")
-                        || line.starts_with("Locking")
-                        || line.starts_with("Downloaded")
-                        || line.starts_with("Downloading"))
-                })
-                .collect();
-            let more = lines.len().saturating_sub(MAX_ERROR_LINES);
-            lines.truncate(MAX_ERROR_LINES);
-            let mut text = lines.join("\n");
-            if more > 0 {
-                text.push_str(&format!("\n... and {more} more lines"));
-            }
-            if stderr.contains("wasm32-wasip2") && stderr.contains("target may not be installed") {
-                text.push_str("\nhint: rustup target add wasm32-wasip2");
-            }
-            return Err(text);
-        }
-        Ok(self
-            .target_dir
-            .join("wasm32-wasip2/release")
-            .join(format!("{}.wasm", self.id)))
-    }
-}
-
 /// The server whose folder `dev` drops into, over its own REST API.
 struct Server {
     base: String,
@@ -441,7 +314,7 @@ impl Server {
 }
 
 /// Whether an event changes a source file of the project.
-fn is_edit(event: &notify::Event, project: &Path, ignored: &[PathBuf]) -> bool {
+fn is_edit(event: &notify::Event, project: &Project) -> bool {
     let changes = matches!(
         event.kind,
         EventKind::Create(_)
@@ -450,24 +323,17 @@ fn is_edit(event: &notify::Event, project: &Path, ignored: &[PathBuf]) -> bool {
     );
     changes
         && event.paths.iter().any(|path| {
-            let source = path
-                .extension()
-                .is_some_and(|ext| ext == "rs" || ext == "wit")
-                || path.file_name().is_some_and(|name| name == "Cargo.toml");
+            let source = project.is_source(path);
             let hidden = path
-                .strip_prefix(project)
+                .strip_prefix(&project.dir)
                 .map(|inner| {
                     inner
                         .components()
                         .any(|part| part.as_os_str().to_string_lossy().starts_with('.'))
                 })
                 .unwrap_or(true);
-            source && !hidden && !ignored.iter().any(|dir| path.starts_with(dir))
+            source && !hidden && !path.starts_with(&project.target_dir)
         })
-}
-
-fn cargo() -> std::ffi::OsString {
-    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
 fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
@@ -489,18 +355,27 @@ fn say(line: String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::project::Language;
     use notify::event::{AccessKind, AccessMode, CreateKind, DataChange};
 
     fn event(kind: EventKind, path: &str) -> notify::Event {
         notify::Event::new(kind).add_path(PathBuf::from(path))
     }
 
+    fn project(language: Language) -> Project {
+        Project {
+            dir: PathBuf::from("/p"),
+            language,
+            target_dir: PathBuf::from("/p/target"),
+            id: "p".into(),
+        }
+    }
+
     #[test]
     fn only_source_edits_outside_target_count() {
-        let project = Path::new("/p");
-        let ignored = [PathBuf::from("/p/target")];
+        let project = project(Language::Rust);
         let write = EventKind::Modify(ModifyKind::Data(DataChange::Content));
-        let edit = |kind, path| is_edit(&event(kind, path), project, &ignored);
+        let edit = |kind, path| is_edit(&event(kind, path), &project);
         assert!(edit(write, "/p/src/lib.rs"));
         assert!(edit(write, "/p/Cargo.toml"));
         assert!(edit(EventKind::Create(CreateKind::File), "/p/src/new.rs"));
@@ -513,5 +388,20 @@ mod tests {
         assert!(!edit(write, "/p/.git/x.rs"));
         let read = EventKind::Access(AccessKind::Close(AccessMode::Read));
         assert!(!edit(read, "/p/src/lib.rs"), "cargo's own reads");
+    }
+
+    #[test]
+    fn python_and_js_sources_count_and_their_builds_do_not() {
+        let write = EventKind::Modify(ModifyKind::Data(DataChange::Content));
+        let python = project(Language::Python);
+        let edit = |path| is_edit(&event(write, path), &python);
+        assert!(edit("/p/app.py"));
+        assert!(edit("/p/wit/plugin.wit"));
+        assert!(!edit("/p/__pycache__/app.cpython-312.pyc"));
+        assert!(!edit("/p/target/p.wasm"));
+        assert!(!edit("/p/app.js"));
+        let js = project(Language::JavaScript);
+        assert!(is_edit(&event(write, "/p/app.js"), &js));
+        assert!(!is_edit(&event(write, "/p/app.py"), &js));
     }
 }

@@ -10,6 +10,7 @@ mod dev;
 mod list;
 mod new;
 mod options;
+mod project;
 mod serve;
 
 use std::process::ExitCode;

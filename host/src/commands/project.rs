@@ -1,0 +1,325 @@
+//! A plugin project as `toolhost dev` sees it: its language, which files
+//! are its sources, how it is built and where the component lands.
+//!
+//! The language is read from the folder, in this order:
+//! - `Cargo.toml`: Rust, built by `cargo build --release --target
+//!   wasm32-wasip2`; the plugin's id is the library's name.
+//! - `app.py`: Python, built by componentize-py into `target/<id>.wasm`.
+//! - `app.js`: JavaScript, built by componentize-qjs into `target/<id>.wasm`.
+//!
+//! For Python and JavaScript the plugin's id is the folder's name (`-`
+//! becomes `_`), and the contract is the project's own `wit/` (what
+//! `toolhost new` writes). Their toolchains are found, in this order, from
+//! an environment variable (`TOOLHOST_COMPONENTIZE_PY`,
+//! `TOOLHOST_COMPONENTIZE_QJS`), the pinned copies `make toolchains` puts
+//! under this repository's `target/toolchains`, then `PATH`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+/// At most this many lines of compiler output per failed build.
+const MAX_ERROR_LINES: usize = 40;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Language {
+    Rust,
+    Python,
+    JavaScript,
+}
+
+/// A toolchain: the command, how to find it and how to install it.
+struct Toolchain {
+    env: &'static str,
+    /// Where `make toolchains` installs it, under this repository.
+    pinned: &'static str,
+    command: &'static str,
+    install: &'static str,
+}
+
+const COMPONENTIZE_PY: Toolchain = Toolchain {
+    env: "TOOLHOST_COMPONENTIZE_PY",
+    pinned: concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../target/toolchains/python/bin/componentize-py"
+    ),
+    command: "componentize-py",
+    install: "`make toolchains` in the toolhost repository, or `pip install componentize-py==0.25.1`",
+};
+
+const COMPONENTIZE_QJS: Toolchain = Toolchain {
+    env: "TOOLHOST_COMPONENTIZE_QJS",
+    pinned: concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../target/toolchains/js/node_modules/.bin/componentize-qjs"
+    ),
+    command: "componentize-qjs",
+    install: "`make toolchains` in the toolhost repository, or `npm install -g componentize-qjs@0.4.5`",
+};
+
+impl Toolchain {
+    fn find(&self) -> Result<PathBuf, String> {
+        if let Some(path) = std::env::var_os(self.env) {
+            return Ok(PathBuf::from(path));
+        }
+        let pinned = Path::new(self.pinned);
+        if pinned.is_file() {
+            return Ok(pinned.to_path_buf());
+        }
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join(self.command))
+            .find(|path| path.is_file())
+            .ok_or_else(|| {
+                format!(
+                    "{} not found: {} (or set {})",
+                    self.command, self.install, self.env
+                )
+            })
+    }
+}
+
+#[derive(Clone)]
+pub(super) struct Project {
+    pub(super) dir: PathBuf,
+    pub(super) language: Language,
+    /// Build output: never watched.
+    pub(super) target_dir: PathBuf,
+    /// The `.wasm` file's stem and the plugin's id.
+    pub(super) id: String,
+}
+
+impl Project {
+    pub(super) async fn inspect(dir: &Path) -> anyhow::Result<Project> {
+        if dir.join("Cargo.toml").is_file() {
+            return Self::inspect_cargo(dir).await;
+        }
+        let language = if dir.join("app.py").is_file() {
+            Language::Python
+        } else if dir.join("app.js").is_file() {
+            Language::JavaScript
+        } else {
+            bail!(
+                "{} is not a plugin project: it has no Cargo.toml, app.py or app.js \
+                 (`toolhost new NAME [--lang python|js]` makes one)",
+                dir.display()
+            );
+        };
+        let dir = dir
+            .canonicalize()
+            .with_context(|| format!("cannot open {}", dir.display()))?;
+        let name = dir
+            .file_name()
+            .map(|name| name.to_string_lossy().replace('-', "_"))
+            .filter(|name| !name.is_empty())
+            .context("the project folder needs a name: it names the plugin")?;
+        Ok(Project {
+            target_dir: dir.join("target"),
+            dir,
+            language,
+            id: name,
+        })
+    }
+
+    async fn inspect_cargo(dir: &Path) -> anyhow::Result<Project> {
+        let manifest = dir.join("Cargo.toml");
+        let output = tokio::process::Command::new(cargo())
+            .args([
+                "metadata",
+                "--no-deps",
+                "--format-version",
+                "1",
+                "--manifest-path",
+            ])
+            .arg(&manifest)
+            // From the project's folder, as the build runs: a relative
+            // CARGO_TARGET_DIR then names the same folder to both.
+            .current_dir(dir)
+            .output()
+            .await
+            .context("cannot run cargo (is Rust installed?)")?;
+        if !output.status.success() {
+            bail!(
+                "cargo metadata failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        let metadata: Value = serde_json::from_slice(&output.stdout)?;
+        let manifest = manifest.canonicalize()?;
+        let package = metadata["packages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|package| {
+                package["manifest_path"].as_str().is_some_and(|path| {
+                    Path::new(path).canonicalize().ok().as_deref() == Some(manifest.as_path())
+                })
+            })
+            .context("cargo metadata does not list this package")?;
+        let library = package["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|target| {
+                target["crate_types"]
+                    .as_array()
+                    .is_some_and(|types| types.iter().any(|kind| kind == "cdylib"))
+            })
+            .context("not a plugin project: its [lib] needs crate-type = [\"cdylib\"]")?;
+        let name = library["name"].as_str().unwrap_or_default();
+        Ok(Project {
+            dir: manifest.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            language: Language::Rust,
+            target_dir: {
+                let target =
+                    PathBuf::from(metadata["target_directory"].as_str().unwrap_or("target"));
+                target.canonicalize().unwrap_or(target)
+            },
+            id: name.replace('-', "_"),
+        })
+    }
+
+    /// The folders watched recursively, beside the project's own folder
+    /// (watched without its subfolders).
+    pub(super) fn source_dirs(&self) -> Vec<PathBuf> {
+        let dirs: &[&str] = match self.language {
+            Language::Rust => &["src", "wit"],
+            Language::Python | Language::JavaScript => &["wit"],
+        };
+        dirs.iter()
+            .map(|dir| self.dir.join(dir))
+            .filter(|dir| dir.is_dir())
+            .collect()
+    }
+
+    /// Whether a file at `path` is a source of this project's language.
+    pub(super) fn is_source(&self, path: &Path) -> bool {
+        let extension = path.extension().and_then(|ext| ext.to_str());
+        match self.language {
+            Language::Rust => {
+                matches!(extension, Some("rs" | "wit"))
+                    || path.file_name().is_some_and(|name| name == "Cargo.toml")
+            }
+            Language::Python => matches!(extension, Some("py" | "wit")),
+            Language::JavaScript => matches!(extension, Some("js" | "mjs" | "wit")),
+        }
+    }
+
+    /// Builds the component; the toolchain's errors when it fails.
+    pub(super) async fn build(&self) -> Result<PathBuf, String> {
+        let output_path = match self.language {
+            Language::Rust => self
+                .target_dir
+                .join("wasm32-wasip2/release")
+                .join(format!("{}.wasm", self.id)),
+            Language::Python | Language::JavaScript => {
+                self.target_dir.join(format!("{}.wasm", self.id))
+            }
+        };
+        let mut command = match self.language {
+            Language::Rust => {
+                let mut command = tokio::process::Command::new(cargo());
+                command.args([
+                    "build",
+                    "--release",
+                    "--target",
+                    "wasm32-wasip2",
+                    "--message-format",
+                    "short",
+                    "--color",
+                    "never",
+                ]);
+                command
+            }
+            Language::Python => {
+                let mut command = tokio::process::Command::new(COMPONENTIZE_PY.find()?);
+                command
+                    .args([
+                        "-d",
+                        "wit",
+                        "-w",
+                        "plugin",
+                        "componentize",
+                        "-p",
+                        ".",
+                        "app",
+                    ])
+                    .arg("-o")
+                    .arg(&output_path);
+                command
+            }
+            Language::JavaScript => {
+                let mut command = tokio::process::Command::new(COMPONENTIZE_QJS.find()?);
+                command
+                    .args([
+                        "--sync", "--wit", "wit", "--world", "plugin", "--js", "app.js",
+                    ])
+                    .arg("-o")
+                    .arg(&output_path);
+                command
+            }
+        };
+        if self.language != Language::Rust {
+            std::fs::create_dir_all(&self.target_dir)
+                .map_err(|e| format!("cannot create {}: {e}", self.target_dir.display()))?;
+        }
+        let output = command
+            .current_dir(&self.dir)
+            .output()
+            .await
+            .map_err(|error| format!("cannot run the build: {error}"))?;
+        if output.status.success() {
+            return Ok(output_path);
+        }
+        let mut text = String::from_utf8_lossy(&output.stderr).into_owned();
+        if self.language != Language::Rust {
+            // componentize-py and componentize-qjs report on both streams.
+            text = format!("{}\n{text}", String::from_utf8_lossy(&output.stdout));
+        }
+        Err(self.summarise_failure(&text))
+    }
+
+    /// The lines of a failed build worth reading: the compiler's first
+    /// errors for Rust, the end of the traceback for Python and JS.
+    fn summarise_failure(&self, output: &str) -> String {
+        let lines: Vec<&str> = output
+            .lines()
+            .filter(|line| {
+                let line = line.trim_start();
+                !(line.is_empty()
+                    || line.starts_with("Compiling")
+                    || line.starts_with("Blocking")
+                    || line.starts_with("Updating")
+                    || line.starts_with("Locking")
+                    || line.starts_with("Downloaded")
+                    || line.starts_with("Downloading"))
+            })
+            .collect();
+        let more = lines.len().saturating_sub(MAX_ERROR_LINES);
+        let mut text = if self.language == Language::Rust {
+            let mut text = lines[..lines.len() - more].join("\n");
+            if more > 0 {
+                text.push_str(&format!("\n... and {more} more lines"));
+            }
+            text
+        } else {
+            let mut text = if more > 0 {
+                format!("... {more} lines before\n")
+            } else {
+                String::new()
+            };
+            text.push_str(&lines[more..].join("\n"));
+            text
+        };
+        if output.contains("wasm32-wasip2") && output.contains("target may not be installed") {
+            text.push_str("\nhint: rustup target add wasm32-wasip2");
+        }
+        text
+    }
+}
+
+pub(super) fn cargo() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
