@@ -6,13 +6,16 @@
 #   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve test plugins target lint bench bench-check wrk lighttpd
+.PHONY: serve test plugins target lint bench bench-check wrk lighttpd toolchains
 
 serve: plugins
 	cargo run --release -p toolhost -- serve --plugins plugins
 
 # The harness's own test needs wrk: `make bench-check` runs it.
-test: target lighttpd
+# The helper libraries' own tests (plain Python and Node) come first.
+test: target lighttpd toolchains
+	python3 -m unittest discover -s sdk/python
+	node --test sdk/js/test.mjs plugins/textjs/test.mjs
 	cargo test --workspace --exclude toolhost-bench --no-fail-fast
 
 # The benchmark harness: prints one table, writes target/bench.json.
@@ -57,10 +60,38 @@ lighttpd:
 	@command -v lighttpd >/dev/null || test -x /usr/sbin/lighttpd || (apt-get update -qq && apt-get install -y -qq lighttpd)
 
 # Builds the example plugins and copies the components into plugins/, the
-# default drop folder.
-plugins: target
+# default drop folder: the Rust ones, then the Python and the JavaScript one.
+plugins: target plugins/textpy.wasm plugins/textjs.wasm
 	cd plugins && cargo build --release --target wasm32-wasip2
 	cp plugins/target/wasm32-wasip2/release/*.wasm plugins/
+
+# The toolchains for Python and JavaScript plugins, pinned, from PyPI and npm,
+# installed under target/toolchains (toolhost new/dev find them there too).
+# JavaScript is built with componentize-qjs (QuickJS), not componentize-js
+# (StarlingMonkey): README's "Write a tool in JavaScript" gives the numbers.
+PY_TOOLCHAIN := target/toolchains/python
+JS_TOOLCHAIN := target/toolchains/js
+COMPONENTIZE_PY := $(PY_TOOLCHAIN)/bin/componentize-py
+COMPONENTIZE_QJS := $(JS_TOOLCHAIN)/node_modules/.bin/componentize-qjs
+
+toolchains: $(COMPONENTIZE_PY) $(COMPONENTIZE_QJS)
+
+$(COMPONENTIZE_PY):
+	python3 -m venv $(PY_TOOLCHAIN)
+	$(PY_TOOLCHAIN)/bin/pip install --quiet --disable-pip-version-check componentize-py==0.25.1
+
+$(COMPONENTIZE_QJS):
+	npm install --no-audit --no-fund --loglevel=error --prefix $(JS_TOOLCHAIN) componentize-qjs@0.4.5
+
+# The Python example: its app beside the helper library (sdk/python).
+plugins/textpy.wasm: plugins/textpy/app.py sdk/python/toolhost_plugin.py wit/plugin.wit | $(COMPONENTIZE_PY)
+	$(COMPONENTIZE_PY) -d wit -w plugin componentize -p plugins/textpy -p sdk/python app -o $@.tmp
+	mv $@.tmp $@
+
+# The JavaScript example: its module imports the helper (sdk/js).
+plugins/textjs.wasm: plugins/textjs/app.js sdk/js/toolhost.js wit/plugin.wit | $(COMPONENTIZE_QJS)
+	$(COMPONENTIZE_QJS) --sync --wit wit --world plugin --js plugins/textjs/app.js --module-root . -o $@.tmp
+	mv $@.tmp $@
 
 target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2

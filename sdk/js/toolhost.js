@@ -1,0 +1,496 @@
+// toolhost.js: write toolhost plugins in JavaScript. One ES module, no
+// dependencies; built into a component by componentize-qjs (QuickJS):
+//
+//   componentize-qjs --sync --wit wit --world plugin --js app.js -o app.wasm
+//
+// An app declares tools and exports them as the WIT `tools` interface:
+//
+//   import { tool, exportTools, ToolError } from "./toolhost.js";
+//
+//   const shout = tool({
+//     name: "shout",
+//     description: "Upper-cases a text",
+//     input: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+//     annotations: { readOnly: true },
+//     run: ({ text }) => text.toUpperCase(),
+//   });
+//
+//   export const tools = exportTools(shout);
+//
+// What `run` returns becomes the result (see `toOutput` below and
+// README.md): a string is one text block; an object is structured content
+// plus its JSON as text; `text(..)`, `image(..)`, ... blocks, `content(..)`
+// and `result({ content, structured })` say exactly what to send.
+// `throw new ToolError(code, message, details)` is a business error; any
+// other exception is INTERNAL_ERROR.
+//
+// The definitions are checked when the module is loaded, which for a
+// component is at build time (Wizer): a duplicate name, a missing
+// description or an input schema that is not an object schema fails the
+// build with a message naming the tool.
+//
+// The WIT imports (`toolhost:plugin/client`, `toolhost:plugin/config`) are
+// loaded with a top-level `await import(..)` that is allowed to fail, so
+// this module also loads in plain Node (for unit tests): there `config.get`
+// answers null and `log` prints to stderr.
+
+let witClient = null;
+let witConfig = null;
+try {
+  witClient = (await import("toolhost:plugin/client@0.1.0")).default;
+  witConfig = (await import("toolhost:plugin/config@0.1.0")).default;
+} catch {
+  // Not inside a component (plain Node, a browser, a test runner).
+  witClient = witConfig = null;
+}
+
+/** Replaces the WIT imports, for tests outside a component:
+ * `{ client: { log, progress, createMessage, elicit }, config: { get } }`
+ * (each optional; `null` restores "no host"). */
+export function _setWitImportsForTesting(imports) {
+  witClient = imports?.client ?? null;
+  witConfig = imports?.config ?? null;
+}
+
+const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+const ANNOTATIONS = ["readOnly", "destructive", "idempotent", "openWorld"];
+const DEFINITION_KEYS = ["name", "title", "description", "input", "output", "annotations", "run"];
+export const LOG_LEVELS = Object.freeze([
+  "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
+]);
+
+// --- Errors ------------------------------------------------------------------
+
+/** A business error: the tool ran and says the request cannot be served.
+ * `code` is stable and machine-readable (UPPER_SNAKE_CASE), `message` a
+ * sentence, `details` anything JSON-serialisable that helps the caller. */
+export class ToolError extends Error {
+  constructor(code, message, details) {
+    super(message);
+    this.name = "ToolError";
+    this.code = String(code);
+    this.details = details;
+  }
+}
+
+/** The MCP client did not serve a request (there is none behind the call,
+ * or it lacks the capability); the message says why. */
+export class ClientError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "ClientError";
+  }
+}
+
+// --- Content -----------------------------------------------------------------
+
+/** One content block, in the WIT shape (`{ tag, val }`). Made by `text`,
+ * `image`, `audio`, `link` and `resource`. */
+export class Block {
+  constructor(tag, val) {
+    this.tag = tag;
+    this.val = val;
+    Object.freeze(this);
+  }
+}
+
+/** A result: blocks in order, and optional structured data (an object).
+ * Made by `result(..)` and `content(..)`. */
+export class Output {
+  constructor(blocks, structured) {
+    this.content = blocks;
+    this.structured = structured;
+    Object.freeze(this);
+  }
+}
+
+function bytes(data, what) {
+  if (data instanceof Uint8Array) return data;
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  if (Array.isArray(data)) return Uint8Array.from(data);
+  throw new TypeError(`${what}: data must be a Uint8Array, an ArrayBuffer or an array of bytes`);
+}
+
+function optionalString(value, what) {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "string") throw new TypeError(`${what} must be a string`);
+  return value;
+}
+
+/** A text (or markdown) block. */
+export function text(value) {
+  return new Block("text", String(value));
+}
+
+/** An image block; the host base64-encodes `data`. */
+export function image(data, mimeType) {
+  return new Block("image", { data: bytes(data, "image"), mimeType: String(mimeType) });
+}
+
+/** An audio block; the host base64-encodes `data`. */
+export function audio(data, mimeType) {
+  return new Block("audio", { data: bytes(data, "audio"), mimeType: String(mimeType) });
+}
+
+/** A link to a resource the client may fetch or open. */
+export function link(uri, name, { title, description, mimeType } = {}) {
+  return new Block("resource-link", {
+    uri: String(uri),
+    name: String(name),
+    title: optionalString(title, "link title"),
+    description: optionalString(description, "link description"),
+    mimeType: optionalString(mimeType, "link mimeType"),
+  });
+}
+
+/** A resource carried in the result: `body` a string (text) or bytes (a
+ * blob, base64-encoded on the wire). */
+export function resource(uri, body, mimeType) {
+  const value = typeof body === "string"
+    ? { tag: "text", val: body }
+    : { tag: "blob", val: bytes(body, "resource") };
+  return new Block("resource", {
+    uri: String(uri),
+    mimeType: optionalString(mimeType, "resource mimeType"),
+    body: value,
+  });
+}
+
+function blocksOf(value, what) {
+  if (value === undefined || value === null) return [];
+  const list = Array.isArray(value) ? value : [value];
+  return list.map((item, index) => {
+    if (item instanceof Block) return item;
+    if (typeof item === "string") return text(item);
+    throw new TypeError(`${what}[${index}] is not a content block: use text(..), image(..), ...`);
+  });
+}
+
+function isPlainData(value) {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    && !(value instanceof Block) && !(value instanceof Output) && !ArrayBuffer.isView(value);
+}
+
+/** A result with exactly these blocks (strings become text blocks):
+ * `content(text("a"), image(png, "image/png"))` or `content([..])`. */
+export function content(...blocks) {
+  return new Output(blocksOf(blocks.flat(), "content"), undefined);
+}
+
+/** A result with `content` (a string, a block or a list of them) and/or
+ * `structured` data (an object). Structured data without content is
+ * rendered as text by the host (its `--text-format`). */
+export function result({ content: blocks, structured } = {}) {
+  if (structured !== undefined && structured !== null && !isPlainData(structured)) {
+    throw new TypeError("result: structured must be an object");
+  }
+  return new Output(blocksOf(blocks, "result content"), structured ?? undefined);
+}
+
+// --- Schema builders (optional) ----------------------------------------------
+
+function objectSchema(properties, { optional = [], ...keywords } = {}) {
+  for (const key of optional) {
+    if (!Object.hasOwn(properties, key)) {
+      throw new TypeError(`s.object: optional names ${JSON.stringify(key)}, which is not a property`);
+    }
+  }
+  const required = Object.keys(properties).filter((key) => !optional.includes(key));
+  return { type: "object", properties, ...(required.length ? { required } : {}), ...keywords };
+}
+
+function enumSchema(values, keywords = {}) {
+  if (!Array.isArray(values) || values.length === 0) throw new TypeError("s.enum: give a non-empty list");
+  if (values.some((v) => v === null)) throw new TypeError("s.enum: null is not portable; leave the property optional");
+  const types = new Set(values.map((v) => (Number.isInteger(v) ? "integer" : typeof v)));
+  const type = types.size === 1 ? [...types][0] : undefined;
+  return { ...(type ? { type } : {}), enum: [...values], ...keywords };
+}
+
+/** Small builders for the portable subset of JSON Schema; plain literals
+ * work just as well. Every builder takes extra keywords (`description`,
+ * `minimum`, ...) as its last argument. `s.object` lists every property as
+ * required except those named in `optional`. */
+export const s = Object.freeze({
+  string: (keywords = {}) => ({ type: "string", ...keywords }),
+  number: (keywords = {}) => ({ type: "number", ...keywords }),
+  integer: (keywords = {}) => ({ type: "integer", ...keywords }),
+  boolean: (keywords = {}) => ({ type: "boolean", ...keywords }),
+  enum: enumSchema,
+  array: (items, keywords = {}) => ({ type: "array", items, ...keywords }),
+  object: objectSchema,
+});
+
+// --- Tools -------------------------------------------------------------------
+
+/** A checked tool definition, made by `tool(..)`. */
+export class Tool {
+  constructor(definition) {
+    Object.assign(this, definition);
+    Object.freeze(this);
+  }
+}
+
+function fail(where, problem) {
+  throw new TypeError(`${where}: ${problem}`);
+}
+
+function toJson(value, where) {
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    return fail(where, `is not JSON-serialisable (${error.message})`);
+  }
+}
+
+function checkObjectSchema(schema, where) {
+  if (!isPlainData(schema)) fail(where, "must be a JSON Schema object literal");
+  if (schema.type !== "object") {
+    fail(where, `must be an object schema ({ type: "object", properties: {..} }), not type ${JSON.stringify(schema.type)}`);
+  }
+  const { properties = {}, required = [] } = schema;
+  if (!isPlainData(properties)) fail(where, "properties must be an object of schemas");
+  if (!Array.isArray(required)) fail(where, "required must be a list of property names");
+  for (const name of required) {
+    if (!Object.hasOwn(properties, name)) fail(where, `required names ${JSON.stringify(name)}, which is not in properties`);
+  }
+  for (const [name, sub] of Object.entries(properties)) {
+    if (!isPlainData(sub) && typeof sub !== "boolean") fail(`${where}.properties.${name}`, "must be a schema object");
+  }
+  return toJson(schema, where);
+}
+
+/** Declares a tool: `{ name, title?, description, input, output?,
+ * annotations?, run(args, ctx) }`. `input` (and `output`) are JSON Schema
+ * object literals. Throws, naming the tool, when the definition is wrong. */
+export function tool(definition) {
+  if (definition instanceof Tool) return definition;
+  if (!isPlainData(definition)) throw new TypeError("tool(..) takes an object: { name, description, input, run }");
+  const { name, title, description, input, output, annotations, run } = definition;
+  if (typeof name !== "string" || !NAME.test(name)) {
+    fail(`tool ${JSON.stringify(name)}`, `a name must match ${NAME.source}`);
+  }
+  const where = `tool "${name}"`;
+  for (const key of Object.keys(definition)) {
+    if (!DEFINITION_KEYS.includes(key)) fail(where, `unknown field ${JSON.stringify(key)} (known: ${DEFINITION_KEYS.join(", ")})`);
+  }
+  if (typeof description !== "string" || !description.trim()) {
+    fail(where, "needs a description: what it does, for people and for a model choosing a tool");
+  }
+  if (title !== undefined && title !== null && typeof title !== "string") fail(where, "title must be a string");
+  if (input === undefined) fail(where, 'needs an input schema: { type: "object", properties: {..} } ({ type: "object" } for no arguments)');
+  const inputSchema = checkObjectSchema(input, `${where}: input`);
+  const outputSchema = output === undefined || output === null ? null : checkObjectSchema(output, `${where}: output`);
+  let hints = null;
+  if (annotations !== undefined && annotations !== null) {
+    if (!isPlainData(annotations)) fail(where, "annotations must be an object");
+    for (const [key, value] of Object.entries(annotations)) {
+      if (!ANNOTATIONS.includes(key)) fail(where, `unknown annotation ${JSON.stringify(key)} (known: ${ANNOTATIONS.join(", ")})`);
+      if (value !== undefined && value !== null && typeof value !== "boolean") fail(where, `annotation ${key} must be true or false`);
+    }
+    hints = Object.fromEntries(ANNOTATIONS.map((key) => [key, annotations[key] ?? null]));
+  }
+  if (typeof run !== "function") fail(where, "needs run(args, ctx): the function that does the work");
+  if (run.constructor?.name === "AsyncFunction") {
+    fail(where, "run must be synchronous: the component is built with --sync and cannot await");
+  }
+  return new Tool({
+    name,
+    title: title ?? null,
+    description,
+    input,
+    output: output ?? null,
+    annotations: hints,
+    run,
+    listing: { name, title: title ?? null, description, inputSchema, outputSchema, annotations: hints },
+  });
+}
+
+/** What `run` returned, as an Output:
+ * - an Output (`result(..)`, `content(..)`): as is;
+ * - a Block, or a non-empty list of Blocks: those blocks;
+ * - a string: one text block;
+ * - an object (not an array): structured content, and its JSON as text;
+ * - any other JSON value (number, boolean, array): its JSON as text;
+ * - undefined, null, a Promise: a mistake, reported as INVALID_RESULT. */
+function toOutput(value, name) {
+  if (value instanceof Output) return value;
+  if (value instanceof Block) return new Output([value], undefined);
+  if (Array.isArray(value) && value.length > 0 && value.every((item) => item instanceof Block)) {
+    return new Output(value, undefined);
+  }
+  if (typeof value === "string") return new Output([text(value)], undefined);
+  if (value === undefined || value === null) {
+    throw new ToolError("INVALID_RESULT", `tool ${name} returned ${value}: return a string, an object or content(..)`);
+  }
+  if (typeof value?.then === "function") {
+    throw new ToolError("INVALID_RESULT", `tool ${name} returned a Promise: run must be synchronous (the component cannot await)`);
+  }
+  const json = serialise(value, name);
+  if (isPlainData(value) && json.startsWith("{")) return new Output([text(json)], value);
+  return new Output([text(json)], undefined);
+}
+
+function serialise(value, name) {
+  let json;
+  try {
+    json = JSON.stringify(value);
+  } catch (error) {
+    throw new ToolError("INVALID_RESULT", `the result of tool ${name} could not be serialised: ${error.message}`);
+  }
+  if (json === undefined) throw new ToolError("INVALID_RESULT", `the result of tool ${name} is not JSON`);
+  return json;
+}
+
+function toWitOutput(output, name) {
+  if (output.content.length === 0 && output.structured === undefined) {
+    throw new ToolError("INVALID_RESULT", `tool ${name} returned an empty result: give content or structured data`);
+  }
+  let structured = null;
+  if (output.structured !== undefined) {
+    structured = serialise(output.structured, name);
+    if (!structured.startsWith("{")) throw new ToolError("INVALID_RESULT", `the structured result of tool ${name} must be an object`);
+  }
+  return { content: output.content.map((block) => ({ tag: block.tag, val: block.val })), structured };
+}
+
+/** The WIT `tool-error` record for anything thrown. */
+function toWitError(error) {
+  if (error instanceof ToolError) {
+    let details = null;
+    if (error.details !== undefined && error.details !== null) {
+      try {
+        details = JSON.stringify(error.details) ?? null;
+      } catch {
+        details = JSON.stringify(String(error.details));
+      }
+    }
+    return { code: error.code, message: String(error.message), details };
+  }
+  if (error instanceof Error) {
+    const stack = typeof error.stack === "string" ? error.stack.trim().split("\n").slice(0, 8).join("\n") : undefined;
+    return {
+      code: "INTERNAL_ERROR",
+      message: `${error.name}: ${error.message}`,
+      details: JSON.stringify({ error: error.name, stack }),
+    };
+  }
+  return { code: "INTERNAL_ERROR", message: `uncaught exception: ${describe(error)}`, details: null };
+}
+
+function describe(value) {
+  try {
+    return typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** The `ctx` each run receives: the tool's name and the host services. */
+function context(name) {
+  return Object.freeze({ tool: name, config, log, progress, createMessage, elicit });
+}
+
+/** The object an app exports as `tools` (the WIT interface): `listTools`
+ * and `callTool`. Takes `tool(..)` definitions (or plain definition
+ * objects, which are checked the same way), or lists of them. */
+export function exportTools(...definitions) {
+  const byName = new Map();
+  for (const definition of definitions.flat()) {
+    const checked = tool(definition);
+    if (byName.has(checked.name)) throw new TypeError(`tool "${checked.name}": there is already a tool with this name`);
+    byName.set(checked.name, checked);
+  }
+  if (byName.size === 0) throw new TypeError("exportTools(..): give at least one tool");
+  const listing = [...byName.values()].map((t) => t.listing);
+  return Object.freeze({
+    /** WIT `list-tools`. */
+    listTools() {
+      return listing.map((entry) => ({ ...entry, annotations: entry.annotations && { ...entry.annotations } }));
+    },
+    /** WIT `call-tool`: returns `{ content, structured }` or throws
+     * `{ code, message, details }` (what componentize-qjs maps to
+     * `result<output, tool-error>`). */
+    callTool(name, argumentsJson) {
+      try {
+        const definition = byName.get(name);
+        if (!definition) {
+          throw new ToolError("UNKNOWN_TOOL", `this plugin has no tool named ${name}`, { tool: name });
+        }
+        let args;
+        try {
+          args = argumentsJson === "" ? {} : JSON.parse(argumentsJson);
+        } catch (error) {
+          throw new ToolError("INVALID_ARGUMENTS", `the arguments are not JSON: ${error.message}`);
+        }
+        if (!isPlainData(args)) throw new ToolError("INVALID_ARGUMENTS", "the arguments must be a JSON object");
+        const value = definition.run(args, context(name));
+        return toWitOutput(toOutput(value, name), name);
+      } catch (error) {
+        throw toWitError(error);
+      }
+    },
+  });
+}
+
+// --- Host services -----------------------------------------------------------
+
+/** The `[config]` values the plugin's policy grants. */
+export const config = Object.freeze({
+  /** The value of `key` (a string), or null when the policy does not grant
+   * it (always null outside a component). */
+  get(key) {
+    return witConfig ? witConfig.get(String(key)) ?? null : null;
+  },
+});
+
+/** MCP `notifications/message` at `level` (one of LOG_LEVELS), if the
+ * client asked for that level; nothing when no MCP client is behind the
+ * call. Outside a component, printed to stderr. */
+export function log(level, message) {
+  if (!LOG_LEVELS.includes(level)) throw new TypeError(`log level ${JSON.stringify(level)} is not one of ${LOG_LEVELS.join(", ")}`);
+  if (witClient) witClient.log(level, String(message));
+  else globalThis.console?.error(`[${level}] ${message}`);
+}
+
+/** MCP `notifications/progress`, when the request carried a progress
+ * token; `progress` should grow with every call. */
+export function progress(progress, total = null, message = null) {
+  if (witClient) witClient.progress(Number(progress), total === null ? null : Number(total), message === null ? null : String(message));
+}
+
+function request(method, params) {
+  if (!witClient) throw new ClientError("not running inside toolhost: there is no MCP client");
+  let answer;
+  try {
+    answer = witClient[method](JSON.stringify(params));
+  } catch (error) {
+    throw new ClientError(error instanceof Error ? error.message : String(error));
+  }
+  return JSON.parse(answer);
+}
+
+/** Asks the client for an LLM completion: `sampling/createMessage` params
+ * in, its result out (objects). Throws ClientError. */
+export function createMessage(params) {
+  return request("createMessage", params);
+}
+
+/** Asks the user for input: `elicitation/create` params (`message`,
+ * `requestedSchema`) in, its result (`action`, `content`) out. Throws
+ * ClientError. */
+export function elicit(params) {
+  return request("elicit", params);
+}
+
+// QuickJS has no `console`: give it one that sends MCP log messages, so a
+// stray console.log does not fail the call with a ReferenceError.
+if (globalThis.console === undefined) {
+  const send = (level) => (...parts) => {
+    if (witClient) witClient.log(level, parts.map((part) => (typeof part === "string" ? part : describe(part))).join(" "));
+  };
+  globalThis.console = {
+    debug: send("debug"), log: send("info"), info: send("info"), warn: send("warning"), error: send("error"),
+  };
+}

@@ -1,0 +1,403 @@
+"""Tests for toolhost_plugin with plain CPython (no componentize-py bindings):
+
+    python3 -m unittest discover -s sdk/python
+"""
+
+import contextlib
+import enum
+import io
+import json
+import unittest
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict
+
+import toolhost_plugin as tp
+from toolhost_plugin import Content, ToolError, call, registry, tool
+
+
+class Unit(enum.Enum):
+    CELSIUS = "celsius"
+    FAHRENHEIT = "fahrenheit"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+@dataclass
+class Place:
+    """A place on Earth.
+
+    Attributes:
+        city: The city
+        country: The country, if it matters
+    """
+
+    city: str
+    country: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Trip:
+    origin: Place
+    stops: list[Place]
+    unit: Unit = Unit.CELSIUS
+    note: Annotated[str, "A note for the driver"] = ""
+
+
+class Filter(TypedDict):
+    query: str
+    limit: NotRequired[int]
+
+
+class Loose(TypedDict, total=False):
+    a: int
+    b: str
+
+
+@dataclass
+class Report:
+    """The result of a run."""
+
+    ok: bool
+    count: int
+    warning: str | None = None
+
+
+@dataclass
+class Node:
+    name: str
+    children: list["Node"]
+
+
+def walk(schema):
+    """Every subschema, the root included."""
+    yield schema
+    for key, value in schema.items():
+        if key in ("properties",):
+            for child in value.values():
+                yield from walk(child)
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            yield from walk(value)
+        elif key == "anyOf":
+            for child in value:
+                yield from walk(child)
+
+
+def assert_portable(test, schema):
+    test.assertEqual(schema["type"], "object")
+    for keyword in ("anyOf", "oneOf", "allOf", "not", "enum", "title", "$schema"):
+        test.assertNotIn(keyword, schema)
+    text = json.dumps(schema)
+    for banned in ("$ref", "$defs", "null", "$schema"):
+        test.assertNotIn(banned, text)
+    for sub in walk(schema):
+        test.assertNotIsInstance(sub.get("type"), list)
+
+
+# Tools used by the tests (names prefixed to stay apart from the examples).
+
+@tool
+def t_scalars(s: str, i: int, f: float, b: bool) -> str:
+    """Takes one of each scalar."""
+    return f"{s}|{i}|{f!r}|{b}"
+
+
+@tool(name="t.kinds", title="Kinds", read_only=True, open_world=False)
+def t_kinds(
+    items: list[int],
+    table: dict[str, float],
+    mode: Literal["fast", "slow"],
+    unit: Unit,
+    level: Level = Level.LOW,
+    maybe: Optional[int] = None,
+    other: int | None = None,
+    bare: str | None = None,
+    count: int = 5,
+    anything: Any = None,
+    either: int | str = 0,
+) -> dict:
+    """Takes every kind of parameter.
+
+    It has a second paragraph, which is not part of the description.
+
+    Args:
+        items: Some numbers
+            spread over two lines
+        table (dict): Named weights
+        mode: How to go
+
+    Returns:
+        Everything it got.
+    """
+    return {"items": items, "table": table, "mode": mode, "unit": unit, "level": level,
+            "maybe": maybe, "other": other, "bare": bare, "count": count, "either": either}
+
+
+@tool
+def t_trip(trip: Trip, filters: list[Filter], loose: Loose | None = None) -> Report:
+    """Plans a trip."""
+    assert isinstance(trip, Trip) and isinstance(trip.origin, Place)
+    assert all(isinstance(stop, Place) for stop in trip.stops)
+    assert isinstance(trip.unit, Unit)
+    return Report(ok=True, count=len(trip.stops) + len(filters))
+
+
+@tool
+def t_fail(kind: str) -> str:
+    """Fails as asked."""
+    if kind == "business":
+        raise ToolError("OUT_OF_STOCK", "no more widgets", {"sku": 42, "unit": Unit.CELSIUS})
+    if kind == "bug":
+        return str(1 / 0)
+    return "fine"
+
+
+@tool
+def t_blocks(kind: str):
+    """Returns blocks."""
+    if kind == "list":
+        return [tp.text("a chart"), tp.image(b"\x89PNG", "image/png")]
+    if kind == "content":
+        return Content(tp.text("hi"), tp.link("https://example.com", "example"), structured={"n": 1})
+    if kind == "none":
+        return None
+    return [1, 2]
+
+
+class SchemaTest(unittest.TestCase):
+    def test_scalars(self):
+        schema = registry["t_scalars"].input_schema
+        self.assertEqual(schema, {
+            "type": "object",
+            "properties": {"s": {"type": "string"}, "i": {"type": "integer"},
+                           "f": {"type": "number"}, "b": {"type": "boolean"}},
+            "required": ["s", "i", "f", "b"],
+        })
+        self.assertIsNone(registry["t_scalars"].output_schema)
+        self.assertEqual(registry["t_scalars"].description, "Takes one of each scalar.")
+        self.assertIsNone(registry["t_scalars"].annotations)
+
+    def test_every_kind(self):
+        spec = registry["t.kinds"]
+        props = spec.input_schema["properties"]
+        self.assertEqual(spec.description, "Takes every kind of parameter.")
+        self.assertEqual(spec.title, "Kinds")
+        self.assertEqual(spec.annotations, {"read_only": True, "destructive": None,
+                                            "idempotent": None, "open_world": False})
+        self.assertEqual(spec.input_schema["required"], ["items", "table", "mode", "unit"])
+        self.assertEqual(props["items"], {"type": "array", "items": {"type": "integer"},
+                                          "description": "Some numbers spread over two lines"})
+        self.assertEqual(props["table"], {"type": "object", "additionalProperties": {"type": "number"},
+                                          "description": "Named weights"})
+        self.assertEqual(props["mode"], {"type": "string", "enum": ["fast", "slow"], "description": "How to go"})
+        self.assertEqual(props["unit"], {"type": "string", "enum": ["celsius", "fahrenheit"]})
+        self.assertEqual(props["level"], {"type": "integer", "enum": [1, 2], "default": 1})
+        for name in ("maybe", "other"):
+            self.assertEqual(props[name], {"type": "integer"})
+        self.assertEqual(props["bare"], {"type": "string"})
+        self.assertEqual(props["count"], {"type": "integer", "default": 5})
+        self.assertEqual(props["anything"], {})
+        self.assertEqual(props["either"], {"anyOf": [{"type": "integer"}, {"type": "string"}], "default": 0})
+        assert_portable(self, spec.input_schema)
+
+    def test_nested_objects(self):
+        spec = registry["t_trip"]
+        trip = spec.input_schema["properties"]["trip"]
+        self.assertEqual(trip["required"], ["origin", "stops"])
+        place = trip["properties"]["origin"]
+        self.assertEqual(place["description"], "A place on Earth.")
+        self.assertEqual(place["required"], ["city"])
+        self.assertEqual(place["properties"]["city"], {"type": "string", "description": "The city"})
+        self.assertEqual(place["properties"]["country"]["type"], "string")
+        self.assertNotIn("default", place["properties"]["tags"])
+        self.assertEqual(trip["properties"]["stops"]["items"], place)
+        self.assertEqual(trip["properties"]["unit"]["default"], "celsius")
+        self.assertEqual(trip["properties"]["note"]["description"], "A note for the driver")
+        self.assertNotIn("description", trip)  # dataclass's generated docstring is not one
+        filters = spec.input_schema["properties"]["filters"]["items"]
+        self.assertEqual(filters["required"], ["query"])
+        self.assertEqual(filters["properties"]["limit"], {"type": "integer"})
+        loose = spec.input_schema["properties"]["loose"]
+        self.assertNotIn("required", loose)
+        self.assertEqual(spec.input_schema["required"], ["trip", "filters"])
+        assert_portable(self, spec.input_schema)
+
+    def test_output_schema_from_the_return_type(self):
+        out = registry["t_trip"].output_schema
+        self.assertEqual(out, {
+            "type": "object",
+            "properties": {"ok": {"type": "boolean"}, "count": {"type": "integer"},
+                           "warning": {"type": "string"}},
+            "required": ["ok", "count"],
+            "description": "The result of a run.",
+        })
+        self.assertIsNone(registry["t.kinds"].output_schema)  # dict: no schema
+        self.assertIsNone(registry["t_blocks"].output_schema)  # untyped
+
+    def test_a_typeddict_output(self):
+        @tool(name="t_td_out")
+        def f() -> Filter:
+            """Returns a filter."""
+            return {"query": "q"}
+        self.assertEqual(registry["t_td_out"].output_schema["required"], ["query"])
+        self.assertEqual(call("t_td_out").structured, {"query": "q"})
+
+    def test_build_time_errors(self):
+        def nodoc(x: int) -> str:
+            return ""
+        with self.assertRaisesRegex(ValueError, "docstring"):
+            tool(nodoc)
+
+        def untyped(x) -> str:
+            """Doc."""
+        with self.assertRaisesRegex(TypeError, "'x' has no type hint"):
+            tool(untyped)
+
+        def recursive(node: Node) -> str:
+            """Doc."""
+        with self.assertRaisesRegex(TypeError, "recursive"):
+            tool(recursive)
+
+        def pair(p: tuple[int, str]) -> str:
+            """Doc."""
+        with self.assertRaisesRegex(TypeError, "tuple"):
+            tool(pair)
+
+        def unknown(p: complex) -> str:
+            """Doc."""
+        with self.assertRaisesRegex(TypeError, "no JSON Schema"):
+            tool(unknown)
+
+        with self.assertRaisesRegex(ValueError, "already"):
+            tool(name="t_scalars")(t_scalars)
+        with self.assertRaisesRegex(ValueError, "must match"):
+            tool(name="has space")(t_scalars)
+        for name in ("nodoc", "untyped", "recursive", "pair", "unknown", "has space"):
+            self.assertNotIn(name, registry)
+
+    def test_description_override_and_args_only_docstring(self):
+        def f() -> str:
+            """Args:
+                none: nothing
+            """
+        with self.assertRaisesRegex(ValueError, "docstring"):
+            tool(name="t_argsonly")(f)
+        tool(name="t_described", description="Given")(f)
+        self.assertEqual(registry["t_described"].description, "Given")
+
+
+class CallTest(unittest.TestCase):
+    def test_scalars_and_text_result(self):
+        result = call("t_scalars", '{"s": "x", "i": 2.0, "f": 3, "b": true}')
+        self.assertEqual(result.texts(), ["x|2|3.0|True"])
+        self.assertIsNone(result.structured)
+
+    def test_conversion_and_dict_result(self):
+        result = call("t.kinds", {"items": [1], "table": {"a": 0.5}, "mode": "fast",
+                                  "unit": "fahrenheit", "level": 2, "other": None, "either": "x"})
+        expected = {"items": [1], "table": {"a": 0.5}, "mode": "fast", "unit": "fahrenheit",
+                    "level": 2, "count": 5, "either": "x"}
+        self.assertEqual(result.structured, {**expected, "maybe": None, "other": None, "bare": None})
+        self.assertEqual(json.loads(result.texts()[0]), result.structured)
+
+    def test_enum_arguments_become_members(self):
+        seen = {}
+
+        @tool(name="t_enum")
+        def f(unit: Unit, level: Level = Level.LOW) -> str:
+            """Doc."""
+            seen.update(unit=unit, level=level)
+            return ""
+        call("t_enum", {"unit": "celsius", "level": 2})
+        self.assertIs(seen["unit"], Unit.CELSIUS)
+        self.assertIs(seen["level"], Level.HIGH)
+
+    def test_dataclass_arguments_and_structured_result(self):
+        result = call("t_trip", {
+            "trip": {"origin": {"city": "Oslo"}, "stops": [{"city": "Bergen", "tags": ["x"]}]},
+            "filters": [{"query": "a"}],
+        })
+        self.assertEqual(result.structured, {"ok": True, "count": 2})  # None left out
+        self.assertEqual(json.loads(result.texts()[0]), {"ok": True, "count": 2})
+
+    def test_typeddict_arguments_stay_dicts(self):
+        seen = []
+
+        @tool(name="t_td_in")
+        def f(filters: list[Filter], loose: Loose) -> str:
+            """Doc."""
+            seen.extend([*filters, loose])
+            return ""
+        call("t_td_in", {"filters": [{"query": "a"}, {"query": "b", "limit": 2.0}], "loose": {"b": "x"}})
+        self.assertEqual(seen, [{"query": "a"}, {"query": "b", "limit": 2}, {"b": "x"}])
+        self.assertIsInstance(seen[1]["limit"], int)
+
+    def test_invalid_arguments(self):
+        cases = [
+            ({"s": "x", "i": 1, "f": 1.0}, "b: required"),
+            ({"s": "x", "i": "1", "f": 1.0, "b": True}, "i: expected integer"),
+            ({"s": "x", "i": True, "f": 1.0, "b": True}, "i: expected integer"),
+            ({"s": "x", "i": 1, "f": 1.0, "b": True, "z": 1}, "z: unknown"),
+        ]
+        for arguments, message in cases:
+            with self.assertRaises(ToolError) as caught:
+                call("t_scalars", arguments)
+            self.assertEqual(caught.exception.code, "INVALID_ARGUMENTS")
+            self.assertIn(message, caught.exception.message)
+        for arguments in ("not json", "[1]"):
+            with self.assertRaises(ToolError) as caught:
+                call("t_scalars", arguments)
+            self.assertEqual(caught.exception.code, "INVALID_ARGUMENTS")
+        with self.assertRaises(ToolError) as caught:
+            call("t_trip", {"trip": {"origin": {}, "stops": []}, "filters": []})
+        self.assertIn("trip.origin.city", caught.exception.message)
+        with self.assertRaises(ToolError) as caught:
+            call("t.kinds", {"items": [], "table": {}, "mode": "medium", "unit": "kelvin"})
+        self.assertIn("mode: expected one of", caught.exception.message)
+
+    def test_errors(self):
+        with self.assertRaises(ToolError) as caught:
+            call("nope", "{}")
+        self.assertEqual(caught.exception.code, "UNKNOWN_TOOL")
+        with self.assertRaises(ToolError) as caught:
+            call("t_fail", {"kind": "business"})
+        error = caught.exception
+        self.assertEqual((error.code, error.message), ("OUT_OF_STOCK", "no more widgets"))
+        self.assertEqual(error.details, {"sku": 42, "unit": Unit.CELSIUS})
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr), self.assertRaises(ToolError) as caught:
+            call("t_fail", {"kind": "bug"})
+        self.assertEqual(caught.exception.code, "INTERNAL_ERROR")
+        self.assertEqual(caught.exception.message, "ZeroDivisionError: division by zero")
+        self.assertIn("Traceback", stderr.getvalue())
+
+    def test_blocks(self):
+        result = call("t_blocks", {"kind": "list"})
+        self.assertEqual([b.kind for b in result.blocks], ["text", "image"])
+        self.assertEqual(result.blocks[1].fields, {"data": b"\x89PNG", "mime_type": "image/png"})
+        result = call("t_blocks", {"kind": "content"})
+        self.assertEqual([b.kind for b in result.blocks], ["text", "resource_link"])
+        self.assertEqual(result.structured, {"n": 1})
+        self.assertEqual(call("t_blocks", {"kind": "none"}).blocks, [])
+        self.assertEqual(call("t_blocks", {"kind": "other"}).texts(), ["[1,2]"])
+
+
+class HostServicesTest(unittest.TestCase):
+    def test_without_a_host(self):
+        self.assertIsNone(tp.config.get("key"))
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            tp.log("info", "hello")
+        self.assertEqual(stderr.getvalue(), "[info] hello\n")
+        with self.assertRaises(ValueError):
+            tp.log("loud", "x")
+        tp.progress(1, 2, "half")
+        with self.assertRaises(tp.ClientError):
+            tp.create_message({"messages": [], "maxTokens": 1})
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,578 @@
+"""Write toolhost plugins as typed Python functions (stdlib only, one file).
+
+A tool is a function with type hints and a docstring: ``@tool`` derives its
+input schema from the parameters, its output schema from the return type,
+and ``Tools``, the export componentize-py looks for, serves every tool::
+
+    from dataclasses import dataclass
+    from toolhost_plugin import tool, ToolError, Tools  # Tools: the export
+
+    @dataclass
+    class Sum:
+        total: float
+
+    @tool(read_only=True)
+    def add(a: float, b: float = 0) -> Sum:
+        \"\"\"Adds two numbers.
+
+        Args:
+            a: The first number
+            b: The second number
+        \"\"\"
+        return Sum(a + b)
+
+Build: ``componentize-py -d wit -w plugin componentize -p . -p <folder of
+this file> app -o app.wasm``. The app is imported at build time (and only
+modules imported then exist at run time): a tool without a docstring or with
+a type no schema describes fails the build, naming it.
+
+A returned dataclass or TypedDict (the declared return type) is structured
+content with an output schema, plus its JSON as text; ``str`` is one text
+block; a ``dict`` is structured content without schema; blocks (``text``,
+``image``, ...) or a ``Content`` are sent as they are. ``raise
+ToolError("CODE", "message", details)`` is a business error; any other
+exception is INTERNAL_ERROR, its traceback in the host's log. Without the
+bindings (plain CPython) tools run through ``call("add", {"a": 1})``.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import contextlib
+import dataclasses
+import enum
+import functools
+import inspect
+import json
+import re
+import sys
+import traceback
+import types
+import typing
+from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
+
+try:  # Present only inside a component built by componentize-py.
+    from componentize_py_types import Err as _Err
+    from wit_world import exports as _exports
+    from wit_world.exports import tools as _wit
+    from wit_world.imports import client as _wit_client
+    from wit_world.imports import config as _wit_config
+except ImportError:
+    _exports = _wit = _wit_client = _wit_config = _Err = None
+
+__all__ = [
+    "tool", "ToolError", "Tools", "Content", "Block", "text", "image", "audio",
+    "link", "resource", "config", "log", "progress", "create_message", "elicit",
+    "ClientError", "call", "registry", "schema_of",
+]
+
+_NoneType = type(None)
+_SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_SEQUENCES = (list, set, frozenset, tuple, cabc.Sequence, cabc.Set, cabc.Iterable)
+_MAPPINGS = (dict, cabc.Mapping)
+_WRAPPERS = (typing.Required, typing.NotRequired, getattr(typing, "ReadOnly", typing.Required))
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class ToolError(Exception):
+    """A business error: a stable UPPER_SNAKE_CASE ``code``, a sentence, and
+    optional JSON-serialisable ``details``."""
+
+    def __init__(self, code: str, message: str, details: Any = None):
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.details = code, message, details
+
+
+# --- Content -----------------------------------------------------------------
+
+class Block(NamedTuple):
+    """One content block; ``fields`` are those of the WIT record."""
+    kind: str  # text | image | audio | resource_link | resource
+    fields: dict
+
+
+def text(value: str) -> Block:
+    """A text (or markdown) block."""
+    return Block("text", {"text": str(value)})
+
+
+def image(data: bytes, mime_type: str) -> Block:
+    """An image block (base64 on the wire)."""
+    return Block("image", {"data": bytes(data), "mime_type": mime_type})
+
+
+def audio(data: bytes, mime_type: str) -> Block:
+    """An audio block (base64 on the wire)."""
+    return Block("audio", {"data": bytes(data), "mime_type": mime_type})
+
+
+def link(uri: str, name: str, *, title: str | None = None, description: str | None = None,
+         mime_type: str | None = None) -> Block:
+    """A link to a resource the client may fetch or open."""
+    return Block("resource_link", {"uri": uri, "name": name, "title": title,
+                                   "description": description, "mime_type": mime_type})
+
+
+def resource(uri: str, body: str | bytes, mime_type: str | None = None) -> Block:
+    """A resource carried in the result: text, or bytes (base64 on the wire)."""
+    return Block("resource", {"uri": uri, "mime_type": mime_type, "body": body})
+
+
+class Content:
+    """A result: blocks in order, and optional structured data (an object)."""
+
+    def __init__(self, *blocks: Block, structured: Any = None):
+        self.blocks = list(blocks)
+        self.structured = None if structured is None else _jsonable(structured)
+
+    def texts(self) -> list[str]:
+        return [b.fields["text"] for b in self.blocks if b.kind == "text"]
+
+
+def _jsonable(value: Any) -> Any:
+    """Dataclasses (their ``None`` fields left out: optional means absent),
+    enums and containers, as plain JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if getattr(value, f.name) is not None}
+    if isinstance(value, enum.Enum):
+        return _jsonable(value.value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+# --- Schemas -----------------------------------------------------------------
+
+class _Field(NamedTuple):
+    name: str
+    tp: Any
+    required: bool   # must be given
+    optional: bool   # None (missing) is passed when absent and no default
+    has_default: bool
+    default: Any
+    description: str | None
+
+
+def _doc(obj: Any) -> tuple[str, dict[str, str]]:
+    """The first paragraph of a docstring and its ``Args:`` descriptions."""
+    doc = inspect.cleandoc(obj.__doc__ or "") if isinstance(obj.__doc__, str) else ""
+    if isinstance(obj, type) and dataclasses.is_dataclass(obj) and doc.startswith(obj.__name__ + "("):
+        doc = ""  # the signature dataclass writes, not a description
+    first = doc.split("\n\n")[0]
+    first = "" if re.match(r"^\w+:$", first.split("\n")[0]) else " ".join(first.split())
+    args: dict[str, str] = {}
+    section, indent, current = False, None, None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if not section:
+            section = stripped in ("Args:", "Arguments:", "Parameters:", "Attributes:", "Fields:")
+            continue
+        if not stripped:
+            continue
+        depth = len(line) - len(line.lstrip())
+        if depth == 0:
+            break  # the next section
+        indent = depth if indent is None else indent
+        match = re.match(r"^\**(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", stripped)
+        if depth == indent and match:
+            current = match[1]
+            args[current] = match[2]
+        elif current:
+            args[current] = (args[current] + " " + stripped).strip()
+    return first, args
+
+
+def _unwrap(tp: Any) -> tuple[Any, bool, str | None]:
+    """``tp`` without ``Annotated``/``Optional``/``NotRequired``: (type,
+    optional, description)."""
+    optional, description = False, None
+    while True:
+        origin = get_origin(tp)
+        if origin is Annotated:
+            description = description or next((m for m in tp.__metadata__ if isinstance(m, str)), None)
+            tp = get_args(tp)[0]
+        elif origin in _WRAPPERS:
+            tp = get_args(tp)[0]
+        elif origin in (Union, types.UnionType) and _NoneType in get_args(tp):
+            rest = [a for a in get_args(tp) if a is not _NoneType]
+            optional, tp = True, rest[0] if len(rest) == 1 else Union[tuple(rest)]
+        else:
+            return tp, optional, description
+
+
+def _is_object(tp: Any) -> bool:  # a dataclass or TypedDict class
+    return isinstance(tp, type) and (dataclasses.is_dataclass(tp) or typing.is_typeddict(tp))
+
+
+@functools.cache
+def _fields(owner: Any) -> tuple[_Field, ...]:
+    """The fields of a function's parameters, a dataclass or a TypedDict."""
+    hints = typing.get_type_hints(owner, include_extras=True)
+    docs = _doc(owner)[1]
+    found = []
+    if dataclasses.is_dataclass(owner):
+        for f in dataclasses.fields(owner):
+            if not f.init:
+                continue
+            has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+            found.append((f.name, hints[f.name], has_default, f.default, f.metadata.get("description")))
+    elif typing.is_typeddict(owner):
+        for name, tp in hints.items():  # an absent key stays absent
+            absent_ok = name not in owner.__required_keys__ or get_origin(tp) is typing.NotRequired
+            found.append((name, tp, absent_ok, dataclasses.MISSING, None))
+    else:
+        for p in inspect.signature(owner).parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+                raise TypeError(f"{owner.__qualname__}: parameter {p.name!r}: tools take named parameters only")
+            if p.name not in hints:
+                raise TypeError(f"{owner.__qualname__}: parameter {p.name!r} has no type hint "
+                                "(typing.Any accepts any JSON value)")
+            has_default = p.default is not p.empty
+            found.append((p.name, hints[p.name], has_default, p.default if has_default else dataclasses.MISSING, None))
+    result = []
+    for name, tp, has_default, default, description in found:
+        optional = _unwrap(tp)[1]
+        result.append(_Field(name, tp, not (optional or has_default), optional, has_default,
+                             default, description or docs.get(name)))
+    return tuple(result)
+
+
+def _object_schema(fields: tuple[_Field, ...], stack: tuple) -> dict:
+    properties, required = {}, []
+    for f in fields:
+        schema = schema_of(f.tp, stack)
+        if f.description and "description" not in schema:
+            schema["description"] = f.description
+        if f.default is not None and f.default is not dataclasses.MISSING:
+            with contextlib.suppress(TypeError, ValueError):  # not JSON: no default
+                schema["default"] = json.loads(json.dumps(_jsonable(f.default)))
+        properties[f.name] = schema
+        if f.required:
+            required.append(f.name)
+    schema = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _enum(values: list) -> dict:
+    kinds = {_SCALARS.get(type(v)) for v in values}
+    schema = {"type": kinds.pop()} if len(kinds) == 1 and None not in kinds else {}
+    return {**schema, "enum": values}
+
+
+def schema_of(tp: Any, stack: tuple = ()) -> dict:
+    """The portable JSON Schema of a type (``Optional`` is left to the
+    caller: the schema of ``T | None`` is that of ``T``)."""
+    tp, _, description = _unwrap(tp)
+    origin, args = get_origin(tp), get_args(tp)
+    if tp is Any:
+        schema = {}
+    elif tp in _SCALARS:
+        schema = {"type": _SCALARS[tp]}
+    elif origin is Literal:
+        schema = _enum([v for v in args if v is not None])
+    elif isinstance(tp, type) and issubclass(tp, enum.Enum):
+        schema = _enum([m.value for m in tp])
+    elif _is_object(tp):
+        if tp in stack:
+            raise TypeError(f"{tp.__name__} contains itself: a recursive type needs $ref, "
+                            "which LLM APIs do not resolve")
+        schema = _object_schema(_fields(tp), stack + (tp,))
+        if _doc(tp)[0]:
+            schema["description"] = _doc(tp)[0]
+    elif tp in _SEQUENCES or origin in _SEQUENCES:
+        if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+            raise TypeError(f"{tp}: fixed-length tuples are not portable; use tuple[T, ...] or a dataclass")
+        schema = {"type": "array"}
+        if args:
+            schema["items"] = schema_of(args[0], stack)
+    elif tp in _MAPPINGS or origin in _MAPPINGS:
+        schema = {"type": "object"}
+        if args:
+            if args[0] is not str:
+                raise TypeError(f"{tp}: JSON object keys are strings; use dict[str, T]")
+            schema["additionalProperties"] = schema_of(args[1], stack)
+    elif origin in (Union, types.UnionType):
+        schema = {"anyOf": [schema_of(a, stack) for a in args]}
+    else:
+        raise TypeError(f"no JSON Schema for the type {tp!r}: use str, int, float, bool, list, "
+                        "dict, Literal, an Enum, a dataclass or a TypedDict")
+    if description:
+        schema["description"] = description
+    return schema
+
+
+# --- Arguments ---------------------------------------------------------------
+
+def _invalid(path: str, why: str) -> ToolError:
+    return ToolError("INVALID_ARGUMENTS", f"{path or 'arguments'}: {why}", {"path": path})
+
+
+def _convert_fields(data: Any, fields: tuple[_Field, ...], path: str) -> dict:
+    if not isinstance(data, dict):
+        raise _invalid(path, "expected an object")
+    known = {f.name for f in fields}
+    for key in data:
+        if key not in known:
+            raise _invalid(f"{path}.{key}" if path else key, "unknown argument")
+    out = {}
+    for f in fields:
+        here = f"{path}.{f.name}" if path else f.name
+        value = data.get(f.name)  # null is "left out": the schema has no null
+        if value is not None:
+            out[f.name] = _convert(value, f.tp, here)
+        elif f.required:
+            raise _invalid(here, "required, and missing")
+        elif not f.has_default:
+            out[f.name] = None
+    return out
+
+
+def _convert(value: Any, tp: Any, path: str) -> Any:
+    """``value`` (parsed JSON) as ``tp``: dataclasses and enums built."""
+    tp, optional, _ = _unwrap(tp)
+    origin, args = get_origin(tp), get_args(tp)
+    if value is None:
+        if optional or tp is Any:
+            return None
+        raise _invalid(path, "must not be null")
+    if tp is Any:
+        return value
+    if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if tp is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if tp in _SCALARS:
+        if isinstance(value, tp) and not (tp is int and isinstance(value, bool)):
+            return value
+        raise _invalid(path, f"expected {_SCALARS[tp]}")
+    if origin is Literal:
+        if value in args:
+            return value
+        raise _invalid(path, f"expected one of {list(args)}")
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            raise _invalid(path, f"expected one of {[m.value for m in tp]}") from None
+    if _is_object(tp):
+        return tp(**_convert_fields(value, _fields(tp), path))
+    if tp in _SEQUENCES or origin in _SEQUENCES:
+        if not isinstance(value, list):
+            raise _invalid(path, "expected an array")
+        items = [_convert(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else value
+        kind = origin or tp
+        return kind(items) if kind in (set, frozenset, tuple) else items
+    if tp in _MAPPINGS or origin in _MAPPINGS:
+        if not isinstance(value, dict):
+            raise _invalid(path, "expected an object")
+        return {k: _convert(v, args[1], f"{path}.{k}") for k, v in value.items()} if args else value
+    if origin in (Union, types.UnionType):
+        for branch in args:
+            try:
+                return _convert(value, branch, path)
+            except ToolError:
+                pass
+        raise _invalid(path, "matches none of the allowed types")
+    return value
+
+
+# --- Tools -------------------------------------------------------------------
+
+@dataclasses.dataclass
+class ToolSpec:
+    name: str
+    title: str | None
+    description: str
+    input_schema: dict
+    output_schema: dict | None
+    annotations: dict | None  # read_only, destructive, idempotent, open_world
+    function: Any
+
+
+registry: dict[str, ToolSpec] = {}
+
+
+def tool(fn=None, /, *, name: str | None = None, title: str | None = None,
+         description: str | None = None, read_only: bool | None = None,
+         destructive: bool | None = None, idempotent: bool | None = None,
+         open_world: bool | None = None):
+    """Registers a function as a tool: ``@tool`` or ``@tool(read_only=True, ...)``."""
+    def register(fn):
+        tool_name = name or fn.__name__
+        where = f"tool {tool_name!r} ({fn.__module__}.{fn.__qualname__})"
+        if not _NAME.match(tool_name):
+            raise ValueError(f"{where}: a name must match {_NAME.pattern}")
+        if tool_name in registry:
+            raise ValueError(f"{where}: there is already a tool with this name")
+        text_ = description or _doc(fn)[0]
+        if not text_:
+            raise ValueError(f"{where}: needs a description: give the function a docstring")
+        try:
+            input_schema = _object_schema(_fields(fn), ())
+            returns = _unwrap(typing.get_type_hints(fn, include_extras=True).get("return"))[0]
+            output_schema = schema_of(returns) if _is_object(returns) else None
+        except (TypeError, NameError) as error:
+            raise TypeError(f"{where}: {error}") from error
+        hints = {"read_only": read_only, "destructive": destructive,
+                 "idempotent": idempotent, "open_world": open_world}
+        registry[tool_name] = ToolSpec(tool_name, title, text_, input_schema, output_schema,
+                                       hints if any(v is not None for v in hints.values()) else None, fn)
+        return fn
+    return register(fn) if fn is not None else register
+
+
+def _result(value: Any) -> Content:
+    if isinstance(value, Content):
+        return value
+    if isinstance(value, Block):
+        return Content(value)
+    if isinstance(value, list) and value and all(isinstance(b, Block) for b in value):
+        return Content(*value)
+    if value is None:
+        return Content()
+    if isinstance(value, str):
+        return Content(text(value))
+    data = _jsonable(value)
+    rendered = _dumps(data)
+    return Content(text(rendered), structured=data) if isinstance(data, dict) else Content(text(rendered))
+
+
+def call(name: str, arguments: str | dict = "{}") -> Content:
+    """Runs a tool as the host does (arguments as JSON text or a dict);
+    raises ``ToolError``. For tests, and what ``Tools.call_tool`` runs."""
+    spec = registry.get(name)
+    if spec is None:
+        raise ToolError("UNKNOWN_TOOL", f"there is no tool named {name!r}", {"tool": name})
+    if isinstance(arguments, (str, bytes)):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except ValueError as error:
+            raise ToolError("INVALID_ARGUMENTS", f"the arguments are not JSON: {error}") from None
+    kwargs = _convert_fields(arguments, _fields(spec.function), "")
+    try:
+        return _result(spec.function(**kwargs))
+    except ToolError:
+        raise
+    except Exception as error:
+        _print_traceback(error)
+        raise ToolError("INTERNAL_ERROR", f"{type(error).__name__}: {error}") from error
+
+
+def _print_traceback(error: BaseException) -> None:
+    """To stderr, the host's log. A component has only the modules imported
+    at build time, so this runs once then (below): traceback's own lazy
+    imports are in the snapshot, and a failure here never becomes a trap."""
+    try:
+        traceback.print_exception(error, file=sys.stderr)
+    except Exception:
+        print(f"{type(error).__name__}: {error}", file=sys.stderr)
+
+
+for _fail in (lambda: 1 / 0, lambda: _no_such_name, lambda: (0).no_such_attribute):  # noqa: F821
+    try:
+        _fail()
+    except Exception as _error:
+        traceback.format_exception(_error)
+
+
+# --- The WIT glue --------------------------------------------------------------
+
+def _wit_block(block: Block) -> Any:
+    f = block.fields
+    if block.kind == "text":
+        return _wit.ContentBlock_Text(f["text"])
+    if block.kind in ("image", "audio"):
+        kind = _wit.ContentBlock_Image if block.kind == "image" else _wit.ContentBlock_Audio
+        return kind(_wit.Media(**f))
+    if block.kind == "resource_link":
+        return _wit.ContentBlock_ResourceLink(_wit.ResourceLink(**f))
+    body = f["body"]
+    body = _wit.ResourceBody_Text(body) if isinstance(body, str) else _wit.ResourceBody_Blob(bytes(body))
+    return _wit.ContentBlock_Resource(_wit.EmbeddedResource(f["uri"], f["mime_type"], body))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class Tools(_exports.Tools if _exports else object):
+    """The ``tools`` export: every ``@tool`` function. An app re-exports it
+    (``from toolhost_plugin import Tools``) for componentize-py to find."""
+
+    def list_tools(self) -> list:
+        return [_wit.Tool(
+            name=s.name, title=s.title, description=s.description,
+            input_schema=_dumps(s.input_schema),
+            output_schema=None if s.output_schema is None else _dumps(s.output_schema),
+            annotations=None if s.annotations is None else _wit.Annotations(**s.annotations),
+        ) for s in registry.values()]
+
+    def call_tool(self, name: str, arguments: str) -> Any:
+        try:
+            content = call(name, arguments)
+        except ToolError as error:
+            details = None if error.details is None else _dumps(_jsonable(error.details))
+            raise _Err(_wit.ToolError(code=error.code, message=error.message, details=details)) from None
+        structured = None if content.structured is None else _dumps(content.structured)
+        return _wit.Output(content=[_wit_block(b) for b in content.blocks], structured=structured)
+
+
+# --- Host services ---------------------------------------------------------------
+
+class _Config:
+    def get(self, key: str) -> str | None:
+        """The ``[config]`` value the plugin's policy grants, or None (always
+        None outside a component)."""
+        return _wit_config.get(key) if _wit_config else None
+
+
+config = _Config()
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def log(level: str, message: str) -> None:
+    """MCP ``notifications/message`` at ``level`` (one of ``LOG_LEVELS``),
+    if the client asked for it; outside a component, printed to stderr."""
+    if level not in LOG_LEVELS:
+        raise ValueError(f"log level {level!r} is not one of {LOG_LEVELS}")
+    if _wit_client:
+        _wit_client.log(_wit_client.LogLevel[level.upper()], str(message))
+    else:
+        print(f"[{level}] {message}", file=sys.stderr)
+
+
+def progress(progress: float, total: float | None = None, message: str | None = None) -> None:
+    """MCP ``notifications/progress``, when the request carried a progress
+    token; ``progress`` should grow with every call. Otherwise nothing."""
+    if _wit_client:
+        _wit_client.progress(float(progress), None if total is None else float(total), message)
+
+
+class ClientError(Exception):
+    """The client did not serve a request (no MCP client behind the call, or
+    it lacks the capability); the message says why."""
+
+
+def _request(function: str, params: dict) -> dict:
+    if not _wit_client:
+        raise ClientError("not running inside toolhost: there is no MCP client")
+    try:
+        return json.loads(getattr(_wit_client, function)(_dumps(params)))
+    except _Err as error:
+        raise ClientError(str(error.value)) from None
+
+
+def create_message(params: dict) -> dict:
+    """An LLM completion: ``sampling/createMessage`` params and result."""
+    return _request("create_message", params)
+
+
+def elicit(params: dict) -> dict:
+    """Input from the user: ``elicitation/create`` params and result."""
+    return _request("elicit", params)
