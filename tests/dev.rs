@@ -309,3 +309,99 @@ fn new_then_dev_serves_each_save_and_says_what_went_wrong() {
         counts.json
     );
 }
+
+/// `toolhost new --lang python|js`, the scaffold's own tests, then `toolhost
+/// dev`: live, a save is live, a broken save is printed while the last
+/// good version serves. The toolchains are the pinned ones (`make
+/// toolchains`, which installs them under target/toolchains once).
+#[test]
+fn python_and_javascript_projects_are_live_with_dev() {
+    let made = Command::new("make")
+        .args(["-s", "toolchains"])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "make toolchains: {made:?}");
+    let work = tempfile::tempdir().unwrap();
+    let cases: [(&str, &str, &[&str], &str, &str); 2] = [
+        (
+            "python",
+            "greet_py",
+            &["python3", "-m", "unittest"],
+            "app.py",
+            "def broken(:\n",
+        ),
+        (
+            "js",
+            "greet-js",
+            &["node", "--test", "test.mjs"],
+            "app.js",
+            "export const = ;\n",
+        ),
+    ];
+    for (lang, name, test, app, breakage) in cases {
+        let created = Command::new(toolhost_bin())
+            .args(["new", name, "--lang", lang, "--path"])
+            .arg(work.path())
+            .output()
+            .unwrap();
+        assert!(created.status.success(), "{created:?}");
+        let project = work.path().join(name);
+        assert!(project.join("wit/plugin.wit").is_file());
+
+        let tested = Command::new(test[0])
+            .args(&test[1..])
+            .current_dir(&project)
+            .output()
+            .unwrap();
+        assert!(
+            tested.status.success(),
+            "the {lang} scaffold's tests fail:\n{}{}",
+            String::from_utf8_lossy(&tested.stdout),
+            String::from_utf8_lossy(&tested.stderr)
+        );
+
+        let address = free_address();
+        let base = format!("http://{address}");
+        let served = work.path().join(format!("served-{lang}"));
+        let dev = Dev::start(
+            &project,
+            &["--listen", &address, "--plugins", served.to_str().unwrap()],
+        );
+        dev.wait_for("live in", 1, REBUILD);
+        let greeting = post(&base, &format!("/tools/{name}"), &json!({"name": "Ada"}));
+        assert_eq!(
+            greeting["structuredContent"],
+            json!({"greeting": "Hello, Ada!"}),
+            "{lang}: {greeting}"
+        );
+
+        // A save is live.
+        let source = std::fs::read_to_string(project.join(app)).unwrap();
+        let save_app = |text: &str| {
+            let temp = project.join(format!(".{app}.swp"));
+            std::fs::write(&temp, text).unwrap();
+            std::fs::rename(&temp, project.join(app)).unwrap();
+        };
+        save_app(&source.replace("Hello, ", "Hi, "));
+        dev.wait_for("live in", 2, REBUILD);
+        let greeting = post(&base, &format!("/tools/{name}"), &json!({"name": "Ada"}));
+        assert_eq!(
+            greeting["structuredContent"]["greeting"], "Hi, Ada!",
+            "{lang}: {greeting}"
+        );
+
+        // A broken save: the toolchain's error, and the last good version.
+        save_app(&format!("{source}\n{breakage}"));
+        dev.wait_for("build failed", 1, REBUILD);
+        let greeting = post(&base, &format!("/tools/{name}"), &json!({"name": "Ada"}));
+        assert_eq!(
+            greeting["structuredContent"]["greeting"],
+            "Hi, Ada!",
+            "{lang}: {}",
+            dev.output()
+        );
+        let output = dev.output();
+        assert!(output.contains("Error"), "{lang}: {output}");
+    }
+}

@@ -1,6 +1,10 @@
-//! `toolhost new NAME`: scaffolds a plugin project, one typed tool with a
-//! test, that builds on a machine with nothing but Rust and the
-//! `wasm32-wasip2` target, in any folder.
+//! `toolhost new NAME [--lang rust|python|js]`: scaffolds a plugin
+//! project, one typed tool with a test, that builds in any folder: with
+//! nothing but Rust and the `wasm32-wasip2` target for Rust; with the
+//! pinned componentize-py or componentize-qjs (`make toolchains`) for
+//! Python and JavaScript. Every project carries its own copy of its helper
+//! library and of the contract (`wit/`), so it builds wherever it is
+//! copied; `toolhost dev` in it builds, serves and rebuilds on save.
 //!
 //! The plugin SDK (`sdk/rust`, crate `toolhost-plugin`) is not on
 //! crates.io yet, so this binary carries its sources and writes them into
@@ -23,7 +27,50 @@ pub(super) struct NewOptions {
     /// Where to create the project folder.
     #[arg(long, default_value = ".")]
     path: PathBuf,
+    /// The plugin's language.
+    #[arg(long, value_enum, default_value = "rust")]
+    lang: Lang,
 }
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Lang {
+    Rust,
+    Python,
+    #[value(alias = "javascript")]
+    Js,
+}
+
+/// The contract, for Python and JavaScript projects (their toolchains read
+/// the WIT at build time).
+const PLUGIN_WIT: &str = include_str!("../../../wit/plugin.wit");
+
+/// A Python project: the app, its test, the helper library (`sdk/python`).
+/// `__NAME__` is the plugin's name, `__ID__` its file's stem.
+const PYTHON_FILES: &[(&str, &str)] = &[
+    ("app.py", include_str!("templates/python/app.py")),
+    ("test_app.py", include_str!("templates/python/test_app.py")),
+    (
+        "toolhost_plugin.py",
+        include_str!("../../../sdk/python/toolhost_plugin.py"),
+    ),
+    (".gitignore", "/target\n/plugins\n__pycache__/\n"),
+];
+
+/// A JavaScript project: the app, its test, the helper library (`sdk/js`).
+const JS_FILES: &[(&str, &str)] = &[
+    ("app.js", include_str!("templates/js/app.js")),
+    ("test.mjs", include_str!("templates/js/test.mjs")),
+    ("toolhost.js", include_str!("../../../sdk/js/toolhost.js")),
+    (
+        "toolhost.d.ts",
+        include_str!("../../../sdk/js/toolhost.d.ts"),
+    ),
+    (
+        "package.json",
+        "{ \"private\": true, \"type\": \"module\" }\n",
+    ),
+    (".gitignore", "/target\n/plugins\n"),
+];
 
 /// The SDK's files, as this binary was built with them.
 const SDK_FILES: &[(&str, &str)] = &[
@@ -165,26 +212,56 @@ impl NewOptions {
             bail!("{} already exists", project.display());
         }
         let library = name.replace('-', "_");
-        let fill = |template: &str| {
-            template
-                .replace("{name}", name)
-                .replace("{crate}", &library)
+        let (build, test) = match self.lang {
+            Lang::Rust => {
+                let fill = |template: &str| {
+                    template
+                        .replace("{name}", name)
+                        .replace("{crate}", &library)
+                };
+                write(&project.join("Cargo.toml"), &fill(CARGO_TOML))?;
+                write(&project.join(".cargo/config.toml"), CARGO_CONFIG)?;
+                write(&project.join("src/lib.rs"), &fill(LIB_RS))?;
+                write(&project.join(".gitignore"), "/target\n/plugins\n")?;
+                for (path, text) in SDK_FILES {
+                    write(&project.join("vendor/toolhost-plugin").join(path), text)?;
+                }
+                (
+                    "cargo build --release --target wasm32-wasip2".to_string(),
+                    "cargo test",
+                )
+            }
+            Lang::Python | Lang::Js => {
+                let (files, build, test) = match self.lang {
+                    Lang::Python => (
+                        PYTHON_FILES,
+                        format!(
+                            "componentize-py -d wit -w plugin componentize -p . app -o target/{library}.wasm"
+                        ),
+                        "python3 -m unittest",
+                    ),
+                    _ => (
+                        JS_FILES,
+                        format!(
+                            "componentize-qjs --sync --wit wit --world plugin --js app.js -o target/{library}.wasm"
+                        ),
+                        "node --test test.mjs",
+                    ),
+                };
+                for (path, text) in files {
+                    let text = text.replace("__NAME__", name).replace("__ID__", &library);
+                    write(&project.join(path), &text)?;
+                }
+                write(&project.join("wit/plugin.wit"), PLUGIN_WIT)?;
+                (build, test)
+            }
         };
-        write(&project.join("Cargo.toml"), &fill(CARGO_TOML))?;
-        write(&project.join(".cargo/config.toml"), CARGO_CONFIG)?;
-        write(&project.join("src/lib.rs"), &fill(LIB_RS))?;
-        write(&project.join(".gitignore"), "/target\n/plugins\n")?;
-        for (path, text) in SDK_FILES {
-            write(&project.join("vendor/toolhost-plugin").join(path), text)?;
-        }
         println!("Created {} with one tool, {name:?}.", project.display());
         println!();
         println!("  cd {}", project.display());
-        println!(
-            "  toolhost dev                                   # build, serve, rebuild on save"
-        );
-        println!("  cargo build --release --target wasm32-wasip2   # or build once");
-        println!("  cargo test                                     # run its tests");
+        println!("  toolhost dev    # build, serve, rebuild on save");
+        println!("  {build}    # or build once");
+        println!("  {test}    # run its tests");
         Ok(0)
     }
 }

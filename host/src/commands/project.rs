@@ -262,6 +262,11 @@ impl Project {
             }
         };
         if self.language != Language::Rust {
+            // Both toolchains are Rust programs: a backtrace of their own
+            // would bury the user's error.
+            command
+                .env("RUST_BACKTRACE", "0")
+                .env("RUST_LIB_BACKTRACE", "0");
             std::fs::create_dir_all(&self.target_dir)
                 .map_err(|e| format!("cannot create {}: {e}", self.target_dir.display()))?;
         }
@@ -284,6 +289,10 @@ impl Project {
     /// The lines of a failed build worth reading: the compiler's first
     /// errors for Rust, the end of the traceback for Python and JS.
     fn summarise_failure(&self, output: &str) -> String {
+        // Whatever follows a Rust backtrace header is the toolchain's own.
+        let output = output
+            .split_once("Stack backtrace:")
+            .map_or(output, |(before, _)| before);
         let lines: Vec<&str> = output
             .lines()
             .filter(|line| {
