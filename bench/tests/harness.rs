@@ -24,7 +24,15 @@ fn the_benchmark_harness_runs_in_quick_mode() {
     )
     .unwrap();
     let (misbehave, node) = (fixture("misbehave"), support::node22());
+    let (python, javascript) = (
+        support::repo_root().join("plugins/textpy.wasm"),
+        support::repo_root().join("plugins/textjs.wasm"),
+    );
     let extra = [
+        "--python",
+        python.to_str().unwrap(),
+        "--javascript",
+        javascript.to_str().unwrap(),
         "--misbehave",
         misbehave.to_str().unwrap(),
         "--node",
@@ -49,6 +57,8 @@ fn the_benchmark_harness_runs_in_quick_mode() {
         "idle, 50 plugins: CPU %",
         "TypeScript SDK: tools/call p50 ms, session / one-shot",
         "dev: edit to live p50 / max s (small Rust tool)",
+        "languages: Python: first call after drop, cold cache s",
+        "languages: JS: call in process p50/p99 us",
     ] {
         assert!(report.get(key).is_some(), "{key} missing from {report}");
     }

@@ -48,6 +48,10 @@ class WordStats:
 
 
 WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+# Compiled at build time, into the component's snapshot: a pattern first
+# compiled inside a call would be compiled again in every call's fresh
+# instance.
+SLUG_PART = re.compile(r"[a-z0-9]+")
 
 
 @tool(title="Word statistics", read_only=True, idempotent=True, open_world=False)
@@ -84,7 +88,7 @@ def slugify(text: str, separator: Literal["-", "_"] = "-", max_length: int | Non
         max_length: Cut the slug to at most this many characters, at a word boundary when possible
     """
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    parts = re.findall(r"[a-z0-9]+", ascii_text.lower())
+    parts = SLUG_PART.findall(ascii_text.lower())
     if not parts:
         raise ToolError("NOTHING_TO_SLUGIFY", "the text has no letters or digits", details={"text": text})
     slug = separator.join(parts)
