@@ -253,7 +253,10 @@ fn drop_file(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn wait_until_for(limit: Duration, mut condition: impl FnMut() -> bool) -> anyhow::Result<()> {
+pub(super) fn wait_until_for(
+    limit: Duration,
+    mut condition: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if condition() {

@@ -23,6 +23,7 @@ use toolhost::call::invoke;
 use toolhost::registry::Registry;
 use toolhost::runtime::{Limits, Runtime, TierUp};
 
+use super::hardening::wait_until_for as wait;
 use super::probes::{Spawned, percentile, resident_mib, toolhost_binary};
 use super::reload::send_call;
 use super::{BenchOptions, Report};
@@ -258,17 +259,6 @@ fn drop_in(folder: &Path, id: &str, bytes: &[u8]) -> anyhow::Result<Instant> {
     let started = Instant::now();
     std::fs::rename(&temp, folder.join(format!("{id}.wasm")))?;
     Ok(started)
-}
-
-fn wait(within: Duration, mut condition: impl FnMut() -> bool) -> anyhow::Result<()> {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if condition() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    anyhow::bail!("timed out after {within:?}")
 }
 
 /// The status of one REST call of the language's tool.
