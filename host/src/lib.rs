@@ -4,8 +4,9 @@
 //!
 //! ```text
 //!  commands/  the CLI: each subcommand owns its flags, builds the rest
-//!     │         (`new` and `dev` are the plugin author's: scaffold, then
-//!     │         rebuild on save and read the load result back over REST)
+//!     │         (`new` and `dev` are the plugin author's, in Rust, Python
+//!     │         or JavaScript: scaffold, then rebuild on save and read the
+//!     │         load result back over REST)
 //!  server     serve in-process: HTTP (REST + MCP) and MCP over stdio
 //!     │
 //!  front/     HTTP listener → guard → rest | openapi | mcp (http, stdio) | cgi
@@ -15,16 +16,17 @@
 //!  registry/  the live set of plugins: loader, tools, portability
 //!     │         (schema warnings), policy, watcher
 //!     │
-//!  runtime/   wasmtime: compile + cache, sandbox, WIT imports, call threads
+//!  runtime/   wasmtime: compile (Winch baseline first for large components,
+//!               Cranelift behind) + cache, sandbox, WIT imports, call threads
 //!               (knows nothing of HTTP or JSON-RPC)
 //! ```
 //!
 //! The binary (`main.rs`) parses the command line and runs
 //! [`commands::Cli`]; a program that embeds the server builds a
 //! [`registry::Registry`] and calls [`server::run`]. The benchmark harness
-//! is a crate of its own (`bench/`) built on this library; the plugin SDK
-//! (`sdk/rust`) is a guest-side crate and shares nothing with it but the
-//! WIT contract.
+//! is a crate of its own (`bench/`) built on this library; the plugin SDKs
+//! (`sdk/rust`, `sdk/python`, `sdk/js`) are guest-side and share nothing
+//! with it but the WIT contract.
 
 pub mod call;
 pub mod commands;
