@@ -40,7 +40,8 @@ const LOAD_DEADLINE: Duration = Duration::from_secs(120);
 
 #[derive(Args)]
 pub(super) struct DevOptions {
-    /// The plugin project: a Cargo crate with `crate-type = ["cdylib"]`.
+    /// The plugin project: a Cargo crate with `crate-type = ["cdylib"]`, or
+    /// a folder with `app.py` (Python) or `app.js` (JavaScript).
     #[arg(default_value = ".")]
     project: PathBuf,
     /// Every `serve` flag; they apply when `dev` serves itself.

@@ -40,7 +40,8 @@ enum Command {
     List(list::ListOptions),
     /// Check one file: print its tools, or exactly why it would be rejected.
     Check(check::CheckOptions),
-    /// Scaffold a plugin project: one typed tool with a test, on the Rust SDK.
+    /// Scaffold a plugin project: one typed tool with a test, in Rust,
+    /// Python or JavaScript (`--lang`), on that language's helper library.
     New(new::NewOptions),
     /// Rebuild a plugin project on every save and serve it live; prints the
     /// build error, the tools now live, or why the new version was rejected.
