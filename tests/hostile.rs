@@ -416,9 +416,14 @@ fn memory_returns_near_its_baseline_after_a_large_plugin_is_removed() {
         dir.path(),
         "large.wasm",
     );
-    // Served by baseline code first, then by optimised code compiled in the
-    // background (runtime/compiler.rs): both compiles' memory must go.
+    // Served by baseline code first, then, after its first call, by
+    // optimised code compiled in the background (runtime/compiler.rs):
+    // both compiles' memory must go.
     server.wait_for_within("the large plugin", Duration::from_secs(180), |s| {
+        s.plugin("large").is_some_and(|p| p["state"] == "loaded")
+    });
+    assert_eq!(server.call("ok", json!({})).status, 200);
+    server.wait_for_within("its optimised code", Duration::from_secs(180), |s| {
         s.plugin("large")
             .is_some_and(|p| p["state"] == "loaded" && p["compiler"] == "optimized")
     });

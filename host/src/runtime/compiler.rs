@@ -9,9 +9,12 @@
 //!
 //! So a component of [`BASELINE_FROM_BYTES`] or more whose optimised code
 //! is not in the cache is compiled by Winch first and serves at once. In a
-//! server ([`TierUp::InBackground`]) it is then compiled by Cranelift on one
-//! background thread at the lowest priority, so that neither calls nor
-//! other plugins' loads wait for it; the optimised code replaces the
+//! server ([`TierUp::InBackground`]) its first call queues it for Cranelift
+//! on one background thread at the lowest priority, so that neither calls
+//! nor other plugins' loads wait for it, and a plugin nobody calls costs
+//! nothing more: an idle server stays idle after its loads (optimising
+//! every large plugin right after start-up kept both cores busy for
+//! ~10 s with the two large examples). The optimised code replaces the
 //! baseline code between calls (a call in flight finishes on the code it
 //! started with), goes to the cache, and the baseline entry is removed. A
 //! restart then finds optimised code. Short-lived commands (`call`,
@@ -21,6 +24,7 @@
 //! a Rust plugin, and a second compile would only add work. A component
 //! Winch cannot compile (a proposal it lacks) goes to Cranelift too.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
@@ -146,6 +150,25 @@ pub(crate) struct Code {
 /// optimised in place, so the registry never changes for it.
 pub(crate) type CodeCell = Arc<ArcSwap<Code>>;
 
+/// A plugin on baseline code that has not been queued for optimising yet:
+/// its bytes, until its first call takes them to the optimiser.
+pub(crate) struct Pending {
+    /// Set by the first call: every later call checks only this.
+    queued: AtomicBool,
+    wasm: Mutex<Option<Vec<u8>>>,
+    content_hash: String,
+}
+
+impl Pending {
+    pub(crate) fn new(wasm: &[u8], content_hash: &str) -> Arc<Pending> {
+        Arc::new(Pending {
+            queued: AtomicBool::new(false),
+            wasm: Mutex::new(Some(wasm.to_vec())),
+            content_hash: content_hash.to_string(),
+        })
+    }
+}
+
 /// One component waiting for its optimised code.
 struct Job {
     name: Arc<str>,
@@ -163,19 +186,30 @@ pub(crate) struct Optimizer {
 }
 
 impl Optimizer {
-    /// Queues `wasm` to be compiled by Cranelift and put into `target`.
+    /// Queues a pending plugin to be compiled by Cranelift and put into
+    /// `target`, once: later calls find its bytes gone.
     pub(crate) fn enqueue(
         &self,
         runtime: &Arc<Runtime>,
         name: &Arc<str>,
-        wasm: &[u8],
-        content_hash: &str,
+        pending: &Pending,
         target: &CodeCell,
     ) {
+        if pending.queued.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let Some(wasm) = pending
+            .wasm
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return;
+        };
         let job = Job {
             name: name.clone(),
-            wasm: wasm.to_vec(),
-            content_hash: content_hash.to_string(),
+            wasm,
+            content_hash: pending.content_hash.clone(),
             target: Arc::downgrade(target),
         };
         let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());

@@ -41,7 +41,7 @@ use wasmtime::{Config, Store, Trap, UpdateDeadline};
 
 use self::cache::ArtifactCache;
 pub use self::client::{CallClient, ClientChannel, LogLevel};
-use self::compiler::{BASELINE_FROM_BYTES, CodeCell, Compiler, Optimizer};
+use self::compiler::{BASELINE_FROM_BYTES, CodeCell, Compiler, Optimizer, Pending};
 pub use self::compiler::{Tier, TierUp};
 pub(crate) use self::executor::QUEUE_WAIT;
 use self::executor::{Cancel, Executor, Refusal};
@@ -83,6 +83,9 @@ pub struct CompiledPlugin {
     name: Arc<str>,
     /// The current code: baseline, then optimised (see [`compiler`]).
     code: CodeCell,
+    /// Set while baseline code waits for the first call to queue it for
+    /// optimising.
+    pending: Option<Arc<Pending>>,
     /// Whether the compiled code came from the on-disk cache.
     pub(crate) from_cache: bool,
 }
@@ -182,6 +185,7 @@ impl Runtime {
         let plugin = |code: compiler::Code, from_cache| CompiledPlugin {
             name: name.clone(),
             code: Arc::new(arc_swap::ArcSwap::from_pointee(code)),
+            pending: None,
             from_cache,
         };
         if let Some(code) = cached(&self.optimized) {
@@ -194,10 +198,9 @@ impl Runtime {
             };
             match baseline {
                 Ok((code, from_cache)) => {
-                    let plugin = plugin(code, from_cache);
+                    let mut plugin = plugin(code, from_cache);
                     if self.tier_up == TierUp::InBackground {
-                        self.optimizer
-                            .enqueue(self, &name, wasm, content_hash, &plugin.code);
+                        plugin.pending = Some(Pending::new(wasm, content_hash));
                     }
                     return Ok(plugin);
                 }
@@ -255,6 +258,10 @@ impl Runtime {
         arguments: String,
         client: CallClient,
     ) -> Result<Result<PluginOutput, PluginError>, CallFailure> {
+        if let Some(pending) = &plugin.pending {
+            self.optimizer
+                .enqueue(self, &plugin.name, pending, &plugin.code);
+        }
         let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
         let tool = tool.to_string();
         self.run(move |cancel| async move {
