@@ -8,16 +8,17 @@
 //! the old version while new calls get the new one. Writers are serialised by
 //! one async mutex, held only to apply a verdict, never while compiling.
 //!
-//! Loading is independent per plugin: each changed file gets a load job
-//! ([`Registry::reload`]) that reads, compiles and lists the plugin with up
-//! to [`PARALLEL_LOADS`] jobs at once, so a 20-second compile of a large
-//! Python component does not hold up a one-line change to a small plugin.
-//! A newer event for the same file supersedes a job in progress: the older
-//! job's compile (which cannot be stopped midway) runs out, and its result
-//! is dropped. `/plugins` shows a plugin with a job in progress as
+//! There is one load path ([`Registry::load`]), for the start-up scan and
+//! for every file event: each file gets a generation, is read, compiled and
+//! listed with up to [`PARALLEL_LOADS`] files at once over all loads (so a
+//! 20-second compile of a large Python component does not hold up a
+//! one-line change to a small plugin), and its verdict is applied only if
+//! no newer load of the same plugin began meanwhile. The older load's
+//! compile (which cannot be stopped midway) runs out, and its result is
+//! dropped. `/plugins` shows a plugin with a load in progress as
 //! `compiling`, with how long it has taken. A read that fails for a
 //! transient reason (out of file descriptors, say) keeps what serves and is
-//! retried.
+//! retried. Every outcome is also sent as a [`LoadEvent`].
 //!
 //! Rules:
 //! - A file whose bytes hash the same as what is serving (or as what was
@@ -27,10 +28,11 @@
 //!   that would take another's name is rejected, naming the holder, and is
 //!   admitted by itself once the name is free again.
 
+pub mod events;
 pub mod loader;
 pub(crate) mod policy;
 pub(crate) mod portability;
-pub(crate) mod report;
+pub mod report;
 mod snapshot;
 pub mod tools;
 pub(crate) mod watcher;
@@ -43,8 +45,9 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 
+use crate::registry::events::{LoadEvent, LoadEventKind};
 use crate::registry::loader::{LoadError, LoadedPlugin, Version};
-use crate::registry::report::{PluginReport, PluginsReport};
+use crate::registry::report::{PluginReport, PluginState, PluginsReport};
 pub use crate::registry::snapshot::{ServedTool, Snapshot};
 use crate::registry::tools::ToolListLimits;
 use crate::runtime::Runtime;
@@ -90,23 +93,16 @@ pub struct Registry {
     /// channel keeps only the newest value, so a burst of changes reaches a
     /// slow listener as one.
     tool_list_version: tokio::sync::watch::Sender<u64>,
-    /// Each file rejected, as it happens: MCP sessions that enabled logging
-    /// are told (a rejected update is otherwise silent to its callers).
-    rejections: tokio::sync::broadcast::Sender<Rejected>,
+    /// Every load outcome, as it happens (see [`LoadEvent`]): `dev` waits
+    /// on them, and MCP sessions that enabled logging hear of rejections.
+    events: tokio::sync::broadcast::Sender<LoadEvent>,
     /// The folder served, once scanned (`/plugins` names it, so that
     /// `toolhost dev` knows where to drop a component).
     folder: std::sync::OnceLock<PathBuf>,
 }
 
-/// A plugin file that was just rejected, and why.
-#[derive(Debug, Clone)]
-pub(crate) struct Rejected {
-    pub(crate) plugin: String,
-    pub(crate) reason: Arc<LoadError>,
-}
-
 impl Registry {
-    pub fn new(runtime: Arc<Runtime>, list_limits: ToolListLimits) -> Arc<Self> {
+    pub(crate) fn new(runtime: Arc<Runtime>, list_limits: ToolListLimits) -> Arc<Self> {
         Arc::new(Registry {
             list_limits,
             load_slots: Arc::new(tokio::sync::Semaphore::new(PARALLEL_LOADS)),
@@ -116,7 +112,7 @@ impl Registry {
             writer: tokio::sync::Mutex::new(()),
             runtime,
             tool_list_version: tokio::sync::watch::Sender::new(0),
-            rejections: tokio::sync::broadcast::Sender::new(64),
+            events: tokio::sync::broadcast::Sender::new(events::EVENT_BUFFER),
             folder: std::sync::OnceLock::new(),
         })
     }
@@ -128,12 +124,6 @@ impl Registry {
     /// How much one plugin may list.
     pub(crate) fn list_limits(&self) -> &ToolListLimits {
         &self.list_limits
-    }
-
-    /// A receiver of every rejection from now on. A slow receiver misses
-    /// the oldest ones rather than holding up the registry.
-    pub(crate) fn rejections(&self) -> tokio::sync::broadcast::Receiver<Rejected> {
-        self.rejections.subscribe()
     }
 
     /// How many plugin files are rejected now (`/health` reports it).
@@ -156,10 +146,11 @@ impl Registry {
         self.current.load_full()
     }
 
-    /// Loads every plugin file in `dir`, several at a time, and applies them
-    /// in name order (so "first" in a tool-name conflict is deterministic at
-    /// startup). Also drops plugins whose files are gone.
-    pub async fn scan(self: &Arc<Self>, dir: &Path) -> std::io::Result<()> {
+    /// Loads every plugin file in `dir` and drops plugins whose files are
+    /// gone, then returns. The files go through the one load path
+    /// ([`Registry::load`]) as one batch, applied in name order, so "first"
+    /// in a tool-name conflict is deterministic at start-up.
+    pub(crate) async fn scan(self: &Arc<Self>, dir: &Path) -> std::io::Result<()> {
         let _ = self
             .folder
             .set(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
@@ -176,100 +167,122 @@ impl Registry {
             .map(|(_, r)| r.file.clone())
             .collect();
         paths.extend(known.into_iter().filter(|path| !path.exists()));
-        self.sync(paths).await;
+        tracing::info!(folder = %dir.display(), files = paths.len(), "loading the plugin folder");
+        self.load(paths).await;
         Ok(())
     }
 
-    /// Brings the registry in line with the files at `paths` as they are
-    /// now: loads new and changed files, drops deleted ones, and applies
-    /// them together in name order. The startup scan uses it; file events
-    /// go through [`Registry::reload`].
-    pub(crate) async fn sync(self: &Arc<Self>, mut paths: Vec<PathBuf>) {
+    /// Starts loading the file at `path` (changed, new or deleted) and
+    /// returns at once; the registry changes when the load is done. The
+    /// watcher's entry into [`Registry::load`].
+    pub(crate) fn reload(self: &Arc<Self>, path: PathBuf) {
+        let registry = self.clone();
+        tokio::spawn(async move { registry.load(vec![path]).await });
+    }
+
+    /// The one load path, for the start-up scan and every file event alike.
+    ///
+    /// Each file gets a new generation first, which supersedes any load of
+    /// the same plugin still in progress. The files are then read, compiled
+    /// and listed, up to [`PARALLEL_LOADS`] at once over all loads, and their
+    /// verdicts applied together in name order, each only if its generation
+    /// is still the newest for its plugin: a verdict overtaken by a newer
+    /// event (a file replaced while a long scan compiled something else) is
+    /// dropped, never applied over the newer version. A read that fails for
+    /// a transient reason is tried again later, under a new generation.
+    pub(crate) async fn load(self: &Arc<Self>, mut paths: Vec<PathBuf>) {
         paths.sort();
         paths.dedup();
-        let before = self.snapshot();
-        let mut judged = Vec::with_capacity(paths.len());
-        for batch in paths.chunks(PARALLEL_LOADS) {
-            let mut tasks = tokio::task::JoinSet::new();
-            for (index, path) in batch.iter().enumerate() {
-                let (before, runtime, path) = (before.clone(), self.runtime.clone(), path.clone());
-                let limits = self.list_limits;
-                tasks.spawn(async move { (index, judge(&runtime, &limits, &before, &path).await) });
-            }
-            let mut results = tasks.join_all().await;
-            results.sort_by_key(|(index, _)| *index);
-            judged.extend(
-                batch
-                    .iter()
-                    .cloned()
-                    .zip(results.into_iter().map(|(_, v)| v)),
-            );
+        let jobs: Vec<(String, PathBuf, u64)> = paths
+            .into_iter()
+            .filter_map(|path| {
+                let id = loader::plugin_id(&path)?;
+                let generation = self.begin(&id, &path);
+                Some((id, path, generation))
+            })
+            .collect();
+        let mut tasks = tokio::task::JoinSet::new();
+        for (index, (id, path, generation)) in jobs.iter().cloned().enumerate() {
+            let registry = self.clone();
+            tasks.spawn(async move {
+                let Ok(_slot) = registry.load_slots.clone().acquire_owned().await else {
+                    return (index, None);
+                };
+                // Superseded while it queued for a slot: not worth a compile.
+                if !registry.is_newest(&id, generation) {
+                    return (index, None);
+                }
+                let verdict = judge(
+                    &registry.runtime,
+                    &registry.list_limits,
+                    &registry.snapshot(),
+                    &path,
+                )
+                .await;
+                (index, Some(verdict))
+            });
         }
+        let mut verdicts: Vec<Option<Verdict>> = jobs.iter().map(|_| None).collect();
+        for (index, verdict) in tasks.join_all().await {
+            verdicts[index] = verdict;
+        }
+
         let _writer = self.writer.lock().await;
         let before = self.snapshot();
         let mut next = (*before).clone();
-        let mut rejected = Vec::new();
-        for (path, verdict) in judged {
-            if let Verdict::Retry(reason) = &verdict {
-                tracing::warn!(file = %path.display(), %reason, "cannot read the plugin now; retrying");
-                self.reload(path.clone());
+        let mut outcomes = Vec::new();
+        for ((id, path, generation), verdict) in jobs.into_iter().zip(verdicts) {
+            let Some(verdict) = verdict else { continue };
+            if !self.finish(&id, generation) {
+                tracing::info!(plugin = %id, "a newer version arrived while loading; this one is dropped");
+                continue;
             }
-            rejected.extend(apply(&mut next, &path, verdict));
+            if let Verdict::Retry(reason) = verdict {
+                tracing::warn!(plugin = %id, %reason, "cannot read the plugin now; retrying");
+                let registry = self.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(RETRY_AFTER).await;
+                    registry.reload(path);
+                });
+                continue;
+            }
+            if let Some(outcome) = apply(&mut next, &id, &path, verdict) {
+                outcomes.push((id, outcome));
+            }
         }
-        self.publish(&before, next);
-        self.tell_rejections(rejected);
+        self.publish(&before, next, outcomes);
     }
 
-    /// Starts a load job for the file at `path` (changed, new or deleted),
-    /// superseding any job in progress for the same plugin. Returns at
-    /// once; the registry changes when the job is done.
-    pub(crate) fn reload(self: &Arc<Self>, path: PathBuf) {
-        let Some(id) = loader::plugin_id(&path) else {
-            return;
-        };
+    /// Registers a new load of plugin `id` and returns its generation; an
+    /// older load of the same plugin is superseded from now on.
+    fn begin(&self, id: &str, path: &Path) -> u64 {
         let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
         self.lock_jobs().insert(
-            id.clone(),
+            id.to_string(),
             Job {
                 generation,
-                file: path.clone(),
+                file: path.to_path_buf(),
                 started: Instant::now(),
             },
         );
-        let registry = self.clone();
-        tokio::spawn(async move { registry.run_job(id, path, generation).await });
+        let mut report = match self.snapshot().plugin_report(id) {
+            Some(report) => report,
+            None => PluginReport::compiling(id, &path.display().to_string()),
+        };
+        report.set_compiling(0);
+        self.tell(LoadEventKind::Compiling, id, report);
+        generation
     }
 
-    async fn run_job(&self, id: String, path: PathBuf, generation: u64) {
-        loop {
-            let verdict = {
-                let Ok(_slot) = self.load_slots.acquire().await else {
-                    return;
-                };
-                if !self.is_newest(&id, generation) {
-                    return;
-                }
-                judge(&self.runtime, &self.list_limits, &self.snapshot(), &path).await
-            };
-            let _writer = self.writer.lock().await;
-            if !self.is_newest(&id, generation) {
-                tracing::info!(plugin = %id, "a newer version arrived while loading; this one is dropped");
-                return;
-            }
-            if let Verdict::Retry(reason) = verdict {
-                drop(_writer);
-                tracing::warn!(plugin = %id, %reason, "cannot read the plugin now; retrying");
-                tokio::time::sleep(RETRY_AFTER).await;
-                continue;
-            }
-            let before = self.snapshot();
-            let mut next = (*before).clone();
-            let rejected = apply(&mut next, &path, verdict);
-            self.publish(&before, next);
-            self.lock_jobs().remove(&id);
-            self.tell_rejections(rejected);
-            return;
+    /// Ends load `generation` of plugin `id` if it is still the newest, and
+    /// says whether it was (only then may its verdict be applied).
+    fn finish(&self, id: &str, generation: u64) -> bool {
+        let mut jobs = self.lock_jobs();
+        let newest = jobs.get(id).is_some_and(|job| job.generation == generation);
+        if newest {
+            jobs.remove(id);
         }
+        newest
     }
 
     fn lock_jobs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Job>> {
@@ -282,16 +295,24 @@ impl Registry {
             .is_some_and(|job| job.generation == generation)
     }
 
-    fn tell_rejections(&self, rejected: impl IntoIterator<Item = Rejected>) {
-        for rejection in rejected {
-            // No receiver is fine: nobody is listening.
-            let _ = self.rejections.send(rejection);
-        }
+    /// Sends one event; nobody listening is fine.
+    fn tell(&self, kind: LoadEventKind, id: &str, report: PluginReport) {
+        let _ = self.events.send(LoadEvent {
+            kind,
+            plugin: id.to_string(),
+            report,
+        });
     }
 
-    /// Swaps in `next` and tells listeners if the tool list changed.
-    fn publish(&self, before: &Snapshot, mut next: Snapshot) {
-        next.admit_waiting();
+    /// Swaps in `next`, tells listeners if the tool list changed, and sends
+    /// one event per outcome with the plugin's report as it now stands.
+    fn publish(&self, before: &Snapshot, mut next: Snapshot, mut outcomes: Vec<(String, Outcome)>) {
+        // A version that waited for a tool name now free is admitted too.
+        for id in next.admit_waiting() {
+            if !outcomes.iter().any(|(known, _)| *known == id) {
+                outcomes.push((id, Outcome::Admitted));
+            }
+        }
         for (id, record) in next.plugins() {
             if let Some(rejection) = &record.rejected
                 && rejection.waiting.is_some()
@@ -300,11 +321,42 @@ impl Registry {
             }
         }
         let tool_list_changed = before.tool_list_fingerprint() != next.tool_list_fingerprint();
-        self.current.store(Arc::new(next));
+        let next = Arc::new(next);
+        self.current.store(next.clone());
         if tool_list_changed {
             self.tool_list_version.send_modify(|version| *version += 1);
         }
+        for (id, outcome) in outcomes {
+            let (kind, report) = match outcome {
+                Outcome::Removed => match before.plugin_report(&id) {
+                    Some(report) => (LoadEventKind::Removed, report),
+                    None => continue,
+                },
+                Outcome::Admitted | Outcome::Refused => match next.plugin_report(&id) {
+                    // Admitted, unless it waits for a tool name.
+                    Some(report) if report.state == PluginState::Rejected => {
+                        (LoadEventKind::Rejected, report)
+                    }
+                    Some(report) if before.is_serving(&id) => (LoadEventKind::Replaced, report),
+                    Some(report) => (LoadEventKind::Loaded, report),
+                    None => continue,
+                },
+            };
+            self.tell(kind, &id, report);
+        }
         crate::runtime::release_free_memory();
+    }
+
+    /// A receiver of every load event from now on (see [`LoadEvent`]).
+    pub(crate) fn events(&self) -> tokio::sync::broadcast::Receiver<LoadEvent> {
+        self.events.subscribe()
+    }
+
+    /// Tells listeners that plugin `name` now runs optimised code.
+    pub(crate) fn tell_optimised(&self, name: &str) {
+        if let Some(report) = self.snapshot().plugin_report(name) {
+            self.tell(LoadEventKind::Optimised, name, report);
+        }
     }
 
     /// Every plugin file and its state, as `GET /plugins` and `toolhost
@@ -331,30 +383,38 @@ impl Registry {
     }
 }
 
-/// Applies one file's verdict to a snapshot being built; a rejection is
-/// returned to be told to listeners once the snapshot is published.
-fn apply(next: &mut Snapshot, path: &Path, verdict: Verdict) -> Option<Rejected> {
-    let id = loader::plugin_id(path)?;
+/// What applying a verdict did to a plugin.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Admitted,
+    Refused,
+    Removed,
+}
+
+/// Applies one file's verdict to a snapshot being built, and says what it
+/// did (nothing, for a file that is unchanged).
+fn apply(next: &mut Snapshot, id: &str, path: &Path, verdict: Verdict) -> Option<Outcome> {
     match verdict {
-        Verdict::Unchanged | Verdict::Retry(_) => {}
+        Verdict::Unchanged | Verdict::Retry(_) => None,
         Verdict::Gone => {
+            next.plugin_report(id)?;
             tracing::info!(plugin = %id, "plugin removed");
-            next.remove(&id);
+            next.remove(id);
+            Some(Outcome::Removed)
         }
         Verdict::Loaded(plugin) => {
             let names: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
             let from_cache = plugin.compiled.from_cache;
             tracing::info!(plugin = %id, hash = %&plugin.version.content_hash[..12], from_cache, tools = ?names, "plugin loaded");
             next.admit(Arc::new(plugin));
+            Some(Outcome::Admitted)
         }
         Verdict::Refused { version, reason } => {
             tracing::warn!(plugin = %id, %reason, "plugin rejected");
-            let reason = Arc::new(reason);
-            next.reject(&id, path, version, reason.clone());
-            return Some(Rejected { plugin: id, reason });
+            next.reject(id, path, version, Arc::new(reason));
+            Some(Outcome::Refused)
         }
     }
-    None
 }
 
 /// Reads and loads one file, without touching the registry.

@@ -1,74 +1,83 @@
 //! The plugin report: every plugin file, its state, its tools and what it
 //! was granted, as one typed value. `GET /plugins` serialises it, `toolhost
-//! list` prints it as a table and `toolhost check` prints the report of
-//! the one file it loaded, so the three never disagree on a field.
+//! list` prints it as a table, `toolhost check` prints the report of the
+//! one file it loaded, and every load event carries one, so none of them
+//! disagrees on a field. It deserialises too: `toolhost dev` and the tests
+//! read a server's `/plugins` as this type, never by string keys.
 
 use std::time::SystemTime;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::registry::loader::LoadedPlugin;
 use crate::registry::policy;
 
 /// `GET /plugins`: every plugin file, by id.
-#[derive(Serialize)]
-pub(crate) struct PluginsReport {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PluginsReport {
     /// The folder served.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) folder: Option<String>,
-    pub(crate) plugins: Vec<PluginReport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
+    pub plugins: Vec<PluginReport>,
+}
+
+impl PluginsReport {
+    /// The report on the plugin with this id, if there is one.
+    pub fn plugin(&self, id: &str) -> Option<&PluginReport> {
+        self.plugins.iter().find(|plugin| plugin.id == id)
+    }
 }
 
 /// One plugin file and what became of it.
-#[derive(Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct PluginReport {
-    pub(crate) id: String,
-    pub(crate) file: String,
+pub struct PluginReport {
+    pub id: String,
+    pub file: String,
     /// The names of the tools the serving version provides.
-    pub(crate) tools: Vec<String>,
-    pub(crate) state: PluginState,
+    pub tools: Vec<String>,
+    pub state: PluginState,
     /// Why the newest version was rejected.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// The newest version's hash: the serving one, or the rejected one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    content_hash: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rejected_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    loaded_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    from_cache: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_cache: Option<bool>,
     /// Which compiler made the serving code: `baseline` until a large
     /// plugin's optimised code is in place (see `runtime/compiler.rs`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    compiler: Option<crate::runtime::Tier>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<crate::runtime::Tier>,
     /// The version that still serves while a newer one is rejected.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    serving: Option<Serving>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving: Option<Serving>,
     /// What the serving version's policy grants (names, never values).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) granted: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted: Option<serde_json::Value>,
     /// Input-schema constructs a major LLM API refuses, in the serving
     /// version (see `registry/portability.rs`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) schema_warnings: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schema_warnings: Vec<String>,
     /// Set while a load job for this file runs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    compiling: Option<Compiling>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiling: Option<Compiling>,
 }
 
-#[derive(Serialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum PluginState {
+pub enum PluginState {
     Loaded,
     Rejected,
     Compiling,
 }
 
 impl PluginState {
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             PluginState::Loaded => "loaded",
             PluginState::Rejected => "rejected",
@@ -77,17 +86,19 @@ impl PluginState {
     }
 }
 
-#[derive(Serialize)]
+/// The version that still serves while a newer one is rejected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Serving {
-    content_hash: String,
-    loaded_at: String,
+pub struct Serving {
+    pub content_hash: String,
+    pub loaded_at: String,
 }
 
-#[derive(Serialize)]
+/// A load job in progress, and how long it has run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Compiling {
-    elapsed_ms: u64,
+pub struct Compiling {
+    pub elapsed_ms: u64,
 }
 
 fn time(at: SystemTime) -> String {

@@ -74,25 +74,37 @@ impl Snapshot {
     /// report it.
     pub(super) fn plugins_report(&self) -> Vec<PluginReport> {
         self.plugins
-            .iter()
-            .filter_map(|(id, record)| {
-                let file = record.file.display().to_string();
-                let serving = record.serving.as_deref();
-                match (&record.rejected, serving) {
-                    (Some(rejection), serving) => Some(PluginReport::rejected(
-                        id,
-                        &file,
-                        &rejection.reason.to_string(),
-                        &rejection.version.content_hash,
-                        rejection.at,
-                        serving,
-                    )),
-                    (None, Some(serving)) => Some(PluginReport::loaded(serving)),
-                    // A record is made by admitting or rejecting a version.
-                    (None, None) => None,
-                }
-            })
+            .keys()
+            .filter_map(|id| self.plugin_report(id))
             .collect()
+    }
+
+    /// The report on one plugin file, as `/plugins` shows it (without a
+    /// load in progress).
+    pub(super) fn plugin_report(&self, id: &str) -> Option<PluginReport> {
+        let record = self.plugins.get(id)?;
+        let file = record.file.display().to_string();
+        let serving = record.serving.as_deref();
+        match (&record.rejected, serving) {
+            (Some(rejection), serving) => Some(PluginReport::rejected(
+                id,
+                &file,
+                &rejection.reason.to_string(),
+                &rejection.version.content_hash,
+                rejection.at,
+                serving,
+            )),
+            (None, Some(serving)) => Some(PluginReport::loaded(serving)),
+            // A record is made by admitting or rejecting a version.
+            (None, None) => None,
+        }
+    }
+
+    /// Whether some version of plugin `id` serves.
+    pub(super) fn is_serving(&self, id: &str) -> bool {
+        self.plugins
+            .get(id)
+            .is_some_and(|record| record.serving.is_some())
     }
 
     /// Puts a valid version in service, unless one of its tool names is held
@@ -161,8 +173,9 @@ impl Snapshot {
     }
 
     /// Retries versions that waited for a tool name, oldest first, until
-    /// none more can be admitted.
-    pub(super) fn admit_waiting(&mut self) {
+    /// none more can be admitted; returns the ids admitted.
+    pub(super) fn admit_waiting(&mut self) -> Vec<String> {
+        let mut admitted_ids = Vec::new();
         loop {
             let mut waiting: Vec<(SystemTime, Arc<LoadedPlugin>)> = self
                 .plugins
@@ -181,8 +194,11 @@ impl Snapshot {
                 })
             });
             match admitted {
-                Some((_, candidate)) => self.admit(candidate),
-                None => return,
+                Some((_, candidate)) => {
+                    admitted_ids.push(candidate.id.clone());
+                    self.admit(candidate);
+                }
+                None => return admitted_ids,
             }
         }
     }

@@ -47,7 +47,7 @@ pub(crate) const BASELINE_FROM_BYTES: usize = 1024 * 1024;
 const OPTIMIZER_NICE: i32 = 19;
 
 /// Which compiler made a plugin's code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
     /// Winch: fast to compile.

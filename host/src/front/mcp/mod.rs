@@ -36,6 +36,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::invoke;
 use crate::registry::Registry;
+use crate::registry::events::LoadEventKind;
 use crate::runtime::{ClientChannel, LogLevel};
 
 /// One MCP session's handler. Streamable HTTP makes one per session and
@@ -78,7 +79,7 @@ impl McpFront {
     /// other.
     fn forward_changes(&self, peer: Peer<RoleServer>) {
         let mut changes = self.registry.tool_list_changes();
-        let mut rejections = self.registry.rejections();
+        let mut events = self.registry.events();
         let (ended, logging_enabled, log_level) = (
             self.session_ended.clone(),
             self.logging_enabled.clone(),
@@ -92,7 +93,8 @@ impl McpFront {
                         Ok(()) => peer.notify_tool_list_changed().await,
                         Err(_) => return,
                     },
-                    rejected = rejections.recv() => match rejected {
+                    event = events.recv() => match event {
+                        Ok(event) if event.kind != LoadEventKind::Rejected => continue,
                         Ok(rejected) => {
                             let threshold = *log_level.lock().unwrap_or_else(|e| e.into_inner());
                             if !logging_enabled.load(Ordering::Relaxed)
@@ -103,7 +105,7 @@ impl McpFront {
                             let data = json!({
                                 "event": "plugin rejected",
                                 "plugin": rejected.plugin,
-                                "reason": rejected.reason.to_string(),
+                                "reason": rejected.report.reason.unwrap_or_default(),
                             });
                             let params = LoggingMessageNotificationParam::new(LoggingLevel::Warning, data)
                                 .with_logger("toolhost");
@@ -169,6 +171,7 @@ impl ServerHandler for McpFront {
             arguments,
             self.text_format,
             Some(client),
+            invoke::Front::Mcp,
         )
         .await;
         call_tool_result(envelope).map(Into::into)
