@@ -3,7 +3,6 @@
 //! beside it, and calls per second at 1 and 2 concurrent callers.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -11,25 +10,21 @@ use serde_json::{Value, json};
 use super::BenchOptions;
 use super::probes::percentile;
 use toolhost::call::envelope::TextFormat;
-use toolhost::call::invoke;
-use toolhost::registry::Registry;
-use toolhost::runtime::{Limits, Runtime, TierUp};
+use toolhost::{Host, HostConfig};
 
 /// Section 1: timings of the runtime alone and of the whole host path.
 pub(super) async fn measure(options: &BenchOptions, work: &Path) -> anyhow::Result<Value> {
     let dir = work.join("in-process");
     std::fs::create_dir_all(&dir)?;
     std::fs::copy(&options.echo, dir.join("echo.wasm"))?;
-    let limits = Limits {
-        timeout: Duration::from_secs(10),
-        memory_bytes: 64 << 20,
-    };
-    let registry = Registry::new(
-        Runtime::new(limits, None, 64, TierUp::InBackground)?,
-        toolhost::registry::tools::ToolListLimits::DEFAULT,
-    );
-    registry.scan(&dir).await?;
-    let entry = registry
+    let host = Host::open(HostConfig {
+        cache_dir: None,
+        watch: None,
+        ..HostConfig::new(&dir)
+    })
+    .await?;
+    let registry = host.registry();
+    let entry = host
         .snapshot()
         .tool("echo")
         .cloned()
@@ -54,14 +49,13 @@ pub(super) async fn measure(options: &BenchOptions, work: &Path) -> anyhow::Resu
         let bare_us = started.elapsed().as_secs_f64() * 1e6;
         anyhow::ensure!(matches!(outcome, Ok(Ok(_))), "bare call failed");
         let started = Instant::now();
-        let envelope = invoke::call_tool(
-            &registry,
-            "echo",
-            arguments.as_object().cloned().unwrap_or_default(),
-            TextFormat::Json,
-            None,
-        )
-        .await;
+        let envelope = host
+            .call(
+                "echo",
+                arguments.as_object().cloned().unwrap_or_default(),
+                TextFormat::Json,
+            )
+            .await;
         let full_us = started.elapsed().as_secs_f64() * 1e6;
         anyhow::ensure!(!envelope.is_error, "host call failed");
         if round >= calls {
@@ -70,8 +64,8 @@ pub(super) async fn measure(options: &BenchOptions, work: &Path) -> anyhow::Resu
         }
     }
     let span = Duration::from_millis(if options.quick { 300 } else { 3000 });
-    let one = throughput(&registry, 1, span).await;
-    let two = throughput(&registry, 2, span).await;
+    let one = throughput(&host, 1, span).await;
+    let two = throughput(&host, 2, span).await;
     // This VM's speed drifts by tens of percent over seconds (a plain
     // Python loop varies 0.31-0.51 s run to run), so the p50 of the
     // quietest tenth of the calls is shown beside the p50 of all of them:
@@ -95,11 +89,11 @@ pub(super) async fn measure(options: &BenchOptions, work: &Path) -> anyhow::Resu
     }))
 }
 
-async fn throughput(registry: &Arc<Registry>, callers: usize, span: Duration) -> f64 {
+async fn throughput(host: &Host, callers: usize, span: Duration) -> f64 {
     let deadline = Instant::now() + span;
     let tasks: Vec<_> = (0..callers)
         .map(|_| {
-            let registry = registry.clone();
+            let host = host.clone();
             tokio::spawn(async move {
                 let mut count = 0u64;
                 while Instant::now() < deadline {
@@ -107,7 +101,7 @@ async fn throughput(registry: &Arc<Registry>, callers: usize, span: Duration) ->
                         .as_object()
                         .cloned()
                         .unwrap_or_default();
-                    invoke::call_tool(&registry, "echo", arguments, TextFormat::Json, None).await;
+                    host.call("echo", arguments, TextFormat::Json).await;
                     count += 1;
                 }
                 count

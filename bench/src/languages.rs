@@ -19,9 +19,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost::call::envelope::TextFormat;
-use toolhost::call::invoke;
-use toolhost::registry::Registry;
-use toolhost::runtime::{Limits, Runtime, TierUp};
+use toolhost::runtime::Limits;
+use toolhost::{Host, HostConfig};
 
 use super::hardening::wait_until_for as wait;
 use super::probes::{Spawned, percentile, resident_mib, toolhost_binary};
@@ -191,33 +190,25 @@ pub(super) async fn section(
     drop(warm);
 
     // In process, on the optimised code from the cache.
-    let registry = Registry::new(
-        Runtime::new(
-            Limits {
-                timeout: Duration::from_secs(10),
-                memory_bytes: 256 << 20,
-            },
-            Some(cache),
-            8,
-            TierUp::Never,
-        )?,
-        toolhost::registry::tools::ToolListLimits::DEFAULT,
-    );
-    registry.scan(&warm_folder).await?;
+    let host = Host::open(HostConfig {
+        limits: Limits {
+            timeout: Duration::from_secs(10),
+            memory_bytes: 256 << 20,
+        },
+        cache_dir: Some(cache),
+        max_calls: 8,
+        ..HostConfig::new(&warm_folder).once()
+    })
+    .await?;
     let calls = if options.quick { 100 } else { 3000 };
     for language in &languages {
         let arguments = language.arguments.as_object().cloned().unwrap_or_default();
         let mut samples = Vec::with_capacity(calls);
         for round in 0..calls + calls / 10 {
             let started = Instant::now();
-            let envelope = invoke::call_tool(
-                &registry,
-                language.tool,
-                arguments.clone(),
-                TextFormat::Json,
-                None,
-            )
-            .await;
+            let envelope = host
+                .call(language.tool, arguments.clone(), TextFormat::Json)
+                .await;
             let us = started.elapsed().as_secs_f64() * 1e6;
             anyhow::ensure!(!envelope.is_error, "{} failed in process", language.tool);
             if round >= calls / 10 {

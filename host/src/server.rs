@@ -1,10 +1,9 @@
-//! The server, startable in-process: give it a registry, a bound listener
-//! and a shutdown signal, and it serves REST at `/` and MCP Streamable HTTP
-//! at `/mcp` on that listener until the signal fires ([`run`]); or MCP over
-//! stdin/stdout until the client closes stdin ([`run_stdio`]). `toolhost
-//! serve` (commands/serve.rs) is one user; the benchmark and tests can
-//! embed it the same way. The routes are in `front/`; this file only
-//! assembles them.
+//! The fronts assembled: given a registry, a bound listener and a shutdown
+//! signal, serve REST at `/` and MCP Streamable HTTP at `/mcp` on that
+//! listener until the signal fires ([`run`]); or MCP over stdin/stdout
+//! until the client closes stdin ([`run_stdio`]); or answer one CGI
+//! request ([`run_cgi`]). [`crate::Host`] is how callers reach these; the
+//! routes are in `front/`, and this file only assembles them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +13,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::call::envelope::TextFormat;
+use crate::call::invoke::Front;
 use crate::front::guard::{self, GuardSettings, LOOPBACK_HOSTS};
 use crate::front::listener::{self, ConnectionLimits};
 use crate::front::mcp::McpFront;
@@ -63,7 +63,7 @@ impl Default for Settings {
 
 /// Serves HTTP on `listener` until `shutdown` completes, then stops
 /// accepting, lets calls in flight finish and ends the MCP streams.
-pub async fn run(
+pub(crate) async fn run(
     registry: Arc<Registry>,
     listener: TcpListener,
     settings: Settings,
@@ -109,6 +109,7 @@ async fn serve(
     let rest_settings = RestSettings {
         max_body_bytes: settings.max_body_bytes,
         text_format: settings.text_format,
+        front: Front::Rest,
     };
     let app = rest::router(registry, rest_settings).merge(mcp).layer(
         axum::middleware::from_fn_with_state(guard_settings, guard::check),
@@ -123,7 +124,10 @@ async fn serve(
 
 /// MCP over stdin/stdout until the client closes stdin. Nothing but MCP
 /// messages is ever written to stdout; logs go to stderr.
-pub async fn run_stdio(registry: Arc<Registry>, text_format: TextFormat) -> anyhow::Result<()> {
+pub(crate) async fn run_stdio(
+    registry: Arc<Registry>,
+    text_format: TextFormat,
+) -> anyhow::Result<()> {
     tracing::info!("serving MCP on stdio");
     let front = McpFront::new(registry, text_format);
     let stdio = stdio::transport();
@@ -131,4 +135,20 @@ pub async fn run_stdio(registry: Arc<Registry>, text_format: TextFormat) -> anyh
     service.waiting().await?;
     let _ = tokio::time::timeout(Duration::from_secs(2), stdio.stdout_done).await;
     Ok(())
+}
+
+/// Answers one CGI/1.1 request on stdout with the REST routes, or, when
+/// the host could not be opened, with that failure as a HOST_ERROR
+/// envelope: the web server always gets an answer.
+pub(crate) async fn run_cgi(
+    registry: anyhow::Result<Arc<Registry>>,
+    text_format: TextFormat,
+    max_body_bytes: usize,
+) -> anyhow::Result<()> {
+    let settings = RestSettings {
+        max_body_bytes,
+        text_format,
+        front: Front::Cgi,
+    };
+    crate::front::cgi::run(registry, settings).await
 }

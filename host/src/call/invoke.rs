@@ -4,10 +4,19 @@
 //! Fronts hand in a tool name and the arguments (raw bytes, or an already
 //! parsed JSON value) and get an [`Envelope`] back; they never see wasmtime
 //! or the registry's internals.
+//!
+//! Every call runs inside one `tracing` span named `call` (tool, plugin,
+//! front, outcome, duration), and what the plugin prints is logged inside
+//! it. A failure the host detects (a deadline, the memory cap, a trap, a
+//! full house) is logged once at `warn`; a caller's own mistake (bad
+//! arguments, an unknown tool) only at `debug`. Nothing is logged per call
+//! at `info`.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
 use crate::call::envelope::{Envelope, TextFormat, schema_problems};
 use crate::call::errors::ErrorCode;
@@ -48,9 +57,62 @@ pub(crate) fn arguments_object(value: Value) -> Result<Map<String, Value>, Envel
     }
 }
 
-/// Looks up, validates, calls and normalizes. Never fails: every outcome,
-/// good or bad, is an envelope.
+/// Which front a call came in through, as the call's span names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Front {
+    Rest,
+    Mcp,
+    Cgi,
+    Cli,
+    /// A program that embeds the library.
+    Library,
+}
+
+impl Front {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Front::Rest => "rest",
+            Front::Mcp => "mcp",
+            Front::Cgi => "cgi",
+            Front::Cli => "cli",
+            Front::Library => "library",
+        }
+    }
+}
+
+/// Looks up, validates, calls and normalizes, inside the call's span.
+/// Never fails: every outcome, good or bad, is an envelope.
 pub async fn call_tool(
+    registry: &Arc<Registry>,
+    name: &str,
+    arguments: Map<String, Value>,
+    format: TextFormat,
+    client: CallClient,
+    front: Front,
+) -> Envelope {
+    let span = tracing::info_span!(
+        "call",
+        tool = name,
+        plugin = tracing::field::Empty,
+        front = front.as_str(),
+        outcome = tracing::field::Empty,
+        duration_ms = tracing::field::Empty,
+    );
+    let started = Instant::now();
+    let envelope = run_call(registry, name, arguments, format, client)
+        .instrument(span.clone())
+        .await;
+    let outcome = match &envelope.error {
+        None => "ok".to_string(),
+        Some(error) => error.code.clone(),
+    };
+    span.record("outcome", outcome.as_str());
+    span.record("duration_ms", started.elapsed().as_secs_f64() * 1e3);
+    span.in_scope(|| tracing::debug!("call ended"));
+    envelope
+}
+
+async fn run_call(
     registry: &Arc<Registry>,
     name: &str,
     arguments: Map<String, Value>,
@@ -65,6 +127,7 @@ pub async fn call_tool(
     // worth its cost for arguments that are wrong.
     if !entry.tool.input_validator.is_valid(&arguments) {
         let problems = schema_problems(&entry.tool.input_validator, &arguments);
+        tracing::debug!(code = %ErrorCode::InvalidArguments, "arguments refused");
         let summary: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
         return Envelope::host_error(
             ErrorCode::InvalidArguments,
@@ -76,12 +139,18 @@ pub async fn call_tool(
         );
     }
 
+    tracing::Span::current().record("plugin", entry.plugin.id.as_str());
     // A plugin takes calls up to its share (`max_concurrent`); a call over
     // it waits briefly for a slot, then is refused as BUSY.
     let plugin = &entry.plugin;
     let Ok(Ok(_permit)) =
         tokio::time::timeout(BUSY_WAIT, plugin.permits.clone().acquire_owned()).await
     else {
+        tracing::warn!(
+            code = %ErrorCode::Busy,
+            "plugin is at its maximum of {} calls",
+            plugin.max_concurrent
+        );
         return Envelope::host_error(
             ErrorCode::Busy,
             format!(
@@ -139,6 +208,13 @@ fn call_failure(tool: &str, plugin: &str, failure: CallFailure) -> Envelope {
             details["retryAfterMs"] = json!(BUSY_WAIT.as_millis());
         }
         CallFailure::Trapped { .. } | CallFailure::InvalidOutput(_) | CallFailure::Host(_) => {}
+    }
+    // The one line the server log gets for a failure the host detected.
+    match &failure {
+        CallFailure::Trapped { stderr, .. } if !stderr.is_empty() => {
+            tracing::warn!(%code, stderr = %stderr, "tool {tool:?} {failure}")
+        }
+        _ => tracing::warn!(%code, "tool {tool:?} {failure}"),
     }
     Envelope::host_error(code, format!("tool {tool:?} {failure}"), Some(details))
 }

@@ -24,8 +24,8 @@ impl CallOptions {
     /// unreadable plugin folder, say) is printed as a HOST_ERROR envelope
     /// too, so a script always gets JSON.
     pub(super) async fn run(self) -> anyhow::Result<u8> {
-        let registry = match self.host.loaded_registry().await {
-            Ok(registry) => registry,
+        let host = match self.host.open_once().await {
+            Ok(host) => host,
             Err(error) => {
                 let envelope =
                     Envelope::host_error(ErrorCode::HostError, format!("{error:#}"), None);
@@ -43,11 +43,12 @@ impl CallOptions {
         let envelope = match invoke::parse_arguments(arguments.as_bytes()) {
             Ok(arguments) => {
                 invoke::call_tool(
-                    &registry,
+                    host.registry(),
                     &self.tool,
                     arguments,
                     self.host.text_format,
                     None,
+                    invoke::Front::Cli,
                 )
                 .await
             }

@@ -5,8 +5,7 @@
 use clap::Args;
 
 use super::options::{HostOptions, HttpOptions};
-use crate::front::cgi;
-use crate::front::rest::RestSettings;
+use crate::Host;
 
 #[derive(Args)]
 pub(super) struct CgiOptions {
@@ -18,10 +17,11 @@ pub(super) struct CgiOptions {
 
 impl CgiOptions {
     pub(super) async fn run(self) -> anyhow::Result<()> {
-        let settings = RestSettings {
-            max_body_bytes: self.http.max_body_bytes,
-            text_format: self.host.text_format,
-        };
-        cgi::run(self.host.loaded_registry().await, settings).await
+        Host::answer_cgi(
+            self.host.open_once().await,
+            self.host.text_format,
+            self.http.max_body_bytes,
+        )
+        .await
     }
 }

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::options::HostOptions;
-use crate::registry::loader;
 use crate::registry::report::PluginReport;
+use crate::{Host, HostConfig};
 
 #[derive(Args)]
 pub(super) struct CheckOptions {
@@ -22,29 +22,10 @@ pub(super) struct CheckOptions {
 impl CheckOptions {
     pub(super) async fn run(self) -> anyhow::Result<u8> {
         let file = &self.file;
-        let id = file
-            .file_stem()
-            .and_then(|stem| stem.to_str())
-            .unwrap_or("plugin")
-            .to_string();
-        let registry = self.host.registry(crate::runtime::TierUp::Never)?;
-        let verdict = match loader::read_source(file).await {
-            Err(error) => Err(loader::LoadError::Unreadable {
-                file: file.clone(),
-                error,
-            }),
-            Ok(source) => {
-                loader::load(
-                    registry.runtime(),
-                    registry.list_limits(),
-                    &id,
-                    file,
-                    source,
-                )
-                .await
-            }
-        };
-        match verdict {
+        let mut config = self.host.config(HostConfig::DEBOUNCE).once();
+        config.folder = None;
+        let host = Host::open(config).await?;
+        match host.check(file).await {
             Ok(plugin) => {
                 let report = PluginReport::loaded(&plugin);
                 println!("{}: ok, {} tool(s)", file.display(), report.tools.len());

@@ -7,10 +7,11 @@
 //!
 //! Which server: if a toolhost already answers at `--listen` (default
 //! 127.0.0.1:8000), the component goes into the folder that server serves
-//! (`GET /plugins` says which); otherwise `dev` serves itself, exactly as
+//! (`GET /plugins` says which) and the load result is read back from that
+//! server's `/plugins`; otherwise `dev` opens a [`Host`] itself, exactly as
 //! `toolhost serve` would with the same flags (`--plugins`, default
-//! `plugins`). Either way the load result is read back from that server's
-//! `/plugins`, so what `dev` prints is what callers get.
+//! `plugins`), serves it, and waits on the host's load events. Either way
+//! what `dev` prints is what callers get.
 //!
 //! What counts as an edit: a write, create, rename or removal of a `.rs`,
 //! `.wit` or `Cargo.toml` file: `Cargo.toml` and `build.rs` at the top of
@@ -23,14 +24,15 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
 use notify::event::ModifyKind;
 use notify::{EventKind, RecursiveMode, Watcher as _};
-use serde_json::Value;
 
 use super::project::Project;
 use super::serve::{DEFAULT_LISTEN, ServeOptions};
+use crate::Host;
+use crate::registry::report::{PluginReport, PluginState, PluginsReport};
 
 /// Quiet time after the last edit before a build starts: an editor's save
 /// is often several events.
@@ -64,7 +66,7 @@ impl DevOptions {
             token: self.serve.token.clone(),
         };
         let mut serving = None;
-        let folder = match server.folder().await {
+        let (folder, target) = match server.folder().await {
             Some(folder) => {
                 say(format!(
                     "toolhost at {} serves {}: {}.wasm goes there",
@@ -72,30 +74,23 @@ impl DevOptions {
                     folder.display(),
                     project.id
                 ));
-                folder
+                (folder, Target::Remote(server))
             }
             None => {
                 let folder = absolute(&self.serve.host.plugins)?;
                 std::fs::create_dir_all(&folder)
                     .with_context(|| format!("cannot create {}", folder.display()))?;
-                let task = tokio::spawn(self.serve.run());
-                let started = Instant::now();
-                while server.folder().await.is_none() {
-                    if task.is_finished() {
-                        return task.await?.map(|()| 0);
-                    }
-                    if started.elapsed() > Duration::from_secs(30) {
-                        bail!("the server did not start on {address}");
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+                let host = Host::open(self.serve.host_config()).await?;
+                let served = host.clone();
+                let serve = self.serve;
+                let task = tokio::spawn(async move { serve.serve(served).await });
                 say(format!(
                     "serving {} on {} (REST at /, MCP at /mcp); Ctrl-C stops",
                     folder.display(),
                     server.base
                 ));
                 serving = Some(task);
-                folder
+                (folder, Target::Local { host, server })
             }
         };
 
@@ -116,10 +111,8 @@ impl DevOptions {
         // Ends when the server `dev` runs stops (Ctrl-C reaches it first).
         let server_stopped = async move {
             match serving {
-                Some(task) => {
-                    let _ = task.await;
-                }
-                None => std::future::pending::<()>().await,
+                Some(task) => task.await?,
+                None => std::future::pending().await,
             }
         };
         tokio::pin!(server_stopped);
@@ -127,7 +120,7 @@ impl DevOptions {
         let mut session = Session {
             project,
             folder,
-            server,
+            target,
             last_hash: None,
             shown_usage: false,
         };
@@ -135,7 +128,7 @@ impl DevOptions {
         loop {
             tokio::select! {
                 edit = edited.recv() => if edit.is_none() { return Ok(0) },
-                () = &mut server_stopped => return Ok(0),
+                stopped = &mut server_stopped => return stopped.map(|()| 0),
             }
             let edit_at = Instant::now();
             // Let the save finish: wait until no edit came for SETTLE.
@@ -150,7 +143,7 @@ impl DevOptions {
 struct Session {
     project: Project,
     folder: PathBuf,
-    server: Server,
+    target: Target,
     /// The content hash of the component last dropped.
     last_hash: Option<String>,
     shown_usage: bool,
@@ -186,6 +179,11 @@ impl Session {
             say("built: the component is unchanged, nothing to reload".into());
             return;
         }
+        // Listen before dropping, so the outcome cannot slip past.
+        let events = match &self.target {
+            Target::Local { host, .. } => Some(host.events()),
+            Target::Remote(_) => None,
+        };
         if let Err(error) = self.drop_in(&bytes) {
             say(format!(
                 "cannot write into {}: {error:#}",
@@ -195,10 +193,14 @@ impl Session {
         }
         // Kept only once the server settled on it: after a timeout the same
         // bytes are dropped again on the next build.
-        let Some(report) = self.server.wait_for_load(&self.project.id, &hash).await else {
+        let Some(report) = self
+            .target
+            .wait_for_load(events, &self.project.id, &hash)
+            .await
+        else {
             say(format!(
                 "the server at {} did not load {}.wasm within {} s: does it serve {}?",
-                self.server.base,
+                self.target.server().base,
                 self.project.id,
                 LOAD_DEADLINE.as_secs(),
                 self.folder.display()
@@ -211,32 +213,27 @@ impl Session {
             since.elapsed().as_secs_f64(),
             build_time.as_secs_f64()
         );
-        match report["state"].as_str() {
-            Some("loaded") => {
-                let tools: Vec<&str> = report["tools"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
+        let base = &self.target.server().base;
+        match report.state {
+            PluginState::Loaded => {
+                let tools = &report.tools;
                 say(format!("live in {took}: {}", tools.join(", ")));
-                for warning in report["schemaWarnings"].as_array().into_iter().flatten() {
-                    say(format!("warning: {}", warning.as_str().unwrap_or_default()));
+                for warning in &report.schema_warnings {
+                    say(format!("warning: {warning}"));
                 }
                 if !self.shown_usage
                     && let Some(tool) = tools.first()
                 {
                     self.shown_usage = true;
                     say(format!(
-                        "  try: curl -s -X POST {}/tools/{tool} -H 'Content-Type: application/json' -d '{{...}}'",
-                        self.server.base
+                        "  try: curl -s -X POST {base}/tools/{tool} -H 'Content-Type: application/json' -d '{{...}}'"
                     ));
-                    say(format!("  MCP: {}/mcp", self.server.base));
+                    say(format!("  MCP: {base}/mcp"));
                 }
             }
-            _ => {
-                let reason = report["reason"].as_str().unwrap_or("(no reason given)");
-                let serving = if report["serving"].is_object() {
+            PluginState::Rejected | PluginState::Compiling => {
+                let reason = report.reason.as_deref().unwrap_or("(no reason given)");
+                let serving = if report.serving.is_some() {
                     "the previous version still serves"
                 } else {
                     "nothing serves yet"
@@ -258,14 +255,78 @@ impl Session {
     }
 }
 
-/// The server whose folder `dev` drops into, over its own REST API.
+/// Where the load outcome is read: the host `dev` opened itself (its
+/// events), or another toolhost's `/plugins`.
+enum Target {
+    Local { host: Host, server: Server },
+    Remote(Server),
+}
+
+impl Target {
+    fn server(&self) -> &Server {
+        match self {
+            Target::Local { server, .. } | Target::Remote(server) => server,
+        }
+    }
+
+    /// The report on `id` once its version with `hash` has settled (loaded
+    /// or rejected), or `None` after [`LOAD_DEADLINE`].
+    async fn wait_for_load(
+        &self,
+        events: Option<tokio::sync::broadcast::Receiver<crate::registry::events::LoadEvent>>,
+        id: &str,
+        hash: &str,
+    ) -> Option<PluginReport> {
+        match (self, events) {
+            (Target::Local { host, .. }, Some(mut events)) => {
+                let settled = async {
+                    // The same bytes as what already serves (or was refused)
+                    // are not loaded again, so no event comes for them.
+                    if let Some(report) = host.plugins().plugin(id)
+                        && settled(report, hash)
+                    {
+                        return Some(report.clone());
+                    }
+                    loop {
+                        match events.recv().await {
+                            Ok(event) if event.plugin == id && event.settles(hash) => {
+                                return Some(event.report);
+                            }
+                            Ok(_) => {}
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                                if let Some(report) = host.plugins().plugin(id)
+                                    && settled(report, hash)
+                                {
+                                    return Some(report.clone());
+                                }
+                            }
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                        }
+                    }
+                };
+                tokio::time::timeout(LOAD_DEADLINE, settled)
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            (target, _) => target.server().wait_for_load(id, hash).await,
+        }
+    }
+}
+
+/// Whether `report` shows the version with `hash` settled.
+fn settled(report: &PluginReport, hash: &str) -> bool {
+    report.content_hash.as_deref() == Some(hash) && report.compiling.is_none()
+}
+
+/// A toolhost server, over its own REST API.
 struct Server {
     base: String,
     token: Option<String>,
 }
 
 impl Server {
-    async fn plugins(&self) -> Option<Value> {
+    async fn plugins(&self) -> Option<PluginsReport> {
         let url = format!("{}/plugins", self.base);
         let token = self.token.clone();
         tokio::task::spawn_blocking(move || {
@@ -279,7 +340,7 @@ impl Server {
                 request = request.header("Authorization", &format!("Bearer {token}"));
             }
             let mut response = request.call().ok()?;
-            response.body_mut().read_json::<Value>().ok()
+            response.body_mut().read_json::<PluginsReport>().ok()
         })
         .await
         .ok()
@@ -288,23 +349,17 @@ impl Server {
 
     /// The folder the server serves, if a toolhost answers.
     async fn folder(&self) -> Option<PathBuf> {
-        let plugins = self.plugins().await?;
-        plugins["folder"].as_str().map(PathBuf::from)
+        self.plugins().await?.folder.map(PathBuf::from)
     }
 
     /// The server's report on `id` once it has settled on the version
     /// with `hash` (loaded or rejected).
-    async fn wait_for_load(&self, id: &str, hash: &str) -> Option<Value> {
+    async fn wait_for_load(&self, id: &str, hash: &str) -> Option<PluginReport> {
         let started = Instant::now();
         while started.elapsed() < LOAD_DEADLINE {
             if let Some(plugins) = self.plugins().await
-                && let Some(report) = plugins["plugins"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .find(|plugin| plugin["id"] == id)
-                && report["contentHash"] == hash
-                && report["state"] != "compiling"
+                && let Some(report) = plugins.plugin(id)
+                && settled(report, hash)
             {
                 return Some(report.clone());
             }

@@ -18,8 +18,7 @@ pub(super) struct ListOptions {
 
 impl ListOptions {
     pub(super) async fn run(self) -> anyhow::Result<u8> {
-        let registry = self.host.loaded_registry().await?;
-        let report = registry.plugins_report();
+        let report = self.host.open_once().await?.plugins();
         if self.json {
             println!("{}", serde_json::to_string_pretty(&report)?);
             return Ok(0);

@@ -5,15 +5,14 @@
 //! own file.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 
 use crate::call::envelope::TextFormat;
-use crate::registry::Registry;
 use crate::registry::tools::ToolListLimits;
-use crate::runtime::{Limits, Runtime, TierUp};
+use crate::runtime::{Limits, TierUp};
+use crate::{Host, HostConfig};
 
 /// Options every subcommand shares: where plugins are and how they run.
 #[derive(Args, Clone)]
@@ -22,10 +21,10 @@ pub(crate) struct HostOptions {
     #[arg(long, env = "TOOLHOST_PLUGINS", default_value = "plugins")]
     pub(crate) plugins: PathBuf,
     /// Wall-clock deadline of one call, in milliseconds.
-    #[arg(long, env = "TOOLHOST_TIMEOUT_MS", default_value_t = 10_000)]
+    #[arg(long, env = "TOOLHOST_TIMEOUT_MS", default_value_t = HostConfig::LIMITS.timeout.as_millis() as u64)]
     timeout_ms: u64,
     /// Memory cap of one call, in MiB.
-    #[arg(long, env = "TOOLHOST_MEMORY_MIB", default_value_t = 64)]
+    #[arg(long, env = "TOOLHOST_MEMORY_MIB", default_value_t = HostConfig::LIMITS.memory_bytes / (1024 * 1024))]
     memory_mib: usize,
     /// Where compiled plugins are cached [default: $XDG_CACHE_HOME/toolhost
     /// or ~/.cache/toolhost].
@@ -34,7 +33,7 @@ pub(crate) struct HostOptions {
     /// How many calls run plugin code at once, over all plugins. A call past
     /// it waits up to 250 ms for a slot, then gets BUSY. A plugin without a
     /// `max_concurrent` policy may use at most half of them.
-    #[arg(long, env = "TOOLHOST_MAX_CALLS", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, env = "TOOLHOST_MAX_CALLS", default_value_t = HostConfig::MAX_CALLS as u32, value_parser = clap::value_parser!(u32).range(1..=4096))]
     max_calls: u32,
     /// How many tools one plugin may list; a plugin listing more is rejected.
     #[arg(long, env = "TOOLHOST_MAX_TOOLS", default_value_t = ToolListLimits::DEFAULT.max_tools)]
@@ -60,45 +59,32 @@ pub(crate) struct HttpOptions {
 }
 
 impl HostOptions {
-    fn cache_dir(&self) -> Option<PathBuf> {
-        if self.no_cache {
-            return None;
+    /// The host these flags describe, for a server: watched with
+    /// `debounce`, large plugins optimised in the background.
+    pub(crate) fn config(&self, debounce: Duration) -> HostConfig {
+        HostConfig {
+            folder: Some(self.plugins.clone()),
+            limits: Limits {
+                timeout: Duration::from_millis(self.timeout_ms),
+                memory_bytes: self.memory_mib.saturating_mul(1024 * 1024),
+            },
+            max_calls: self.max_calls as usize,
+            list_limits: ToolListLimits {
+                max_tools: self.max_tools,
+                max_bytes: self.max_tool_list_kib.saturating_mul(1024),
+            },
+            cache_dir: if self.no_cache {
+                None
+            } else {
+                self.cache_dir.clone().or_else(crate::default_cache_dir)
+            },
+            watch: Some(debounce),
+            tier_up: TierUp::InBackground,
         }
-        self.cache_dir.clone().or_else(|| {
-            let base = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache"))
-                })?;
-            Some(base.join("toolhost"))
-        })
     }
 
-    /// Builds the runtime and an empty registry over it. A server passes
-    /// [`TierUp::InBackground`]; a short-lived command [`TierUp::Never`].
-    pub(crate) fn registry(&self, tier_up: TierUp) -> anyhow::Result<Arc<Registry>> {
-        let limits = Limits {
-            timeout: Duration::from_millis(self.timeout_ms),
-            memory_bytes: self.memory_mib.saturating_mul(1024 * 1024),
-        };
-        let list_limits = ToolListLimits {
-            max_tools: self.max_tools,
-            max_bytes: self.max_tool_list_kib.saturating_mul(1024),
-        };
-        let runtime = Runtime::new(limits, self.cache_dir(), self.max_calls as usize, tier_up)?;
-        Ok(Registry::new(runtime, list_limits))
-    }
-
-    /// Builds the registry and loads the plugin folder once, for a
-    /// short-lived command.
-    pub(crate) async fn loaded_registry(&self) -> anyhow::Result<Arc<Registry>> {
-        let registry = self.registry(TierUp::Never)?;
-        registry.scan(&self.plugins).await.map_err(|e| {
-            anyhow::anyhow!(
-                "cannot read the plugin folder {}: {e}",
-                self.plugins.display()
-            )
-        })?;
-        Ok(registry)
+    /// The host for a short-lived command: the folder loaded once.
+    pub(crate) async fn open_once(&self) -> anyhow::Result<Host> {
+        Host::open(self.config(HostConfig::DEBOUNCE).once()).await
     }
 }

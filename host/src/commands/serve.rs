@@ -10,8 +10,8 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use super::options::{HostOptions, HttpOptions};
-use crate::registry::watcher;
-use crate::server::{self, Settings};
+use crate::server::Settings;
+use crate::{Host, HostConfig};
 
 /// Where HTTP listens when neither `--listen` nor `--stdio` is given.
 pub(super) const DEFAULT_LISTEN: &str = "127.0.0.1:8000";
@@ -63,17 +63,19 @@ pub(super) struct ServeOptions {
 
 impl ServeOptions {
     pub(super) async fn run(self) -> anyhow::Result<()> {
+        let host = Host::open(self.host_config()).await?;
+        self.serve(host).await
+    }
+
+    /// The host `serve` opens: the folder watched.
+    pub(super) fn host_config(&self) -> HostConfig {
+        self.host.config(Duration::from_millis(self.debounce_ms))
+    }
+
+    /// Serves an open host with these flags until Ctrl-C or SIGTERM (or,
+    /// with `--stdio` alone, until the MCP client closes stdin).
+    pub(super) async fn serve(&self, host: Host) -> anyhow::Result<()> {
         let dir = &self.host.plugins;
-        if !dir.exists() {
-            std::fs::create_dir_all(dir)?;
-            tracing::info!(folder = %dir.display(), "created the plugin folder");
-        }
-        let registry = self.host.registry(crate::runtime::TierUp::InBackground)?;
-        // Watch before the first scan, so a file dropped during the scan is
-        // still seen (a file seen twice is loaded once: its hash is the same).
-        let debounce = Duration::from_millis(self.debounce_ms);
-        let _watch = watcher::watch(registry.clone(), dir, debounce)?;
-        registry.scan(dir).await?;
 
         // With --stdio, HTTP runs only when asked for with --listen: an MCP
         // client that starts toolhost must not collide with a server on 8000.
@@ -88,8 +90,10 @@ impl ServeOptions {
         let http = match listen {
             Some(address) => {
                 // Bound now, so a port conflict is an immediate error.
-                let listener = tokio::net::TcpListener::bind(address).await?;
-                let snapshot = registry.snapshot();
+                let listener = tokio::net::TcpListener::bind(address)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot listen on {address}: {e}"))?;
+                let snapshot = host.snapshot();
                 tracing::info!(
                     folder = %dir.display(),
                     plugins = snapshot.plugins().count(),
@@ -98,22 +102,30 @@ impl ServeOptions {
                     listener.local_addr()?
                 );
                 let stop = shutdown.clone();
-                Some(tokio::spawn(server::run(
-                    registry.clone(),
+                Some(host.serve(
                     listener,
                     self.settings(),
                     async move { stop.cancelled().await },
-                )))
+                ))
             }
             None => None,
         };
-        if self.stdio {
-            server::run_stdio(registry, self.host.text_format).await?;
-            shutdown.cancel();
-        }
-        if let Some(http) = http {
-            http.await??;
-        }
+        let stdio = async {
+            if self.stdio {
+                host.serve_stdio(self.host.text_format).await?;
+                shutdown.cancel();
+            }
+            anyhow::Ok(())
+        };
+        let http = async {
+            match http {
+                Some(http) => http.await,
+                None => Ok(()),
+            }
+        };
+        let (stdio, http) = tokio::join!(stdio, http);
+        stdio?;
+        http?;
         tracing::info!("stopped");
         Ok(())
     }

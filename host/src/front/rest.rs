@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::errors::ErrorCode;
-use crate::call::invoke;
+use crate::call::invoke::{self, Front};
 use crate::front::http::json_response;
 use crate::registry::{Registry, Snapshot};
 
@@ -31,6 +31,8 @@ use crate::registry::{Registry, Snapshot};
 pub(crate) struct RestSettings {
     pub(crate) max_body_bytes: usize,
     pub(crate) text_format: TextFormat,
+    /// Which front the calls are logged under: REST, or CGI through it.
+    pub(crate) front: Front,
 }
 
 #[derive(Clone)]
@@ -135,9 +137,16 @@ async fn call_tool(
         Ok(arguments) => arguments,
         Err(envelope) => return envelope.into_response(),
     };
-    invoke::call_tool(&state.registry, &name, arguments, format, None)
-        .await
-        .into_response()
+    invoke::call_tool(
+        &state.registry,
+        &name,
+        arguments,
+        format,
+        None,
+        state.settings.front,
+    )
+    .await
+    .into_response()
 }
 
 /// `?format=json|markdown` overrides the server's default rendering of

@@ -1,0 +1,242 @@
+//! The front door: a [`Host`] opened from a [`HostConfig`] owns the
+//! runtime, the registry and (when asked) the folder watch, and is what
+//! every user of the library starts from: `toolhost serve`, `check`,
+//! `list`, `call`, `cgi` and `dev`, the benchmark harness and the tests.
+//!
+//! Opening a host is the one start-up sequence: build the runtime and an
+//! empty registry, watch the folder (before the first scan, so a file
+//! dropped during the scan is still seen; the one load path drops a verdict
+//! that a newer event overtook), then scan it once. What became of each
+//! file, then and later, is a stream of [`LoadEvent`]s ([`Host::events`]).
+//!
+//! ```no_run
+//! # async fn run() -> anyhow::Result<()> {
+//! let host = toolhost::Host::open(toolhost::HostConfig::new("plugins")).await?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+//! host.serve(listener, Default::default(), std::future::pending()).await
+//! # }
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::net::TcpListener;
+
+use crate::call::envelope::{Envelope, TextFormat};
+use crate::call::invoke::{self, Front};
+use crate::registry::events::LoadEvent;
+use crate::registry::loader::{self, LoadError, LoadedPlugin};
+use crate::registry::report::PluginsReport;
+use crate::registry::tools::ToolListLimits;
+use crate::registry::watcher::{self, FolderWatch};
+use crate::registry::{Registry, Snapshot};
+use crate::runtime::{Limits, Runtime, TierUp};
+use crate::server::{self, Settings};
+
+/// How a [`Host`] is opened. [`HostConfig::new`] gives the defaults
+/// `toolhost serve` documents: a watched folder, the shared compile cache,
+/// and large plugins optimised in the background after their first call.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// The plugin folder (`*.wasm`, not searched recursively); `None` for a
+    /// host that serves no folder (`toolhost check` loads one file).
+    pub folder: Option<PathBuf>,
+    /// Deadline and memory cap of every call.
+    pub limits: Limits,
+    /// How many calls run guest code at once, over all plugins.
+    pub max_calls: usize,
+    /// How much one plugin may list.
+    pub list_limits: ToolListLimits,
+    /// Where compiled plugins are cached; `None` compiles every time.
+    pub cache_dir: Option<PathBuf>,
+    /// Hot reload: watch the folder, loading a changed file once it has
+    /// been quiet this long. `None` loads the folder once.
+    pub watch: Option<Duration>,
+    /// Whether large plugins' baseline code is optimised in the background
+    /// ([`TierUp::InBackground`], a server) or kept ([`TierUp::Never`], a
+    /// short-lived command).
+    pub tier_up: TierUp,
+}
+
+impl HostConfig {
+    /// The default limits of a call.
+    pub const LIMITS: Limits = Limits {
+        timeout: Duration::from_secs(10),
+        memory_bytes: 64 * 1024 * 1024,
+    };
+    /// How many calls run at once by default.
+    pub const MAX_CALLS: usize = 64;
+    /// How long a changed file must be quiet before it is loaded.
+    pub const DEBOUNCE: Duration = Duration::from_millis(50);
+
+    /// A server's defaults over `folder`: watched, cached, tiered up.
+    pub fn new(folder: impl Into<PathBuf>) -> Self {
+        HostConfig {
+            folder: Some(folder.into()),
+            limits: Self::LIMITS,
+            max_calls: Self::MAX_CALLS,
+            list_limits: ToolListLimits::DEFAULT,
+            cache_dir: default_cache_dir(),
+            watch: Some(Self::DEBOUNCE),
+            tier_up: TierUp::InBackground,
+        }
+    }
+
+    /// A short-lived command's settings: the folder loaded once, baseline
+    /// code kept.
+    pub fn once(mut self) -> Self {
+        self.watch = None;
+        self.tier_up = TierUp::Never;
+        self
+    }
+}
+
+/// Where compiled plugins are cached unless told otherwise:
+/// `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(base.join("toolhost"))
+}
+
+/// A running host: its plugins loaded, its folder watched if asked.
+/// Clones share one host; dropping the last stops the watch (calls in
+/// flight finish).
+#[derive(Clone)]
+pub struct Host {
+    registry: Arc<Registry>,
+    _watch: Option<Arc<FolderWatch>>,
+}
+
+impl Host {
+    /// Builds the runtime and the registry, watches the folder if asked,
+    /// and loads it once. The folder is created if it does not exist; a
+    /// folder that cannot be read is an error.
+    pub async fn open(config: HostConfig) -> anyhow::Result<Host> {
+        let runtime = Runtime::new(
+            config.limits,
+            config.cache_dir.clone(),
+            config.max_calls,
+            config.tier_up,
+        )?;
+        let registry = Registry::new(runtime, config.list_limits);
+        let mut watch = None;
+        if let Some(folder) = &config.folder {
+            if !folder.exists() {
+                std::fs::create_dir_all(folder).map_err(|e| {
+                    anyhow::anyhow!("cannot create the plugin folder {}: {e}", folder.display())
+                })?;
+                tracing::info!(folder = %folder.display(), "created the plugin folder");
+            }
+            if let Some(debounce) = config.watch {
+                watch = Some(Arc::new(watcher::watch(
+                    registry.clone(),
+                    folder,
+                    debounce,
+                )?));
+            }
+            registry.scan(folder).await.map_err(|e| {
+                anyhow::anyhow!("cannot read the plugin folder {}: {e}", folder.display())
+            })?;
+        }
+        Ok(Host {
+            registry,
+            _watch: watch,
+        })
+    }
+
+    /// Every load outcome from now on: loaded, replaced, rejected (with the
+    /// reason), removed, compiling, optimised; each with the plugin's
+    /// report. Subscribe before causing the change you wait for.
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<LoadEvent> {
+        self.registry.events()
+    }
+
+    /// Every plugin file and its state: the `GET /plugins` report.
+    pub fn plugins(&self) -> PluginsReport {
+        self.registry.plugins_report()
+    }
+
+    /// The tools serving now; cheap, and stable while held.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.registry.snapshot()
+    }
+
+    /// The registry, for callers that go below the envelope (the
+    /// benchmark's runtime-only timings).
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Calls one tool, as `toolhost call` does: the whole call path
+    /// (look-up, argument check, call, normalise) into one envelope.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        format: TextFormat,
+    ) -> Envelope {
+        invoke::call_tool(
+            &self.registry,
+            tool,
+            arguments,
+            format,
+            None,
+            Front::Library,
+        )
+        .await
+    }
+
+    /// Loads one file exactly as the folder's files are loaded, without
+    /// serving it: what `toolhost check` reports.
+    pub async fn check(&self, file: &Path) -> Result<LoadedPlugin, LoadError> {
+        let id = file
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .unwrap_or("plugin")
+            .to_string();
+        let source = loader::read_source(file)
+            .await
+            .map_err(|error| LoadError::Unreadable {
+                file: file.to_path_buf(),
+                error,
+            })?;
+        loader::load(
+            self.registry.runtime(),
+            self.registry.list_limits(),
+            &id,
+            file,
+            source,
+        )
+        .await
+    }
+
+    /// Serves REST at `/` and MCP at `/mcp` on `listener` until `shutdown`
+    /// completes; then stops accepting and lets calls in flight finish.
+    pub async fn serve(
+        &self,
+        listener: TcpListener,
+        settings: Settings,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        server::run(self.registry.clone(), listener, settings, shutdown).await
+    }
+
+    /// Serves MCP on stdin/stdout until the client closes stdin.
+    pub async fn serve_stdio(&self, text_format: TextFormat) -> anyhow::Result<()> {
+        server::run_stdio(self.registry.clone(), text_format).await
+    }
+
+    /// Answers one CGI/1.1 request on stdout through the REST routes; a
+    /// host that could not be opened is answered as a HOST_ERROR envelope.
+    pub(crate) async fn answer_cgi(
+        host: anyhow::Result<Host>,
+        text_format: TextFormat,
+        max_body_bytes: usize,
+    ) -> anyhow::Result<()> {
+        server::run_cgi(host.map(|host| host.registry), text_format, max_body_bytes).await
+    }
+}
