@@ -2,7 +2,7 @@
 //! mode against the real `toolhost` binary. Only that it works is checked:
 //! numbers belong to `make bench`. Needs `wrk`; `make bench-check` runs it.
 
-#[path = "../../tests/support/mod.rs"]
+#[path = "../../tests/it/support/mod.rs"]
 mod support;
 
 use std::path::Path;

@@ -1,12 +1,10 @@
 //! The one-shot commands and the CGI adapter, run as real processes.
 
-mod support;
-
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
+use crate::support::{example, fixture, plugin_dir, test_cache_dir, toolhost_bin};
 use serde_json::{Value, json};
-use support::{example, fixture, plugin_dir, test_cache_dir, toolhost_bin};
 
 fn toolhost(args: &[&str], dir: &std::path::Path) -> Command {
     let mut command = Command::new(toolhost_bin());
@@ -264,7 +262,7 @@ fn cgi_always_answers_with_a_status_and_json() {
 /// as `nobody`, whose home does not exist, so no cache folder can be made.
 #[test]
 fn cgi_answers_under_lighttpd_as_another_user() {
-    let lighttpd = support::lighttpd();
+    let lighttpd = crate::support::lighttpd();
     let root = tempfile::tempdir().unwrap();
     let site = root.path().join("site");
     let plugins = root.path().join("plugins");
@@ -283,7 +281,7 @@ fn cgi_answers_under_lighttpd_as_another_user() {
         ),
     )
     .unwrap();
-    support::make_world_readable(root.path());
+    crate::support::make_world_readable(root.path());
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

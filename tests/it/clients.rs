@@ -8,12 +8,10 @@
 //! structured call and a business error. The scripts are in
 //! `tests/clients/`.
 
-mod support;
-
 use std::process::Command;
 
+use crate::support::{Server, example, plugin_dir, repo_root, test_cache_dir};
 use serde_json::{Value, json};
-use support::{Server, example, plugin_dir, repo_root, test_cache_dir};
 
 /// Runs a client script; returns its last stdout line as JSON.
 fn run(mut command: Command, what: &str) -> Value {
@@ -31,10 +29,10 @@ fn run(mut command: Command, what: &str) -> Value {
 /// The TypeScript client script, placed beside the installed npm packages
 /// so that Node resolves the SDK from it.
 fn ts_client() -> Command {
-    let modules = support::node_modules();
+    let modules = crate::support::node_modules();
     let script = modules.parent().unwrap().join("ts_client.mjs");
     std::fs::copy(repo_root().join("tests/clients/ts_client.mjs"), &script).unwrap();
-    let mut command = Command::new(support::node22());
+    let mut command = Command::new(crate::support::node22());
     command.arg(script);
     command
 }
@@ -60,7 +58,7 @@ fn typescript_sdk_client_over_streamable_http() {
 fn typescript_sdk_client_over_stdio() {
     let dir = plugin_dir(&[&example("echo")]);
     let mut command = ts_client();
-    command.args(["stdio", support::toolhost_bin()]);
+    command.args(["stdio", crate::support::toolhost_bin()]);
     command.arg(dir.path()).arg(test_cache_dir()).arg(math());
     run(command, "TypeScript SDK over stdio");
 }
@@ -75,7 +73,7 @@ const NAGLE_STALL: f64 = 20.0;
 #[test]
 fn calls_on_an_http_session_do_not_wait_for_delayed_acks() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::in_process(dir.path());
     let mut command = ts_client();
     command.args(["latency", &format!("{}/mcp", server.base), "40"]);
     let report = run(command, "TypeScript SDK latency");
@@ -87,14 +85,14 @@ fn calls_on_an_http_session_do_not_wait_for_delayed_acks() {
 }
 
 fn python_client(mode: &str, transport: &str, dir: &std::path::Path, base: Option<&str>) -> Value {
-    let mut command = Command::new(support::python_sdk2_venv().join("python"));
+    let mut command = Command::new(crate::support::python_sdk2_venv().join("python"));
     command
         .arg(repo_root().join("tests/clients/python_client.py"))
         .args([mode, transport]);
     match base {
         Some(base) => command.arg(format!("{base}/mcp")).arg(dir),
         None => command
-            .arg(support::toolhost_bin())
+            .arg(crate::support::toolhost_bin())
             .arg(dir)
             .arg(test_cache_dir()),
     };
@@ -106,7 +104,7 @@ fn python_client(mode: &str, transport: &str, dir: &std::path::Path, base: Optio
 fn python_sdk_client_in_default_and_legacy_mode_over_http() {
     for (mode, version) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
         let dir = plugin_dir(&[&example("echo")]);
-        let server = Server::start(dir.path(), &[]);
+        let server = Server::in_process(dir.path());
         let report = python_client(mode, "http", dir.path(), Some(&server.base));
         assert_eq!(report["protocol_version"], version, "{report}");
     }
@@ -122,10 +120,10 @@ fn python_sdk_client_in_default_and_legacy_mode_over_stdio() {
 }
 
 fn inspector(url: &str, home: &std::path::Path, args: &[&str]) -> Value {
-    let mut command = Command::new(support::node22());
+    let mut command = Command::new(crate::support::node22());
     command
         .arg(
-            support::node_modules()
+            crate::support::node_modules()
                 .join("@modelcontextprotocol/inspector/clients/launcher/build/index.js"),
         )
         .args(["--cli", url])
@@ -146,7 +144,7 @@ fn inspector(url: &str, home: &std::path::Path, args: &[&str]) -> Value {
 #[test]
 fn inspector_cli_lists_and_calls_over_http() {
     let dir = plugin_dir(&[&example("echo"), &example("math")]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::in_process(dir.path());
     let url = format!("{}/mcp", server.base);
     let home = tempfile::tempdir().unwrap();
     let listed = inspector(&url, home.path(), &["--method", "tools/list"]);
@@ -187,7 +185,7 @@ fn inspector_cli_lists_and_calls_over_http() {
 #[test]
 fn a_rejected_update_is_told_to_watchers() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::in_process(dir.path());
     let mut command = ts_client();
     command.args(["rejected", &format!("{}/mcp", server.base)]);
     command.arg(dir.path());

@@ -9,16 +9,14 @@
 //! `target/scaffold` (shared by runs, as a real user's target folder is);
 //! the first run compiles them for wasm32-wasip2 and takes a minute or two.
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::{Server, repo_root, test_cache_dir, toolhost_bin};
 use serde_json::{Value, json};
-use support::{Server, repo_root, test_cache_dir, toolhost_bin};
 
 /// Long enough for a cold build of the scaffold's dependencies.
 const FIRST_BUILD: Duration = Duration::from_secs(900);

@@ -4,17 +4,15 @@
 //! written slowly, a full file table. Each case asserts its own outcome and
 //! that a bystander plugin (`echo`) keeps answering with zero failures.
 
-mod support;
-
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-use support::components::{
+use crate::support::components::{
     plugin_slow_to_compile, plugin_with_a_huge_function, plugin_with_extra_instances, write_plugin,
 };
-use support::{Bystander, Server, assert_envelope, drop_in, example, fixture, plugin_dir};
+use crate::support::{Bystander, Server, assert_envelope, drop_in, example, fixture, plugin_dir};
+use serde_json::json;
 
 fn reason_of(server: &Server, id: &str) -> String {
     server.plugin(id).unwrap()["reason"]
@@ -290,11 +288,11 @@ fn a_full_file_table_keeps_what_serves_and_retries() {
     };
     // No new file descriptor at all: every open fails with EMFILE.
     prlimit(3);
-    let variant = support::variant_of(&example("echo"), "fd-limit");
+    let variant = crate::support::variant_of(&example("echo"), "fd-limit");
     std::fs::copy(&variant, dir.path().join("echo.wasm")).unwrap();
     server.wait_for("the retry", |s| s.log().contains("retrying"));
     prlimit(4096);
-    let hash = support_hash(&variant);
+    let hash = crate::support::file_hash(&variant);
     server.wait_for("the new version", |s| {
         s.plugin("echo").unwrap()["contentHash"] == hash.as_str()
     });
@@ -303,12 +301,6 @@ fn a_full_file_table_keeps_what_serves_and_retries() {
         "{}",
         server.log()
     );
-}
-
-fn support_hash(path: &Path) -> String {
-    use std::process::Command;
-    let output = Command::new("sha256sum").arg(path).output().unwrap();
-    String::from_utf8(output.stdout).unwrap()[..64].to_string()
 }
 
 #[test]
@@ -320,9 +312,9 @@ fn a_slow_compile_does_not_hold_up_a_small_reload() {
     server.wait_for("the large plugin to compile", |s| {
         s.plugin("large").is_some_and(|p| p["state"] == "compiling")
     });
-    let variant = support::variant_of(&example("echo"), "beside-large");
+    let variant = crate::support::variant_of(&example("echo"), "beside-large");
     drop_in(&variant, dir.path(), "echo.wasm");
-    let hash = support_hash(&variant);
+    let hash = crate::support::file_hash(&variant);
     server.wait_for("the small reload", |s| {
         s.plugin("echo").unwrap()["contentHash"] == hash.as_str()
     });

@@ -8,15 +8,13 @@
 //! business errors. Both components are over a megabyte, so they serve
 //! baseline code first and the optimised code takes over in place.
 
-mod support;
-
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::support::{Server, example, plugin_dir, repo_root, toolhost_bin};
 use serde_json::{Value, json};
-use support::{Server, example, plugin_dir, repo_root, toolhost_bin};
 
 /// The two examples, built once per test binary.
 fn language_examples() -> &'static [PathBuf; 2] {
@@ -130,7 +128,7 @@ fn python_and_javascript_examples_answer_over_rest_and_mcp() {
 
     // The official Python SDK's default client sees the output schemas,
     // the structured results and the business errors.
-    let output = Command::new(support::python_sdk2_venv().join("python"))
+    let output = Command::new(crate::support::python_sdk2_venv().join("python"))
         .arg(repo_root().join("tests/clients/language_client.py"))
         .arg(format!("{}/mcp", server.base))
         .output()
@@ -179,7 +177,7 @@ fn check_and_call_work_on_both_examples() {
             .args(["call", "--plugins"])
             .arg(dir.path())
             .args(["--cache-dir"])
-            .arg(support::test_cache_dir())
+            .arg(crate::support::test_cache_dir())
             .arg(tool)
             .arg(arguments.to_string())
             .output()

@@ -2,15 +2,13 @@
 //! the official Python SDK over stdio and Streamable HTTP, one-shot JSON-RPC
 //! over HTTP, and the HTTP guards.
 
-mod support;
-
 use std::process::Command;
 
+use crate::support::{Server, example, plugin_dir, repo_root, test_cache_dir};
 use serde_json::{Value, json};
-use support::{Server, example, plugin_dir, repo_root, test_cache_dir};
 
 fn python_client(args: &[&str]) -> String {
-    let output = Command::new(support::python_venv().join("python"))
+    let output = Command::new(crate::support::python_venv().join("python"))
         .arg(repo_root().join("tests/mcp_client.py"))
         .args(args)
         .output()
@@ -30,7 +28,7 @@ fn python_sdk_client_over_stdio() {
     let dir = plugin_dir(&[&example("echo")]);
     python_client(&[
         "stdio",
-        support::toolhost_bin(),
+        crate::support::toolhost_bin(),
         dir.path().to_str().unwrap(),
         test_cache_dir().to_str().unwrap(),
         example("math").to_str().unwrap(),
@@ -40,7 +38,7 @@ fn python_sdk_client_over_stdio() {
 #[test]
 fn python_sdk_client_over_streamable_http() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::in_process(dir.path());
     python_client(&[
         "http",
         &format!("{}/mcp", server.base),
@@ -77,8 +75,8 @@ fn official_conformance_suite_passes() {
 
 fn run_conformance(args: &[&str], server: &Server) {
     let results = tempfile::tempdir().unwrap();
-    let output = Command::new(support::node22())
-        .arg(support::node_modules().join("@modelcontextprotocol/conformance/dist/index.js"))
+    let output = Command::new(crate::support::node22())
+        .arg(crate::support::node_modules().join("@modelcontextprotocol/conformance/dist/index.js"))
         .args(args)
         .current_dir(results.path())
         .output()
@@ -130,7 +128,7 @@ fn post_mcp(server: &Server, body: &str, extra: &[(&str, &str)]) -> (u16, String
 #[test]
 fn one_shot_json_rpc_without_a_session_answers_json() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::in_process(dir.path());
     let (status, content_type, body) = rpc(
         &server,
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),

@@ -4,15 +4,13 @@
 //! rules the Host check must follow. Every failure must be JSON with the
 //! code the standards name.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::{Server, example, plugin_dir, test_cache_dir};
 use serde_json::Value;
-use support::{Server, example, plugin_dir, test_cache_dir};
 
 struct Answer {
     status: u16,
@@ -211,7 +209,7 @@ fn bad_tools_call_params_are_invalid_params_over_http() {
 #[test]
 fn bad_tools_call_params_are_invalid_params_over_stdio() {
     let dir = plugin_dir(&[&example("echo")]);
-    let mut child = Command::new(support::toolhost_bin())
+    let mut child = Command::new(crate::support::toolhost_bin())
         .args(["serve", "--stdio", "--plugins"])
         .arg(dir.path())
         .arg("--cache-dir")

@@ -1,18 +1,16 @@
 //! Hot reload against the real binary: drop, replace under load, delete,
 //! rejection of bad files, and tool-name conflicts between plugins.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::support::{Server, drop_in, example, fixture, plugin_dir, variant_of};
 use serde_json::json;
-use support::{Server, drop_in, example, fixture, plugin_dir, variant_of};
 
 #[test]
 fn dropped_replaced_and_deleted_plugins_follow_the_folder() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::in_process(dir.path());
     assert_eq!(server.tool_names(), ["echo"]);
 
     // Drop: write to a temporary name, rename into place.
@@ -125,7 +123,7 @@ fn sha256(bytes: &[u8]) -> Vec<u8> {
 #[test]
 fn bad_files_are_rejected_with_reasons_and_lose_nothing() {
     let dir = plugin_dir(&[&example("echo"), &example("math")]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::in_process(dir.path());
 
     let echo = std::fs::read(example("echo")).unwrap();
     std::fs::write(dir.path().join("truncated.wasm"), &echo[..echo.len() / 2]).unwrap();
@@ -199,7 +197,7 @@ fn compiled_code_is_cached_and_unchanged_files_are_not_reloaded() {
 #[test]
 fn the_first_plugin_keeps_a_tool_name() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::in_process(dir.path());
     drop_in(
         &variant_of(&example("echo"), "copy"),
         dir.path(),
@@ -223,5 +221,54 @@ fn the_first_plugin_keeps_a_tool_name() {
     assert_eq!(
         server.call("echo", json!({"text": "hi"})).json["content"][0]["text"],
         "hi"
+    );
+}
+
+/// One load path with a generation per file: a file replaced while a slow
+/// start-up scan is still compiling another file serves its newer version.
+/// The scan reads `echo.wasm`, then waits for a large component compiled
+/// without a cache; meanwhile `echo.wasm` is replaced and the watcher loads
+/// the new version. The scan's verdict on the old bytes, applied last, must
+/// be dropped as stale, not put back in service.
+#[test]
+fn a_file_replaced_during_a_slow_startup_scan_serves_the_newer_version() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let slow = crate::support::components::plugin_slow_to_compile(40_000);
+    crate::support::components::write_plugin(&slow, dir.path(), "large.wasm");
+    let newer = variant_of(&example("echo"), "newer-during-scan");
+    let newer_hash = crate::support::file_hash(&newer);
+    let (folder, replacement) = (dir.path().to_path_buf(), newer.clone());
+    let mut replaced = false;
+    let server = Server::start_with_hook(dir.path(), &["--no-cache"], &[], move |line| {
+        if !replaced && line.contains("loading the plugin folder") {
+            replaced = true;
+            let (folder, replacement) = (folder.clone(), replacement.clone());
+            std::thread::spawn(move || {
+                // Long enough for the scan to have read the old echo.wasm,
+                // far shorter than the large components' compiles.
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                drop_in(&replacement, &folder, "echo.wasm");
+            });
+        }
+    });
+    assert!(
+        server.log().contains("loading the plugin folder"),
+        "{}",
+        server.log()
+    );
+    server.wait_for("the newer echo to serve", |s| {
+        s.settled_plugin("echo")
+            .is_some_and(|plugin| plugin["contentHash"] == newer_hash)
+    });
+    // And it stays: nothing later puts the older bytes back.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let echo = server.settled_plugin("echo").unwrap();
+    assert_eq!(echo["contentHash"], newer_hash, "{echo}\n{}", server.log());
+    assert!(
+        server
+            .log()
+            .contains("a newer version arrived while loading"),
+        "the scan's verdict on the older bytes was dropped as stale:\n{}",
+        server.log()
     );
 }

@@ -1,14 +1,17 @@
-//! The REST front against the real binary: manifest, envelopes, every
-//! status code, OpenAPI.
+//! The REST front: manifest, envelopes, every status code, OpenAPI;
+//! through the real binary, or a host served in process where only the
+//! HTTP answers are under test.
 
-mod support;
-
+use crate::support::{Server, assert_envelope, example, fixture, plugin_dir};
 use serde_json::json;
-use support::{Server, assert_envelope, example, fixture, plugin_dir};
 
 fn examples_server(extra: &[&str]) -> (tempfile::TempDir, Server) {
     let dir = plugin_dir(&[&example("echo"), &example("math")]);
-    let server = Server::start(dir.path(), extra);
+    let server = if extra.is_empty() {
+        Server::in_process(dir.path())
+    } else {
+        Server::start(dir.path(), extra)
+    };
     (dir, server)
 }
 
@@ -100,7 +103,7 @@ fn every_host_and_tool_error_has_its_status_and_envelope() {
         &["--timeout-ms", "500", "--max-body-bytes", "4096"],
     );
 
-    let check = |response: support::Response, status: u16, code: &str| {
+    let check = |response: crate::support::Response, status: u16, code: &str| {
         assert_eq!(response.status, status, "{}", response.json);
         assert_eq!(
             assert_envelope(&response).as_deref(),
@@ -266,7 +269,7 @@ fn openapi_document_is_valid_openapi_3_1() {
 
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), document.json.to_string()).unwrap();
-    let output = std::process::Command::new(support::openapi_validator())
+    let output = std::process::Command::new(crate::support::openapi_validator())
         .arg(file.path())
         .output()
         .unwrap();
@@ -279,39 +282,36 @@ fn openapi_document_is_valid_openapi_3_1() {
 }
 
 /// The library can run the server in-process, as mini-redis's can: a
-/// registry, a bound listener and a shutdown signal. It answers like the
-/// binary and stops when the signal fires.
+/// [`toolhost::Host`] opened over a folder, a bound listener and a
+/// shutdown signal. It answers like the binary, reloads like it, and stops
+/// when the signal fires.
 #[test]
 fn the_server_runs_in_process_from_a_listener_and_a_shutdown_signal() {
     use std::time::Duration;
-    use toolhost::registry::Registry;
-    use toolhost::registry::tools::ToolListLimits;
-    use toolhost::runtime::{Limits, Runtime};
+    use toolhost::registry::events::LoadEventKind;
+    use toolhost::{Host, HostConfig};
 
     let dir = plugin_dir(&[&example("echo")]);
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let (address, stop, server) = runtime.block_on(async {
-        let limits = Limits {
-            timeout: Duration::from_secs(10),
-            memory_bytes: 64 << 20,
-        };
-        let registry = Registry::new(
-            Runtime::new(limits, None, 8, toolhost::runtime::TierUp::InBackground).unwrap(),
-            ToolListLimits::DEFAULT,
-        );
-        registry.scan(dir.path()).await.unwrap();
+    let (address, stop, server, host) = runtime.block_on(async {
+        let host = Host::open(HostConfig {
+            cache_dir: Some(crate::support::test_cache_dir()),
+            ..HostConfig::new(dir.path())
+        })
+        .await
+        .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(toolhost::server::run(
-            registry,
-            listener,
-            toolhost::server::Settings::default(),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
-        (address, stop, server)
+        let served = host.clone();
+        let server = tokio::spawn(async move {
+            served
+                .serve(listener, Default::default(), async move {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        (address, stop, server, host)
     });
     let mut response = ureq::post(format!("http://{address}/tools/echo"))
         .send(r#"{"text":"in process"}"#)
@@ -319,6 +319,27 @@ fn the_server_runs_in_process_from_a_listener_and_a_shutdown_signal() {
     let body: serde_json::Value = response.body_mut().read_json().unwrap();
     assert_eq!(body["content"][0]["text"], "in process", "{body}");
     assert_eq!(body["success"], true, "{body}");
+
+    // Hot reload from the library: a dropped file is an event, then a tool.
+    let mut events = host.events();
+    crate::support::drop_in(&example("math"), dir.path(), "math.wasm");
+    let loaded = runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                let event = events.recv().await.unwrap();
+                if event.plugin == "math" && event.kind == LoadEventKind::Loaded {
+                    return event;
+                }
+            }
+        })
+        .await
+        .expect("a load event for math")
+    });
+    assert!(
+        loaded.report.tools.contains(&"add".to_string()),
+        "{loaded:?}"
+    );
+    assert!(host.snapshot().tool("add").is_some());
 
     stop.send(()).unwrap();
     let outcome =

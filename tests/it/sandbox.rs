@@ -3,22 +3,20 @@
 //! grant exactly what they name (env, config, directories, outbound HTTP,
 //! limits) and nothing without them.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::support::{Bystander, Server, assert_envelope, drop_in, example, fixture, plugin_dir};
 use serde_json::json;
-use support::{Bystander, Server, assert_envelope, drop_in, example, fixture, plugin_dir};
 
 /// Deadlines must be enforced: a contained call ends within its limit plus
 /// this margin. A correctness bound (the limit holds), not a speed goal.
 const MARGIN: Duration = Duration::from_secs(3);
 
-fn code_of(response: &support::Response) -> Option<String> {
+fn code_of(response: &crate::support::Response) -> Option<String> {
     assert_envelope(response)
 }
 

@@ -120,11 +120,29 @@ pub fn variant_of(source: &Path, tag: &str) -> PathBuf {
     path
 }
 
-/// A running `toolhost serve`, killed on drop.
+/// The SHA-256 of a file, in hex: the `contentHash` `/plugins` reports.
+pub fn file_hash(path: &Path) -> String {
+    let output = Command::new("sha256sum").arg(path).output().unwrap();
+    String::from_utf8(output.stdout).unwrap()[..64].to_string()
+}
+
+/// A running server over a plugin folder: the real `toolhost serve`
+/// binary ([`Server::start`]), or, for tests of HTTP behaviour alone, a
+/// [`toolhost::Host`] served in this process ([`Server::in_process`]): no
+/// process to spawn, same routes and answers. Stopped on drop.
 pub struct Server {
-    child: Child,
+    running: Running,
     pub base: String,
     log: Arc<Mutex<String>>,
+}
+
+enum Running {
+    Process(Child),
+    InProcess {
+        stop: Option<tokio::sync::oneshot::Sender<()>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+        pid: u32,
+    },
 }
 
 impl Server {
@@ -136,6 +154,18 @@ impl Server {
 
     /// Like `start`, with extra environment variables for the server.
     pub fn start_with_env(dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
+        Self::start_with_hook(dir, extra_args, env, |_| {})
+    }
+
+    /// Like `start_with_env`, calling `hook` with each line the server
+    /// logs, as it is logged (from the thread reading the log), so a test
+    /// can act at a given moment of start-up.
+    pub fn start_with_hook(
+        dir: &Path,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+        mut hook: impl FnMut(&str) + Send + 'static,
+    ) -> Server {
         let mut command = Command::new(toolhost_bin());
         command.envs(env.iter().copied());
         command.arg("serve").arg("--plugins").arg(dir);
@@ -158,6 +188,7 @@ impl Server {
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
+                hook(&line);
                 if let Some(rest) = line.split("listening on http://").nth(1) {
                     let address = rest.split_whitespace().next().unwrap_or("").to_string();
                     let _ = address_tx.send(address);
@@ -171,14 +202,57 @@ impl Server {
             .recv_timeout(Duration::from_secs(120))
             .unwrap_or_else(|_| panic!("toolhost did not start; log:\n{}", log.lock().unwrap()));
         Server {
-            child,
+            running: Running::Process(child),
             base: format!("http://{address}"),
             log,
         }
     }
 
+    /// Opens a [`toolhost::Host`] over `dir` with `serve`'s defaults (the
+    /// shared test cache) and serves it on an ephemeral loopback port from
+    /// a runtime of its own. Its log is the test process's, so
+    /// [`Server::log`] is empty: tests that read the log use `start`.
+    pub fn in_process(dir: &Path) -> Server {
+        let dir = dir.to_path_buf();
+        let (address_tx, address_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            runtime.block_on(async move {
+                let host = toolhost::Host::open(toolhost::HostConfig {
+                    cache_dir: Some(test_cache_dir()),
+                    ..toolhost::HostConfig::new(&dir)
+                })
+                .await
+                .expect("opening the host");
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                address_tx.send(listener.local_addr().unwrap()).unwrap();
+                host.serve(listener, Default::default(), async move {
+                    let _ = stopped.await;
+                })
+                .await
+                .expect("serving");
+            });
+        });
+        let address = address_rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the in-process host did not start");
+        Server {
+            running: Running::InProcess {
+                stop: Some(stop),
+                thread: Some(thread),
+                pid: std::process::id(),
+            },
+            base: format!("http://{address}"),
+            log: Arc::default(),
+        }
+    }
+
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        match &self.running {
+            Running::Process(child) => child.id(),
+            Running::InProcess { pid, .. } => *pid,
+        }
     }
 
     pub fn log(&self) -> String {
@@ -259,8 +333,20 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        match &mut self.running {
+            Running::Process(child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Running::InProcess { stop, thread, .. } => {
+                if let Some(stop) = stop.take() {
+                    let _ = stop.send(());
+                }
+                if let Some(thread) = thread.take() {
+                    let _ = thread.join();
+                }
+            }
+        }
     }
 }
 

@@ -1,0 +1,18 @@
+//! The integration tests, as one binary: one link of the host library
+//! instead of one per file, the guest fixtures built once per run
+//! (`support` builds each plugin workspace once per process), and every
+//! module's tests free to run side by side. Each module tests one area
+//! through the real `toolhost` binary over real sockets, or through
+//! [`toolhost::Host`] in process where only HTTP is under test.
+
+mod cli;
+mod clients;
+mod dev;
+mod hostile;
+mod languages;
+mod mcp;
+mod protocol;
+mod reload;
+mod rest;
+mod sandbox;
+mod support;
