@@ -102,6 +102,25 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("toolhost"))
 }
 
+/// Turns the runtime's "optimised code now serves" into load events, for as
+/// long as the registry lives.
+async fn tell_optimised(
+    mut optimised: tokio::sync::broadcast::Receiver<Arc<str>>,
+    registry: std::sync::Weak<Registry>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match optimised.recv().await {
+            Ok(name) => match registry.upgrade() {
+                Some(registry) => registry.tell_optimised(&name),
+                None => return,
+            },
+            Err(RecvError::Lagged(_)) => {}
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
 /// A running host: its plugins loaded, its folder watched if asked.
 /// Clones share one host; dropping the last stops the watch (calls in
 /// flight finish).
@@ -113,8 +132,9 @@ pub struct Host {
 
 impl Host {
     /// Builds the runtime and the registry, watches the folder if asked,
-    /// and loads it once. The folder is created if it does not exist; a
-    /// folder that cannot be read is an error.
+    /// and loads it once. A folder that does not exist or cannot be read
+    /// is an error (`toolhost serve` creates its folder first; a one-shot
+    /// command or a CGI script never creates one).
     pub async fn open(config: HostConfig) -> anyhow::Result<Host> {
         let runtime = Runtime::new(
             config.limits,
@@ -122,21 +142,16 @@ impl Host {
             config.max_calls,
             config.tier_up,
         )?;
+        let optimised = runtime.optimised();
         let registry = Registry::new(runtime, config.list_limits);
+        tokio::spawn(tell_optimised(optimised, Arc::downgrade(&registry)));
         let mut watch = None;
         if let Some(folder) = &config.folder {
-            if !folder.exists() {
-                std::fs::create_dir_all(folder).map_err(|e| {
-                    anyhow::anyhow!("cannot create the plugin folder {}: {e}", folder.display())
-                })?;
-                tracing::info!(folder = %folder.display(), "created the plugin folder");
-            }
             if let Some(debounce) = config.watch {
-                watch = Some(Arc::new(watcher::watch(
-                    registry.clone(),
-                    folder,
-                    debounce,
-                )?));
+                let watched = watcher::watch(registry.clone(), folder, debounce).map_err(|e| {
+                    anyhow::anyhow!("cannot watch the plugin folder {}: {e:#}", folder.display())
+                })?;
+                watch = Some(Arc::new(watched));
             }
             registry.scan(folder).await.map_err(|e| {
                 anyhow::anyhow!("cannot read the plugin folder {}: {e}", folder.display())

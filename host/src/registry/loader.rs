@@ -20,7 +20,7 @@ pub(crate) const MAX_PLUGIN_FILE_BYTES: u64 = 256 * 1024 * 1024;
 /// Why a plugin file was not put in service. `Display` is the sentence
 /// `/plugins`, `toolhost list`, `toolhost check` and the MCP warning show.
 #[derive(Debug)]
-pub(crate) enum LoadError {
+pub enum LoadError {
     /// The file could not be read (it is too large, say).
     Unreadable {
         file: PathBuf,

@@ -33,10 +33,12 @@ use arc_swap::ArcSwap;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
+use super::allocator::release_free_memory;
 use super::bindings::{Plugin, PluginPre};
+use super::cache::ArtifactCache;
 use super::executor::lower_thread_priority;
+use super::failure::{CompileError, root_cause};
 use super::sandbox::Sandbox;
-use super::{CompileError, Runtime, root_cause};
 
 /// From this size on, a component is compiled by the baseline compiler
 /// first. A Rust plugin is 0.1–0.3 MB; a Python or JavaScript one 1–20 MB.
@@ -150,6 +152,33 @@ pub(crate) struct Code {
 /// optimised in place, so the registry never changes for it.
 pub(crate) type CodeCell = Arc<ArcSwap<Code>>;
 
+/// What both the runtime and the background optimiser need: the two
+/// compilers and the on-disk cache, and who to tell when optimised code
+/// starts serving. The optimiser holds it weakly, so it ends with the
+/// runtime.
+pub(crate) struct Tiers {
+    pub(crate) optimized: Compiler,
+    pub(crate) baseline: Compiler,
+    pub(crate) cache: Option<ArtifactCache>,
+    /// The name of each plugin whose optimised code now serves.
+    pub(crate) optimised: tokio::sync::broadcast::Sender<Arc<str>>,
+}
+
+impl Tiers {
+    pub(crate) fn new(
+        optimized: Compiler,
+        baseline: Compiler,
+        cache: Option<ArtifactCache>,
+    ) -> Self {
+        Tiers {
+            optimized,
+            baseline,
+            cache,
+            optimised: tokio::sync::broadcast::Sender::new(64),
+        }
+    }
+}
+
 /// A plugin on baseline code that has not been queued for optimising yet:
 /// its bytes, until its first call takes them to the optimiser.
 pub(crate) struct Pending {
@@ -190,7 +219,7 @@ impl Optimizer {
     /// `target`, once: later calls find its bytes gone.
     pub(crate) fn enqueue(
         &self,
-        runtime: &Arc<Runtime>,
+        tiers: &Arc<Tiers>,
         name: &Arc<str>,
         pending: &Pending,
         target: &CodeCell,
@@ -215,10 +244,10 @@ impl Optimizer {
         let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         let sender = queue.get_or_insert_with(|| {
             let (sender, jobs) = mpsc::channel();
-            let runtime = Arc::downgrade(runtime);
+            let tiers = Arc::downgrade(tiers);
             let spawned = std::thread::Builder::new()
                 .name("toolhost-optimize".into())
-                .spawn(move || optimize_all(runtime, jobs));
+                .spawn(move || optimize_all(tiers, jobs));
             if let Err(error) = spawned {
                 tracing::warn!(%error, "cannot start the optimiser; large plugins keep baseline code");
             }
@@ -229,7 +258,7 @@ impl Optimizer {
     }
 }
 
-fn optimize_all(runtime: Weak<Runtime>, jobs: mpsc::Receiver<Job>) {
+fn optimize_all(tiers: Weak<Tiers>, jobs: mpsc::Receiver<Job>) {
     lower_thread_priority(OPTIMIZER_NICE);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let pool = rayon::ThreadPoolBuilder::new()
@@ -248,11 +277,11 @@ fn optimize_all(runtime: Weak<Runtime>, jobs: mpsc::Receiver<Job>) {
         if job.target.strong_count() == 0 {
             continue;
         }
-        let Some(runtime) = runtime.upgrade() else {
+        let Some(tiers) = tiers.upgrade() else {
             return;
         };
         let started = Instant::now();
-        let optimized = &runtime.optimized;
+        let optimized = &tiers.optimized;
         let outcome = pool.install(|| {
             let artifact = optimized.precompile(&job.wasm)?;
             let code = optimized.link_artifact(&artifact)?;
@@ -260,20 +289,35 @@ fn optimize_all(runtime: Weak<Runtime>, jobs: mpsc::Receiver<Job>) {
         });
         match outcome {
             Ok((artifact, code)) => {
-                if let Some(cache) = &runtime.cache {
+                if let Some(cache) = &tiers.cache {
                     cache.store(&optimized.engine, &job.content_hash, &artifact);
-                    cache.remove(&runtime.baseline.engine, &job.content_hash);
+                    cache.remove(&tiers.baseline.engine, &job.content_hash);
                 }
                 if let Some(target) = job.target.upgrade() {
                     target.store(Arc::new(code));
                     tracing::info!(plugin = %job.name, seconds = started.elapsed().as_secs_f64(), "optimised code now serves");
+                    let _ = tiers.optimised.send(job.name.clone());
                 }
             }
             Err(error) => {
                 tracing::warn!(plugin = %job.name, %error, "optimising failed; the baseline code keeps serving");
             }
         }
-        drop(runtime);
-        super::release_free_memory();
+        drop(tiers);
+        release_free_memory();
     }
+}
+
+/// Checks the 8-byte preamble first, because wasmtime's own error for a core
+/// module or a random file is less helpful than a sentence naming the fix.
+pub(crate) fn check_header(wasm: &[u8]) -> Result<(), CompileError> {
+    const MAGIC: &[u8] = b"\0asm";
+    const CORE_MODULE: [u8; 4] = [1, 0, 0, 0];
+    if wasm.len() < 8 || &wasm[..4] != MAGIC {
+        return Err(CompileError::NotWasm { bytes: wasm.len() });
+    }
+    if wasm[4..8] == CORE_MODULE {
+        return Err(CompileError::CoreModule);
+    }
+    Ok(())
 }

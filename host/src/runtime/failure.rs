@@ -85,3 +85,21 @@ impl std::fmt::Display for CompileError {
         }
     }
 }
+
+/// The innermost cause of a wasmtime error: a trap's own description, or
+/// the root of the error chain.
+pub(crate) fn root_cause(error: &wasmtime::Error) -> String {
+    let trap = error
+        .downcast_ref::<wasmtime::Trap>()
+        .map(|trap| trap.to_string());
+    trap.unwrap_or_else(|| error.root_cause().to_string())
+}
+
+/// The last `max_bytes` of `text` (cut at a character boundary), trimmed.
+pub(crate) fn tail(text: &str, max_bytes: usize) -> String {
+    let start = text.len().saturating_sub(max_bytes);
+    let start = (start..=text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    text[start..].trim().to_string()
+}

@@ -5,10 +5,16 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use wasmtime_wasi_http::WasiHttpHooks;
 
-use super::Limits;
+/// Limits applied to every call of every plugin.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub memory_bytes: usize,
+}
 
 /// Everything a plugin may use beyond pure computation.
 #[derive(Debug, Clone)]

@@ -1,6 +1,9 @@
 //! The per-call memory budget: one cap over every linear memory and table
 //! of an instance, which remembers when it refused.
 
+use super::pool::{
+    MAX_CORE_INSTANCES_PER_COMPONENT, MAX_MEMORIES_PER_COMPONENT, MAX_TABLES_PER_COMPONENT,
+};
 use wasmtime::ResourceLimiter;
 
 /// One memory budget for the whole call: the bytes of every linear memory
@@ -64,15 +67,15 @@ impl ResourceLimiter for MemoryCap {
     }
 
     fn instances(&self) -> usize {
-        super::MAX_CORE_INSTANCES_PER_COMPONENT as usize
+        MAX_CORE_INSTANCES_PER_COMPONENT as usize
     }
 
     fn memories(&self) -> usize {
-        super::MAX_MEMORIES_PER_COMPONENT as usize
+        MAX_MEMORIES_PER_COMPONENT as usize
     }
 
     fn tables(&self) -> usize {
-        super::MAX_TABLES_PER_COMPONENT as usize
+        MAX_TABLES_PER_COMPONENT as usize
     }
 }
 

@@ -22,7 +22,23 @@
 //! - Memory is capped per call, over every memory and table of the
 //!   instance together, by a `ResourceLimiter`; how many core instances,
 //!   memories and tables one component may have is checked when it loads.
+//!
+//! This file is the facade ([`Runtime`], [`CompiledPlugin`] and what the
+//! rest of the crate may name); the parts are files of their own, and none
+//! of them reaches back up into this one:
+//! - `bindings.rs`: the plugin world's generated bindings;
+//! - `compiler.rs`: both compilers, the tier-up from baseline to optimised
+//!   code, and the optimiser (given the compilers and the cache, not the
+//!   runtime); `cache.rs`: compiled code on disk;
+//! - `executor.rs`: the guest threads and call slots; `pool.rs`: the
+//!   instance pool's size; `allocator.rs`: the process allocator's tuning;
+//! - `sandbox.rs`: one call's store data and the host side of every
+//!   import; `grants.rs` (with [`Limits`]), `memory_cap.rs`,
+//!   `log_capture.rs`, `client.rs`: what it holds;
+//! - `failure.rs`: what went wrong, as types.
 
+mod allocator;
+mod bindings;
 mod cache;
 mod client;
 mod compiler;
@@ -31,49 +47,37 @@ mod failure;
 mod grants;
 mod log_capture;
 mod memory_cap;
+mod pool;
 mod sandbox;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use tracing::Instrument;
 use wasmtime::{Config, Store, Trap, UpdateDeadline};
 
+pub use self::allocator::configure_allocator;
+pub(crate) use self::allocator::release_free_memory;
+use self::bindings::Plugin;
 use self::cache::ArtifactCache;
 pub use self::client::{CallClient, ClientChannel, LogLevel};
-use self::compiler::{BASELINE_FROM_BYTES, CodeCell, Compiler, Optimizer, Pending};
+use self::compiler::{BASELINE_FROM_BYTES, CodeCell, Compiler, Optimizer, Pending, Tiers};
 pub use self::compiler::{Tier, TierUp};
 pub(crate) use self::executor::QUEUE_WAIT;
 use self::executor::{Cancel, Executor, Refusal};
 pub use self::failure::{CallFailure, CompileError};
-pub use self::grants::Grants;
+use self::failure::{root_cause, tail};
 pub(crate) use self::grants::{DirGrant, OriginPattern};
+pub use self::grants::{Grants, Limits};
 use self::sandbox::Sandbox;
-
-mod bindings {
-    wasmtime::component::bindgen!({
-        world: "plugin",
-        path: "../wit",
-        imports: { default: async },
-        exports: { default: async },
-    });
-}
-
-use bindings::Plugin;
 
 /// The plugin's own values, as the contract (`wit/plugin.wit`) defines them.
 /// They are plain data (strings, vectors, options), generated from the WIT.
-pub use bindings::exports::toolhost::plugin::tools::{
+pub use self::bindings::exports::toolhost::plugin::tools::{
     Annotations, ContentBlock, Output as PluginOutput, ResourceBody, Tool as DeclaredTool,
     ToolError as PluginError,
 };
-
-/// Limits applied to every call of every plugin.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    pub timeout: Duration,
-    pub memory_bytes: usize,
-}
 
 /// A component compiled and linked, ready to be instantiated per call.
 /// Cloning it is cheap (the compiled code is shared).
@@ -98,11 +102,10 @@ impl CompiledPlugin {
 }
 
 pub struct Runtime {
-    optimized: Compiler,
-    baseline: Compiler,
+    /// Both compilers and the cache, shared with the optimiser.
+    tiers: Arc<Tiers>,
     tier_up: TierUp,
     optimizer: Optimizer,
-    cache: Option<ArtifactCache>,
     limits: Limits,
     executor: Executor,
 }
@@ -129,9 +132,9 @@ impl Runtime {
         // mmap/munmap per call that also serialises on the kernel's lock.
         config.wasm_component_model(true);
         let pooled = |config: &mut Config| {
-            config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool_config(
-                max_calls.max(1) as u32,
-            )));
+            config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
+                pool::pool_config(max_calls.max(1) as u32),
+            ));
         };
         let optimized = Compiler::new(Tier::Optimized, config.clone(), pooled)?;
         let baseline = Compiler::new(Tier::Baseline, config, pooled)?;
@@ -148,11 +151,9 @@ impl Runtime {
         });
         let executor = Executor::new(max_calls, &[&optimized.engine, &baseline.engine])?;
         Ok(Arc::new(Runtime {
-            optimized,
-            baseline,
+            tiers: Arc::new(Tiers::new(optimized, baseline, cache)),
             tier_up,
             optimizer: Optimizer::default(),
-            cache,
             limits,
             executor,
         }))
@@ -168,16 +169,17 @@ impl Runtime {
         wasm: &[u8],
         content_hash: &str,
     ) -> Result<CompiledPlugin, CompileError> {
-        check_header(wasm)?;
+        compiler::check_header(wasm)?;
         let name: Arc<str> = name.into();
+        let tiers = &self.tiers;
         let cached = |compiler: &Compiler| {
-            let cache = self.cache.as_ref()?;
+            let cache = tiers.cache.as_ref()?;
             let component = cache.load(&compiler.engine, content_hash)?;
             Some(compiler.link(&component))
         };
         let compiled = |compiler: &Compiler| {
             let artifact = compiler.precompile(wasm)?;
-            if let Some(cache) = &self.cache {
+            if let Some(cache) = &tiers.cache {
                 cache.store(&compiler.engine, content_hash, &artifact);
             }
             compiler.link_artifact(&artifact)
@@ -188,13 +190,13 @@ impl Runtime {
             pending: None,
             from_cache,
         };
-        if let Some(code) = cached(&self.optimized) {
+        if let Some(code) = cached(&tiers.optimized) {
             return Ok(plugin(code?, true));
         }
         if wasm.len() >= BASELINE_FROM_BYTES {
-            let baseline = match cached(&self.baseline) {
+            let baseline = match cached(&tiers.baseline) {
                 Some(code) => code.map(|code| (code, true)),
-                None => compiled(&self.baseline).map(|code| (code, false)),
+                None => compiled(&tiers.baseline).map(|code| (code, false)),
             };
             match baseline {
                 Ok((code, from_cache)) => {
@@ -209,7 +211,7 @@ impl Runtime {
                 }
             }
         }
-        Ok(plugin(compiled(&self.optimized)?, false))
+        Ok(plugin(compiled(&tiers.optimized)?, false))
     }
 
     /// The grants of a plugin without a policy: nothing, default limits.
@@ -260,24 +262,36 @@ impl Runtime {
     ) -> Result<Result<PluginOutput, PluginError>, CallFailure> {
         if let Some(pending) = &plugin.pending {
             self.optimizer
-                .enqueue(self, &plugin.name, pending, &plugin.code);
+                .enqueue(&self.tiers, &plugin.name, pending, &plugin.code);
         }
         let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
         let tool = tool.to_string();
-        self.run(move |cancel| async move {
-            let code = plugin.code.load_full();
-            let mut store = runtime.new_store(&plugin, &code, &grants, client, cancel)?;
-            let outcome = tokio::time::timeout(grants.limits.timeout, async {
-                let instance: Plugin = code.pre.instantiate_async(&mut store).await?;
-                instance
-                    .toolhost_plugin_tools()
-                    .call_call_tool(&mut store, &tool, &arguments)
-                    .await
-            })
-            .await;
-            settle(&plugin, &grants, store, outcome)
+        // The call's span (if the caller opened one) goes with it to the
+        // guest thread, so what the plugin prints is logged inside it.
+        let span = tracing::Span::current();
+        self.run(move |cancel| {
+            async move {
+                let code = plugin.code.load_full();
+                let mut store = runtime.new_store(&plugin, &code, &grants, client, cancel)?;
+                let outcome = tokio::time::timeout(grants.limits.timeout, async {
+                    let instance: Plugin = code.pre.instantiate_async(&mut store).await?;
+                    instance
+                        .toolhost_plugin_tools()
+                        .call_call_tool(&mut store, &tool, &arguments)
+                        .await
+                })
+                .await;
+                settle(&plugin, &grants, store, outcome)
+            }
+            .instrument(span)
         })
         .await
+    }
+
+    /// A receiver that hears the name of each plugin (as given to
+    /// [`Runtime::compile`]) whose optimised code has just started serving.
+    pub(crate) fn optimised(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
+        self.tiers.optimised.subscribe()
     }
 
     /// Runs one job on the executor and folds its refusals into failures.
@@ -362,128 +376,11 @@ fn settle<T>(
     })
 }
 
-/// What one component may contain: checked when it loads (a component
-/// over any of these is rejected with the reason), so that one plugin's
-/// calls can never take the pool slots of another's. Generous for what
-/// toolchains emit: a Rust plugin has 1 memory and a few core instances;
-/// componentize-py and componentize-js components stay well below too.
-pub(crate) const MAX_CORE_INSTANCES_PER_COMPONENT: u32 = 50;
-pub(crate) const MAX_MEMORIES_PER_COMPONENT: u32 = 4;
-pub(crate) const MAX_TABLES_PER_COMPONENT: u32 = 32;
-
-/// How much of each pooled memory, table and stack is reset in place (and
-/// stays mapped) between calls; the rest is returned to the kernel.
-const KEEP_RESIDENT: usize = 2 * 1024 * 1024;
-
-/// The pool holds exactly what `max_calls` calls of the largest allowed
-/// components need, so a call that got an executor slot always gets its
-/// instance slots.
-fn pool_config(max_calls: u32) -> wasmtime::PoolingAllocationConfig {
-    let mut pool = wasmtime::PoolingAllocationConfig::new();
-    pool.total_component_instances(max_calls)
-        .max_core_instances_per_component(MAX_CORE_INSTANCES_PER_COMPONENT)
-        .max_memories_per_component(MAX_MEMORIES_PER_COMPONENT)
-        .max_tables_per_component(MAX_TABLES_PER_COMPONENT)
-        .total_core_instances(max_calls * MAX_CORE_INSTANCES_PER_COMPONENT)
-        .total_memories(max_calls * MAX_MEMORIES_PER_COMPONENT)
-        .total_tables(max_calls * MAX_TABLES_PER_COMPONENT)
-        .total_stacks(max_calls)
-        // Reset what a call touched by writing zeros rather than by
-        // madvise(DONTNEED): giving pages back to the kernel costs a TLB
-        // shootdown on every core per call (perf: smp_call_function_many_cond
-        // under decommit_pages), which capped two callers below one.
-        .linear_memory_keep_resident(KEEP_RESIDENT)
-        .table_keep_resident(KEEP_RESIDENT)
-        .async_stack_keep_resident(KEEP_RESIDENT)
-        // Without PAGEMAP_SCAN (Linux 6.7+; off by default in wasmtime 48)
-        // that reset writes the whole kept-resident region on every call:
-        // for a Rust plugin, its 1 MiB stack although a call touches a few
-        // pages of it. gdb on the bench showed a 1 MiB and a 56 KiB memset
-        // per call, half of all samples; with the scan only the pages the
-        // call dirtied are written back. Older kernels keep the memset.
-        .pagemap_scan(wasmtime::Enabled::Auto);
-    pool
-}
-
-/// Checks the 8-byte preamble first, because wasmtime's own error for a core
-/// module or a random file is less helpful than a sentence naming the fix.
-fn check_header(wasm: &[u8]) -> Result<(), CompileError> {
-    const MAGIC: &[u8] = b"\0asm";
-    const CORE_MODULE: [u8; 4] = [1, 0, 0, 0];
-    if wasm.len() < 8 || &wasm[..4] != MAGIC {
-        return Err(CompileError::NotWasm { bytes: wasm.len() });
-    }
-    if wasm[4..8] == CORE_MODULE {
-        return Err(CompileError::CoreModule);
-    }
-    Ok(())
-}
-
-fn root_cause(error: &wasmtime::Error) -> String {
-    let trap = error.downcast_ref::<Trap>().map(|trap| trap.to_string());
-    trap.unwrap_or_else(|| error.root_cause().to_string())
-}
-
-fn tail(text: &str, max_bytes: usize) -> String {
-    let start = text.len().saturating_sub(max_bytes);
-    let start = (start..=text.len())
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(text.len());
-    text[start..].trim().to_string()
-}
-
 fn log_output(plugin: &str, stream: &str, (text, dropped): &(String, usize)) {
     for line in text.lines() {
         tracing::info!(target: "toolhost::plugin", plugin, stream, "{line}");
     }
     if *dropped > 0 {
         tracing::warn!(target: "toolhost::plugin", plugin, stream, dropped, "output over the log limit was dropped");
-    }
-}
-
-/// Fixes glibc's thresholds for handing memory back, once at start-up.
-/// By default glibc raises both as the process frees large blocks: after
-/// a compile frees a 30 MiB buffer, blocks up to 32 MiB come from the
-/// heap and up to 64 MiB of free space may stay at the top of a thread's
-/// arena, which `malloc_trim` does not return for arenas other than the
-/// main one. That held ~60 MiB after a large plugin was removed, in some
-/// runs and not others (found with smaps: one 64 MiB-aligned arena heap).
-/// Fixed values stop the drift: blocks from 1 MiB up are mapped on their
-/// own and unmapped when freed, and free space past 128 KiB at an arena's
-/// top is returned on the free that makes it.
-pub fn configure_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes the allocator's tuning parameters.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 << 10);
-    }
-}
-
-/// Gives freed heap memory back to the kernel. Compiling a large component
-/// and listing its tools allocate hundreds of MiB on short-lived threads;
-/// glibc keeps what they freed in its per-thread arenas for reuse, so the
-/// process would stay at its peak after the plugin is gone. Called after
-/// the registry changes (a load, a replacement, a removal): rare events.
-pub(crate) fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free pages of the allocator's own
-    // arenas to the kernel; it touches no live allocation.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// The Rust SDK carries its own copy of the contract (it must build
-    /// outside this repository); that copy must be this one.
-    #[test]
-    fn the_sdk_embeds_this_contract() {
-        assert!(
-            include_str!("../../../wit/plugin.wit")
-                == include_str!("../../../sdk/rust/wit/plugin.wit"),
-            "sdk/rust/wit/plugin.wit differs: copy wit/plugin.wit over it"
-        );
     }
 }
