@@ -63,6 +63,11 @@ pub(super) struct ServeOptions {
 
 impl ServeOptions {
     pub(super) async fn run(self) -> anyhow::Result<()> {
+        let dir = &self.host.plugins;
+        if !dir.exists() {
+            std::fs::create_dir_all(dir)?;
+            tracing::info!(folder = %dir.display(), "created the plugin folder");
+        }
         let host = Host::open(self.host_config()).await?;
         self.serve(host).await
     }
