@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use crate::registry::policy;
 use crate::registry::portability::{self, SchemaWarning};
-use crate::registry::tools::{self, Tool, ToolListLimits};
+use crate::registry::tools::{self, Tool, ToolListError, ToolListLimits};
 use crate::runtime::{CallFailure, CompileError, CompiledPlugin, Grants, Runtime};
 
 /// Files larger than this are refused before they are read whole: a plugin
@@ -19,43 +19,33 @@ pub(crate) const MAX_PLUGIN_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Why a plugin file was not put in service. `Display` is the sentence
 /// `/plugins`, `toolhost list`, `toolhost check` and the MCP warning show.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The file could not be read (it is too large, say).
+    #[error("cannot read {}: {error}", file.display())]
     Unreadable {
         file: PathBuf,
+        #[source]
         error: std::io::Error,
     },
     /// Its policy file is not valid.
+    #[error("{}: {reason}", file.display())]
     Policy { file: PathBuf, reason: String },
     /// The compile could not start or did not finish (the host's fault).
+    #[error("{0}")]
     Compiler(String),
     /// It is not a usable component.
-    Compile(CompileError),
+    #[error(transparent)]
+    Compile(#[from] CompileError),
     /// Its `list-tools` did not answer.
-    ListTools(CallFailure),
+    #[error("list-tools failed: {0}")]
+    ListTools(#[source] CallFailure),
     /// Its tool list breaks a rule or a limit (see `tools.rs`).
-    ToolList(String),
+    #[error(transparent)]
+    ToolList(#[from] ToolListError),
     /// One of its tools is already provided by another plugin.
+    #[error("tool {tool:?} is already provided by plugin {holder:?}")]
     NameTaken { tool: String, holder: String },
-}
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoadError::Unreadable { file, error } => {
-                write!(f, "cannot read {}: {error}", file.display())
-            }
-            LoadError::Policy { file, reason } => write!(f, "{}: {reason}", file.display()),
-            LoadError::Compiler(reason) => f.write_str(reason),
-            LoadError::Compile(error) => error.fmt(f),
-            LoadError::ListTools(failure) => write!(f, "list-tools failed: {failure}"),
-            LoadError::ToolList(reason) => f.write_str(reason),
-            LoadError::NameTaken { tool, holder } => {
-                write!(f, "tool {tool:?} is already provided by plugin {holder:?}")
-            }
-        }
-    }
 }
 
 /// A plugin that passed every check and can serve calls.
@@ -220,7 +210,7 @@ pub(crate) async fn load(
         .list_tools(&compiled)
         .await
         .map_err(LoadError::ListTools)?;
-    let tools = tools::build_tools(specs, list_limits).map_err(LoadError::ToolList)?;
+    let tools = tools::build_tools(specs, list_limits)?;
     let tools: Vec<Arc<Tool>> = tools.into_iter().map(Arc::new).collect();
     let schema_warnings = portability::check(&tools);
     for warning in &schema_warnings {

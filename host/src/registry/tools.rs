@@ -55,7 +55,33 @@ pub(crate) fn is_valid_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
-/// Checks every tool of a plugin; the error says which tool and why.
+/// Why a plugin's tool list is refused: a rule or a limit it breaks, and
+/// which tool, in a sentence for the plugin's author.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolListError {
+    #[error("the plugin lists no tools")]
+    NoTools,
+    #[error("the plugin lists {count} tools, over the limit of {limit} (--max-tools)")]
+    TooManyTools { count: usize, limit: usize },
+    #[error(
+        "the plugin's tool descriptions and schemas take {bytes} bytes, over the \
+         limit of {limit} (--max-tool-list-kib)"
+    )]
+    TooLarge { bytes: usize, limit: usize },
+    #[error("tool name {name:?} is invalid: it must match ^[A-Za-z0-9_.-]{{1,64}}$")]
+    InvalidName { name: String },
+    #[error("tool name {name:?} is listed twice")]
+    Duplicate { name: String },
+    /// An input or output schema that is not a usable JSON Schema.
+    #[error("tool {tool:?}: {which} schema {problem}")]
+    Schema {
+        tool: String,
+        /// `input` or `output`.
+        which: &'static str,
+        problem: String,
+    },
+}
+
 /// How much one plugin may list: checked before any schema is compiled,
 /// because a plugin listing 100,000 tools would otherwise cost the host
 /// hundreds of MiB (validators, the `GET /tools` and `tools/list` answers).
@@ -72,13 +98,12 @@ impl ToolListLimits {
         max_bytes: 1024 * 1024,
     };
 
-    fn check(&self, specs: &[DeclaredTool]) -> Result<(), String> {
+    fn check(&self, specs: &[DeclaredTool]) -> Result<(), ToolListError> {
         if specs.len() > self.max_tools {
-            return Err(format!(
-                "the plugin lists {} tools, over the limit of {} (--max-tools)",
-                specs.len(),
-                self.max_tools
-            ));
+            return Err(ToolListError::TooManyTools {
+                count: specs.len(),
+                limit: self.max_tools,
+            });
         }
         let bytes: usize = specs
             .iter()
@@ -91,42 +116,40 @@ impl ToolListLimits {
             })
             .sum();
         if bytes > self.max_bytes {
-            return Err(format!(
-                "the plugin's tool descriptions and schemas take {bytes} bytes, over the \
-                 limit of {} (--max-tool-list-kib)",
-                self.max_bytes
-            ));
+            return Err(ToolListError::TooLarge {
+                bytes,
+                limit: self.max_bytes,
+            });
         }
         Ok(())
     }
 }
 
+/// Checks every tool of a plugin and compiles its schemas; the error says
+/// which tool and why.
 pub(crate) fn build_tools(
     specs: Vec<DeclaredTool>,
     limits: &ToolListLimits,
-) -> Result<Vec<Tool>, String> {
+) -> Result<Vec<Tool>, ToolListError> {
     if specs.is_empty() {
-        return Err("the plugin lists no tools".into());
+        return Err(ToolListError::NoTools);
     }
     limits.check(&specs)?;
     let mut seen = HashSet::new();
     let mut tools = Vec::with_capacity(specs.len());
     for spec in specs {
         if !is_valid_tool_name(&spec.name) {
-            return Err(format!(
-                "tool name {:?} is invalid: it must match ^[A-Za-z0-9_.-]{{1,64}}$",
-                spec.name
-            ));
+            return Err(ToolListError::InvalidName { name: spec.name });
         }
         if !seen.insert(spec.name.clone()) {
-            return Err(format!("tool name {:?} is listed twice", spec.name));
+            return Err(ToolListError::Duplicate { name: spec.name });
         }
         tools.push(build_tool(spec)?);
     }
     Ok(tools)
 }
 
-fn build_tool(spec: DeclaredTool) -> Result<Tool, String> {
+fn build_tool(spec: DeclaredTool) -> Result<Tool, ToolListError> {
     let name = spec.name;
     let (input_schema, input_validator) = compile_schema(&name, "input", &spec.input_schema)?;
     let (output_schema, output_validator) = match spec.output_schema {
@@ -152,8 +175,16 @@ fn build_tool(spec: DeclaredTool) -> Result<Tool, String> {
 /// for both schemas), and compiles it. Compilation checks the schema against
 /// its draft's meta-schema and resolves every `$ref`; remote references are
 /// never fetched (jsonschema is built without its HTTP and file resolvers).
-fn compile_schema(tool: &str, which: &str, text: &str) -> Result<(Value, Validator), String> {
-    let fault = |what: String| format!("tool {tool:?}: {which} schema {what}");
+fn compile_schema(
+    tool: &str,
+    which: &'static str,
+    text: &str,
+) -> Result<(Value, Validator), ToolListError> {
+    let fault = |problem: String| ToolListError::Schema {
+        tool: tool.to_string(),
+        which,
+        problem,
+    };
     let schema: Value =
         serde_json::from_str(text).map_err(|e| fault(format!("is not valid JSON: {e}")))?;
     if !schema.is_object() {
@@ -214,7 +245,12 @@ pub(crate) mod tests {
 
     #[test]
     fn faults_are_named_precisely() {
-        let reason = |specs| build_tools(specs, &ToolListLimits::DEFAULT).err().unwrap();
+        let reason = |specs| {
+            build_tools(specs, &ToolListLimits::DEFAULT)
+                .err()
+                .unwrap()
+                .to_string()
+        };
         assert!(reason(vec![]).contains("no tools"));
         assert!(reason(vec![spec("a b", OBJECT)]).contains(r#""a b" is invalid"#));
         assert!(reason(vec![spec("a", OBJECT), spec("a", OBJECT)]).contains("listed twice"));
@@ -232,7 +268,8 @@ pub(crate) mod tests {
             r#"{"type":"object","properties":{"x":{"$ref":"https://example.com/s.json"}}}"#;
         let reason = build_tools(vec![spec("a", remote)], &ToolListLimits::DEFAULT)
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(reason.contains("not a valid JSON Schema"), "{reason}");
     }
 

@@ -6,84 +6,58 @@
 use std::time::Duration;
 
 /// Why a call did not produce the plugin's answer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CallFailure {
     /// It ran past its deadline.
+    #[error("ran past its {0:?} deadline")]
     Timeout(Duration),
     /// It used up its instruction budget (fuel).
+    #[error("used up its budget of {fuel} fuel")]
     OutOfFuel { fuel: u64 },
     /// It returned values the component model refuses to lift (a string
     /// that is not UTF-8).
+    #[error("returned an invalid result: {0}")]
     InvalidOutput(String),
     /// It tried to grow memory past the cap.
+    #[error("tried to use more than its {cap_bytes}-byte memory cap")]
     OutOfMemory { cap_bytes: usize },
     /// It trapped. `reason` is wasmtime's description of the trap;
     /// `stderr` the tail of what the plugin printed (a panic message, say).
+    #[error("trapped: {reason}")]
     Trapped { reason: String, stderr: String },
     /// Every call slot of the host stayed taken for the whole queue wait.
+    #[error("could not start: the host is already running its maximum of {max_calls} calls")]
     Busy { max_calls: usize },
     /// The host or the plugin's policy, not the plugin, failed: a granted
     /// directory that cannot be opened, say.
+    #[error("could not run: {0}")]
     Host(String),
 }
 
-impl std::fmt::Display for CallFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CallFailure::Timeout(limit) => write!(f, "ran past its {limit:?} deadline"),
-            CallFailure::OutOfFuel { fuel } => write!(f, "used up its budget of {fuel} fuel"),
-            CallFailure::InvalidOutput(reason) => write!(f, "returned an invalid result: {reason}"),
-            CallFailure::OutOfMemory { cap_bytes } => {
-                write!(f, "tried to use more than its {cap_bytes}-byte memory cap")
-            }
-            CallFailure::Trapped { reason, .. } => write!(f, "trapped: {reason}"),
-            CallFailure::Busy { max_calls } => write!(
-                f,
-                "could not start: the host is already running its maximum of {max_calls} calls"
-            ),
-            CallFailure::Host(reason) => write!(f, "could not run: {reason}"),
-        }
-    }
-}
-
 /// Why a file could not be compiled and linked as a plugin.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CompileError {
     /// No `\0asm` header.
+    #[error("not a WebAssembly file ({bytes} bytes, no \\0asm header)")]
     NotWasm { bytes: usize },
     /// A core module, not a component.
+    #[error(
+        "a core WebAssembly module, not a component: build it for \
+         wasm32-wasip2, or wrap it with `wasm-tools component new`"
+    )]
     CoreModule,
     /// wasmtime refused it (malformed, or past a per-component limit).
+    #[error("invalid component: {0}")]
     Invalid(String),
     /// It imports something toolhost does not provide.
+    #[error("the component needs an import toolhost does not provide: {0}")]
     MissingImport(String),
     /// It does not export the plugin world's interface.
+    #[error(
+        "the component does not implement the toolhost:plugin/tools@0.1.0 \
+         interface (see wit/plugin.wit): {0}"
+    )]
     NotAPlugin(String),
-}
-
-impl std::fmt::Display for CompileError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CompileError::NotWasm { bytes } => write!(
-                f,
-                "not a WebAssembly file ({bytes} bytes, no \\0asm header)"
-            ),
-            CompileError::CoreModule => f.write_str(
-                "a core WebAssembly module, not a component: build it for \
-                 wasm32-wasip2, or wrap it with `wasm-tools component new`",
-            ),
-            CompileError::Invalid(reason) => write!(f, "invalid component: {reason}"),
-            CompileError::MissingImport(reason) => write!(
-                f,
-                "the component needs an import toolhost does not provide: {reason}"
-            ),
-            CompileError::NotAPlugin(reason) => write!(
-                f,
-                "the component does not implement the toolhost:plugin/tools@0.1.0 \
-                 interface (see wit/plugin.wit): {reason}"
-            ),
-        }
-    }
 }
 
 /// The innermost cause of a wasmtime error: a trap's own description, or
