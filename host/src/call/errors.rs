@@ -8,98 +8,77 @@
 
 use serde::Serialize;
 
-/// A failure detected by the host rather than reported by a plugin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub(crate) enum ErrorCode {
+/// Defines [`ErrorCode`] from one list: each code's variant, its wire
+/// spelling and its meaning, in the order README documents them. The enum,
+/// [`ErrorCode::ALL`] and [`ErrorCode::as_str`] all come from this list,
+/// so the three cannot drift apart.
+macro_rules! error_codes {
+    ($($(#[doc = $doc:literal])* $variant:ident = $wire:literal,)+) => {
+        /// A failure detected by the host rather than reported by a plugin.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+        pub(crate) enum ErrorCode {
+            $($(#[doc = $doc])* #[serde(rename = $wire)] $variant,)+
+        }
+
+        impl ErrorCode {
+            /// Every code, in the order README documents them.
+            pub(crate) const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)+];
+
+            /// The code as it appears on the wire, e.g. `TOOL_NOT_FOUND`.
+            pub(crate) fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $wire,)+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
     /// The request body is not JSON, or not a JSON object.
-    InvalidJson,
+    InvalidJson = "INVALID_JSON",
     /// The arguments do not satisfy the tool's input schema.
-    InvalidArguments,
+    InvalidArguments = "INVALID_ARGUMENTS",
     /// No loaded plugin provides a tool of that name.
-    ToolNotFound,
+    ToolNotFound = "TOOL_NOT_FOUND",
     /// The request body is over the configured limit.
-    PayloadTooLarge,
+    PayloadTooLarge = "PAYLOAD_TOO_LARGE",
     /// The call ran past its deadline and was stopped.
-    ToolTimeout,
+    ToolTimeout = "TOOL_TIMEOUT",
     /// The call tried to grow its memory past the cap and was stopped.
-    OutOfMemory,
+    OutOfMemory = "OUT_OF_MEMORY",
     /// The plugin trapped (panicked, hit `unreachable`, overflowed its stack).
-    PluginTrapped,
+    PluginTrapped = "PLUGIN_TRAPPED",
     /// The plugin answered with something that is not a valid result: a bad
     /// content block, structured data that is not a JSON object, or data
     /// that breaks the tool's output schema.
-    InvalidPluginOutput,
+    InvalidPluginOutput = "INVALID_PLUGIN_OUTPUT",
     /// The HTTP request itself is wrong (an unknown query parameter value).
-    InvalidRequest,
+    InvalidRequest = "INVALID_REQUEST",
     /// No such REST route.
-    NotFound,
+    NotFound = "NOT_FOUND",
     /// The route exists, but not for that HTTP method.
-    MethodNotAllowed,
+    MethodNotAllowed = "METHOD_NOT_ALLOWED",
     /// The bearer token is missing or wrong.
-    Unauthorized,
+    Unauthorized = "UNAUTHORIZED",
     /// The Host or Origin header names a host that is not allowed.
-    Forbidden,
+    Forbidden = "FORBIDDEN",
     /// The plugin is already running as many calls as its policy allows.
-    Busy,
+    Busy = "BUSY",
     /// The call used up the instruction budget (fuel) its policy sets.
-    OutOfFuel,
+    OutOfFuel = "OUT_OF_FUEL",
     /// The plugin's answer (a result or a tool error, every content block
     /// counted) is over the host's result limit.
-    ResultTooLarge,
+    ResultTooLarge = "RESULT_TOO_LARGE",
     /// The host or the plugin's policy failed, not the plugin: a granted
     /// directory that cannot be opened, an internal fault.
-    HostError,
+    HostError = "HOST_ERROR",
 }
 
 /// HTTP status for a plugin's own (business) tool error.
 pub(crate) const TOOL_ERROR_HTTP_STATUS: u16 = 422;
 
 impl ErrorCode {
-    /// Every code, in the order README documents them.
-    pub(crate) const ALL: [ErrorCode; 17] = [
-        ErrorCode::InvalidJson,
-        ErrorCode::InvalidArguments,
-        ErrorCode::ToolNotFound,
-        ErrorCode::PayloadTooLarge,
-        ErrorCode::ToolTimeout,
-        ErrorCode::OutOfMemory,
-        ErrorCode::PluginTrapped,
-        ErrorCode::InvalidPluginOutput,
-        ErrorCode::InvalidRequest,
-        ErrorCode::NotFound,
-        ErrorCode::MethodNotAllowed,
-        ErrorCode::Unauthorized,
-        ErrorCode::Forbidden,
-        ErrorCode::Busy,
-        ErrorCode::OutOfFuel,
-        ErrorCode::ResultTooLarge,
-        ErrorCode::HostError,
-    ];
-
-    /// The code as it appears on the wire, e.g. `TOOL_NOT_FOUND`.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidJson => "INVALID_JSON",
-            ErrorCode::InvalidArguments => "INVALID_ARGUMENTS",
-            ErrorCode::ToolNotFound => "TOOL_NOT_FOUND",
-            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
-            ErrorCode::ToolTimeout => "TOOL_TIMEOUT",
-            ErrorCode::OutOfMemory => "OUT_OF_MEMORY",
-            ErrorCode::PluginTrapped => "PLUGIN_TRAPPED",
-            ErrorCode::InvalidPluginOutput => "INVALID_PLUGIN_OUTPUT",
-            ErrorCode::InvalidRequest => "INVALID_REQUEST",
-            ErrorCode::NotFound => "NOT_FOUND",
-            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
-            ErrorCode::Unauthorized => "UNAUTHORIZED",
-            ErrorCode::Forbidden => "FORBIDDEN",
-            ErrorCode::Busy => "BUSY",
-            ErrorCode::OutOfFuel => "OUT_OF_FUEL",
-            ErrorCode::ResultTooLarge => "RESULT_TOO_LARGE",
-            ErrorCode::HostError => "HOST_ERROR",
-        }
-    }
-
     /// The HTTP status REST and CGI answer with.
     pub(crate) fn http_status(self) -> u16 {
         match self {
@@ -167,7 +146,7 @@ mod tests {
     #[test]
     fn readme_documents_every_code_and_status() {
         let readme = include_str!("../../../README.md");
-        for code in ErrorCode::ALL {
+        for &code in ErrorCode::ALL {
             let row = format!("| `{code}` | {} |", code.http_status());
             assert!(readme.contains(&row), "README lacks the row {row}");
         }
