@@ -8,13 +8,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Router;
 use rmcp::ServiceExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::call::envelope::TextFormat;
 use crate::call::invoke::Front;
-use crate::front::guard::{self, GuardSettings, LOOPBACK_HOSTS};
+use crate::front::guard::{self, GuardSettings, LOOPBACK_HOSTS, Refusals};
 use crate::front::listener::{self, ConnectionLimits};
 use crate::front::mcp::McpFront;
 use crate::front::mcp::http::{self as mcp_http, McpHttpSettings};
@@ -102,18 +103,31 @@ async fn serve(
             shutdown: shutdown.clone(),
         },
     );
-    let guard_settings = Arc::new(GuardSettings {
+    let guard = GuardSettings {
         allowed_hosts,
         token: settings.token.clone(),
-    });
+        refusals: Refusals::Envelope,
+    };
+    let guarded = |router: Router, settings: GuardSettings| {
+        router.layer(axum::middleware::from_fn_with_state(
+            Arc::new(settings),
+            guard::check,
+        ))
+    };
     let rest_settings = RestSettings {
         max_body_bytes: settings.max_body_bytes,
         text_format: settings.text_format,
         front: Front::Rest,
     };
-    let app = rest::router(registry, rest_settings).merge(mcp).layer(
-        axum::middleware::from_fn_with_state(guard_settings, guard::check),
-    );
+    let app = guarded(
+        rest::health_router(registry.clone(), rest_settings),
+        guard.without_token(),
+    )
+    .merge(guarded(
+        rest::router(registry, rest_settings),
+        guard.clone(),
+    ))
+    .merge(guarded(mcp, guard.refusing_as(Refusals::JsonRpc)));
     let limits = ConnectionLimits {
         header_timeout: settings.header_timeout,
         max_connections: settings.max_connections,

@@ -17,6 +17,7 @@ use tower::ServiceExt;
 
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
+use crate::front::http::http_body;
 use crate::front::rest::{self, RestSettings};
 use crate::registry::Registry;
 
@@ -30,12 +31,7 @@ pub(crate) async fn run(
         Ok(answer) => answer,
         Err(error) => {
             tracing::error!(error = %format!("{error:#}"), "answering with HOST_ERROR");
-            let envelope = Envelope::host_error(ErrorCode::HostError, format!("{error:#}"), None);
-            (
-                StatusCode::from_u16(envelope.http_status())?,
-                "application/json".to_string(),
-                serde_json::to_vec(&envelope)?.into(),
-            )
+            host_error_answer(&error)
         }
     };
     let mut stdout = std::io::stdout().lock();
@@ -50,13 +46,26 @@ pub(crate) async fn run(
     Ok(())
 }
 
+/// The answer when the host itself failed: a HOST_ERROR envelope through
+/// the one HTTP writer (`http.rs`), so it carries `success` and
+/// `timestamp` like every other HTTP answer.
+fn host_error_answer(error: &anyhow::Error) -> (StatusCode, String, axum::body::Bytes) {
+    let envelope = Envelope::host_error(ErrorCode::HostError, format!("{error:#}"), None);
+    let status =
+        StatusCode::from_u16(envelope.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = serde_json::to_vec(&http_body(&envelope)).unwrap_or_default();
+    (status, "application/json".to_string(), body.into())
+}
+
 /// The status, content type and body of the answer to the CGI request.
 async fn respond(
     registry: anyhow::Result<Arc<Registry>>,
     settings: RestSettings,
 ) -> anyhow::Result<(StatusCode, String, axum::body::Bytes)> {
     let max_body_bytes = settings.max_body_bytes;
-    let router = rest::router(registry?, settings);
+    let registry = registry?;
+    let router =
+        rest::health_router(registry.clone(), settings).merge(rest::router(registry, settings));
     let request = cgi_request(max_body_bytes)?;
     let response = router.oneshot(request).await?;
     let status = response.status();
@@ -97,4 +106,34 @@ fn cgi_request(max_body_bytes: usize) -> anyhow::Result<Request<Body>> {
         request = request.header(header::CONTENT_TYPE, content_type);
     }
     Ok(request.body(Body::from(body))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fallback answer is an envelope like every other HTTP answer:
+    /// status, code, message, and the two fields seed 001 asks for.
+    #[test]
+    fn a_host_failure_is_answered_through_the_shared_writer() {
+        let error = anyhow::anyhow!("cannot read the plugin folder /x: gone");
+        let (status, content_type, body) = host_error_answer(&error);
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(content_type, "application/json");
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["code"], "HOST_ERROR", "{body}");
+        assert_eq!(body["isError"], true, "{body}");
+        assert_eq!(body["success"], false, "{body}");
+        assert!(
+            body["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')),
+            "{body}"
+        );
+        assert!(
+            body["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("gone"),
+            "{body}"
+        );
+    }
 }

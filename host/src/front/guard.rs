@@ -7,13 +7,15 @@
 //!   `127.0.0.1`, `::1`) plus the address toolhost listens on, so a web page
 //!   on another site cannot reach a local toolhost through a rebound DNS
 //!   name. Refused with 403; a request with two `Host` headers with 400.
-//! - An optional bearer token: with `--token`, every route but `/health`
-//!   needs `Authorization: Bearer <token>`. Refused with 401.
+//! - An optional bearer token: with `--token`, every route of a router
+//!   guarded with one needs `Authorization: Bearer <token>` (`/health` is
+//!   on a router guarded without). Refused with 401.
 //!
-//! Refusals are the usual JSON envelope, or on `/mcp` a JSON-RPC error
-//! object. After the checks, an absolute-form target's host replaces the
-//! Host header, so that every handler (rmcp checks Host again) sees the host
-//! that was checked.
+//! The guard is a layer on each router, not a match on paths: the REST
+//! router's guard refuses with the usual JSON envelope, the MCP router's
+//! with a JSON-RPC error object ([`Refusals`]). After the checks, an
+//! absolute-form target's host replaces the Host header, so that every
+//! handler (rmcp checks Host again) sees the host that was checked.
 
 use std::sync::Arc;
 
@@ -29,7 +31,38 @@ use crate::call::errors::ErrorCode;
 pub(crate) struct GuardSettings {
     /// Host names (no port) that `Host` and `Origin` may name.
     pub(crate) allowed_hosts: Vec<String>,
+    /// The bearer token the guarded routes need, if any.
     pub(crate) token: Option<String>,
+    /// How the guarded router's clients are told no.
+    pub(crate) refusals: Refusals,
+}
+
+/// The shape of a refusal, as the guarded router's clients read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusals {
+    /// REST: the JSON envelope with its error code.
+    Envelope,
+    /// MCP: a JSON-RPC error object (-32600) with the same HTTP status.
+    JsonRpc,
+}
+
+impl GuardSettings {
+    /// The same checks without a token: for routes every client may reach
+    /// (`/health`).
+    pub(crate) fn without_token(&self) -> GuardSettings {
+        GuardSettings {
+            token: None,
+            ..self.clone()
+        }
+    }
+
+    /// The same checks, refusing in the other shape.
+    pub(crate) fn refusing_as(&self, refusals: Refusals) -> GuardSettings {
+        GuardSettings {
+            refusals,
+            ..self.clone()
+        }
+    }
 }
 
 /// The loopback names always allowed.
@@ -40,7 +73,7 @@ pub(crate) async fn check(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let mcp = request.uri().path() == "/mcp";
+    let mcp = settings.refusals == Refusals::JsonRpc;
     let headers = request.headers();
     if headers.get_all(header::HOST).iter().count() > 1 {
         return refuse(
@@ -61,7 +94,6 @@ pub(crate) async fn check(
         return refuse(mcp, ErrorCode::Forbidden, message);
     }
     if let Some(token) = &settings.token
-        && request.uri().path() != "/health"
         && !bearer_matches(headers, token)
     {
         let mut response = refuse(

@@ -41,9 +41,19 @@ struct AppState {
     settings: RestSettings,
 }
 
-pub(crate) fn router(registry: Arc<Registry>, settings: RestSettings) -> Router {
+/// `/health`: a router of its own, so that it can be guarded without the
+/// token (a load balancer's probe has none).
+pub(crate) fn health_router(registry: Arc<Registry>, settings: RestSettings) -> Router {
     Router::new()
         .route("/health", get(health))
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(AppState { registry, settings })
+}
+
+/// Every other REST route, with the envelope answers for unknown routes
+/// and wrong methods.
+pub(crate) fn router(registry: Arc<Registry>, settings: RestSettings) -> Router {
+    Router::new()
         .route("/tools", get(list_tools))
         .route("/tools/{name}", post(call_tool))
         .route("/plugins", get(list_plugins))
