@@ -43,3 +43,74 @@ pub mod runtime;
 pub mod server;
 
 pub use host::{Host, HostConfig, default_cache_dir};
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    /// Every source file under `host/src`, as a path relative to it
+    /// (`runtime/compiler.rs`), templates aside.
+    fn source_files() -> Vec<String> {
+        fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, root, out);
+                } else if path.extension().is_some_and(|ext| ext == "rs") {
+                    let relative = path.strip_prefix(root).unwrap();
+                    out.push(relative.to_string_lossy().replace('\\', "/"));
+                }
+            }
+        }
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        walk(&root, &root, &mut files);
+        files.sort();
+        files
+    }
+
+    /// The maps (this file's and `docs/architecture.md`'s) are how a
+    /// newcomer finds their way: each must name every module there is, and
+    /// the architecture document no file that is gone.
+    #[test]
+    fn the_maps_name_every_module() {
+        let files = source_files();
+        let lib = include_str!("lib.rs");
+        let map = &lib[..lib.find("\npub mod").unwrap()];
+        for file in &files {
+            let top = file.split('/').next().unwrap().trim_end_matches(".rs");
+            if ["lib", "main"].contains(&top) {
+                continue;
+            }
+            let named = if file.contains('/') {
+                format!("{top}/")
+            } else {
+                top.to_string()
+            };
+            assert!(map.contains(&named), "lib.rs's map does not name {named}");
+        }
+        let architecture = std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md"),
+        )
+        .expect("docs/architecture.md");
+        for file in &files {
+            assert!(
+                architecture.contains(file.as_str()),
+                "docs/architecture.md does not name host/src/{file}"
+            );
+        }
+        for word in architecture.split(|c: char| c.is_whitespace() || "`|()[],".contains(c)) {
+            let word = word.trim_start_matches("host/src/");
+            if word.ends_with(".rs") && word.contains('/') && !word.contains("..") {
+                let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+                let known = files.iter().any(|file| file == word)
+                    || manifest.join(word).exists()
+                    || manifest.join("..").join(word).exists();
+                assert!(
+                    known,
+                    "docs/architecture.md names {word}, which does not exist"
+                );
+            }
+        }
+    }
+}
