@@ -14,6 +14,14 @@ JS_TOOLCHAIN := target/toolchains/js
 COMPONENTIZE_PY := $(PY_TOOLCHAIN)/bin/componentize-py
 COMPONENTIZE_QJS := $(JS_TOOLCHAIN)/node_modules/.bin/componentize-qjs
 
+# How a Python or JavaScript plugin is built: the one recipe per language
+# that `toolhost new` prints and `toolhost dev` runs (host/src/commands/
+# language.rs), read from its file. Placeholders: {paths} (Python module
+# search paths), {module} and {module_root} (JavaScript), {output}.
+RECIPES := host/src/commands/templates/build
+PY_RECIPE = $(subst componentize-py,$(COMPONENTIZE_PY),$(subst {paths},$(1),$(subst {output},$(2),$(shell cat $(RECIPES)/python))))
+JS_RECIPE = $(subst componentize-qjs,$(COMPONENTIZE_QJS),$(subst {module},$(1)/app.js,$(subst {module_root},--module-root .,$(subst {output},$(2),$(shell cat $(RECIPES)/js)))))
+
 serve: plugins
 	cargo run --release -p toolhost -- serve --plugins plugins
 
@@ -52,9 +60,8 @@ target/bench-node/ts_client.mjs: tests/clients/ts_client.mjs
 
 # A large component of another language for the bench: the Python echo
 # (tests/fixtures/python), built by componentize-py from PyPI in a venv.
-target/py_echo.wasm: tests/fixtures/python/app.py wit/plugin.wit | $(COMPONENTIZE_PY)
-	$(COMPONENTIZE_PY) -d wit -w plugin componentize \
-	    -p tests/fixtures/python app -o $@
+target/py_echo.wasm: tests/fixtures/python/app.py wit/plugin.wit $(RECIPES)/python | $(COMPONENTIZE_PY)
+	$(call PY_RECIPE,-p tests/fixtures/python,$@)
 
 # wrk, the load generator the benchmark uses (Debian's package).
 wrk:
@@ -84,13 +91,13 @@ $(COMPONENTIZE_QJS):
 	npm install --no-audit --no-fund --loglevel=error --prefix $(JS_TOOLCHAIN) componentize-qjs@0.4.5
 
 # The Python example: its app beside the helper library (sdk/python).
-plugins/textpy.wasm: plugins/textpy/app.py sdk/python/toolhost_plugin.py wit/plugin.wit | $(COMPONENTIZE_PY)
-	$(COMPONENTIZE_PY) -d wit -w plugin componentize -p plugins/textpy -p sdk/python app -o $@.tmp
+plugins/textpy.wasm: plugins/textpy/app.py sdk/python/toolhost_plugin.py wit/plugin.wit $(RECIPES)/python | $(COMPONENTIZE_PY)
+	$(call PY_RECIPE,-p plugins/textpy -p sdk/python,$@.tmp)
 	mv $@.tmp $@
 
 # The JavaScript example: its module imports the helper (sdk/js).
-plugins/textjs.wasm: plugins/textjs/app.js sdk/js/toolhost.js wit/plugin.wit | $(COMPONENTIZE_QJS)
-	$(COMPONENTIZE_QJS) --sync --wit wit --world plugin --js plugins/textjs/app.js --module-root . -o $@.tmp
+plugins/textjs.wasm: plugins/textjs/app.js sdk/js/toolhost.js wit/plugin.wit $(RECIPES)/js | $(COMPONENTIZE_QJS)
+	$(call JS_RECIPE,plugins/textjs,$@.tmp)
 	mv $@.tmp $@
 
 target:

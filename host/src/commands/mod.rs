@@ -7,6 +7,7 @@ mod call;
 mod cgi;
 mod check;
 mod dev;
+mod language;
 mod list;
 mod new;
 mod options;

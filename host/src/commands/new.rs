@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Args;
 
+use super::language::{Language, Sources};
+
 #[derive(Args)]
 pub(super) struct NewOptions {
     /// The plugin's name: its folder, its crate, its `.wasm` file and its
@@ -29,15 +31,7 @@ pub(super) struct NewOptions {
     path: PathBuf,
     /// The plugin's language.
     #[arg(long, value_enum, default_value = "rust")]
-    lang: Lang,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Lang {
-    Rust,
-    Python,
-    #[value(alias = "javascript")]
-    Js,
+    lang: Language,
 }
 
 /// The contract, for Python and JavaScript projects (their toolchains read
@@ -212,8 +206,13 @@ impl NewOptions {
             bail!("{} already exists", project.display());
         }
         let library = name.replace('-', "_");
-        let (build, test) = match self.lang {
-            Lang::Rust => {
+        let build = self
+            .lang
+            .recipe(&format!("target/{library}.wasm"), &Sources::default())
+            .display();
+        let test = self.lang.test_command();
+        match self.lang {
+            Language::Rust => {
                 let fill = |template: &str| {
                     template
                         .replace("{name}", name)
@@ -226,36 +225,19 @@ impl NewOptions {
                 for (path, text) in SDK_FILES {
                     write(&project.join("vendor/toolhost-plugin").join(path), text)?;
                 }
-                (
-                    "cargo build --release --target wasm32-wasip2".to_string(),
-                    "cargo test",
-                )
             }
-            Lang::Python | Lang::Js => {
-                let (files, build, test) = match self.lang {
-                    Lang::Python => (
-                        PYTHON_FILES,
-                        format!(
-                            "componentize-py -d wit -w plugin componentize -p . app -o target/{library}.wasm"
-                        ),
-                        "python3 -m unittest",
-                    ),
-                    _ => (
-                        JS_FILES,
-                        format!(
-                            "componentize-qjs --sync --wit wit --world plugin --js app.js -o target/{library}.wasm"
-                        ),
-                        "node --test test.mjs",
-                    ),
+            Language::Python | Language::JavaScript => {
+                let files = match self.lang {
+                    Language::Python => PYTHON_FILES,
+                    _ => JS_FILES,
                 };
                 for (path, text) in files {
                     let text = text.replace("__NAME__", name).replace("__ID__", &library);
                     write(&project.join(path), &text)?;
                 }
                 write(&project.join("wit/plugin.wit"), PLUGIN_WIT)?;
-                (build, test)
             }
-        };
+        }
         println!("Created {} with one tool, {name:?}.", project.display());
         println!();
         println!("  cd {}", project.display());

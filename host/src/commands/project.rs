@@ -9,77 +9,19 @@
 //!
 //! For Python and JavaScript the plugin's id is the folder's name (`-`
 //! becomes `_`), and the contract is the project's own `wit/` (what
-//! `toolhost new` writes). Their toolchains are found, in this order, from
-//! an environment variable (`TOOLHOST_COMPONENTIZE_PY`,
-//! `TOOLHOST_COMPONENTIZE_QJS`), the pinned copies `make toolchains` puts
-//! under this repository's `target/toolchains`, then `PATH`.
+//! `toolhost new` writes). The build command is the language's one recipe
+//! (`language.rs`), which `new` prints and the Makefile runs too.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+pub(super) use super::language::Language;
+use super::language::Sources;
+
 /// At most this many lines of compiler output per failed build.
 const MAX_ERROR_LINES: usize = 40;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Language {
-    Rust,
-    Python,
-    JavaScript,
-}
-
-/// A toolchain: the command, how to find it and how to install it.
-struct Toolchain {
-    env: &'static str,
-    /// Where `make toolchains` installs it, under this repository.
-    pinned: &'static str,
-    command: &'static str,
-    install: &'static str,
-}
-
-const COMPONENTIZE_PY: Toolchain = Toolchain {
-    env: "TOOLHOST_COMPONENTIZE_PY",
-    pinned: concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../target/toolchains/python/bin/componentize-py"
-    ),
-    command: "componentize-py",
-    install: "`make toolchains` in the toolhost repository, or `pip install componentize-py==0.25.1`",
-};
-
-const COMPONENTIZE_QJS: Toolchain = Toolchain {
-    env: "TOOLHOST_COMPONENTIZE_QJS",
-    pinned: concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../target/toolchains/js/node_modules/.bin/componentize-qjs"
-    ),
-    command: "componentize-qjs",
-    install: "`make toolchains` in the toolhost repository, or `npm install -g componentize-qjs@0.4.5`",
-};
-
-impl Toolchain {
-    fn find(&self) -> Result<PathBuf, String> {
-        if let Some(path) = std::env::var_os(self.env) {
-            return Ok(PathBuf::from(path));
-        }
-        let pinned = Path::new(self.pinned);
-        if pinned.is_file() {
-            return Ok(pinned.to_path_buf());
-        }
-        std::env::var_os("PATH")
-            .iter()
-            .flat_map(std::env::split_paths)
-            .map(|dir| dir.join(self.command))
-            .find(|path| path.is_file())
-            .ok_or_else(|| {
-                format!(
-                    "{} not found: {} (or set {})",
-                    self.command, self.install, self.env
-                )
-            })
-    }
-}
 
 #[derive(Clone)]
 pub(super) struct Project {
@@ -96,11 +38,7 @@ impl Project {
         if dir.join("Cargo.toml").is_file() {
             return Self::inspect_cargo(dir).await;
         }
-        let language = if dir.join("app.py").is_file() {
-            Language::Python
-        } else if dir.join("app.js").is_file() {
-            Language::JavaScript
-        } else {
+        let Some(language) = Language::detect(dir) else {
             bail!(
                 "{} is not a plugin project: it has no Cargo.toml, app.py or app.js \
                  (`toolhost new NAME [--lang python|js]` makes one)",
@@ -218,49 +156,18 @@ impl Project {
                 self.target_dir.join(format!("{}.wasm", self.id))
             }
         };
-        let mut command = match self.language {
-            Language::Rust => {
-                let mut command = tokio::process::Command::new(cargo());
-                command.args([
-                    "build",
-                    "--release",
-                    "--target",
-                    "wasm32-wasip2",
-                    "--message-format",
-                    "short",
-                    "--color",
-                    "never",
-                ]);
-                command
-            }
-            Language::Python => {
-                let mut command = tokio::process::Command::new(COMPONENTIZE_PY.find()?);
-                command
-                    .args([
-                        "-d",
-                        "wit",
-                        "-w",
-                        "plugin",
-                        "componentize",
-                        "-p",
-                        ".",
-                        "app",
-                    ])
-                    .arg("-o")
-                    .arg(&output_path);
-                command
-            }
-            Language::JavaScript => {
-                let mut command = tokio::process::Command::new(COMPONENTIZE_QJS.find()?);
-                command
-                    .args([
-                        "--sync", "--wit", "wit", "--world", "plugin", "--js", "app.js",
-                    ])
-                    .arg("-o")
-                    .arg(&output_path);
-                command
-            }
+        let recipe = self
+            .language
+            .recipe(&output_path.to_string_lossy(), &Sources::default());
+        let program = match self.language.toolchain() {
+            Some(toolchain) => toolchain.find()?.into_os_string(),
+            None => cargo(),
         };
+        let mut command = tokio::process::Command::new(program);
+        command.args(&recipe.args);
+        if self.language == Language::Rust {
+            command.args(["--message-format", "short", "--color", "never"]);
+        }
         if self.language != Language::Rust {
             // Both toolchains are Rust programs: a backtrace of their own
             // would bury the user's error.

@@ -1,0 +1,241 @@
+//! The three plugin languages, and how each is built: one recipe per
+//! language (a command line in `templates/build/`), which `toolhost new`
+//! prints as the hint, `toolhost dev` runs (`project.rs`), and the
+//! Makefile's example builds read too (`make plugins/textpy.wasm`), so the
+//! three cannot drift apart.
+//!
+//! A recipe names its toolchain by its plain name (`componentize-py`);
+//! [`Toolchain::find`] says which file runs: an environment variable, the
+//! pinned copy `make toolchains` installs under this repository's
+//! `target/toolchains`, then `PATH`.
+
+use std::path::{Path, PathBuf};
+
+/// A plugin's language, as `toolhost new --lang` spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum Language {
+    Rust,
+    Python,
+    #[value(name = "js", alias = "javascript")]
+    JavaScript,
+}
+
+/// Where a build finds its sources beyond the project folder: extra module
+/// search paths (Python), and the root that JavaScript imports are resolved
+/// from. A scaffolded project needs neither (it carries its helper library);
+/// the repository's examples use the one in `sdk/`.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Sources {
+    pub(super) paths: Vec<String>,
+    pub(super) module_root: Option<String>,
+}
+
+/// One build, as a program and its arguments, run in the project folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Recipe {
+    pub(super) program: &'static str,
+    pub(super) args: Vec<String>,
+}
+
+impl Recipe {
+    /// The command line as a person types it.
+    pub(super) fn display(&self) -> String {
+        std::iter::once(self.program.to_string())
+            .chain(self.args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+impl Language {
+    /// The language of the project in `dir`, from the file that marks it.
+    pub(super) fn detect(dir: &Path) -> Option<Language> {
+        [
+            ("Cargo.toml", Language::Rust),
+            ("app.py", Language::Python),
+            ("app.js", Language::JavaScript),
+        ]
+        .into_iter()
+        .find(|(marker, _)| dir.join(marker).is_file())
+        .map(|(_, language)| language)
+    }
+
+    /// The recipe's template (`templates/build/<language>`).
+    fn template(self) -> &'static str {
+        match self {
+            Language::Rust => include_str!("templates/build/rust"),
+            Language::Python => include_str!("templates/build/python"),
+            Language::JavaScript => include_str!("templates/build/js"),
+        }
+    }
+
+    /// How to build a project of this language into `output` (Python and
+    /// JavaScript; a Rust build's output is where Cargo puts it).
+    pub(super) fn recipe(self, output: &str, sources: &Sources) -> Recipe {
+        let mut words = self.template().split_whitespace();
+        let program = words.next().unwrap_or_default();
+        let program = [
+            Self::CARGO,
+            COMPONENTIZE_PY.command,
+            COMPONENTIZE_QJS.command,
+        ]
+        .into_iter()
+        .find(|known| *known == program)
+        .unwrap_or(Self::CARGO);
+        let mut args = Vec::new();
+        for word in words {
+            match word {
+                "{output}" => args.push(output.to_string()),
+                "{paths}" => {
+                    let paths = if sources.paths.is_empty() {
+                        vec![".".to_string()]
+                    } else {
+                        sources.paths.clone()
+                    };
+                    for path in paths {
+                        args.extend(["-p".to_string(), path]);
+                    }
+                }
+                "{module}" => args.push(match &sources.module_root {
+                    // The app relative to the module root it is resolved in.
+                    Some(_) => sources
+                        .paths
+                        .first()
+                        .map_or("app.js".into(), |dir| format!("{dir}/app.js")),
+                    None => "app.js".into(),
+                }),
+                "{module_root}" => {
+                    if let Some(root) = &sources.module_root {
+                        args.extend(["--module-root".to_string(), root.clone()]);
+                    }
+                }
+                word => args.push(word.to_string()),
+            }
+        }
+        Recipe { program, args }
+    }
+
+    /// The toolchain a recipe's program names, if it is not Cargo.
+    pub(super) fn toolchain(self) -> Option<&'static Toolchain> {
+        match self {
+            Language::Rust => None,
+            Language::Python => Some(&COMPONENTIZE_PY),
+            Language::JavaScript => Some(&COMPONENTIZE_QJS),
+        }
+    }
+
+    /// How a project of this language runs its own tests.
+    pub(super) fn test_command(self) -> &'static str {
+        match self {
+            Language::Rust => "cargo test",
+            Language::Python => "python3 -m unittest",
+            Language::JavaScript => "node --test test.mjs",
+        }
+    }
+
+    const CARGO: &'static str = "cargo";
+}
+
+/// A toolchain: the command, how to find it and how to install it.
+pub(super) struct Toolchain {
+    env: &'static str,
+    /// Where `make toolchains` installs it, under this repository.
+    pinned: &'static str,
+    pub(super) command: &'static str,
+    install: &'static str,
+}
+
+const COMPONENTIZE_PY: Toolchain = Toolchain {
+    env: "TOOLHOST_COMPONENTIZE_PY",
+    pinned: concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../target/toolchains/python/bin/componentize-py"
+    ),
+    command: "componentize-py",
+    install: "`make toolchains` in the toolhost repository, or `pip install componentize-py==0.25.1`",
+};
+
+const COMPONENTIZE_QJS: Toolchain = Toolchain {
+    env: "TOOLHOST_COMPONENTIZE_QJS",
+    pinned: concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../target/toolchains/js/node_modules/.bin/componentize-qjs"
+    ),
+    command: "componentize-qjs",
+    install: "`make toolchains` in the toolhost repository, or `npm install -g componentize-qjs@0.4.5`",
+};
+
+impl Toolchain {
+    /// The file that runs this toolchain here.
+    pub(super) fn find(&self) -> Result<PathBuf, String> {
+        if let Some(path) = std::env::var_os(self.env) {
+            return Ok(PathBuf::from(path));
+        }
+        let pinned = Path::new(self.pinned);
+        if pinned.is_file() {
+            return Ok(pinned.to_path_buf());
+        }
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join(self.command))
+            .find(|path| path.is_file())
+            .ok_or_else(|| {
+                format!(
+                    "{} not found: {} (or set {})",
+                    self.command, self.install, self.env
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_project_recipe_builds_from_its_own_folder() {
+        let none = Sources::default();
+        assert_eq!(
+            Language::Python.recipe("target/wc.wasm", &none).display(),
+            "componentize-py -d wit -w plugin componentize -p . app -o target/wc.wasm"
+        );
+        assert_eq!(
+            Language::JavaScript
+                .recipe("target/wc.wasm", &none)
+                .display(),
+            "componentize-qjs --sync --wit wit --world plugin --js app.js -o target/wc.wasm"
+        );
+        assert_eq!(
+            Language::Rust.recipe("", &none).display(),
+            "cargo build --release --target wasm32-wasip2"
+        );
+    }
+
+    /// The repository's examples build with the same recipes, from the
+    /// repository's root, with the helper libraries in `sdk/`: the
+    /// Makefile substitutes the same placeholders.
+    #[test]
+    fn an_example_recipe_adds_the_sdk() {
+        let python = Sources {
+            paths: vec!["plugins/textpy".into(), "sdk/python".into()],
+            module_root: None,
+        };
+        assert_eq!(
+            Language::Python
+                .recipe("plugins/textpy.wasm", &python)
+                .display(),
+            "componentize-py -d wit -w plugin componentize -p plugins/textpy -p sdk/python app -o plugins/textpy.wasm"
+        );
+        let js = Sources {
+            paths: vec!["plugins/textjs".into()],
+            module_root: Some(".".into()),
+        };
+        assert_eq!(
+            Language::JavaScript
+                .recipe("plugins/textjs.wasm", &js)
+                .display(),
+            "componentize-qjs --sync --wit wit --world plugin --js plugins/textjs/app.js --module-root . -o plugins/textjs.wasm"
+        );
+    }
+}
