@@ -6,7 +6,7 @@
 #   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve test plugins target lint bench bench-check wrk lighttpd toolchains
+.PHONY: serve test test-build plugins target lint bench bench-check wrk lighttpd toolchains
 
 # The pinned Python and JavaScript toolchains (see `toolchains` below).
 PY_TOOLCHAIN := target/toolchains/python
@@ -27,10 +27,15 @@ serve: plugins
 
 # The harness's own test needs wrk: `make bench-check` runs it.
 # The helper libraries' own tests (plain Python and Node) come first.
-test: target lighttpd toolchains
+# The toolchains install (network, disk) while the tests build (CPU).
+test: target lighttpd
+	$(MAKE) -j2 toolchains test-build
 	python3 -m unittest discover -s sdk/python
 	node --test sdk/js/test.mjs plugins/textjs/test.mjs
 	cargo test --workspace --exclude toolhost-bench --no-fail-fast
+
+test-build:
+	cargo test --workspace --exclude toolhost-bench --no-run
 
 # The benchmark harness: prints one table, writes target/bench.json.
 bench: plugins wrk target/py_echo.wasm target/bench-node/ts_client.mjs

@@ -40,17 +40,23 @@ pub fn test_cache_dir() -> PathBuf {
     repo_root().join("target/test-compile-cache")
 }
 
+/// Where the test run builds the guest workspaces (the examples and the
+/// fixtures): one target folder for both, so the crates they share (the
+/// bindings generator and its macros, serde) are built once per run.
+pub fn guest_target_dir() -> PathBuf {
+    repo_root().join("target/guests")
+}
+
 /// Builds a plugin workspace for wasm32-wasip2 and returns the folder
-/// holding its `.wasm` files.
+/// holding its `.wasm` files (those of every guest workspace built so far:
+/// their names do not collide).
 fn build_workspace(workspace: &str) -> PathBuf {
     let root = repo_root().join(workspace);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
         .current_dir(&root)
-        // The outer `cargo test` sets these for the host build; they must
-        // not leak into the guest build.
-        .env_remove("CARGO_TARGET_DIR")
+        .env("CARGO_TARGET_DIR", guest_target_dir())
         .env_remove("CARGO_BUILD_TARGET")
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
@@ -60,7 +66,7 @@ fn build_workspace(workspace: &str) -> PathBuf {
         status.success(),
         "building {workspace} for wasm32-wasip2 failed (is the target installed? `rustup target add wasm32-wasip2`)"
     );
-    root.join("target/wasm32-wasip2/release")
+    guest_target_dir().join("wasm32-wasip2/release")
 }
 
 /// The example plugins (`plugins/`), built.
