@@ -1,0 +1,301 @@
+//! The one load path, for the start-up scan and every file event alike:
+//! a generation per file, verdicts judged up to `PARALLEL_LOADS` at
+//! once and applied in name order, each only if no newer load of the same
+//! plugin began meanwhile (see the registry's rules in `mod.rs`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::registry::events::LoadEventKind;
+use crate::registry::loader::{self, LoadError, LoadedPlugin, Version};
+use crate::registry::report::{PluginReport, PluginState};
+use crate::registry::tools::ToolListLimits;
+use crate::registry::{Job, Registry, Snapshot};
+use crate::runtime::Runtime;
+
+/// How long a load job waits before retrying a transient read failure.
+const RETRY_AFTER: Duration = Duration::from_secs(2);
+
+/// What reading a file yielded: a version to admit, or a refusal.
+enum Verdict {
+    Unchanged,
+    Gone,
+    Loaded(LoadedPlugin),
+    Refused {
+        version: Version,
+        reason: LoadError,
+    },
+    /// The file could not be read for a reason that may pass (EMFILE):
+    /// keep what serves, try again later.
+    Retry(String),
+}
+
+impl Registry {
+    /// Swaps in `next`, tells listeners if the tool list changed, and sends
+    /// one event per outcome with the plugin's report as it now stands.
+    fn publish(&self, before: &Snapshot, mut next: Snapshot, mut outcomes: Vec<(String, Outcome)>) {
+        // A version that waited for a tool name now free is admitted too.
+        for id in next.admit_waiting() {
+            if !outcomes.iter().any(|(known, _)| *known == id) {
+                outcomes.push((id, Outcome::Admitted));
+            }
+        }
+        for (id, record) in next.plugins() {
+            if let Some(rejection) = &record.rejected
+                && rejection.waiting.is_some()
+            {
+                tracing::warn!(plugin = %id, reason = %rejection.reason, "plugin waits for a tool name");
+            }
+        }
+        let tool_list_changed = before.tool_list_fingerprint() != next.tool_list_fingerprint();
+        let next = Arc::new(next);
+        self.current.store(next.clone());
+        if tool_list_changed {
+            self.tool_list_version.send_modify(|version| *version += 1);
+        }
+        for (id, outcome) in outcomes {
+            let (kind, report) = match outcome {
+                Outcome::Removed => match before.plugin_report(&id) {
+                    Some(report) => (LoadEventKind::Removed, report),
+                    None => continue,
+                },
+                Outcome::Admitted | Outcome::Refused => match next.plugin_report(&id) {
+                    // Admitted, unless it waits for a tool name.
+                    Some(report) if report.state == PluginState::Rejected => {
+                        (LoadEventKind::Rejected, report)
+                    }
+                    Some(report) if before.is_serving(&id) => (LoadEventKind::Replaced, report),
+                    Some(report) => (LoadEventKind::Loaded, report),
+                    None => continue,
+                },
+            };
+            self.tell(kind, &id, report);
+        }
+        crate::runtime::release_free_memory();
+    }
+
+    /// Loads every plugin file in `dir` and drops plugins whose files are
+    /// gone, then returns. The files go through the one load path
+    /// ([`Registry::load`]) as one batch, applied in name order, so "first"
+    /// in a tool-name conflict is deterministic at start-up.
+    pub(crate) async fn scan(self: &Arc<Self>, dir: &Path) -> std::io::Result<()> {
+        let _ = self
+            .folder
+            .set(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
+        let mut paths = Vec::new();
+        let mut entries = tokio::fs::read_dir(dir).await?;
+        while let Some(entry) = entries.next_entry().await? {
+            if loader::plugin_id(&entry.path()).is_some() {
+                paths.push(entry.path());
+            }
+        }
+        let known: Vec<PathBuf> = self
+            .snapshot()
+            .plugins()
+            .map(|(_, r)| r.file.clone())
+            .collect();
+        paths.extend(known.into_iter().filter(|path| !path.exists()));
+        tracing::info!(folder = %dir.display(), files = paths.len(), "loading the plugin folder");
+        self.load(paths).await;
+        Ok(())
+    }
+
+    /// Starts loading the file at `path` (changed, new or deleted) and
+    /// returns at once; the registry changes when the load is done. The
+    /// watcher's entry into [`Registry::load`].
+    pub(crate) fn reload(self: &Arc<Self>, path: PathBuf) {
+        let registry = self.clone();
+        tokio::spawn(async move { registry.load(vec![path]).await });
+    }
+
+    /// The one load path, for the start-up scan and every file event alike.
+    ///
+    /// Each file gets a new generation first, which supersedes any load of
+    /// the same plugin still in progress. The files are then read, compiled
+    /// and listed, up to [`PARALLEL_LOADS`] at once over all loads, and their
+    /// verdicts applied together in name order, each only if its generation
+    /// is still the newest for its plugin: a verdict overtaken by a newer
+    /// event (a file replaced while a long scan compiled something else) is
+    /// dropped, never applied over the newer version. A read that fails for
+    /// a transient reason is tried again later, under a new generation.
+    pub(crate) async fn load(self: &Arc<Self>, mut paths: Vec<PathBuf>) {
+        paths.sort();
+        paths.dedup();
+        let jobs: Vec<(String, PathBuf, u64)> = paths
+            .into_iter()
+            .filter_map(|path| {
+                let id = loader::plugin_id(&path)?;
+                let generation = self.begin(&id, &path);
+                Some((id, path, generation))
+            })
+            .collect();
+        let mut tasks = tokio::task::JoinSet::new();
+        for (index, (id, path, generation)) in jobs.iter().cloned().enumerate() {
+            let registry = self.clone();
+            tasks.spawn(async move {
+                let Ok(_slot) = registry.load_slots.clone().acquire_owned().await else {
+                    return (index, None);
+                };
+                // Superseded while it queued for a slot: not worth a compile.
+                if !registry.is_newest(&id, generation) {
+                    return (index, None);
+                }
+                let verdict = judge(
+                    &registry.runtime,
+                    &registry.list_limits,
+                    &registry.snapshot(),
+                    &path,
+                )
+                .await;
+                (index, Some(verdict))
+            });
+        }
+        let mut verdicts: Vec<Option<Verdict>> = jobs.iter().map(|_| None).collect();
+        for (index, verdict) in tasks.join_all().await {
+            verdicts[index] = verdict;
+        }
+
+        let _writer = self.writer.lock().await;
+        let before = self.snapshot();
+        let mut next = (*before).clone();
+        let mut outcomes = Vec::new();
+        for ((id, path, generation), verdict) in jobs.into_iter().zip(verdicts) {
+            let Some(verdict) = verdict else { continue };
+            if !self.finish(&id, generation) {
+                tracing::info!(plugin = %id, "a newer version arrived while loading; this one is dropped");
+                continue;
+            }
+            if let Verdict::Retry(reason) = verdict {
+                tracing::warn!(plugin = %id, %reason, "cannot read the plugin now; retrying");
+                let registry = self.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(RETRY_AFTER).await;
+                    registry.reload(path);
+                });
+                continue;
+            }
+            if let Some(outcome) = apply(&mut next, &id, &path, verdict) {
+                outcomes.push((id, outcome));
+            }
+        }
+        self.publish(&before, next, outcomes);
+    }
+
+    /// Registers a new load of plugin `id` and returns its generation; an
+    /// older load of the same plugin is superseded from now on.
+    fn begin(&self, id: &str, path: &Path) -> u64 {
+        let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
+        self.lock_jobs().insert(
+            id.to_string(),
+            Job {
+                generation,
+                file: path.to_path_buf(),
+                started: Instant::now(),
+            },
+        );
+        let mut report = match self.snapshot().plugin_report(id) {
+            Some(report) => report,
+            None => PluginReport::compiling(id, &path.display().to_string()),
+        };
+        report.set_compiling(0);
+        self.tell(LoadEventKind::Compiling, id, report);
+        generation
+    }
+
+    /// Ends load `generation` of plugin `id` if it is still the newest, and
+    /// says whether it was (only then may its verdict be applied).
+    fn finish(&self, id: &str, generation: u64) -> bool {
+        let mut jobs = self.lock_jobs();
+        let newest = jobs.get(id).is_some_and(|job| job.generation == generation);
+        if newest {
+            jobs.remove(id);
+        }
+        newest
+    }
+}
+
+/// What applying a verdict did to a plugin.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Admitted,
+    Refused,
+    Removed,
+}
+
+/// Applies one file's verdict to a snapshot being built, and says what it
+/// did (nothing, for a file that is unchanged).
+fn apply(next: &mut Snapshot, id: &str, path: &Path, verdict: Verdict) -> Option<Outcome> {
+    match verdict {
+        Verdict::Unchanged | Verdict::Retry(_) => None,
+        Verdict::Gone => {
+            next.plugin_report(id)?;
+            tracing::info!(plugin = %id, "plugin removed");
+            next.remove(id);
+            Some(Outcome::Removed)
+        }
+        Verdict::Loaded(plugin) => {
+            let names: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
+            let from_cache = plugin.compiled.from_cache;
+            tracing::info!(plugin = %id, hash = %&plugin.version.content_hash[..12], from_cache, tools = ?names, "plugin loaded");
+            next.admit(Arc::new(plugin));
+            Some(Outcome::Admitted)
+        }
+        Verdict::Refused { version, reason } => {
+            tracing::warn!(plugin = %id, %reason, "plugin rejected");
+            next.reject(id, path, version, Arc::new(reason));
+            Some(Outcome::Refused)
+        }
+    }
+}
+
+/// Reads and loads one file, without touching the registry.
+async fn judge(
+    runtime: &Arc<Runtime>,
+    limits: &ToolListLimits,
+    before: &Snapshot,
+    path: &Path,
+) -> Verdict {
+    let Some(id) = loader::plugin_id(path) else {
+        return Verdict::Unchanged;
+    };
+    let source = match loader::read_source(path).await {
+        Ok(source) => source,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Verdict::Gone,
+        Err(error) if is_transient(&error) => {
+            return Verdict::Retry(format!("cannot read the file: {error}"));
+        }
+        Err(error) => {
+            return Verdict::Refused {
+                version: Version::default(),
+                reason: LoadError::Unreadable {
+                    file: path.to_path_buf(),
+                    error,
+                },
+            };
+        }
+    };
+    let version = source.version.clone();
+    if before.already_judged(&id, &version) {
+        return Verdict::Unchanged;
+    }
+    match loader::load(runtime, limits, &id, path, source).await {
+        Ok(plugin) => Verdict::Loaded(plugin),
+        Err(reason) => Verdict::Refused { version, reason },
+    }
+}
+
+/// Read failures that say nothing about the file: the process is out of
+/// file descriptors or memory for the moment.
+fn is_transient(error: &std::io::Error) -> bool {
+    const EINTR: i32 = 4;
+    const EAGAIN: i32 = 11;
+    const ENOMEM: i32 = 12;
+    const ENFILE: i32 = 23;
+    const EMFILE: i32 = 24;
+    matches!(
+        error.raw_os_error(),
+        Some(EINTR | EAGAIN | ENOMEM | ENFILE | EMFILE)
+    ) || error.kind() == std::io::ErrorKind::Interrupted
+}
