@@ -245,6 +245,34 @@ fn plugin_output_is_logged_and_bounded() {
         log.contains("misbehave"),
         "log lines are tagged with the plugin"
     );
+    // Each line sits inside its call's span: tool, plugin and front.
+    let chatter = log
+        .lines()
+        .find(|line| line.contains("line 0 of chatter"))
+        .unwrap();
+    assert!(
+        chatter.contains(r#"call{tool="chatty""#)
+            && chatter.contains(r#"plugin="misbehave""#)
+            && chatter.contains(r#"front="rest""#),
+        "{chatter}"
+    );
+    // A failure the host detects leaves one warn line in the server log,
+    // in the span of the call it ended.
+    assert_eq!(server.call("panic", json!({})).status, 500);
+    server.wait_for("the trap's warn line", |s| {
+        s.log()
+            .lines()
+            .any(|line| line.contains("WARN") && line.contains("PLUGIN_TRAPPED"))
+    });
+    let trapped = server.log();
+    let warn = trapped
+        .lines()
+        .find(|line| line.contains("WARN") && line.contains("PLUGIN_TRAPPED"))
+        .unwrap();
+    assert!(
+        warn.contains(r#"call{tool="panic""#) && warn.contains("panicked on purpose"),
+        "{warn}"
+    );
     assert!(
         !log.contains("line 9999 of chatter"),
         "output past the bound is dropped"

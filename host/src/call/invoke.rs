@@ -212,7 +212,7 @@ fn call_failure(tool: &str, plugin: &str, failure: CallFailure) -> Envelope {
     // The one line the server log gets for a failure the host detected.
     match &failure {
         CallFailure::Trapped { stderr, .. } if !stderr.is_empty() => {
-            tracing::warn!(%code, stderr = %stderr, "tool {tool:?} {failure}")
+            tracing::warn!(%code, stderr = ?stderr, "tool {tool:?} {failure}")
         }
         _ => tracing::warn!(%code, "tool {tool:?} {failure}"),
     }
