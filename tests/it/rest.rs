@@ -316,7 +316,7 @@ fn openapi_document_is_valid_openapi_3_1() {
 #[test]
 fn the_server_runs_in_process_from_a_listener_and_a_shutdown_signal() {
     use std::time::Duration;
-    use toolhost::registry::events::LoadEventKind;
+    use toolhost::registry::events::{LoadEvent, LoadEventKind};
     use toolhost::{Host, HostConfig};
 
     let dir = plugin_dir(&[&example("echo")]);
@@ -368,6 +368,40 @@ fn the_server_runs_in_process_from_a_listener_and_a_shutdown_signal() {
         "{loaded:?}"
     );
     assert!(host.snapshot().tool("add").is_some());
+
+    // Each outcome is an event with the plugin's report: replaced,
+    // rejected (the older version serving on), removed.
+    let next = |events: &mut tokio::sync::broadcast::Receiver<LoadEvent>, kind| {
+        runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), async {
+                loop {
+                    let event = events.recv().await.unwrap();
+                    if event.plugin == "math" && event.kind == kind {
+                        return event;
+                    }
+                }
+            })
+            .await
+            .unwrap_or_else(|_| panic!("a {kind:?} event for math"))
+        })
+    };
+    let newer = crate::support::variant_of(&example("math"), "events");
+    crate::support::drop_in(&newer, dir.path(), "math.wasm");
+    let replaced = next(&mut events, LoadEventKind::Replaced);
+    assert_eq!(
+        replaced.report.content_hash.as_deref(),
+        Some(crate::support::file_hash(&newer).as_str())
+    );
+    std::fs::write(dir.path().join(".math.tmp"), b"not wasm").unwrap();
+    std::fs::rename(dir.path().join(".math.tmp"), dir.path().join("math.wasm")).unwrap();
+    let rejected = next(&mut events, LoadEventKind::Rejected);
+    assert!(
+        rejected.report.reason.is_some() && rejected.report.serving.is_some(),
+        "{rejected:?}"
+    );
+    std::fs::remove_file(dir.path().join("math.wasm")).unwrap();
+    next(&mut events, LoadEventKind::Removed);
+    assert!(host.snapshot().tool("add").is_none());
 
     stop.send(()).unwrap();
     let outcome =
