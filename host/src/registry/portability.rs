@@ -8,7 +8,9 @@
 //! log show them, for plugins in any language.
 //!
 //! Only input schemas are checked: output schemas are read by MCP clients,
-//! not sent to a model's API.
+//! not sent to a model's API. Tool names are checked too: the host accepts
+//! dots (`^[A-Za-z0-9_.-]{1,64}$`, MCP's own rule), but OpenAI's, Anthropic's
+//! and Gemini's function-calling APIs take `^[a-zA-Z0-9_-]{1,64}$` only.
 
 use std::fmt;
 
@@ -20,19 +22,19 @@ use crate::registry::tools::Tool;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SchemaWarning {
     pub(crate) tool: String,
-    /// JSON Pointer into the input schema ("" is the root).
-    pub(crate) path: String,
+    /// JSON Pointer into the input schema ("" is the root); `None` for a
+    /// warning about the tool's name.
+    pub(crate) path: Option<String>,
     pub(crate) construct: String,
     pub(crate) why: &'static str,
 }
 
 impl fmt::Display for SchemaWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.path.is_empty() {
-            "/"
-        } else {
-            &self.path
+        let Some(path) = &self.path else {
+            return write!(f, "tool {:?}: {}: {}", self.tool, self.construct, self.why);
         };
+        let at = if path.is_empty() { "/" } else { path };
         write!(
             f,
             "tool {:?}: input schema at {at}: {}: {}",
@@ -89,9 +91,27 @@ const UNSUPPORTED: &[&str] = &[
 ];
 
 /// Every warning for a plugin's tools, in tool order.
+/// Whether the function-calling APIs of the major model providers take
+/// this tool name as it is.
+pub(crate) fn is_portable_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
 pub(crate) fn check(tools: &[std::sync::Arc<Tool>]) -> Vec<SchemaWarning> {
     let mut warnings = Vec::new();
     for tool in tools {
+        if !is_portable_name(&tool.name) {
+            warnings.push(SchemaWarning {
+                tool: tool.name.clone(),
+                path: None,
+                construct: "its name".into(),
+                why: "OpenAI, Anthropic and Gemini accept tool names matching \
+                      ^[a-zA-Z0-9_-]{1,64}$ only (no dots); rename it",
+            });
+        }
         let mut found = Vec::new();
         if let Value::Object(root) = &tool.input_schema {
             for keyword in ["anyOf", "oneOf", "allOf", "not", "enum"] {
@@ -110,7 +130,7 @@ pub(crate) fn check(tools: &[std::sync::Arc<Tool>]) -> Vec<SchemaWarning> {
                 .into_iter()
                 .map(|(path, construct, why)| SchemaWarning {
                     tool: tool.name.clone(),
-                    path,
+                    path: Some(path),
                     construct,
                     why,
                 }),
@@ -243,7 +263,33 @@ mod tests {
         )
         .unwrap();
         let tools: Vec<_> = tools.into_iter().map(std::sync::Arc::new).collect();
-        check(&tools).iter().map(|w| w.path.clone()).collect()
+        check(&tools)
+            .iter()
+            .filter_map(|w| w.path.clone())
+            .collect()
+    }
+
+    #[test]
+    fn names_outside_the_providers_pattern_are_warned_about() {
+        let tools: Vec<_> = build_tools(
+            vec![
+                spec("frank.greet", r#"{"type":"object"}"#),
+                spec("word-count_2", r#"{"type":"object"}"#),
+            ],
+            &crate::registry::tools::ToolListLimits::DEFAULT,
+        )
+        .unwrap()
+        .into_iter()
+        .map(std::sync::Arc::new)
+        .collect();
+        let warnings = check(&tools);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let text = warnings[0].to_string();
+        assert!(
+            text.starts_with(r#"tool "frank.greet": its name:"#),
+            "{text}"
+        );
+        assert!(text.contains("^[a-zA-Z0-9_-]{1,64}$"), "{text}");
     }
 
     #[test]
