@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::support::{Server, example, plugin_dir, repo_root, test_cache_dir};
+use crate::support::{Server, example, fixture, plugin_dir, repo_root, test_cache_dir};
 use serde_json::{Value, json};
 
 fn python_client(args: &[&str]) -> String {
@@ -167,6 +167,43 @@ fn one_shot_json_rpc_without_a_session_answers_json() {
     let (_, _, body) = post_mcp(&server, "{not json", &[]);
     let answer: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(answer["error"]["code"], -32700, "{answer}");
+}
+
+/// A failed call's code, message and details reach an MCP client in the
+/// result's `_meta` (REST's `error` object, unchanged), a trap's stderr
+/// among them; `structuredContent` stays out of it.
+#[test]
+fn a_failed_call_carries_its_error_in_meta() {
+    let dir = plugin_dir(&[&example("math"), &fixture("misbehave")]);
+    let server = Server::in_process(dir.path());
+    let call = |id: u64, name: &str, arguments: Value| {
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                             "params": {"name": name, "arguments": arguments}});
+        let (status, _, body) = rpc(&server, message, &[]);
+        assert_eq!(status, 200, "{body}");
+        let answer: Value = serde_json::from_str(&body).unwrap();
+        answer["result"].clone()
+    };
+    let business = call(1, "divide", json!({"a": 1, "b": 0}));
+    assert_eq!(business["isError"], true, "{business}");
+    let error = &business["_meta"]["toolhost/error"];
+    assert_eq!(error["code"], "DIVISION_BY_ZERO", "{business}");
+    assert_eq!(error["message"], "cannot divide by zero", "{business}");
+    assert_eq!(error["details"]["a"], 1.0, "{business}");
+    assert!(business.get("structuredContent").is_none(), "{business}");
+
+    let trapped = call(2, "panic", json!({}));
+    let error = &trapped["_meta"]["toolhost/error"];
+    assert_eq!(error["code"], "PLUGIN_TRAPPED", "{trapped}");
+    assert!(
+        error["details"]["stderr"]
+            .as_str()
+            .is_some_and(|stderr| stderr.contains("panicked on purpose")),
+        "{trapped}"
+    );
+
+    let fine = call(3, "add", json!({"a": 1, "b": 2}));
+    assert!(fine.get("_meta").is_none(), "{fine}");
 }
 
 #[test]

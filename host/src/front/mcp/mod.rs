@@ -223,6 +223,10 @@ impl ServerHandler for McpFront {
 /// the 2026-07-28 revision requires (clients on it reject a result without
 /// it); rmcp strips it again for peers on an older revision. rmcp's own
 /// constructors do the same, but they cannot take our JSON shape.
+/// The `_meta` key of a failed call's error object (`code`, `message`,
+/// `details`): the same object REST answers with as `error`.
+pub(crate) const ERROR_META: &str = "toolhost/error";
+
 fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
     if let Some(error) = &envelope.error
         && let Some(code) = error.host_code.and_then(|code| code.jsonrpc_code())
@@ -233,9 +237,14 @@ fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
             error.details.clone(),
         ));
     }
+    // The error's code, message and details (a trap's stderr tail among
+    // them) travel in `_meta`, not in `structuredContent`, which clients
+    // validate against the tool's `outputSchema`.
     let mut result = serde_json::to_value(&envelope).unwrap_or_default();
-    if let Some(object) = result.as_object_mut() {
-        object.remove("error");
+    if let Some(object) = result.as_object_mut()
+        && let Some(error) = object.remove("error")
+    {
+        object.insert("_meta".into(), json!({ ERROR_META: error }));
     }
     let mut result: CallToolResult = serde_json::from_value(result)
         .map_err(|e| McpError::internal_error(format!("result envelope: {e}"), None))?;
