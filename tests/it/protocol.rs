@@ -395,6 +395,71 @@ fn connections_past_the_cap_are_refused_with_json() {
     drop(held);
 }
 
+/// At the connection cap, the oldest idle keep-alive connection is closed
+/// to make room (as nginx does), so idle clients cannot lock the room out;
+/// connections that never sent a request still hold their slots until the
+/// header timeout (`connections_past_the_cap_are_refused_with_json`).
+#[test]
+fn idle_keep_alive_connections_make_room_at_the_cap() {
+    let (_dir, server) = echo_server(&["--max-connections", "4"]);
+    let address = server.base.trim_start_matches("http://").to_string();
+    let answered = |stream: &mut TcpStream| {
+        stream
+            .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut seen = Vec::new();
+        let mut buffer = [0u8; 4096];
+        // The whole answer: the header, then Content-Length bytes.
+        loop {
+            let read = stream.read(&mut buffer).unwrap();
+            assert!(read > 0, "closed before answering");
+            seen.extend_from_slice(&buffer[..read]);
+            let text = String::from_utf8_lossy(&seen).to_string();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let length: usize = head
+                    .lines()
+                    .find_map(|line| {
+                        line.to_ascii_lowercase()
+                            .strip_prefix("content-length: ")
+                            .map(str::to_string)
+                    })
+                    .unwrap()
+                    .trim()
+                    .parse()
+                    .unwrap();
+                if body.len() >= length {
+                    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+                    return;
+                }
+            }
+        }
+    };
+    let mut idle: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut stream = TcpStream::connect(&address).unwrap();
+            answered(&mut stream);
+            stream
+        })
+        .collect();
+    for _ in 0..3 {
+        let fresh = raw(
+            &server,
+            "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        );
+        assert_eq!(fresh.status, 200, "{}", fresh.body);
+    }
+    // The oldest idle connections were the ones closed.
+    let oldest = idle.remove(0);
+    assert!(time_until_closed(oldest) < Duration::from_secs(5));
+    // Only as many are closed as room is needed, oldest first: the newest
+    // is still open and answers.
+    let mut newest = idle.pop().unwrap();
+    answered(&mut newest);
+}
+
 #[test]
 fn host_checks_follow_the_http_rules() {
     let (_dir, server) = echo_server(&[]);

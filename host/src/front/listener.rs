@@ -10,13 +10,19 @@
 //!   connection that sends no next request is closed after it (hyper runs
 //!   the same timer while it waits for the next request). A response in
 //!   progress, such as an SSE stream, is not affected.
-//! - A connection cap (`--max-connections`, default 1024): past it a new
-//!   connection gets a 503 BUSY envelope and is closed, so idle or slow
-//!   clients cannot take every file descriptor.
+//! - A connection cap (`--max-connections`, default 1024), so idle or slow
+//!   clients cannot take every file descriptor. At the cap, the oldest idle
+//!   keep-alive connection (one that has been answered and has no request
+//!   in flight) is closed to make room, as nginx does; only when none is
+//!   idle does a new connection get a 503 BUSY envelope and is closed. A
+//!   connection that never completes a request header holds its slot until
+//!   the header timeout, no longer.
 //! - Graceful shutdown: on the shutdown signal it stops accepting, and open
 //!   connections get a short grace period to finish.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -32,6 +38,66 @@ use crate::call::errors::ErrorCode;
 /// How long open connections may take to finish once shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+/// How long a connection at the cap waits for the slot an evicted idle
+/// connection gives back before it is refused.
+const EVICTION_WAIT: Duration = Duration::from_millis(500);
+
+/// How many connections at the cap may wait for a slot at once; past it
+/// they are refused at once.
+const MAX_WAITING: usize = 64;
+
+/// One open connection, as eviction sees it.
+struct Open {
+    /// Requests whose response has not been sent whole yet (an SSE stream
+    /// counts until it ends).
+    in_flight: Arc<AtomicUsize>,
+    /// Whether it has been answered at least once: a keep-alive connection
+    /// between requests, not one still sending its first header.
+    answered: Arc<AtomicBool>,
+    evict: CancellationToken,
+}
+
+/// The open connections, oldest first (ids only grow).
+#[derive(Default)]
+struct Connections {
+    next_id: AtomicU64,
+    open: Mutex<BTreeMap<u64, Open>>,
+}
+
+impl Connections {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Open>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Closes the oldest idle keep-alive connection, if there is one, and
+    /// says whether it found one.
+    fn evict_oldest_idle(&self) -> bool {
+        let open = self.lock();
+        let idle = open.values().find(|connection| {
+            connection.answered.load(Ordering::Acquire)
+                && connection.in_flight.load(Ordering::Acquire) == 0
+                && !connection.evict.is_cancelled()
+        });
+        match idle {
+            Some(connection) => {
+                connection.evict.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Counts a request from its start until its response body has been sent
+/// whole (or dropped).
+struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ConnectionLimits {
     pub(crate) header_timeout: Duration,
@@ -45,13 +111,23 @@ pub(crate) async fn serve(
     limits: ConnectionLimits,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .keep_alive(true);
+    let server = Arc::new(Server {
+        slots: Arc::new(tokio::sync::Semaphore::new(limits.max_connections)),
+        waiting: Arc::new(tokio::sync::Semaphore::new(MAX_WAITING)),
+        connections: Connections::default(),
+        builder: {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
+                .keep_alive(true);
+            builder
+        },
+        app,
+        limits,
+        shutdown: shutdown.clone(),
+    });
+    let tasks = tokio_util::task::TaskTracker::new();
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -66,26 +142,113 @@ pub(crate) async fn serve(
             () = shutdown.cancelled() => break,
         };
         let _ = stream.set_nodelay(true);
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tokio::spawn(refuse(stream, limits.max_connections));
+        if let Ok(slot) = server.slots.clone().try_acquire_owned() {
+            tasks.spawn(server.clone().serve_connection(stream, slot));
             continue;
-        };
-        let connection =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
-        let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            let _ = connection.await;
-            drop(slot);
-        });
+        }
+        // At the cap: make room by closing the oldest idle keep-alive
+        // connection, then wait (briefly, off the accept loop) for the slot
+        // it gives back.
+        let wait = server.waiting.clone().try_acquire_owned();
+        match wait {
+            Ok(wait) if server.connections.evict_oldest_idle() => {
+                let server = server.clone();
+                tasks.spawn(async move {
+                    let slot =
+                        tokio::time::timeout(EVICTION_WAIT, server.slots.clone().acquire_owned())
+                            .await;
+                    drop(wait);
+                    match slot {
+                        Ok(Ok(slot)) => server.serve_connection(stream, slot).await,
+                        _ => refuse(stream, server.limits.max_connections).await,
+                    }
+                });
+            }
+            _ => {
+                tokio::spawn(refuse(stream, limits.max_connections));
+            }
+        }
     }
     drop(listener);
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+    tasks.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, tasks.wait())
         .await
         .is_err()
     {
         tracing::info!("closing connections still open after the grace period");
     }
     Ok(())
+}
+
+/// What every connection task shares.
+struct Server {
+    slots: Arc<tokio::sync::Semaphore>,
+    waiting: Arc<tokio::sync::Semaphore>,
+    connections: Connections,
+    builder: hyper::server::conn::http1::Builder,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+}
+
+impl Server {
+    /// Serves one connection on its slot until it ends; it is closed once
+    /// idle when it is evicted or the server shuts down.
+    async fn serve_connection(
+        self: Arc<Self>,
+        stream: TcpStream,
+        slot: tokio::sync::OwnedSemaphorePermit,
+    ) {
+        let id = self.connections.next_id.fetch_add(1, Ordering::Relaxed);
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let answered = Arc::new(AtomicBool::new(false));
+        let evict = CancellationToken::new();
+        self.connections.lock().insert(
+            id,
+            Open {
+                in_flight: in_flight.clone(),
+                answered: answered.clone(),
+                evict: evict.clone(),
+            },
+        );
+        let app = self.app.clone();
+        let service = tower::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+            let request = request.map(axum::body::Body::new);
+            in_flight.fetch_add(1, Ordering::AcqRel);
+            let guard = InFlight(in_flight.clone());
+            let answered = answered.clone();
+            let call = tower::ServiceExt::oneshot(app.clone(), request);
+            async move {
+                let response = call.await?;
+                answered.store(true, Ordering::Release);
+                // Counted until the body has been sent whole (or dropped).
+                Ok::<_, std::convert::Infallible>(response.map(|body| {
+                    axum::body::Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+                        let _counted = &guard;
+                        frame
+                    }))
+                }))
+            }
+        });
+        let connection = self
+            .builder
+            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+        tokio::pin!(connection);
+        tokio::select! {
+            _ = connection.as_mut() => {}
+            () = evict.cancelled() => {
+                tracing::debug!("closing an idle keep-alive connection to make room");
+                connection.as_mut().graceful_shutdown();
+                let _ = connection.await;
+            }
+            () = self.shutdown.cancelled() => {
+                connection.as_mut().graceful_shutdown();
+                let _ = connection.await;
+            }
+        }
+        self.connections.lock().remove(&id);
+        drop(slot);
+    }
 }
 
 /// Answers a connection past the cap with 503 and closes it, without
