@@ -47,8 +47,9 @@ pub(super) struct ServeOptions {
     /// an idle keep-alive connection stays open, in ms.
     #[arg(long, env = "TOOLHOST_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
     header_timeout_ms: u64,
-    /// How many HTTP connections may be open at once; past it a new one gets
-    /// 503 BUSY and is closed.
+    /// How many HTTP connections may be open at once; at it the oldest idle
+    /// keep-alive connection is closed to make room, and only when none is
+    /// idle does a new one get 503 BUSY.
     #[arg(long, env = "TOOLHOST_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
     /// How many MCP sessions may be open at once; `initialize` past it gets
