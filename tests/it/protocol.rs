@@ -294,6 +294,42 @@ fn sessions_end_on_delete_and_expiry_and_are_capped() {
     initialize(&server);
 }
 
+/// A client that only listens (an open GET stream, no requests) keeps its
+/// session past `--session-idle-secs`: it still hears `list_changed`, and
+/// its next request finds the session.
+#[test]
+fn a_session_whose_client_listens_does_not_expire() {
+    let (_dir, server) = echo_server(&["--session-idle-secs", "1"]);
+    let session = initialize(&server);
+    let header = format!("Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\n");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(mcp(&server, "POST", initialized, &header).status, 202);
+    let address = server.base.trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(&address).unwrap();
+    stream
+        .write_all(
+            format!(
+                "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n{header}\r\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200", "the GET stream opens");
+
+    // Well past the idle time, with nothing but the open stream.
+    std::thread::sleep(Duration::from_millis(3000));
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let answer = mcp(&server, "POST", list, &header);
+    assert_eq!(answer.status, 200, "{}\n{}", answer.headers, answer.body);
+    assert!(answer.body.contains("echo"), "{}", answer.body);
+    drop(stream);
+}
+
 fn resident_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status

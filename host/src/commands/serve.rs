@@ -56,8 +56,8 @@ pub(super) struct ServeOptions {
     /// HTTP 503 with a JSON-RPC error.
     #[arg(long, env = "TOOLHOST_MAX_SESSIONS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
-    /// An MCP session that sends no request for this long is closed, in
-    /// seconds.
+    /// An MCP session that sends no request for this long, and has no
+    /// client listening on its GET stream, is closed, in seconds.
     #[arg(long, env = "TOOLHOST_SESSION_IDLE_SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     session_idle_secs: u64,
 }

@@ -18,8 +18,8 @@
 //!   session service;
 //! - answers an unknown session with 404 and a JSON-RPC error, DELETE of an
 //!   open session with 204, and `initialize` past `--max-sessions` with 503;
-//! - sets rmcp's session keep-alive from `--session-idle-secs`: a session
-//!   with no traffic either way for that long ends, and rmcp removes it;
+//! - ends a session after `--session-idle-secs` without a request, unless
+//!   a client listens on its GET stream (`idle.rs`);
 //! - turns every plain-text refusal of rmcp (406, 415, 405, 400) into a
 //!   JSON-RPC error object with `Content-Type: application/json`.
 
@@ -42,6 +42,7 @@ use serde_json::Value;
 
 use crate::call::envelope::TextFormat;
 use crate::front::mcp::McpFront;
+use crate::front::mcp::idle::Sessions;
 use crate::front::mcp::jsonrpc::{self, INVALID_REQUEST};
 use crate::registry::Registry;
 
@@ -60,6 +61,8 @@ struct Services {
     sessions: McpService,
     oneshot: McpService,
     manager: Arc<LocalSessionManager>,
+    /// Each session's use, and the task that ends idle ones.
+    idle: Arc<Sessions>,
     max_body_bytes: usize,
     max_sessions: usize,
 }
@@ -71,8 +74,8 @@ pub(crate) struct McpHttpSettings {
     /// How many sessions may be open at once; `initialize` past it is
     /// refused with HTTP 503.
     pub(crate) max_sessions: usize,
-    /// A session with no traffic either way for this long is closed and
-    /// its memory released (rmcp's session keep-alive).
+    /// A session with no request for this long, and no client listening
+    /// on its GET stream, is closed and its memory released.
     pub(crate) session_idle: Duration,
     /// Cancelled at shutdown: ends every session's open streams.
     pub(crate) shutdown: CancellationToken,
@@ -80,9 +83,16 @@ pub(crate) struct McpHttpSettings {
 
 /// The `/mcp` route.
 pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> Router {
+    // rmcp's own idle timer counts messages only and would end a session
+    // whose client just listens: expiry is `idle.rs`'s.
     let mut manager = LocalSessionManager::default();
-    manager.session_config.keep_alive = Some(settings.session_idle);
+    manager.session_config.keep_alive = None;
     let manager = Arc::new(manager);
+    let idle = Sessions::start(
+        manager.clone(),
+        settings.session_idle,
+        settings.shutdown.clone(),
+    );
     let service = |legacy_sessions: bool| {
         let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(settings.allowed_hosts.clone())
@@ -101,6 +111,7 @@ pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> Rout
         sessions: service(true),
         oneshot: service(false),
         manager: manager.clone(),
+        idle,
         max_body_bytes: settings.max_body_bytes,
         max_sessions: settings.max_sessions,
     });
@@ -113,6 +124,7 @@ async fn dispatch(State(services): State<Arc<Services>>, request: Request) -> Re
     let response = match *request.method() {
         Method::POST => post(&services, request).await,
         Method::DELETE => delete(&services, request).await,
+        Method::GET => listen(&services, request).await,
         _ => forward(&services.sessions, request).await,
     };
     as_json_rpc_error(response).await
@@ -163,6 +175,9 @@ async fn post(services: &Services, request: Request) -> Response {
         if !known {
             return session_not_found(message.get("id").cloned().unwrap_or(Value::Null));
         }
+        if let Ok(id) = id.to_str() {
+            services.idle.used(id);
+        }
     }
     let initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
     if session.is_none() && initialize {
@@ -186,7 +201,38 @@ async fn post(services: &Services, request: Request) -> Response {
     } else {
         &services.sessions
     };
-    forward(target, request).await
+    let response = forward(target, request).await;
+    if session.is_none()
+        && initialize
+        && let Some(opened) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|id| id.to_str().ok())
+    {
+        services.idle.used(opened);
+    }
+    response
+}
+
+/// GET: the session's stream of server messages. While it is open, the
+/// session does not expire.
+async fn listen(services: &Services, request: Request) -> Response {
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|id| id.to_str().ok())
+        .map(str::to_string);
+    let response = forward(&services.sessions, request).await;
+    let Some(id) = session.filter(|_| response.status() == StatusCode::OK) else {
+        return response;
+    };
+    let listening = services.idle.listening(&id);
+    response.map(|body| {
+        Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+            let _open = &listening;
+            frame
+        }))
+    })
 }
 
 /// Ends a session: 204 when it was open, 404 when there is no such session.
@@ -214,6 +260,7 @@ async fn delete(services: &Services, request: Request) -> Response {
     }
     let response = forward(&services.sessions, request).await;
     if response.status() == StatusCode::ACCEPTED {
+        services.idle.ended(&id);
         return StatusCode::NO_CONTENT.into_response();
     }
     response

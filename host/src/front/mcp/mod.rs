@@ -15,6 +15,7 @@
 #![allow(deprecated)]
 
 pub(crate) mod http;
+mod idle;
 pub(crate) mod jsonrpc;
 pub(crate) mod stdio;
 
