@@ -306,6 +306,33 @@ fn new_then_dev_serves_each_save_and_says_what_went_wrong() {
         "{}",
         counts.json
     );
+    drop(dev);
+
+    // `--plugins DIR` is the folder built into, even with another server
+    // on --listen: dev serves DIR itself, on a free port, and says so.
+    let own = tempfile::tempdir().unwrap();
+    let dev = Dev::start(
+        &project,
+        &[
+            "--listen",
+            &address,
+            "--plugins",
+            own.path().to_str().unwrap(),
+        ],
+    );
+    let line = dev.wait_for("instead", 1, REBUILD);
+    let base = line
+        .rsplit_once(" on ")
+        .map(|(_, rest)| rest.trim_end_matches(" instead").to_string())
+        .unwrap();
+    dev.wait_for("live in", 1, FIRST_BUILD);
+    assert!(
+        own.path().join("word_count.wasm").is_file(),
+        "{}",
+        dev.output()
+    );
+    let counts = post(&base, "/tools/word_count", &json!({"text": "x y z"}));
+    assert_eq!(counts["structuredContent"]["words"], 3, "{counts}");
 }
 
 /// `toolhost new --lang python|js`, the scaffold's own tests, then `toolhost

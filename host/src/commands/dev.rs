@@ -10,8 +10,11 @@
 //! (`GET /plugins` says which) and the load result is read back from that
 //! server's `/plugins`; otherwise `dev` opens a [`Host`] itself, exactly as
 //! `toolhost serve` would with the same flags (`--plugins`, default
-//! `plugins`), serves it, and waits on the host's load events. Either way
-//! what `dev` prints is what callers get.
+//! `plugins`), serves it, and waits on the host's load events. A folder
+//! given with `--plugins` (or `TOOLHOST_PLUGINS`) is always the one built
+//! into: when the server at `--listen` serves another, `dev` serves that
+//! folder itself on a free port of the same address and says so. Either
+//! way what `dev` prints is what callers get.
 //!
 //! What counts as an edit: a write, create, rename or removal of a `.rs`,
 //! `.wit` or `Cargo.toml` file: `Cargo.toml` and `build.rs` at the top of
@@ -52,7 +55,7 @@ pub(super) struct DevOptions {
 }
 
 impl DevOptions {
-    pub(super) async fn run(self) -> anyhow::Result<u8> {
+    pub(super) async fn run(mut self) -> anyhow::Result<u8> {
         // Ctrl-C ends `dev` at once, mid-build too (and with it the server
         // it runs, if any).
         tokio::spawn(async {
@@ -61,12 +64,31 @@ impl DevOptions {
         });
         let project = Project::inspect(&self.project).await?;
         let address = self.serve.listen.unwrap_or(DEFAULT_LISTEN.parse()?);
-        let server = Server {
+        let mut server = Server {
             base: format!("http://{address}"),
             token: self.serve.token.clone(),
         };
         let mut serving = None;
-        let (folder, target) = match server.folder().await {
+        let asked_for = plugins_given().then(|| absolute(&self.serve.host.plugins));
+        let remote = match (server.folder().await, asked_for) {
+            (Some(folder), Some(Ok(asked))) if !same_folder(&folder, &asked) => {
+                // The folder asked for is not the one that server serves:
+                // serve it here, beside that server.
+                let free = std::net::TcpListener::bind((address.ip(), 0))?.local_addr()?;
+                say(format!(
+                    "toolhost at {} serves {}, not {}: serving {} on http://{free} instead",
+                    server.base,
+                    folder.display(),
+                    asked.display(),
+                    asked.display()
+                ));
+                self.serve.listen = Some(free);
+                server.base = format!("http://{free}");
+                None
+            }
+            (found, _) => found,
+        };
+        let (folder, target) = match remote {
             Some(folder) => {
                 say(format!(
                     "toolhost at {} serves {}: {}.wasm goes there",
@@ -390,6 +412,23 @@ fn is_edit(event: &notify::Event, project: &Project) -> bool {
                 .unwrap_or(true);
             source && !hidden && !path.starts_with(&project.target_dir)
         })
+}
+
+/// Whether the plugin folder was named on the command line or in the
+/// environment (and so must be the one built into), not defaulted. Only
+/// the long form exists, `--plugins DIR` or `--plugins=DIR`.
+fn plugins_given() -> bool {
+    std::env::var_os("TOOLHOST_PLUGINS").is_some()
+        || std::env::args_os().any(|arg| {
+            let arg = arg.to_string_lossy();
+            arg == "--plugins" || arg.starts_with("--plugins=")
+        })
+}
+
+/// Whether two paths name the same folder (one may not exist yet).
+fn same_folder(a: &Path, b: &Path) -> bool {
+    let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    canonical(a) == canonical(b)
 }
 
 fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
