@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::envelope::TextFormat;
 use crate::call::invoke::Front;
+use crate::front::auth::{People, Role};
 use crate::front::guard::{self, GuardSettings, LOOPBACK_HOSTS, Refusals};
 use crate::front::listener::{self, ConnectionLimits};
 use crate::front::mcp::McpFront;
@@ -34,8 +35,12 @@ pub struct Settings {
     /// Host names beside the loopback names and the listening address that
     /// `Host` and `Origin` may name.
     pub allowed_hosts: Vec<String>,
-    /// When set, every route but `/health` needs `Authorization: Bearer`.
+    /// The one-admin shortcut: every route but `/health` needs
+    /// `Authorization: Bearer` with this token (or one of `tokens_file`).
     pub token: Option<String>,
+    /// A TOML file of people, their tokens and roles (`front/auth.rs`),
+    /// reloaded when it changes.
+    pub tokens_file: Option<std::path::PathBuf>,
     /// How long a client may take to send a header; also the keep-alive
     /// idle timeout.
     pub header_timeout: Duration,
@@ -54,6 +59,7 @@ impl Default for Settings {
             max_body_bytes: 1024 * 1024,
             allowed_hosts: Vec::new(),
             token: None,
+            tokens_file: None,
             header_timeout: Duration::from_secs(10),
             max_connections: 1024,
             max_sessions: 1000,
@@ -105,7 +111,8 @@ async fn serve(
     );
     let guard = GuardSettings {
         allowed_hosts,
-        token: settings.token.clone(),
+        people: People::load(settings.token.as_deref(), settings.tokens_file.as_deref())?,
+        needs: Some(Role::Caller),
         refusals: Refusals::Envelope,
     };
     let guarded = |router: Router, settings: GuardSettings| {

@@ -32,6 +32,12 @@ pub(super) struct ServeOptions {
     /// Require `Authorization: Bearer <TOKEN>` on every HTTP route but /health.
     #[arg(long, env = "TOOLHOST_TOKEN", hide_env_values = true)]
     pub(super) token: Option<String>,
+    /// People and their roles: a TOML file with one `[[token]]` table per
+    /// person (`name`, `secret` or `sha256`, `role` = admin | publisher |
+    /// caller), reloaded when it changes. With neither this nor `--token`,
+    /// every route is open (loopback's single-user default).
+    #[arg(long, env = "TOOLHOST_TOKENS")]
+    pub(super) tokens: Option<std::path::PathBuf>,
     /// Another host name that Host and Origin headers may name (repeatable;
     /// comma-separated in the variable). Loopback names are always allowed.
     #[arg(
@@ -142,6 +148,7 @@ impl ServeOptions {
             max_body_bytes: self.http.max_body_bytes,
             allowed_hosts: self.allowed_hosts.clone(),
             token: self.token.clone(),
+            tokens_file: self.tokens.clone(),
             header_timeout: Duration::from_millis(self.header_timeout_ms),
             max_connections: self.max_connections as usize,
             max_sessions: self.max_sessions as usize,

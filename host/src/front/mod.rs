@@ -3,12 +3,14 @@
 //! None of them touches a wasmtime type.
 //!
 //! - [`listener`]: the HTTP accept loop and its transport limits.
-//! - [`guard`]: Host/Origin and bearer-token checks before any route.
+//! - [`auth`]: who is asking (tokens, roles); the one place a token is checked.
+//! - [`guard`]: Host/Origin checks and the caller's identity, before any route.
 //! - [`http`]: the one place an envelope becomes an HTTP response.
 //! - [`rest`] and [`openapi`]: `POST /tools/{name}` and discovery.
 //! - [`mcp`]: the MCP handler, served over Streamable HTTP and stdio.
 //! - [`cgi`]: one CGI/1.1 request through the REST router.
 
+pub(crate) mod auth;
 pub(crate) mod cgi;
 pub(crate) mod guard;
 pub(crate) mod http;

@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::errors::ErrorCode;
 use crate::call::invoke::{self, Front};
+use crate::front::guard::Requester;
 use crate::front::http::json_response;
 use crate::registry::{Registry, Snapshot};
 
@@ -101,8 +102,18 @@ async fn list_tools(State(state): State<AppState>) -> Response {
     json_response(200, &tools_manifest(&state.registry.snapshot()))
 }
 
-async fn list_plugins(State(state): State<AppState>) -> Response {
-    json_response(200, &state.registry.plugins_report())
+/// `GET /plugins`: server paths only for admins (and on an open server).
+async fn list_plugins(
+    State(state): State<AppState>,
+    requester: Option<axum::Extension<Requester>>,
+) -> Response {
+    let report = state.registry.plugins_report();
+    let admin = requester.is_none_or(|axum::Extension(requester)| requester.is_admin());
+    if admin {
+        json_response(200, &report)
+    } else {
+        json_response(200, &report.without_paths())
+    }
 }
 
 async fn openapi(State(state): State<AppState>) -> Response {

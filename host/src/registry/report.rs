@@ -22,6 +22,18 @@ pub struct PluginsReport {
 }
 
 impl PluginsReport {
+    /// The report as someone who is not an admin sees it: no server paths
+    /// (the folder is left out, each file is its name alone).
+    pub(crate) fn without_paths(mut self) -> PluginsReport {
+        self.folder = None;
+        for plugin in &mut self.plugins {
+            if let Some(name) = std::path::Path::new(&plugin.file).file_name() {
+                plugin.file = name.to_string_lossy().into_owned();
+            }
+        }
+        self
+    }
+
     /// The report on the plugin with this id, if there is one.
     pub fn plugin(&self, id: &str) -> Option<&PluginReport> {
         self.plugins.iter().find(|plugin| plugin.id == id)
