@@ -373,6 +373,9 @@ class CallTest(unittest.TestCase):
         self.assertEqual(caught.exception.code, "INTERNAL_ERROR")
         self.assertEqual(caught.exception.message, "ZeroDivisionError: division by zero")
         self.assertIn("Traceback", stderr.getvalue())
+        # The end of the traceback travels back to the caller too.
+        self.assertEqual(caught.exception.details["error"], "ZeroDivisionError")
+        self.assertIn("ZeroDivisionError: division by zero", caught.exception.details["traceback"])
 
     def test_blocks(self):
         result = call("t_blocks", {"kind": "list"})

@@ -31,7 +31,8 @@ content with an output schema, plus its JSON as text; ``str`` is one text
 block; a ``dict`` is structured content without schema; blocks (``text``,
 ``image``, ...) or a ``Content`` are sent as they are. ``raise
 ToolError("CODE", "message", details)`` is a business error; any other
-exception is INTERNAL_ERROR, its traceback in the host's log. Without the
+exception is INTERNAL_ERROR, the end of its traceback in ``details``
+(``error``, ``traceback``) and the whole of it in the host's log. Without the
 bindings (plain CPython) tools run through ``call("add", {"a": 1})``.
 """
 
@@ -459,18 +460,22 @@ def call(name: str, arguments: str | dict = "{}") -> Content:
     except ToolError:
         raise
     except Exception as error:
-        _print_traceback(error)
-        raise ToolError("INTERNAL_ERROR", f"{type(error).__name__}: {error}") from error
+        lines = _print_traceback(error)
+        details = {"error": type(error).__name__, "traceback": "".join(lines[-8:]).strip()}
+        raise ToolError("INTERNAL_ERROR", f"{type(error).__name__}: {error}", details) from error
 
 
-def _print_traceback(error: BaseException) -> None:
-    """To stderr, the host's log. A component has only the modules imported
-    at build time, so this runs once then (below): traceback's own lazy
-    imports are in the snapshot, and a failure here never becomes a trap."""
+def _print_traceback(error: BaseException) -> list[str]:
+    """To stderr, the host's log; returns its lines, whose end goes back to
+    the caller. A component has only the modules imported at build time, so
+    this runs once then (below): traceback's own lazy imports are in the
+    snapshot, and a failure here never becomes a trap."""
     try:
-        traceback.print_exception(error, file=sys.stderr)
+        lines = traceback.format_exception(error)
     except Exception:
-        print(f"{type(error).__name__}: {error}", file=sys.stderr)
+        lines = [f"{type(error).__name__}: {error}\n"]
+    print("".join(lines), file=sys.stderr, end="")
+    return lines
 
 
 for _fail in (lambda: 1 / 0, lambda: _no_such_name, lambda: (0).no_such_attribute):  # noqa: F821
