@@ -272,3 +272,56 @@ fn a_file_replaced_during_a_slow_startup_scan_serves_the_newer_version() {
         server.log()
     );
 }
+
+/// Namespace folders: two publishers' same-named tools both serve, under
+/// `namespace__tool`, beside the top level's plain names; a namespace
+/// folder made while serving is followed; deeper files and folders whose
+/// names are not namespaces are not plugins; a restart serves the same
+/// names.
+#[test]
+fn namespaces_serve_same_named_tools_side_by_side() {
+    let dir = plugin_dir(&[&example("echo")]);
+    for (folder, tag) in [
+        ("ada", "ns-ada"),
+        ("bob", "ns-bob"),
+        ("ada/deeper", "deep"),
+        ("not a name", "bad"),
+    ] {
+        std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+        drop_in(
+            &variant_of(&example("echo"), tag),
+            &dir.path().join(folder),
+            "echo.wasm",
+        );
+    }
+    let server = Server::in_process(dir.path());
+    let mut names = server.tool_names();
+    names.sort();
+    assert_eq!(names, ["ada__echo", "bob__echo", "echo"]);
+    for tool in ["ada__echo", "bob__echo", "echo"] {
+        let answer = server.call(tool, json!({"text": tool}));
+        assert_eq!(answer.json["content"][0]["text"], tool, "{}", answer.json);
+    }
+    assert_eq!(
+        server.settled_plugin("ada/echo").unwrap()["tools"],
+        json!(["ada__echo"])
+    );
+
+    // A namespace made while serving is followed.
+    std::fs::create_dir(dir.path().join("carol")).unwrap();
+    drop_in(&example("echo"), &dir.path().join("carol"), "echo.wasm");
+    server.wait_for("carol's echo", |s| {
+        s.tool_names().contains(&"carol__echo".to_string())
+    });
+    std::fs::remove_file(dir.path().join("ada/echo.wasm")).unwrap();
+    server.wait_for("ada's echo to go", |s| {
+        !s.tool_names().contains(&"ada__echo".to_string())
+    });
+
+    // A restart serves the same names.
+    drop(server);
+    let again = Server::in_process(dir.path());
+    let mut names = again.tool_names();
+    names.sort();
+    assert_eq!(names, ["bob__echo", "carol__echo", "echo"]);
+}

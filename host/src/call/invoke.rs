@@ -165,7 +165,9 @@ async fn run_call(
         .call_tool(
             &plugin.compiled,
             &plugin.grants,
-            name,
+            // The plugin is called by the name it declared; clients use the
+            // served one (`namespace__tool` in a namespace).
+            &entry.tool.declared,
             arguments.to_string(),
             client,
         )

@@ -84,13 +84,8 @@ impl Registry {
         let _ = self
             .folder
             .set(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
-        let mut paths = Vec::new();
-        let mut entries = tokio::fs::read_dir(dir).await?;
-        while let Some(entry) = entries.next_entry().await? {
-            if loader::plugin_id(&entry.path()).is_some() {
-                paths.push(entry.path());
-            }
-        }
+        let layout = self.layout.get_or_init(|| loader::Layout::new(dir));
+        let mut paths = layout.files().await?;
         let known: Vec<PathBuf> = self
             .snapshot()
             .plugins()
@@ -126,7 +121,7 @@ impl Registry {
         let jobs: Vec<(String, PathBuf, u64)> = paths
             .into_iter()
             .filter_map(|path| {
-                let id = loader::plugin_id(&path)?;
+                let id = self.plugin_id(&path)?;
                 let generation = self.begin(&id, &path);
                 Some((id, path, generation))
             })
@@ -146,6 +141,7 @@ impl Registry {
                     &registry.runtime,
                     &registry.list_limits,
                     &registry.snapshot(),
+                    &id,
                     &path,
                 )
                 .await;
@@ -181,6 +177,14 @@ impl Registry {
             }
         }
         self.publish(&before, next, outcomes);
+    }
+
+    /// The plugin id of a file of the folder (its stem outside one).
+    pub(super) fn plugin_id(&self, path: &Path) -> Option<String> {
+        match self.layout.get() {
+            Some(layout) => layout.plugin_id(path),
+            None => loader::plugin_id(path),
+        }
     }
 
     /// Registers a new load of plugin `id` and returns its generation; an
@@ -255,11 +259,9 @@ async fn judge(
     runtime: &Arc<Runtime>,
     limits: &ToolListLimits,
     before: &Snapshot,
+    id: &str,
     path: &Path,
 ) -> Verdict {
-    let Some(id) = loader::plugin_id(path) else {
-        return Verdict::Unchanged;
-    };
     let source = match loader::read_source(path).await {
         Ok(source) => source,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Verdict::Gone,
@@ -277,10 +279,10 @@ async fn judge(
         }
     };
     let version = source.version.clone();
-    if before.already_judged(&id, &version) {
+    if before.already_judged(id, &version) {
         return Verdict::Unchanged;
     }
-    match loader::load(runtime, limits, &id, path, source).await {
+    match loader::load(runtime, limits, id, path, source).await {
         Ok(plugin) => Verdict::Loaded(plugin),
         Err(reason) => Verdict::Refused { version, reason },
     }

@@ -82,6 +82,8 @@ pub struct Registry {
     /// The folder served, once scanned (`/plugins` names it, so that
     /// `toolhost dev` knows where to drop a component).
     folder: std::sync::OnceLock<PathBuf>,
+    /// Which files in it are plugins, and their ids (set by the scan).
+    layout: std::sync::OnceLock<loader::Layout>,
 }
 
 impl Registry {
@@ -97,6 +99,7 @@ impl Registry {
             tool_list_version: tokio::sync::watch::Sender::new(0),
             events: tokio::sync::broadcast::Sender::new(events::EVENT_BUFFER),
             folder: std::sync::OnceLock::new(),
+            layout: std::sync::OnceLock::new(),
         })
     }
 

@@ -15,7 +15,12 @@ use crate::runtime::{Annotations, DeclaredTool};
 
 /// One tool, ready to serve.
 pub struct Tool {
+    /// The name clients see: the declared name at the top level of the
+    /// plugin folder, `namespace__declared` in a namespace (see
+    /// [`in_namespace`]).
     pub(crate) name: String,
+    /// The name the plugin declared, and is called with.
+    pub(crate) declared: String,
     pub(crate) title: Option<String>,
     pub(crate) description: String,
     pub(crate) input_schema: Value,
@@ -72,6 +77,16 @@ pub enum ToolListError {
     InvalidName { name: String },
     #[error("tool name {name:?} is listed twice")]
     Duplicate { name: String },
+    #[error(
+        "tool name {name:?} contains \"__\", which separates a namespace from a tool \
+         name: only a plugin in a namespace folder serves such names"
+    )]
+    ReservedSeparator { name: String },
+    #[error(
+        "tool {name:?} would be served as {served:?}, longer than 64 characters: \
+         shorten the tool's name or the namespace"
+    )]
+    TooLongInNamespace { name: String, served: String },
     /// An input or output schema that is not a usable JSON Schema.
     #[error("tool {tool:?}: {which} schema {problem}")]
     Schema {
@@ -125,6 +140,40 @@ impl ToolListLimits {
     }
 }
 
+/// The served names of a plugin's tools: at the top level of the folder,
+/// the declared names (which may not contain `__`); in namespace `ns`,
+/// `ns__declared`. Namespaces never contain `__` (see
+/// `loader::is_valid_namespace`), so served names are unique across
+/// namespaces, the same after every restart whatever the load order, tied
+/// visibly to their publisher, and within `^[a-zA-Z0-9_-]{1,64}$` whenever
+/// the declared name is.
+pub(crate) fn in_namespace(
+    tools: &mut [Tool],
+    namespace: Option<&str>,
+) -> Result<(), ToolListError> {
+    for tool in tools {
+        match namespace {
+            None if tool.declared.contains("__") => {
+                return Err(ToolListError::ReservedSeparator {
+                    name: tool.declared.clone(),
+                });
+            }
+            None => {}
+            Some(namespace) => {
+                let served = format!("{namespace}__{}", tool.declared);
+                if served.len() > 64 {
+                    return Err(ToolListError::TooLongInNamespace {
+                        name: tool.declared.clone(),
+                        served,
+                    });
+                }
+                tool.name = served;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks every tool of a plugin and compiles its schemas; the error says
 /// which tool and why.
 pub(crate) fn build_tools(
@@ -161,6 +210,7 @@ fn build_tool(spec: DeclaredTool) -> Result<Tool, ToolListError> {
     };
     Ok(Tool {
         annotations: spec.annotations.map(annotations_json),
+        declared: name.clone(),
         name,
         title: spec.title,
         description: spec.description,

@@ -15,6 +15,11 @@
 //! - Write-to-temp-then-rename shows up as a rename to the final name (a
 //!   hidden or non-`.wasm` temporary name is not a plugin and is ignored).
 //! - A change to a policy file (`x.toml`) reloads its plugin (`x.wasm`).
+//! - Namespace folders (`ada/x.wasm`, see `loader::Layout`) are followed
+//!   too, including ones created later, each watched on its own (never
+//!   recursively: a project's `target/` inside the folder must not cost a
+//!   watch per subfolder, nor wake the server while it builds); deeper
+//!   files are not plugins.
 //! - If the kernel's event queue overflowed, the whole folder is looked at
 //!   again.
 
@@ -36,7 +41,8 @@ const SLOW_WRITER_QUIET: Duration = Duration::from_secs(2);
 
 /// Keeps the watch alive; dropping it stops watching.
 pub(crate) struct FolderWatch {
-    _watcher: notify::RecommendedWatcher,
+    /// Shared (weakly) with the event loop, which adds namespace folders.
+    _watcher: Arc<std::sync::Mutex<notify::RecommendedWatcher>>,
 }
 
 /// What an event says about a file.
@@ -78,8 +84,8 @@ impl Pending {
     }
 }
 
-/// Watches `dir` (not its subfolders) and starts a load job for each
-/// plugin file once its change has settled.
+/// Watches `dir` and its namespace folders, and starts a load job for
+/// each plugin file once its change has settled.
 pub(crate) fn watch(
     registry: Arc<Registry>,
     dir: &Path,
@@ -90,7 +96,12 @@ pub(crate) fn watch(
         let _ = sender.send(event);
     })?;
     watcher.watch(dir, RecursiveMode::NonRecursive)?;
-    let dir = dir.to_path_buf();
+    let layout = loader::Layout::new(dir);
+    for namespace in layout.namespace_dirs() {
+        watcher.watch(&namespace, RecursiveMode::NonRecursive)?;
+    }
+    let watcher = Arc::new(std::sync::Mutex::new(watcher));
+    let adder = Arc::downgrade(&watcher);
 
     tokio::spawn(async move {
         let mut pending: HashMap<PathBuf, Pending> = HashMap::new();
@@ -119,21 +130,41 @@ pub(crate) fn watch(
             match event {
                 Err(error) => {
                     tracing::error!(%error, "watching the plugin folder failed; looking at it again");
-                    rescan(&registry, &dir).await;
+                    rescan(&registry, &layout).await;
                 }
                 Ok(event) if event.need_rescan() => {
                     tracing::warn!("file events were lost; looking at the plugin folder again");
-                    rescan(&registry, &dir).await;
+                    rescan(&registry, &layout).await;
                 }
                 Ok(event) => {
                     let Some(change) = classify(&event.kind) else {
                         continue;
                     };
-                    for path in event
+                    // A namespace folder made (or moved in) while serving:
+                    // watch it, and look at what it already holds.
+                    for folder in event
                         .paths
                         .iter()
-                        .filter_map(|p| loader::plugin_file_for(p))
+                        .filter(|p| layout.is_namespace_dir(p) && p.is_dir())
                     {
+                        if let Some(watcher) = adder.upgrade() {
+                            let mut watcher = watcher.lock().unwrap_or_else(|e| e.into_inner());
+                            if let Err(error) = watcher.watch(folder, RecursiveMode::NonRecursive) {
+                                tracing::warn!(folder = %folder.display(), %error, "cannot watch a namespace folder");
+                            }
+                        }
+                        if let Ok(entries) = std::fs::read_dir(folder) {
+                            for entry in entries.filter_map(Result::ok) {
+                                if let Some(path) = layout.plugin_file_for(&entry.path()) {
+                                    pending.entry(path).or_insert(Pending {
+                                        writing: false,
+                                        last_event: Instant::now(),
+                                    });
+                                }
+                            }
+                        }
+                    }
+                    for path in event.paths.iter().filter_map(|p| layout.plugin_file_for(p)) {
                         let file = pending.entry(path).or_insert(Pending {
                             writing: false,
                             last_event: Instant::now(),
@@ -150,20 +181,16 @@ pub(crate) fn watch(
 
 /// Starts a load job for every plugin file in the folder and every known
 /// one that is gone.
-async fn rescan(registry: &Arc<Registry>, dir: &Path) {
+async fn rescan(registry: &Arc<Registry>, layout: &loader::Layout) {
     let mut paths: Vec<PathBuf> = registry
         .snapshot()
         .plugins()
         .map(|(_, record)| record.file.clone())
         .collect();
-    if let Ok(mut entries) = tokio::fs::read_dir(dir).await {
-        while let Ok(Some(entry)) = entries.next_entry().await {
-            paths.push(entry.path());
-        }
-    }
+    paths.extend(layout.files().await.unwrap_or_default());
     paths.sort();
     paths.dedup();
-    for path in paths.into_iter().filter(|p| loader::plugin_id(p).is_some()) {
+    for path in paths.into_iter().filter(|p| layout.plugin_id(p).is_some()) {
         registry.reload(path);
     }
 }
