@@ -21,6 +21,7 @@ use crate::front::listener::{self, ConnectionLimits};
 use crate::front::mcp::McpFront;
 use crate::front::mcp::http::{self as mcp_http, McpHttpSettings};
 use crate::front::mcp::stdio;
+use crate::front::publish;
 use crate::front::rest::{self, RestSettings};
 use crate::registry::Registry;
 
@@ -50,6 +51,8 @@ pub struct Settings {
     pub max_sessions: usize,
     /// How long an MCP session may go without a request.
     pub session_idle: Duration,
+    /// Largest component a `PUT /plugins/...` may publish, in bytes.
+    pub max_plugin_bytes: usize,
 }
 
 impl Default for Settings {
@@ -64,6 +67,7 @@ impl Default for Settings {
             max_connections: 1024,
             max_sessions: 1000,
             session_idle: Duration::from_secs(300),
+            max_plugin_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -130,6 +134,10 @@ async fn serve(
         rest::health_router(registry.clone(), rest_settings),
         guard.without_token(),
     )
+    .merge(guarded(
+        publish::router(registry.clone(), settings.max_plugin_bytes),
+        guard.clone(),
+    ))
     .merge(guarded(
         rest::router(registry, rest_settings),
         guard.clone(),

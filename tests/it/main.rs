@@ -13,6 +13,7 @@ mod hostile;
 mod languages;
 mod mcp;
 mod protocol;
+mod publish;
 mod reload;
 mod rest;
 mod sandbox;

@@ -73,6 +73,9 @@ error_codes! {
     /// The host or the plugin's policy failed, not the plugin: a granted
     /// directory that cannot be opened, an internal fault.
     HostError = "HOST_ERROR",
+    /// A published component was refused by the loader (the reason and the
+    /// plugin's report in the details); what served before serves on.
+    PluginRejected = "PLUGIN_REJECTED",
 }
 
 /// HTTP status for a plugin's own (business) tool error.
@@ -89,7 +92,7 @@ impl ErrorCode {
             ErrorCode::Forbidden => 403,
             ErrorCode::Busy => 503,
             ErrorCode::PayloadTooLarge => 413,
-            ErrorCode::InvalidArguments => 422,
+            ErrorCode::InvalidArguments | ErrorCode::PluginRejected => 422,
             ErrorCode::PluginTrapped
             | ErrorCode::InvalidPluginOutput
             | ErrorCode::ResultTooLarge

@@ -66,6 +66,10 @@ pub(super) struct ServeOptions {
     /// client listening on its GET stream, is closed, in seconds.
     #[arg(long, env = "TOOLHOST_SESSION_IDLE_SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     session_idle_secs: u64,
+    /// Largest component `PUT /plugins/...` accepts, in MiB; a larger body
+    /// gets 413 before anything is stored.
+    #[arg(long, env = "TOOLHOST_MAX_PLUGIN_MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=256))]
+    max_plugin_mib: u64,
 }
 
 impl ServeOptions {
@@ -153,6 +157,7 @@ impl ServeOptions {
             max_connections: self.max_connections as usize,
             max_sessions: self.max_sessions as usize,
             session_idle: Duration::from_secs(self.session_idle_secs),
+            max_plugin_bytes: (self.max_plugin_mib as usize) * 1024 * 1024,
         }
     }
 }

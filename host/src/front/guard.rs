@@ -81,6 +81,20 @@ pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 pub(crate) struct Requester(pub(crate) Option<Identity>);
 
 impl Requester {
+    /// Whether the requester may publish into `namespace` (`None`: the top
+    /// level): an admin anywhere, a publisher into their own namespace,
+    /// anyone on an open server.
+    pub(crate) fn may_publish(&self, namespace: Option<&str>) -> bool {
+        match &self.0 {
+            None => true,
+            Some(identity) => {
+                identity.role == Role::Admin
+                    || (identity.role == Role::Publisher
+                        && namespace == Some(identity.name.as_str()))
+            }
+        }
+    }
+
     /// Whether the requester may see what only admins see (server paths).
     pub(crate) fn is_admin(&self) -> bool {
         self.0

@@ -17,4 +17,5 @@ pub(crate) mod http;
 pub(crate) mod listener;
 pub(crate) mod mcp;
 pub(crate) mod openapi;
+pub(crate) mod publish;
 pub(crate) mod rest;

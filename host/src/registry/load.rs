@@ -35,7 +35,7 @@ enum Verdict {
 impl Registry {
     /// Swaps in `next`, tells listeners if the tool list changed, and sends
     /// one event per outcome with the plugin's report as it now stands.
-    fn publish(&self, before: &Snapshot, mut next: Snapshot, mut outcomes: Vec<(String, Outcome)>) {
+    fn swap_in(&self, before: &Snapshot, mut next: Snapshot, mut outcomes: Vec<(String, Outcome)>) {
         // A version that waited for a tool name now free is admitted too.
         for id in next.admit_waiting() {
             if !outcomes.iter().any(|(known, _)| *known == id) {
@@ -176,7 +176,7 @@ impl Registry {
                 outcomes.push((id, outcome));
             }
         }
-        self.publish(&before, next, outcomes);
+        self.swap_in(&before, next, outcomes);
     }
 
     /// The plugin id of a file of the folder (its stem outside one).

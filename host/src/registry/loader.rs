@@ -54,6 +54,8 @@ pub struct LoadedPlugin {
     pub(crate) file: PathBuf,
     pub(crate) version: Version,
     pub(crate) loaded_at: SystemTime,
+    /// Who published this version over HTTP, and when (RFC 3339).
+    pub(crate) published: Option<(String, String)>,
     pub compiled: CompiledPlugin,
     pub grants: Arc<Grants>,
     /// Bounds this plugin's concurrent calls: its policy's `max_concurrent`,
@@ -98,6 +100,8 @@ pub(crate) struct PluginSource {
     pub(crate) wasm: Vec<u8>,
     pub(crate) policy: Option<String>,
     pub(crate) version: Version,
+    /// Who published it over HTTP, and when (see `publish.rs`).
+    pub(crate) published: Option<(String, String)>,
 }
 
 /// Reads a plugin file and the policy file beside it.
@@ -113,6 +117,7 @@ pub(crate) async fn read_source(path: &Path) -> std::io::Result<PluginSource> {
         }
     };
     Ok(PluginSource {
+        published: crate::registry::publish::published_by(path),
         version: Version {
             content_hash: content_hash(&wasm),
             policy_hash: policy.as_deref().map(|text| content_hash(text.as_bytes())),
@@ -139,6 +144,11 @@ impl Layout {
         Layout {
             root: root.to_path_buf(),
         }
+    }
+
+    /// The folder's top level.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
     }
 
     /// The plugin id of a file in the folder: its stem at the top level,
@@ -332,6 +342,7 @@ pub(crate) async fn load(
         file: file.to_path_buf(),
         version: source.version,
         loaded_at: SystemTime::now(),
+        published: source.published,
         compiled,
         permits: Arc::new(tokio::sync::Semaphore::new(max_concurrent)),
         max_concurrent,

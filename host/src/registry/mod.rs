@@ -33,6 +33,7 @@ mod load;
 pub mod loader;
 pub(crate) mod policy;
 pub(crate) mod portability;
+pub(crate) mod publish;
 pub mod report;
 mod snapshot;
 pub mod tools;
@@ -84,6 +85,8 @@ pub struct Registry {
     folder: std::sync::OnceLock<PathBuf>,
     /// Which files in it are plugins, and their ids (set by the scan).
     layout: std::sync::OnceLock<loader::Layout>,
+    /// One lock per plugin being published or removed over HTTP.
+    publishing: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Registry {
@@ -100,6 +103,7 @@ impl Registry {
             events: tokio::sync::broadcast::Sender::new(events::EVENT_BUFFER),
             folder: std::sync::OnceLock::new(),
             layout: std::sync::OnceLock::new(),
+            publishing: std::sync::Mutex::new(HashMap::new()),
         })
     }
 

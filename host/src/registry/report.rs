@@ -75,6 +75,12 @@ pub struct PluginReport {
     /// version (see `registry/portability.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schema_warnings: Vec<String>,
+    /// Who published the serving version over HTTP (`PUT /plugins/...`),
+    /// and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_at: Option<String>,
     /// Set while a load job for this file runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiling: Option<Compiling>,
@@ -196,6 +202,10 @@ impl PluginReport {
                         .collect()
                 })
                 .unwrap_or_default(),
+            published_by: serving
+                .and_then(|plugin| plugin.published.as_ref().map(|(by, _)| by.clone())),
+            published_at: serving
+                .and_then(|plugin| plugin.published.as_ref().map(|(_, at)| at.clone())),
             compiling: None,
         }
     }

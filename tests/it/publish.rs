@@ -1,0 +1,394 @@
+//! Publishing over HTTP through the real binary: `PUT`, `GET` and `DELETE`
+//! on `/plugins/{namespace}/{name}` and `/plugins/{name}`, with people and
+//! roles from a tokens file. Each refusal is checked to write nothing; a
+//! refused component keeps the previous version serving, on disk too; a
+//! restart serves what was published; concurrent publishes of one name
+//! end whole.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::support::{Server, example, file_hash, plugin_dir, variant_of};
+
+const ADMIN: &str = "bob-secret-0123456789";
+const ADA: &str = "ada-secret-0123456789";
+const CAROL: &str = "carol-secret-0123456789";
+const DAVE: &str = "dave-secret-0123456789";
+
+fn tokens_file(dir: &Path) -> PathBuf {
+    let file = dir.join("tokens.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[token]]\nname = \"bob\"\nsecret = \"{ADMIN}\"\nrole = \"admin\"\n\
+             [[token]]\nname = \"ada\"\nsecret = \"{ADA}\"\nrole = \"publisher\"\n\
+             [[token]]\nname = \"carol\"\nsecret = \"{CAROL}\"\nrole = \"publisher\"\n\
+             [[token]]\nname = \"dave\"\nsecret = \"{DAVE}\"\nrole = \"caller\"\n"
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// `(status, body)` of one request.
+fn send(
+    server: &Server,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    kind: &str,
+    body: &[u8],
+) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let url = format!("{}{path}", server.base);
+    let auth = token.map(|token| format!("Bearer {token}"));
+    let mut response = match method {
+        "GET" | "DELETE" => {
+            let mut request = if method == "GET" {
+                agent.get(&url)
+            } else {
+                agent.delete(&url)
+            };
+            if let Some(auth) = &auth {
+                request = request.header("Authorization", auth);
+            }
+            request.call().unwrap()
+        }
+        _ => {
+            let mut request = if method == "POST" {
+                agent.post(&url)
+            } else {
+                agent.put(&url)
+            }
+            .header("Content-Type", kind);
+            if let Some(auth) = &auth {
+                request = request.header("Authorization", auth);
+            }
+            request.send(body).unwrap()
+        }
+    };
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// Calls a tool as the admin; its envelope.
+fn call(server: &Server, tool: &str, text: &str) -> Value {
+    let body = json!({ "text": text }).to_string();
+    send(
+        server,
+        "POST",
+        &format!("/tools/{tool}"),
+        Some(ADMIN),
+        "application/json",
+        body.as_bytes(),
+    )
+    .1
+}
+
+/// The tools served, as the admin lists them.
+fn tool_names(server: &Server) -> Vec<String> {
+    let (_, tools) = send(server, "GET", "/tools", Some(ADMIN), "", b"");
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn put(server: &Server, path: &str, token: Option<&str>, wasm: &Path) -> (u16, Value) {
+    send(
+        server,
+        "PUT",
+        path,
+        token,
+        "application/wasm",
+        &std::fs::read(wasm).unwrap(),
+    )
+}
+
+/// Every file under `dir` with its size: what a refused request must leave
+/// as it was.
+fn contents(dir: &Path) -> Vec<(PathBuf, u64)> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push((path.clone(), entry.metadata().unwrap().len()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn publishing_over_http_with_people_and_roles() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(config.path());
+    let server = Server::start(
+        dir.path(),
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--max-plugin-mib",
+            "8",
+        ],
+    );
+    let adas = variant_of(&example("echo"), "pub-ada");
+    let carols = variant_of(&example("echo"), "pub-carol");
+
+    // Two publishers' same-named plugins both serve, under their names.
+    let (status, report) = put(&server, "/plugins/ada/word_count", Some(ADA), &adas);
+    assert_eq!(status, 201, "{report}");
+    assert_eq!(report["tools"], json!(["ada__echo"]), "{report}");
+    assert_eq!(report["publishedBy"], "ada", "{report}");
+    assert_eq!(
+        report["file"], "word_count.wasm",
+        "a publisher sees no server path: {report}"
+    );
+    let (status, report) = put(&server, "/plugins/carol/word_count", Some(CAROL), &carols);
+    assert_eq!(status, 201, "{report}");
+    for tool in ["ada__echo", "carol__echo", "echo"] {
+        let answer = call(&server, tool, tool);
+        assert_eq!(answer["content"][0]["text"], tool, "{answer}");
+    }
+    assert!(dir.path().join("ada/word_count.wasm").is_file());
+    // Replacing answers 200.
+    let newer = variant_of(&example("echo"), "pub-ada-2");
+    assert_eq!(
+        put(&server, "/plugins/ada/word_count", Some(ADA), &newer).0,
+        200
+    );
+
+    // Every refusal writes nothing.
+    let before = contents(dir.path());
+    let wasm = std::fs::read(&adas).unwrap();
+    let refusals: Vec<(&str, Option<&str>, &str, u16)> = vec![
+        ("/plugins/ada/w", None, "application/wasm", 401),
+        (
+            "/plugins/ada/w",
+            Some("nobody-knows-this-token"),
+            "application/wasm",
+            401,
+        ),
+        ("/plugins/dave/w", Some(DAVE), "application/wasm", 403),
+        ("/plugins/carol/w", Some(ADA), "application/wasm", 403),
+        ("/plugins/w", Some(ADA), "application/wasm", 403),
+        ("/plugins/ada/w", Some(ADA), "application/json", 400),
+        ("/plugins/ada/..", Some(ADA), "application/wasm", 400),
+        ("/plugins/ada/a.b", Some(ADA), "application/wasm", 400),
+        ("/plugins/ada/.hidden", Some(ADA), "application/wasm", 400),
+        ("/plugins/ada/x%2Fy", Some(ADA), "application/wasm", 400),
+        ("/plugins/ada/x%00y", Some(ADA), "application/wasm", 400),
+        ("/plugins/ada/x%0Ay", Some(ADA), "application/wasm", 400),
+        (
+            "/plugins/ada/x%E2%80%AEy",
+            Some(ADA),
+            "application/wasm",
+            400,
+        ),
+        (
+            "/plugins/ada/w.wasm.tmp",
+            Some(ADA),
+            "application/wasm",
+            400,
+        ),
+        ("/plugins/a__b/w", Some(ADMIN), "application/wasm", 400),
+        (
+            "/plugins/..%2F..%2Fetc/w",
+            Some(ADMIN),
+            "application/wasm",
+            400,
+        ),
+    ];
+    let long = format!("/plugins/ada/{}", "a".repeat(65));
+    for (path, token, kind, expected) in
+        refusals
+            .iter()
+            .copied()
+            .chain([(long.as_str(), Some(ADA), "application/wasm", 400)])
+    {
+        let (status, body) = send(&server, "PUT", path, token, kind, &wasm);
+        assert_eq!(status, expected, "{path}: {body}");
+        assert!(body["error"]["code"].is_string(), "{path}: {body}");
+    }
+    // A 200 MiB body is refused (413) before it is stored.
+    let address = server.base.trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(&address).unwrap();
+    let head = format!(
+        "PUT /plugins/ada/big HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {ADA}\r\n\
+         Content-Type: application/wasm\r\nContent-Length: {}\r\n\r\n",
+        200u64 << 20
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let _ = stream.write_all(&vec![0u8; 1 << 20]);
+    let mut answer = [0u8; 12];
+    stream.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 413");
+    drop(stream);
+    assert_eq!(
+        contents(dir.path()),
+        before,
+        "a refused request wrote something"
+    );
+
+    // A component the loader refuses: 422 with the reason; the previous
+    // version serves on, and is what is on disk.
+    let serving = file_hash(&dir.path().join("ada/word_count.wasm"));
+    let (status, body) = send(
+        &server,
+        "PUT",
+        "/plugins/ada/word_count",
+        Some(ADA),
+        "application/wasm",
+        b"not a component",
+    );
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "PLUGIN_REJECTED", "{body}");
+    assert!(
+        body["error"]["details"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("not a WebAssembly file")),
+        "{body}"
+    );
+    assert_eq!(
+        call(&server, "ada__echo", "still")["content"][0]["text"],
+        "still"
+    );
+    server.wait_for("the previous bytes back on disk", |_| {
+        file_hash(&dir.path().join("ada/word_count.wasm")) == serving
+    });
+    // A first publish refused leaves nothing behind.
+    let (status, _) = send(
+        &server,
+        "PUT",
+        "/plugins/ada/broken",
+        Some(ADA),
+        "application/wasm",
+        b"nope",
+    );
+    assert_eq!(status, 422);
+    assert!(!dir.path().join("ada/broken.wasm").exists());
+
+    // GET reports; DELETE removes one's own; an admin may publish anywhere.
+    let (status, report) = send(
+        &server,
+        "GET",
+        "/plugins/carol/word_count",
+        Some(DAVE),
+        "",
+        b"",
+    );
+    assert_eq!(
+        (status, &report["tools"]),
+        (200, &json!(["carol__echo"])),
+        "{report}"
+    );
+    assert_eq!(
+        send(
+            &server,
+            "DELETE",
+            "/plugins/carol/word_count",
+            Some(ADA),
+            "",
+            b""
+        )
+        .0,
+        403
+    );
+    let (status, body) = send(
+        &server,
+        "DELETE",
+        "/plugins/ada/word_count",
+        Some(ADA),
+        "",
+        b"",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(!tool_names(&server).contains(&"ada__echo".to_string()));
+    assert_eq!(
+        send(
+            &server,
+            "DELETE",
+            "/plugins/ada/word_count",
+            Some(ADA),
+            "",
+            b""
+        )
+        .0,
+        404
+    );
+    assert_eq!(
+        put(&server, "/plugins/ada/word_count", Some(ADMIN), &adas).0,
+        201
+    );
+
+    // Concurrent publishes of one name: every answer whole, the last wins.
+    let variants: Vec<PathBuf> = (0..4)
+        .map(|i| variant_of(&example("echo"), &format!("race-{i}")))
+        .collect();
+    let base = server.base.clone();
+    let answers: Vec<u16> = std::thread::scope(|scope| {
+        let handles: Vec<_> = variants
+            .iter()
+            .map(|wasm| {
+                let base = base.clone();
+                scope.spawn(move || {
+                    let agent: ureq::Agent = ureq::Agent::config_builder()
+                        .http_status_as_error(false)
+                        .build()
+                        .into();
+                    agent
+                        .put(format!("{base}/plugins/racer/race"))
+                        .header("Authorization", &format!("Bearer {ADMIN}"))
+                        .header("Content-Type", "application/wasm")
+                        .send(&std::fs::read(wasm).unwrap()[..])
+                        .unwrap()
+                        .status()
+                        .as_u16()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        answers.iter().all(|s| *s == 200 || *s == 201),
+        "{answers:?}"
+    );
+    assert_eq!(
+        answers.iter().filter(|s| **s == 201).count(),
+        1,
+        "{answers:?}"
+    );
+    let on_disk = file_hash(&dir.path().join("racer/race.wasm"));
+    assert!(variants.iter().any(|v| file_hash(v) == on_disk));
+    let (_, race) = send(&server, "GET", "/plugins/racer/race", Some(ADMIN), "", b"");
+    assert_eq!(race["contentHash"], on_disk, "{race}");
+
+    // A restart serves what was published, and who published it.
+    drop(server);
+    let again = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let (_, report) = send(
+        &again,
+        "GET",
+        "/plugins/carol/word_count",
+        Some(ADMIN),
+        "",
+        b"",
+    );
+    assert_eq!(report["tools"], json!(["carol__echo"]), "{report}");
+    assert_eq!(report["publishedBy"], "carol", "{report}");
+}
