@@ -17,6 +17,7 @@ use crate::call::envelope::TextFormat;
 use crate::call::invoke::Front;
 use crate::front::auth::{People, Role};
 use crate::front::guard::{self, GuardSettings, LOOPBACK_HOSTS, Refusals};
+use crate::front::linger;
 use crate::front::listener::{self, ConnectionLimits};
 use crate::front::mcp::McpFront;
 use crate::front::mcp::http::{self as mcp_http, McpHttpSettings};
@@ -142,7 +143,11 @@ async fn serve(
         rest::router(registry, rest_settings),
         guard.clone(),
     ))
-    .merge(guarded(mcp, guard.refusing_as(Refusals::JsonRpc)));
+    .merge(guarded(mcp, guard.refusing_as(Refusals::JsonRpc)))
+    .layer(axum::middleware::from_fn_with_state(
+        settings.max_body_bytes.max(settings.max_plugin_bytes) as u64,
+        linger::drain_unread,
+    ));
     let limits = ConnectionLimits {
         header_timeout: settings.header_timeout,
         max_connections: settings.max_connections,

@@ -5,6 +5,8 @@
 //! - [`listener`]: the HTTP accept loop and its transport limits.
 //! - [`auth`]: who is asking (tokens, roles); the one place a token is checked.
 //! - [`guard`]: Host/Origin checks and the caller's identity, before any route.
+//! - [`linger`]: a refused request's unread body is drained, so the client
+//!   reads the refusal instead of a reset connection.
 //! - [`http`]: the one place an envelope becomes an HTTP response.
 //! - [`rest`] and [`openapi`]: `POST /tools/{name}` and discovery.
 //! - [`mcp`]: the MCP handler, served over Streamable HTTP and stdio.
@@ -14,6 +16,7 @@ pub(crate) mod auth;
 pub(crate) mod cgi;
 pub(crate) mod guard;
 pub(crate) mod http;
+pub(crate) mod linger;
 pub(crate) mod listener;
 pub(crate) mod mcp;
 pub(crate) mod openapi;
