@@ -146,7 +146,16 @@ impl Host {
         let registry = Registry::new(runtime, config.list_limits);
         tokio::spawn(tell_optimised(optimised, Arc::downgrade(&registry)));
         let mut watch = None;
-        if let Some(folder) = &config.folder {
+        // One spelling of every path from here on: the watcher's events,
+        // the loader's ids and publishing's writes all compare paths under
+        // this root, and a relative one (the default `plugins`) would not
+        // match what the watcher reports for a namespace folder made later.
+        let folder = config
+            .folder
+            .as_deref()
+            .map(std::path::absolute)
+            .transpose()?;
+        if let Some(folder) = &folder {
             if let Some(debounce) = config.watch {
                 let watched = watcher::watch(registry.clone(), folder, debounce).map_err(|e| {
                     anyhow::anyhow!("cannot watch the plugin folder {}: {e:#}", folder.display())

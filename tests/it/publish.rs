@@ -225,8 +225,39 @@ fn publishing_over_http_with_people_and_roles() {
         assert_eq!(status, expected, "{path}: {body}");
         assert!(body["error"]["code"].is_string(), "{path}: {body}");
     }
-    // A 200 MiB body is refused (413) before it is stored.
+    // A refused upload is still read to its end (and thrown away), so a
+    // client that writes its whole body before reading, as curl and ureq
+    // do, gets the 401 rather than a reset connection: 8 MiB is more than
+    // loopback's socket buffers hold.
     let address = server.base.trim_start_matches("http://").to_string();
+    for token in ["not-a-token-anyone-has", ADA] {
+        let mut stream = TcpStream::connect(&address).unwrap();
+        let body = vec![7u8; 8 << 20];
+        let head = format!(
+            "PUT /plugins/carol/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/wasm\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        stream
+            .write_all(&body)
+            .expect("the server reads a refused body instead of resetting");
+        let mut answer = [0u8; 12];
+        stream.read_exact(&mut answer).unwrap();
+        let expected: &[u8] = if token == ADA {
+            b"HTTP/1.1 403"
+        } else {
+            b"HTTP/1.1 401"
+        };
+        assert_eq!(&answer, expected);
+    }
+    assert_eq!(
+        contents(dir.path()),
+        before,
+        "a refused request wrote something"
+    );
+
+    // A 200 MiB body is refused (413) before it is stored.
     let mut stream = TcpStream::connect(&address).unwrap();
     let head = format!(
         "PUT /plugins/ada/big HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {ADA}\r\n\
@@ -391,4 +422,143 @@ fn publishing_over_http_with_people_and_roles() {
     );
     assert_eq!(report["tools"], json!(["carol__echo"]), "{report}");
     assert_eq!(report["publishedBy"], "carol", "{report}");
+}
+
+/// `toolhost push` and `toolhost dev --server`: an attendee publishes from
+/// their own folder, into their namespace, with nothing of the server's
+/// filesystem; clear errors for a wrong token, an unreachable server and a
+/// refused component; `push --delete` removes one's own plugin.
+#[test]
+fn push_and_dev_publish_from_the_attendees_own_folder() {
+    use std::process::Command;
+
+    use crate::support::{repo_root, toolhost_bin};
+
+    let dir = plugin_dir(&[&example("echo")]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(config.path());
+    // The folder named relatively, as `make serve` names it: a namespace
+    // folder made by the first publish is followed all the same.
+    let server = Server::start_relative(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let push = |args: &[&str], token: &str| {
+        let output = Command::new(toolhost_bin())
+            .arg("push")
+            .args(args)
+            .env("TOOLHOST_SERVER", &server.base)
+            .env("TOOLHOST_TOKEN", token)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).to_string(),
+            String::from_utf8_lossy(&output.stderr).to_string(),
+        )
+    };
+    let wasm = variant_of(&example("echo"), "pushed");
+    let (code, out, err) = push(&[wasm.to_str().unwrap(), "--name", "word_count"], ADA);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("live: ada__echo (ada/word_count)"), "{out}");
+    assert!(
+        out.contains("Authorization: Bearer $TOOLHOST_TOKEN"),
+        "{out}"
+    );
+    assert_eq!(
+        call(&server, "ada__echo", "pushed")["content"][0]["text"],
+        "pushed"
+    );
+
+    let (code, _, err) = push(&[wasm.to_str().unwrap()], "not-the-right-token-at-all");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("does not know this token"), "{err}");
+    let garbage = config.path().join("garbage.wasm");
+    std::fs::write(&garbage, b"not a component").unwrap();
+    let (code, out, _) = push(&[garbage.to_str().unwrap(), "--name", "word_count"], ADA);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("refused") && out.contains("not a WebAssembly file"),
+        "{out}"
+    );
+    assert_eq!(
+        call(&server, "ada__echo", "still")["content"][0]["text"],
+        "still"
+    );
+    let unreachable = Command::new(toolhost_bin())
+        .args([
+            "push",
+            wasm.to_str().unwrap(),
+            "--server",
+            "http://127.0.0.1:9",
+            "--token",
+            ADA,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(unreachable.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unreachable.stderr).contains("cannot reach the server"));
+
+    let (code, out, err) = push(&["--delete", "word_count"], ADA);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("removed ada/word_count"), "{out}");
+    assert!(!tool_names(&server).contains(&"ada__echo".to_string()));
+
+    // dev --server: the edit → build → publish loop, remote.
+    let made = Command::new("make")
+        .args(["-s", "toolchains"])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "make toolchains: {made:?}");
+    let work = tempfile::tempdir().unwrap();
+    let created = Command::new(toolhost_bin())
+        .args(["new", "greet_py", "--lang", "python", "--path"])
+        .arg(work.path())
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+    let mut dev = Command::new(toolhost_bin())
+        .arg("dev")
+        .arg(work.path().join("greet_py"))
+        .args(["--server", &server.base, "--token", CAROL])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = dev.stdout.take().unwrap();
+    let (lines, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    let mut printed = String::new();
+    while !printed.contains("live in") {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match seen.recv_timeout(left) {
+            Ok(line) => printed.push_str(&(line + "\n")),
+            Err(_) => panic!("dev --server did not publish; it printed:\n{printed}"),
+        }
+    }
+    let _ = dev.kill();
+    let _ = dev.wait();
+    assert!(printed.contains("carol/greet_py"), "{printed}");
+    assert!(printed.contains("carol__greet_py"), "{printed}");
+    let body = json!({ "name": "Ada" }).to_string();
+    let (status, greeting) = send(
+        &server,
+        "POST",
+        "/tools/carol__greet_py",
+        Some(CAROL),
+        "application/json",
+        body.as_bytes(),
+    );
+    assert_eq!(status, 200, "{greeting}");
+    assert!(
+        !dir.path().join("greet_py.wasm").exists(),
+        "dev --server writes no folder"
+    );
 }

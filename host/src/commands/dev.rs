@@ -33,6 +33,7 @@ use notify::event::ModifyKind;
 use notify::{EventKind, RecursiveMode, Watcher as _};
 
 use super::project::Project;
+use super::push::{Outcome, Publisher, ServerOptions};
 use super::serve::{DEFAULT_LISTEN, ServeOptions};
 use crate::Host;
 use crate::registry::report::{PluginReport, PluginState, PluginsReport};
@@ -49,6 +50,10 @@ pub(super) struct DevOptions {
     /// a folder with `app.py` (Python) or `app.js` (JavaScript).
     #[arg(default_value = ".")]
     project: PathBuf,
+    /// Publish each build onto this toolhost server (into your namespace,
+    /// with `--token`), instead of serving or writing a folder.
+    #[arg(long = "server", env = "TOOLHOST_SERVER")]
+    server_url: Option<String>,
     /// Every `serve` flag; they apply when `dev` serves itself.
     #[command(flatten)]
     serve: ServeOptions,
@@ -63,6 +68,21 @@ impl DevOptions {
             std::process::exit(0);
         });
         let project = Project::inspect(&self.project).await?;
+        if let Some(url) = self.server_url.clone() {
+            let options = ServerOptions {
+                url,
+                token: self.serve.token.clone(),
+            };
+            let publisher = Publisher::connect(&options).await?;
+            say(format!(
+                "publishing {} as {} on {}",
+                project.id,
+                publisher.plugin_id(&project.id),
+                options.url
+            ));
+            return watch_and_build(project, PathBuf::new(), Target::Publish(publisher), None)
+                .await;
+        }
         let address = self.serve.listen.unwrap_or(DEFAULT_LISTEN.parse()?);
         let mut server = Server {
             base: format!("http://{address}"),
@@ -116,49 +136,59 @@ impl DevOptions {
             }
         };
 
-        let (edits, mut edited) = tokio::sync::mpsc::unbounded_channel::<()>();
-        let watched = project.clone();
-        let mut watcher =
-            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                if let Ok(event) = event
-                    && is_edit(&event, &watched)
-                {
-                    let _ = edits.send(());
-                }
-            })?;
-        watcher.watch(&project.dir, RecursiveMode::NonRecursive)?;
-        for dir in project.source_dirs() {
-            watcher.watch(&dir, RecursiveMode::Recursive)?;
-        }
-        // Ends when the server `dev` runs stops (Ctrl-C reaches it first).
-        let server_stopped = async move {
-            match serving {
-                Some(task) => task.await?,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(server_stopped);
+        watch_and_build(project, folder, target, serving).await
+    }
+}
 
-        let mut session = Session {
-            project,
-            folder,
-            target,
-            last_hash: None,
-            shown_usage: false,
-        };
-        session.cycle(Instant::now()).await;
-        loop {
-            tokio::select! {
-                edit = edited.recv() => if edit.is_none() { return Ok(0) },
-                stopped = &mut server_stopped => return stopped.map(|()| 0),
-            }
-            let edit_at = Instant::now();
-            // Let the save finish: wait until no edit came for SETTLE.
-            while let Ok(Some(())) = tokio::time::timeout(SETTLE, edited.recv()).await {}
-            say(String::new());
-            say("change seen: building ...".into());
-            session.cycle(edit_at).await;
+/// Builds now and on every save, into `target`, until Ctrl-C or until
+/// the server `dev` runs (`serving`) stops.
+async fn watch_and_build(
+    project: Project,
+    folder: PathBuf,
+    target: Target,
+    serving: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+) -> anyhow::Result<u8> {
+    let (edits, mut edited) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let watched = project.clone();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event
+            && is_edit(&event, &watched)
+        {
+            let _ = edits.send(());
         }
+    })?;
+    watcher.watch(&project.dir, RecursiveMode::NonRecursive)?;
+    for dir in project.source_dirs() {
+        watcher.watch(&dir, RecursiveMode::Recursive)?;
+    }
+    // Ends when the server `dev` runs stops (Ctrl-C reaches it first).
+    let server_stopped = async move {
+        match serving {
+            Some(task) => task.await?,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(server_stopped);
+
+    let mut session = Session {
+        project,
+        folder,
+        target,
+        last_hash: None,
+        shown_usage: false,
+    };
+    session.cycle(Instant::now()).await;
+    loop {
+        tokio::select! {
+            edit = edited.recv() => if edit.is_none() { return Ok(0) },
+            stopped = &mut server_stopped => return stopped.map(|()| 0),
+        }
+        let edit_at = Instant::now();
+        // Let the save finish: wait until no edit came for SETTLE.
+        while let Ok(Some(())) = tokio::time::timeout(SETTLE, edited.recv()).await {}
+        say(String::new());
+        say("change seen: building ...".into());
+        session.cycle(edit_at).await;
     }
 }
 
@@ -201,10 +231,40 @@ impl Session {
             say("built: the component is unchanged, nothing to reload".into());
             return;
         }
+        if let Target::Publish(publisher) = &self.target {
+            let outcome = publisher.publish(&self.project.id, bytes).await;
+            let took = format!(
+                "{:.1} s (build {:.1} s)",
+                since.elapsed().as_secs_f64(),
+                build_time.as_secs_f64()
+            );
+            match outcome {
+                Ok(Outcome::Live(report)) => {
+                    self.last_hash = Some(hash);
+                    say(format!("live in {took}: {}", report.tools.join(", ")));
+                    for warning in &report.schema_warnings {
+                        say(format!("warning: {warning}"));
+                    }
+                    if !self.shown_usage {
+                        self.shown_usage = true;
+                        publisher.print_usage(&report);
+                    }
+                }
+                Ok(Outcome::Refused(reason)) => {
+                    self.last_hash = Some(hash);
+                    say(format!(
+                        "rejected after {took}; what served before serves on:"
+                    ));
+                    say(format!("  {reason}"));
+                }
+                Err(error) => say(format!("cannot publish: {error:#}")),
+            }
+            return;
+        }
         // Listen before dropping, so the outcome cannot slip past.
         let events = match &self.target {
             Target::Local { host, .. } => Some(host.events()),
-            Target::Remote(_) => None,
+            Target::Remote(_) | Target::Publish(_) => None,
         };
         if let Err(error) = self.drop_in(&bytes) {
             say(format!(
@@ -280,14 +340,20 @@ impl Session {
 /// Where the load outcome is read: the host `dev` opened itself (its
 /// events), or another toolhost's `/plugins`.
 enum Target {
-    Local { host: Host, server: Server },
+    Local {
+        host: Host,
+        server: Server,
+    },
     Remote(Server),
+    /// Published over HTTP (`dev --server`), as `toolhost push` does.
+    Publish(Publisher),
 }
 
 impl Target {
     fn server(&self) -> &Server {
         match self {
             Target::Local { server, .. } | Target::Remote(server) => server,
+            Target::Publish(_) => unreachable!("a publishing session reads no folder"),
         }
     }
 

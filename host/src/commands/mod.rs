@@ -12,6 +12,7 @@ mod list;
 mod new;
 mod options;
 mod project;
+mod push;
 mod serve;
 
 use std::process::ExitCode;
@@ -47,6 +48,10 @@ enum Command {
     /// Rebuild a plugin project on every save and serve it live; prints the
     /// build error, the tools now live, or why the new version was rejected.
     Dev(dev::DevOptions),
+    /// Publish a component (or build and publish a project) onto a server,
+    /// into your namespace; `--delete NAME` removes one of yours. Prints
+    /// the tools live, or why the server refused them (exit 1).
+    Push(push::PushOptions),
     /// Answer one CGI/1.1 request (PATH_INFO `/tools/<name>`, JSON body on
     /// stdin) with the same routes and envelopes as the REST server.
     Cgi(cgi::CgiOptions),
@@ -78,6 +83,7 @@ impl Cli {
                         Command::Cgi(options) => options.run().await.map(|()| 0),
                         Command::New(options) => options.run(),
                         Command::Dev(options) => options.run().await,
+                        Command::Push(options) => options.run().await,
                     }
                 })
             });

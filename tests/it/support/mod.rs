@@ -170,11 +170,33 @@ impl Server {
         dir: &Path,
         extra_args: &[&str],
         env: &[(&str, &str)],
-        mut hook: impl FnMut(&str) + Send + 'static,
+        hook: impl FnMut(&str) + Send + 'static,
     ) -> Server {
         let mut command = Command::new(toolhost_bin());
-        command.envs(env.iter().copied());
         command.arg("serve").arg("--plugins").arg(dir);
+        Self::spawn(command, extra_args, env, hook)
+    }
+
+    /// Like `start`, but named as users name it: `--plugins` relative to
+    /// the server's working directory (`dir`'s parent), as `make serve`'s
+    /// default `plugins` is.
+    pub fn start_relative(dir: &Path, extra_args: &[&str]) -> Server {
+        let mut command = Command::new(toolhost_bin());
+        command.current_dir(dir.parent().unwrap());
+        command
+            .arg("serve")
+            .arg("--plugins")
+            .arg(dir.file_name().unwrap());
+        Self::spawn(command, extra_args, &[], |_| {})
+    }
+
+    fn spawn(
+        mut command: Command,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+        mut hook: impl FnMut(&str) + Send + 'static,
+    ) -> Server {
+        command.envs(env.iter().copied());
         command.args(["--listen", "127.0.0.1:0"]);
         if !extra_args.contains(&"--cache-dir") {
             command.arg("--cache-dir").arg(test_cache_dir());

@@ -1,0 +1,242 @@
+//! `toolhost push FILE.wasm | PROJECT --server URL --token T [--name N]`:
+//! publishes a component onto someone else's server, into the token
+//! holder's namespace (the server says whose token it is, `GET /me`),
+//! building a project first; prints the tools live under their served
+//! names, or the server's reason for refusing them. `--delete NAME`
+//! removes one's own plugin. An attendee never needs the server's
+//! filesystem. [`Publisher`] is also what `toolhost dev --server` pushes
+//! with.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use serde_json::Value;
+
+use super::project::Project;
+use crate::registry::report::PluginReport;
+
+#[derive(Args)]
+pub(super) struct PushOptions {
+    /// A component (`.wasm`), or a plugin project to build first (Rust,
+    /// Python `app.py` or JavaScript `app.js`).
+    #[arg(required_unless_present = "delete")]
+    source: Option<PathBuf>,
+    #[command(flatten)]
+    server: ServerOptions,
+    /// The plugin's name on the server [default: the file's or project's].
+    #[arg(long)]
+    name: Option<String>,
+    /// Remove this plugin of yours from the server instead.
+    #[arg(long, value_name = "NAME", conflicts_with = "name")]
+    delete: Option<String>,
+}
+
+/// Which server to publish onto, and as whom.
+#[derive(Args, Clone)]
+pub(super) struct ServerOptions {
+    /// The toolhost server, e.g. http://workshop.local:8000.
+    #[arg(long = "server", env = "TOOLHOST_SERVER")]
+    pub(super) url: String,
+    /// Your token (from whoever runs the server).
+    #[arg(long, env = "TOOLHOST_TOKEN", hide_env_values = true)]
+    pub(super) token: Option<String>,
+}
+
+impl PushOptions {
+    pub(super) async fn run(self) -> anyhow::Result<u8> {
+        let publisher = Publisher::connect(&self.server).await?;
+        if let Some(name) = &self.delete {
+            publisher.remove(name).await?;
+            println!("removed {}", publisher.plugin_id(name));
+            return Ok(0);
+        }
+        let source = self.source.context("name a component or a project")?;
+        let (wasm, default_name) = if source.is_dir() {
+            let project = Project::inspect(&source).await?;
+            println!("building {} ...", project.id);
+            let built = project
+                .build()
+                .await
+                .map_err(|output| anyhow::anyhow!("the build failed:\n{output}"))?;
+            (built, project.id.clone())
+        } else {
+            let stem = source
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().replace('-', "_"))
+                .unwrap_or_default();
+            (source.clone(), stem)
+        };
+        let name = self.name.unwrap_or(default_name);
+        let bytes =
+            std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
+        Ok(match publisher.publish(&name, bytes).await? {
+            Outcome::Live(report) => {
+                println!("live: {} ({})", report.tools.join(", "), report.id);
+                publisher.print_usage(&report);
+                0
+            }
+            Outcome::Refused(reason) => {
+                println!("refused; what served before serves on:\n  {reason}");
+                1
+            }
+        })
+    }
+}
+
+/// What became of a publish.
+pub(super) enum Outcome {
+    Live(Box<PluginReport>),
+    Refused(String),
+}
+
+/// A server one publishes onto, as one person.
+pub(super) struct Publisher {
+    base: String,
+    token: Option<String>,
+    /// Where this person's plugins go: their namespace, or the top level
+    /// on an open server.
+    namespace: Option<String>,
+}
+
+impl Publisher {
+    /// Asks the server whose token this is; a clear error for an
+    /// unreachable server or an unknown token.
+    pub(super) async fn connect(options: &ServerOptions) -> anyhow::Result<Publisher> {
+        let base = options.url.trim_end_matches('/').to_string();
+        let mut publisher = Publisher {
+            base,
+            token: options.token.clone(),
+            namespace: None,
+        };
+        let (status, me) = publisher.request("GET", "/me", None).await?;
+        match status {
+            200 => {}
+            401 => bail!(
+                "{} does not know this token: pass --token or set TOOLHOST_TOKEN to the one you were given",
+                publisher.base
+            ),
+            404 => bail!(
+                "{} is not a toolhost server that takes publishing",
+                publisher.base
+            ),
+            status => bail!("{} answered {status}: {}", publisher.base, message(&me)),
+        }
+        publisher.namespace = me["namespace"].as_str().map(str::to_string);
+        Ok(publisher)
+    }
+
+    /// The plugin id `name` gets on the server.
+    pub(super) fn plugin_id(&self, name: &str) -> String {
+        match &self.namespace {
+            Some(namespace) => format!("{namespace}/{name}"),
+            None => name.to_string(),
+        }
+    }
+
+    /// Publishes `wasm` as `name` and returns what the server made of it.
+    pub(super) async fn publish(&self, name: &str, wasm: Vec<u8>) -> anyhow::Result<Outcome> {
+        let path = format!("/plugins/{}", self.plugin_id(name));
+        let (status, body) = self.request("PUT", &path, Some(wasm)).await?;
+        match status {
+            200 | 201 => Ok(Outcome::Live(Box::new(serde_json::from_value(body)?))),
+            422 => Ok(Outcome::Refused(
+                body["error"]["details"]["reason"]
+                    .as_str()
+                    .map_or_else(|| message(&body), str::to_string),
+            )),
+            401 => bail!("the server no longer knows this token"),
+            status => bail!(
+                "the server refused the upload ({status}): {}",
+                message(&body)
+            ),
+        }
+    }
+
+    /// Removes one's plugin `name`.
+    pub(super) async fn remove(&self, name: &str) -> anyhow::Result<()> {
+        let path = format!("/plugins/{}", self.plugin_id(name));
+        let (status, body) = self.request("DELETE", &path, None).await?;
+        if status != 200 {
+            bail!(
+                "the server did not remove it ({status}): {}",
+                message(&body)
+            );
+        }
+        Ok(())
+    }
+
+    /// How to call the first tool, with the token header.
+    pub(super) fn print_usage(&self, report: &PluginReport) {
+        let Some(tool) = report.tools.first() else {
+            return;
+        };
+        let auth = if self.token.is_some() {
+            " -H \"Authorization: Bearer $TOOLHOST_TOKEN\""
+        } else {
+            ""
+        };
+        println!(
+            "  try: curl -s -X POST {}/tools/{tool}{auth} -H 'Content-Type: application/json' -d '{{...}}'",
+            self.base
+        );
+        println!("  MCP: {}/mcp", self.base);
+    }
+
+    /// One request, off the async workers (the client is blocking).
+    async fn request(
+        &self,
+        method: &'static str,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> anyhow::Result<(u16, Value)> {
+        let url = format!("{}{path}", self.base);
+        let token = self.token.clone();
+        let base = self.base.clone();
+        tokio::task::spawn_blocking(move || {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .timeout_global(Some(Duration::from_secs(180)))
+                .http_status_as_error(false)
+                .build()
+                .into();
+            let auth = token.map(|token| format!("Bearer {token}"));
+            let response = match (method, body) {
+                ("PUT", Some(body)) => {
+                    let mut request = agent.put(&url).header("Content-Type", "application/wasm");
+                    if let Some(auth) = &auth {
+                        request = request.header("Authorization", auth);
+                    }
+                    request.send(&body[..])
+                }
+                ("DELETE", _) => {
+                    let mut request = agent.delete(&url);
+                    if let Some(auth) = &auth {
+                        request = request.header("Authorization", auth);
+                    }
+                    request.call()
+                }
+                _ => {
+                    let mut request = agent.get(&url);
+                    if let Some(auth) = &auth {
+                        request = request.header("Authorization", auth);
+                    }
+                    request.call()
+                }
+            };
+            let mut response = response
+                .map_err(|error| anyhow::anyhow!("cannot reach the server at {base}: {error}"))?;
+            let status = response.status().as_u16();
+            let text = response.body_mut().read_to_string().unwrap_or_default();
+            Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+        })
+        .await?
+    }
+}
+
+/// The error message of an envelope, or the body as it is.
+fn message(body: &Value) -> String {
+    body["error"]["message"]
+        .as_str()
+        .map_or_else(|| body.to_string(), str::to_string)
+}
