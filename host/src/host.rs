@@ -29,6 +29,7 @@ use crate::call::invoke::{self, Front};
 use crate::registry::events::LoadEvent;
 use crate::registry::loader::{self, LoadError, LoadedPlugin};
 use crate::registry::report::PluginsReport;
+use crate::registry::shares::PersonShares;
 use crate::registry::tools::ToolListLimits;
 use crate::registry::watcher::{self, FolderWatch};
 use crate::registry::{Registry, Snapshot};
@@ -58,6 +59,8 @@ pub struct HostConfig {
     /// ([`TierUp::InBackground`], a server) or kept ([`TierUp::Never`], a
     /// short-lived command).
     pub tier_up: TierUp,
+    /// What one person (a namespace) may hold and run at once.
+    pub per_person: PersonShares,
 }
 
 impl HostConfig {
@@ -81,6 +84,7 @@ impl HostConfig {
             cache_dir: default_cache_dir(),
             watch: Some(Self::DEBOUNCE),
             tier_up: TierUp::InBackground,
+            per_person: PersonShares::DEFAULT,
         }
     }
 
@@ -143,7 +147,7 @@ impl Host {
             config.tier_up,
         )?;
         let optimised = runtime.optimised();
-        let registry = Registry::new(runtime, config.list_limits);
+        let registry = Registry::new(runtime, config.list_limits, config.per_person);
         tokio::spawn(tell_optimised(optimised, Arc::downgrade(&registry)));
         let mut watch = None;
         // One spelling of every path from here on: the watcher's events,

@@ -17,4 +17,5 @@ mod publish;
 mod reload;
 mod rest;
 mod sandbox;
+mod shares;
 mod support;

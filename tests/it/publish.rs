@@ -13,12 +13,12 @@ use serde_json::{Value, json};
 
 use crate::support::{Server, example, file_hash, plugin_dir, variant_of};
 
-const ADMIN: &str = "bob-secret-0123456789";
-const ADA: &str = "ada-secret-0123456789";
-const CAROL: &str = "carol-secret-0123456789";
+pub(crate) const ADMIN: &str = "bob-secret-0123456789";
+pub(crate) const ADA: &str = "ada-secret-0123456789";
+pub(crate) const CAROL: &str = "carol-secret-0123456789";
 const DAVE: &str = "dave-secret-0123456789";
 
-fn tokens_file(dir: &Path) -> PathBuf {
+pub(crate) fn tokens_file(dir: &Path) -> PathBuf {
     let file = dir.join("tokens.toml");
     std::fs::write(
         &file,
@@ -34,7 +34,7 @@ fn tokens_file(dir: &Path) -> PathBuf {
 }
 
 /// `(status, body)` of one request.
-fn send(
+pub(crate) fn send(
     server: &Server,
     method: &str,
     path: &str,
@@ -103,7 +103,7 @@ fn tool_names(server: &Server) -> Vec<String> {
         .collect()
 }
 
-fn put(server: &Server, path: &str, token: Option<&str>, wasm: &Path) -> (u16, Value) {
+pub(crate) fn put(server: &Server, path: &str, token: Option<&str>, wasm: &Path) -> (u16, Value) {
     send(
         server,
         "PUT",
@@ -116,7 +116,7 @@ fn put(server: &Server, path: &str, token: Option<&str>, wasm: &Path) -> (u16, V
 
 /// Every file under `dir` with its size: what a refused request must leave
 /// as it was.
-fn contents(dir: &Path) -> Vec<(PathBuf, u64)> {
+pub(crate) fn contents(dir: &Path) -> Vec<(PathBuf, u64)> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(folder) = stack.pop() {

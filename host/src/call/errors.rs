@@ -76,6 +76,10 @@ error_codes! {
     /// A published component was refused by the loader (the reason and the
     /// plugin's report in the details); what served before serves on.
     PluginRejected = "PLUGIN_REJECTED",
+    /// A publish would take the person's namespace past its share of
+    /// plugins or bytes (which, and the numbers, in the details); nothing
+    /// was written.
+    QuotaExceeded = "QUOTA_EXCEEDED",
 }
 
 /// HTTP status for a plugin's own (business) tool error.
@@ -88,6 +92,7 @@ impl ErrorCode {
             ErrorCode::InvalidJson | ErrorCode::InvalidRequest => 400,
             ErrorCode::ToolNotFound | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::QuotaExceeded => 409,
             ErrorCode::Unauthorized => 401,
             ErrorCode::Forbidden => 403,
             ErrorCode::Busy => 503,

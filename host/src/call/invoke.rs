@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use crate::call::envelope::{Envelope, TextFormat, schema_problems};
 use crate::call::errors::ErrorCode;
-use crate::registry::Registry;
+use crate::registry::{Registry, loader};
 use crate::runtime::{CallClient, CallFailure};
 
 /// How long a call waits for a free slot of a plugin that is at its
@@ -140,11 +140,44 @@ async fn run_call(
     }
 
     tracing::Span::current().record("plugin", entry.plugin.id.as_str());
-    // A plugin takes calls up to its share (`max_concurrent`); a call over
-    // it waits briefly for a slot, then is refused as BUSY.
     let plugin = &entry.plugin;
-    let Ok(Ok(_permit)) =
-        tokio::time::timeout(BUSY_WAIT, plugin.permits.clone().acquire_owned()).await
+    let waited = Instant::now();
+    // A person (a namespace) runs calls up to their share over all their
+    // plugins, so that others' calls still find slots; a call over it
+    // waits briefly, then is refused as BUSY.
+    let person = loader::namespace_of(&plugin.id);
+    let _person_permit = match person {
+        None => None,
+        Some(namespace) => {
+            let shares = registry.call_shares();
+            match tokio::time::timeout(BUSY_WAIT, shares.of(namespace).acquire_owned()).await {
+                Ok(Ok(permit)) => Some(permit),
+                _ => {
+                    tracing::warn!(
+                        code = %ErrorCode::Busy,
+                        "namespace is at its share of {} calls",
+                        shares.per_person()
+                    );
+                    return Envelope::host_error(
+                        ErrorCode::Busy,
+                        format!(
+                            "{namespace:?}'s tools are already running their share of {} calls at once; try again",
+                            shares.per_person()
+                        ),
+                        Some(json!({
+                            "plugin": plugin.id,
+                            "namespace": namespace,
+                            "maxCalls": shares.per_person(),
+                            "retryAfterMs": BUSY_WAIT.as_millis(),
+                        })),
+                    );
+                }
+            }
+        }
+    };
+    // A plugin takes calls up to its share (`max_concurrent`); likewise.
+    let left = BUSY_WAIT.saturating_sub(waited.elapsed());
+    let Ok(Ok(_permit)) = tokio::time::timeout(left, plugin.permits.clone().acquire_owned()).await
     else {
         tracing::warn!(
             code = %ErrorCode::Busy,

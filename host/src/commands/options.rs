@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::call::envelope::TextFormat;
+use crate::registry::shares::PersonShares;
 use crate::registry::tools::ToolListLimits;
 use crate::runtime::{Limits, TierUp};
 use crate::{Host, HostConfig};
@@ -32,9 +33,20 @@ pub(crate) struct HostOptions {
     cache_dir: Option<PathBuf>,
     /// How many calls run plugin code at once, over all plugins. A call past
     /// it waits up to 250 ms for a slot, then gets BUSY. A plugin without a
-    /// `max_concurrent` policy may use at most half of them.
+    /// `max_concurrent` policy may use at most half of them, and one person (a
+    /// namespace) a quarter (`--max-calls-per-person`).
     #[arg(long, env = "TOOLHOST_MAX_CALLS", default_value_t = HostConfig::MAX_CALLS as u32, value_parser = clap::value_parser!(u32).range(1..=4096))]
     max_calls: u32,
+    /// How many calls of one person's tools (a namespace's) run at once, over
+    /// all their plugins [default: a quarter of --max-calls, at least 1].
+    #[arg(long, env = "TOOLHOST_MAX_CALLS_PER_PERSON", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    max_calls_per_person: Option<u32>,
+    /// How many plugins one person (a namespace) may publish.
+    #[arg(long, env = "TOOLHOST_MAX_PLUGINS_PER_PERSON", default_value_t = PersonShares::DEFAULT.max_plugins as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    max_plugins_per_person: u32,
+    /// How large one person's plugins may be together, in MiB.
+    #[arg(long, env = "TOOLHOST_MAX_MIB_PER_PERSON", default_value_t = PersonShares::DEFAULT.max_bytes >> 20, value_parser = clap::value_parser!(u64).range(1..))]
+    max_mib_per_person: u64,
     /// How many tools one plugin may list; a plugin listing more is rejected.
     #[arg(long, env = "TOOLHOST_MAX_TOOLS", default_value_t = ToolListLimits::DEFAULT.max_tools)]
     max_tools: usize,
@@ -80,6 +92,11 @@ impl HostOptions {
             },
             watch: Some(debounce),
             tier_up: TierUp::InBackground,
+            per_person: PersonShares {
+                max_plugins: self.max_plugins_per_person as usize,
+                max_bytes: self.max_mib_per_person << 20,
+                max_calls: self.max_calls_per_person.map(|n| n as usize),
+            },
         }
     }
 

@@ -254,7 +254,24 @@ fn is_wasm(headers: &HeaderMap) -> bool {
 }
 
 fn publish_failure(id: &str, error: PublishError) -> Response {
+    if let PublishError::OverShare(over) = &error {
+        let envelope = Envelope::host_error(
+            ErrorCode::QuotaExceeded,
+            format!(
+                "plugin {id:?} was not published: {over}; remove one of yours first (toolhost push --delete NAME)"
+            ),
+            Some(json!({
+                "plugin": id,
+                "namespace": over.namespace,
+                "share": over.what,
+                "would": over.would,
+                "limit": over.limit,
+            })),
+        );
+        return axum::response::IntoResponse::into_response(envelope);
+    }
     let code = match error {
+        PublishError::OverShare(_) => ErrorCode::QuotaExceeded,
         PublishError::NotFound(_) => ErrorCode::NotFound,
         PublishError::NoFolder | PublishError::Write(_) | PublishError::Timeout => {
             ErrorCode::HostError

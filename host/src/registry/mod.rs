@@ -35,6 +35,7 @@ pub(crate) mod policy;
 pub(crate) mod portability;
 pub(crate) mod publish;
 pub mod report;
+pub mod shares;
 mod snapshot;
 pub mod tools;
 pub(crate) mod watcher;
@@ -49,6 +50,7 @@ use arc_swap::ArcSwap;
 
 use crate::registry::events::{LoadEvent, LoadEventKind};
 use crate::registry::report::{PluginReport, PluginsReport};
+use crate::registry::shares::{CallShares, PersonShares};
 pub use crate::registry::snapshot::{ServedTool, Snapshot};
 use crate::registry::tools::ToolListLimits;
 use crate::runtime::Runtime;
@@ -87,11 +89,20 @@ pub struct Registry {
     layout: std::sync::OnceLock<loader::Layout>,
     /// One lock per plugin being published or removed over HTTP.
     publishing: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// What one person may hold and run (see [`shares`]).
+    shares: PersonShares,
+    call_shares: CallShares,
 }
 
 impl Registry {
-    pub(crate) fn new(runtime: Arc<Runtime>, list_limits: ToolListLimits) -> Arc<Self> {
+    pub(crate) fn new(
+        runtime: Arc<Runtime>,
+        list_limits: ToolListLimits,
+        shares: PersonShares,
+    ) -> Arc<Self> {
         Arc::new(Registry {
+            call_shares: CallShares::new(&shares, runtime.max_calls()),
+            shares,
             list_limits,
             load_slots: Arc::new(tokio::sync::Semaphore::new(PARALLEL_LOADS)),
             jobs: std::sync::Mutex::new(HashMap::new()),
@@ -109,6 +120,11 @@ impl Registry {
 
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
+    }
+
+    /// The call slots one namespace's tools share (see [`shares`]).
+    pub(crate) fn call_shares(&self) -> &CallShares {
+        &self.call_shares
     }
 
     /// How much one plugin may list.

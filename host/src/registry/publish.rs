@@ -7,7 +7,10 @@
 //! - The file is written beside its final name (hidden, so never taken for
 //!   a plugin) and renamed over it: the watcher never reads half a file.
 //! - Publishes and removals of one plugin are serialised: the last one
-//!   wins whole, and every answer is the outcome of its own bytes.
+//!   wins whole, and every answer is the outcome of its own bytes. In a
+//!   namespace they are serialised over the whole namespace, so that its
+//!   share of plugins and bytes ([`shares`](crate::registry::shares)) is
+//!   checked against what is there, and a publish over it writes nothing.
 //! - A version the loader refuses is answered with the reason, and the
 //!   file it replaced is put back, so what serves is what is on disk (a
 //!   restart serves it too); a plugin refused on its first publish leaves
@@ -23,8 +26,9 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::registry::Registry;
 use crate::registry::events::{LoadEvent, LoadEventKind};
-use crate::registry::loader::content_hash;
+use crate::registry::loader::{content_hash, namespace_of};
 use crate::registry::report::{PluginReport, PluginState};
+use crate::registry::shares::{OverShare, check_storage};
 
 /// How long a publish waits for its load outcome.
 const LOAD_DEADLINE: Duration = Duration::from_secs(120);
@@ -50,6 +54,8 @@ pub(crate) enum PublishError {
     Write(#[source] std::io::Error),
     #[error("the plugin did not finish loading within {} s", LOAD_DEADLINE.as_secs())]
     Timeout,
+    #[error(transparent)]
+    OverShare(#[from] OverShare),
 }
 
 impl Registry {
@@ -59,11 +65,13 @@ impl Registry {
         Ok(root.join(format!("{id}.wasm")))
     }
 
-    /// The lock that serialises publishes of plugin `id`.
+    /// The lock that serialises publishes of plugin `id`: its namespace's,
+    /// or its own at the top level.
     fn publish_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let key = namespace_of(id).map_or_else(|| id.to_string(), |ns| format!("{ns}/"));
         let mut locks = self.publishing.lock().unwrap_or_else(|e| e.into_inner());
         locks.retain(|_, lock| Arc::strong_count(lock) > 1);
-        locks.entry(id.to_string()).or_default().clone()
+        locks.entry(key).or_default().clone()
     }
 
     /// Writes `wasm` as plugin `id` (`name` or `namespace/name`, already
@@ -79,6 +87,9 @@ impl Registry {
         let file = self.file_of(id)?;
         let folder = file.parent().ok_or(PublishError::NoFolder)?.to_path_buf();
         let name = file_name(&file);
+        if let Some(namespace) = namespace_of(id) {
+            check_storage(&self.shares, namespace, &folder, &name, wasm.len() as u64)?;
+        }
         let hash = content_hash(wasm);
         let before = self.plugins_report().plugin(id).cloned();
         let previous = std::fs::read(&file).ok();

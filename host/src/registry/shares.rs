@@ -1,0 +1,137 @@
+//! Fair shares: how much one person may hold and run on a shared server,
+//! so that one attendee never takes the room's capacity. A person is a
+//! namespace (`plugins/ada/`, the tokens file's `name`); the top level,
+//! an admin's, has no share but the server's own limits.
+//!
+//! - **Plugins and bytes**, checked when a component is published into the
+//!   namespace: the plugin files it would hold, and their size together,
+//!   counting the new version instead of the one it replaces. A file put
+//!   there by hand is the admin's doing and is not refused, but counts.
+//! - **Calls running at once**, over all the namespace's plugins: a call
+//!   past the share waits as for a slot, then gets `BUSY`, while other
+//!   people's calls still find slots under `--max-calls`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Semaphore;
+
+/// Each person's share; see the module documentation.
+#[derive(Clone, Copy, Debug)]
+pub struct PersonShares {
+    /// Plugins one namespace may hold.
+    pub max_plugins: usize,
+    /// Their size together, in bytes.
+    pub max_bytes: u64,
+    /// Calls of one namespace's tools running at once; `None`: a quarter
+    /// of the host's call slots, at least one.
+    pub max_calls: Option<usize>,
+}
+
+impl PersonShares {
+    pub const DEFAULT: PersonShares = PersonShares {
+        max_plugins: 10,
+        max_bytes: 256 << 20,
+        max_calls: None,
+    };
+}
+
+/// A publish that would take a namespace past its share.
+#[derive(Debug, thiserror::Error)]
+#[error("namespace {namespace:?} would hold {would} {what}, over its share of {limit}")]
+pub(crate) struct OverShare {
+    pub(crate) namespace: String,
+    /// `plugins` or `bytes`.
+    pub(crate) what: &'static str,
+    pub(crate) would: u64,
+    pub(crate) limit: u64,
+}
+
+/// Checks that `folder` (namespace `namespace`) may take `incoming` bytes
+/// as its plugin file `file_name`, replacing what that file holds now.
+pub(crate) fn check_storage(
+    shares: &PersonShares,
+    namespace: &str,
+    folder: &Path,
+    file_name: &str,
+    incoming: u64,
+) -> Result<(), OverShare> {
+    let (mut plugins, mut bytes) = (1u64, incoming);
+    for entry in std::fs::read_dir(folder).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name == file_name || name.starts_with('.') || !name.ends_with(".wasm") {
+            continue;
+        }
+        plugins += 1;
+        bytes += entry.metadata().map(|m| m.len()).unwrap_or(0);
+    }
+    let over = |what, would, limit| OverShare {
+        namespace: namespace.to_string(),
+        what,
+        would,
+        limit,
+    };
+    if plugins > shares.max_plugins as u64 {
+        return Err(over("plugins", plugins, shares.max_plugins as u64));
+    }
+    if bytes > shares.max_bytes {
+        return Err(over("bytes", bytes, shares.max_bytes));
+    }
+    Ok(())
+}
+
+/// Each namespace's call slots, made when first needed and kept for as
+/// long as the server runs (one per namespace folder there has been).
+pub(crate) struct CallShares {
+    per_person: usize,
+    slots: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+impl CallShares {
+    pub(crate) fn new(shares: &PersonShares, max_calls: usize) -> CallShares {
+        CallShares {
+            per_person: shares.max_calls.unwrap_or((max_calls / 4).max(1)),
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// How many calls one namespace may run at once.
+    pub(crate) fn per_person(&self) -> usize {
+        self.per_person
+    }
+
+    /// The call slots of `namespace`.
+    pub(crate) fn of(&self, namespace: &str) -> Arc<Semaphore> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots
+            .entry(namespace.to_string())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.per_person)))
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replaced_file_counts_once_and_hidden_files_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.wasm"), [0u8; 100]).unwrap();
+        std::fs::write(dir.path().join("b.wasm"), [0u8; 100]).unwrap();
+        std::fs::write(dir.path().join(".b.wasm.published"), [0u8; 900]).unwrap();
+        std::fs::write(dir.path().join("b.toml"), [0u8; 900]).unwrap();
+        let shares = PersonShares {
+            max_plugins: 2,
+            max_bytes: 300,
+            max_calls: None,
+        };
+        check_storage(&shares, "ada", dir.path(), "b.wasm", 200).unwrap();
+        let over = check_storage(&shares, "ada", dir.path(), "c.wasm", 1).unwrap_err();
+        assert_eq!((over.what, over.would, over.limit), ("plugins", 3, 2));
+        let over = check_storage(&shares, "ada", dir.path(), "a.wasm", 201).unwrap_err();
+        assert_eq!((over.what, over.would, over.limit), ("bytes", 301, 300));
+    }
+}
