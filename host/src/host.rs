@@ -226,12 +226,13 @@ impl Host {
             .and_then(|stem| stem.to_str())
             .unwrap_or("plugin")
             .to_string();
-        let source = loader::read_source(file)
-            .await
-            .map_err(|error| LoadError::Unreadable {
-                file: file.to_path_buf(),
-                error,
-            })?;
+        let source =
+            loader::read_source(file, false)
+                .await
+                .map_err(|error| LoadError::Unreadable {
+                    file: file.to_path_buf(),
+                    error,
+                })?;
         loader::load(
             self.registry.runtime(),
             self.registry.list_limits(),

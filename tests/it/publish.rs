@@ -562,3 +562,66 @@ fn push_and_dev_publish_from_the_attendees_own_folder() {
         "dev --server writes no folder"
     );
 }
+
+/// An uploaded plugin never brings a policy: it has no grants until an
+/// admin writes its namespace's `_namespace.toml` (or one beside it), and
+/// picks that up when it changes.
+#[test]
+fn a_published_plugin_gets_only_what_its_namespace_policy_grants() {
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(config.path());
+    let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let probe = crate::support::fixture("misbehave");
+    let (status, body) = put(&server, "/plugins/ada/probe", Some(ADA), &probe);
+    assert_eq!(status, 201, "{body}");
+    let read_env = |server: &Server| {
+        send(
+            server,
+            "POST",
+            "/tools/ada__read_env",
+            Some(ADA),
+            "application/json",
+            b"{}",
+        )
+        .1["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(read_env(&server), "0 variables: ");
+    // The policy's name is not a plugin name anyone can publish under.
+    let (status, _) = put(&server, "/plugins/ada/_namespace", Some(ADA), &probe);
+    assert_eq!(status, 400);
+
+    std::fs::write(
+        dir.path().join("ada/_namespace.toml"),
+        "[env]\nGREETING = \"granted-by-the-admin\"\n",
+    )
+    .unwrap();
+    server.wait_for("the namespace policy to apply", |s| {
+        read_env(s).contains("GREETING=granted-by-the-admin")
+    });
+    let (_, plugins) = send(&server, "GET", "/plugins", Some(ADMIN), "", b"");
+    let ids: Vec<&str> = plugins["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|plugin| plugin["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["ada/probe"], "the policy is not a plugin");
+    // A broken namespace policy rejects the new version, naming that file;
+    // the version that served serves on.
+    std::fs::write(dir.path().join("ada/_namespace.toml"), "[env\n").unwrap();
+    let report = |s: &Server| send(s, "GET", "/plugins/ada/probe", Some(ADMIN), "", b"").1;
+    server.wait_for("the rejection", |s| report(s)["state"] == "rejected");
+    let report = report(&server);
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap()
+            .contains("_namespace.toml"),
+        "{report}"
+    );
+    assert!(read_env(&server).contains("GREETING=granted-by-the-admin"));
+}

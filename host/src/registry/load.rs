@@ -262,7 +262,7 @@ async fn judge(
     id: &str,
     path: &Path,
 ) -> Verdict {
-    let source = match loader::read_source(path).await {
+    let source = match loader::read_source(path, loader::namespace_of(id).is_some()).await {
         Ok(source) => source,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Verdict::Gone,
         Err(error) if is_transient(&error) => {

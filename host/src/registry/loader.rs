@@ -99,24 +99,42 @@ pub(crate) struct Version {
 pub(crate) struct PluginSource {
     pub(crate) wasm: Vec<u8>,
     pub(crate) policy: Option<String>,
+    /// Which file `policy` came from: the plugin's own, or its namespace's.
+    pub(crate) policy_file: Option<PathBuf>,
     pub(crate) version: Version,
     /// Who published it over HTTP, and when (see `publish.rs`).
     pub(crate) published: Option<(String, String)>,
 }
 
-/// Reads a plugin file and the policy file beside it.
-pub(crate) async fn read_source(path: &Path) -> std::io::Result<PluginSource> {
+/// Reads a plugin file and its policy: the file beside it, or else, for a
+/// plugin in a namespace folder (`namespaced`), the namespace's
+/// (`_namespace.toml` in that folder), or else none.
+pub(crate) async fn read_source(path: &Path, namespaced: bool) -> std::io::Result<PluginSource> {
     let wasm = read_plugin_file(path).await?;
-    let policy = match tokio::fs::read_to_string(policy::policy_path(path)).await {
-        Ok(text) => Some(text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-        Err(error) => {
-            return Err(std::io::Error::other(format!(
-                "cannot read the policy file: {error}"
-            )));
+    let mut candidates = vec![policy::policy_path(path)];
+    if namespaced {
+        candidates.push(path.with_file_name(policy::NAMESPACE_POLICY));
+    }
+    let mut policy = None;
+    let mut policy_file = None;
+    for candidate in candidates {
+        match tokio::fs::read_to_string(&candidate).await {
+            Ok(text) => {
+                policy = Some(text);
+                policy_file = Some(candidate);
+                break;
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                return Err(std::io::Error::other(format!(
+                    "cannot read the policy file {}: {error}",
+                    candidate.display()
+                )));
+            }
         }
-    };
+    }
     Ok(PluginSource {
+        policy_file,
         published: crate::registry::publish::published_by(path),
         version: Version {
             content_hash: content_hash(&wasm),
@@ -160,9 +178,34 @@ impl Layout {
         let first = parts.next()?.as_os_str().to_str()?;
         match (parts.next(), parts.next()) {
             (None, _) => Some(stem),
-            (Some(_), None) if is_valid_namespace(first) => Some(format!("{first}/{stem}")),
+            // `_namespace` is the namespace's policy, never a plugin.
+            (Some(_), None)
+                if is_valid_namespace(first) && Some(stem.as_str()) != namespace_policy_stem() =>
+            {
+                Some(format!("{first}/{stem}"))
+            }
             _ => None,
         }
+    }
+
+    /// The plugin files a changed file affects: itself for `x.wasm`,
+    /// `x.wasm` for its policy `x.toml`, and every plugin of a namespace
+    /// for that namespace's `_namespace.toml`.
+    pub(crate) fn plugin_files_for(&self, path: &Path) -> Vec<PathBuf> {
+        let is_namespace_policy = path.file_name().and_then(|n| n.to_str())
+            == Some(policy::NAMESPACE_POLICY)
+            && path.parent().is_some_and(|dir| self.is_namespace_dir(dir));
+        if !is_namespace_policy {
+            return self.plugin_file_for(path).into_iter().collect();
+        }
+        let Ok(entries) = std::fs::read_dir(path.parent().unwrap_or(&self.root)) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|file| self.plugin_id(file).is_some())
+            .collect()
     }
 
     /// The plugin file a changed file belongs to: itself for `x.wasm`,
@@ -224,6 +267,10 @@ impl Layout {
         }
         Ok(files)
     }
+}
+
+fn namespace_policy_stem() -> Option<&'static str> {
+    policy::NAMESPACE_POLICY.strip_suffix(".toml")
 }
 
 /// The namespace of a plugin id, if it has one.
@@ -295,7 +342,10 @@ pub(crate) async fn load(
             let folder = file.parent().unwrap_or(Path::new("."));
             policy::grants(text, folder, runtime.no_grants().limits).map_err(|reason| {
                 LoadError::Policy {
-                    file: policy::policy_path(file),
+                    file: source
+                        .policy_file
+                        .clone()
+                        .unwrap_or_else(|| policy::policy_path(file)),
                     reason,
                 }
             })?

@@ -1,5 +1,7 @@
-//! Reads a plugin's policy file, `<plugin>.toml` beside `<plugin>.wasm`, into
-//! the [`Grants`] its sandbox gets. No file means no grants. A file that does
+//! Reads a plugin's policy file, `<plugin>.toml` beside `<plugin>.wasm` (or,
+//! in a namespace folder, the namespace's [`NAMESPACE_POLICY`] when the
+//! plugin has none of its own), into the [`Grants`] its sandbox gets. No
+//! file means no grants. A file that does
 //! not parse, names an unknown key, a host variable that is not set, or a
 //! directory that does not exist rejects the plugin with that reason.
 //!
@@ -91,6 +93,12 @@ struct LimitsSection {
     fuel: Option<u64>,
     max_concurrent: Option<usize>,
 }
+
+/// A namespace's policy, in its folder: what every plugin published there
+/// gets unless an admin wrote one beside the plugin itself. Publishing
+/// never writes a policy, so an uploaded plugin has only what an admin
+/// granted (deny by default).
+pub(crate) const NAMESPACE_POLICY: &str = "_namespace.toml";
 
 /// The policy file of a plugin file: same folder, same stem, `.toml`.
 pub(crate) fn policy_path(wasm: &Path) -> std::path::PathBuf {

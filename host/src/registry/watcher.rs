@@ -164,7 +164,7 @@ pub(crate) fn watch(
                             }
                         }
                     }
-                    for path in event.paths.iter().filter_map(|p| layout.plugin_file_for(p)) {
+                    for path in event.paths.iter().flat_map(|p| layout.plugin_files_for(p)) {
                         let file = pending.entry(path).or_insert(Pending {
                             writing: false,
                             last_event: Instant::now(),
