@@ -19,3 +19,4 @@ mod rest;
 mod sandbox;
 mod shares;
 mod support;
+mod workshop;
