@@ -23,6 +23,8 @@
 //! 10. Languages: Rust, Python and JavaScript side by side: size, rebuild,
 //!     cold compile, first call after a drop (cold and warm cache), the
 //!     optimised code taking over, a call in process, memory.
+//! 11. Workshop: publishing over HTTP to tools live (Rust, JavaScript), and
+//!     `/health` beside 2,000 idle connections.
 //!
 //! It runs the real `toolhost` binary for every server (in-process rows use
 //! the library), and needs `wrk` on the PATH.
@@ -34,6 +36,7 @@ mod in_process;
 mod languages;
 mod probes;
 mod reload;
+mod workshop;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -90,6 +93,8 @@ enum Section {
     Dev,
     /// 10: Rust, Python and JavaScript side by side.
     Languages,
+    /// 11: a shared workshop server: publishing, idle connections.
+    Workshop,
 }
 
 impl BenchOptions {
@@ -143,6 +148,9 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
     }
     if options.runs(Section::Languages) {
         languages::section(&options, &work, &mut report).await?;
+    }
+    if options.runs(Section::Workshop) {
+        workshop::section(&options, &work, &mut report)?;
     }
 
     println!("| section | measure | value |\n| --- | --- | --- |");

@@ -59,6 +59,7 @@ fn the_benchmark_harness_runs_in_quick_mode() {
         "dev: edit to live p50 / max s (small Rust tool)",
         "languages: Python: first call after drop, cold cache s",
         "languages: JS: call in process p50/p99 us",
+        "workshop: /health and echo calls failed meanwhile",
     ] {
         assert!(report.get(key).is_some(), "{key} missing from {report}");
     }
