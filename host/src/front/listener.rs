@@ -13,8 +13,9 @@
 //! - A connection cap (`--max-connections`, default 1024), so idle or slow
 //!   clients cannot take every file descriptor. At the cap, the oldest idle
 //!   keep-alive connection (one that has been answered and has no request
-//!   in flight) is closed to make room, as nginx does; only when none is
-//!   idle does a new connection get a 503 BUSY envelope and is closed. A
+//!   in flight) is closed to make room, as nginx does; when none is idle a
+//!   new connection waits up to 500 ms for any slot to come back, and only
+//!   then gets a 503 BUSY envelope and is closed. A
 //!   connection that never completes a request header holds its slot until
 //!   the header timeout, no longer.
 //! - Graceful shutdown: on the shutdown signal it stops accepting, and open
@@ -38,8 +39,8 @@ use crate::call::errors::ErrorCode;
 /// How long open connections may take to finish once shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// How long a connection at the cap waits for the slot an evicted idle
-/// connection gives back before it is refused.
+/// How long a connection at the cap waits for a slot (the one an evicted
+/// idle connection gives back, or any other) before it is refused.
 const EVICTION_WAIT: Duration = Duration::from_millis(500);
 
 /// How many connections at the cap may wait for a slot at once; past it
@@ -69,21 +70,16 @@ impl Connections {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Closes the oldest idle keep-alive connection, if there is one, and
-    /// says whether it found one.
-    fn evict_oldest_idle(&self) -> bool {
+    /// Closes the oldest idle keep-alive connection, if there is one.
+    fn evict_oldest_idle(&self) {
         let open = self.lock();
         let idle = open.values().find(|connection| {
             connection.answered.load(Ordering::Acquire)
                 && connection.in_flight.load(Ordering::Acquire) == 0
                 && !connection.evict.is_cancelled()
         });
-        match idle {
-            Some(connection) => {
-                connection.evict.cancel();
-                true
-            }
-            None => false,
+        if let Some(connection) = idle {
+            connection.evict.cancel();
         }
     }
 }
@@ -148,10 +144,14 @@ pub(crate) async fn serve(
         }
         // At the cap: make room by closing the oldest idle keep-alive
         // connection, then wait (briefly, off the accept loop) for the slot
-        // it gives back.
+        // it gives back. With none idle, wait all the same: a connection
+        // whose client has just read its last answer may not have given
+        // its slot back yet, and refusing would be a race lost, not a full
+        // server.
         let wait = server.waiting.clone().try_acquire_owned();
         match wait {
-            Ok(wait) if server.connections.evict_oldest_idle() => {
+            Ok(wait) => {
+                server.connections.evict_oldest_idle();
                 let server = server.clone();
                 tasks.spawn(async move {
                     let slot =
@@ -164,7 +164,7 @@ pub(crate) async fn serve(
                     }
                 });
             }
-            _ => {
+            Err(_) => {
                 tokio::spawn(refuse(stream, limits.max_connections));
             }
         }
