@@ -470,6 +470,15 @@ fn push_and_dev_publish_from_the_attendees_own_folder() {
     let (code, _, err) = push(&[wasm.to_str().unwrap()], "not-the-right-token-at-all");
     assert_eq!(code, Some(2));
     assert!(err.contains("does not know this token"), "{err}");
+    let (code, _, err) = push(&[wasm.to_str().unwrap()], "");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("needs a token"), "{err}");
+    let (code, _, err) = push(&[wasm.to_str().unwrap()], DAVE);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("dave's token may list and call tools, not publish"),
+        "{err}"
+    );
     let garbage = config.path().join("garbage.wasm");
     std::fs::write(&garbage, b"not a component").unwrap();
     let (code, out, _) = push(&[garbage.to_str().unwrap(), "--name", "word_count"], ADA);
@@ -624,4 +633,51 @@ fn a_published_plugin_gets_only_what_its_namespace_policy_grants() {
         "{report}"
     );
     assert!(read_env(&server).contains("GREETING=granted-by-the-admin"));
+}
+
+/// A publish that arrives while the previous one of the same plugin is
+/// still compiling waits its turn: each answer is the outcome of its own
+/// bytes, in order, and the later one is what serves.
+#[test]
+fn a_publish_while_the_previous_one_compiles_waits_its_turn() {
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(config.path());
+    let server = Server::start(
+        dir.path(),
+        &["--tokens", tokens.to_str().unwrap(), "--no-cache"],
+    );
+    let slow = crate::support::components::plugin_slow_to_compile(40_000);
+    let slow_file = config.path().join("slow.wasm");
+    std::fs::write(&slow_file, &slow).unwrap();
+    let slow_hash = file_hash(&slow_file);
+    let base = server.base.clone();
+    let first = std::thread::spawn(move || {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut response = agent
+            .put(format!("{base}/plugins/ada/w"))
+            .header("Authorization", &format!("Bearer {ADA}"))
+            .header("Content-Type", "application/wasm")
+            .send(&slow[..])
+            .unwrap();
+        let body: Value =
+            serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+        (response.status().as_u16(), body, std::time::Instant::now())
+    });
+    // Well inside the slow component's compile.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let newer = variant_of(&example("echo"), "after-the-slow-one");
+    let (status, report) = put(&server, "/plugins/ada/w", Some(ADA), &newer);
+    let second_answered = std::time::Instant::now();
+    let (first_status, first_report, first_answered) = first.join().unwrap();
+    assert_eq!(first_status, 201, "{first_report}");
+    assert_eq!(first_report["contentHash"], slow_hash, "{first_report}");
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["contentHash"], file_hash(&newer), "{report}");
+    assert!(first_answered <= second_answered, "answered out of order");
+    let (_, serving) = send(&server, "GET", "/plugins/ada/w", Some(ADA), "", b"");
+    assert_eq!(serving["contentHash"], file_hash(&newer), "{serving}");
 }

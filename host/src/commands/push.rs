@@ -107,12 +107,16 @@ impl Publisher {
         let base = options.url.trim_end_matches('/').to_string();
         let mut publisher = Publisher {
             base,
-            token: options.token.clone(),
+            token: options.token.clone().filter(|token| !token.is_empty()),
             namespace: None,
         };
         let (status, me) = publisher.request("GET", "/me", None).await?;
         match status {
             200 => {}
+            401 if publisher.token.is_none() => bail!(
+                "{} needs a token: pass --token or set TOOLHOST_TOKEN to the one you were given",
+                publisher.base
+            ),
             401 => bail!(
                 "{} does not know this token: pass --token or set TOOLHOST_TOKEN to the one you were given",
                 publisher.base
@@ -122,6 +126,13 @@ impl Publisher {
                 publisher.base
             ),
             status => bail!("{} answered {status}: {}", publisher.base, message(&me)),
+        }
+        if me["role"] == "caller" {
+            bail!(
+                "{}'s token may list and call tools, not publish: ask whoever runs {} for a publisher's token",
+                me["name"].as_str().unwrap_or("this"),
+                publisher.base
+            );
         }
         publisher.namespace = me["namespace"].as_str().map(str::to_string);
         Ok(publisher)
