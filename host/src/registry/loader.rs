@@ -135,7 +135,7 @@ pub(crate) async fn read_source(path: &Path, namespaced: bool) -> std::io::Resul
     }
     Ok(PluginSource {
         policy_file,
-        published: crate::registry::publish::published_by(path),
+        published: published_by(path),
         version: Version {
             content_hash: content_hash(&wasm),
             policy_hash: policy.as_deref().map(|text| content_hash(text.as_bytes())),
@@ -306,6 +306,26 @@ fn plugin_stem(path: &Path) -> Option<String> {
 /// stem.
 pub(crate) fn plugin_id(path: &Path) -> Option<String> {
     plugin_stem(path)
+}
+
+/// Who published the plugin at `file`, and when (RFC 3339), if it was
+/// published over HTTP (`publish.rs` writes the record).
+pub(crate) fn published_by(file: &Path) -> Option<(String, String)> {
+    let text = std::fs::read_to_string(published_file(file)).ok()?;
+    let record: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some((
+        record["by"].as_str()?.to_string(),
+        record["at"].as_str()?.to_string(),
+    ))
+}
+
+/// `.<name>.published` beside the plugin: hidden, so never a plugin.
+pub(crate) fn published_file(file: &Path) -> PathBuf {
+    let name = file
+        .file_name()
+        .map(|name| name.to_string_lossy())
+        .unwrap_or_default();
+    file.with_file_name(format!(".{name}.published"))
 }
 
 /// SHA-256 of the file's bytes, in hex: the plugin's version identity.

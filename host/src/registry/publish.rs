@@ -26,7 +26,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::registry::Registry;
 use crate::registry::events::{LoadEvent, LoadEventKind};
-use crate::registry::loader::{content_hash, namespace_of};
+use crate::registry::loader::{content_hash, namespace_of, published_file};
 use crate::registry::report::{PluginReport, PluginState};
 use crate::registry::shares::{OverShare, check_storage};
 
@@ -183,23 +183,6 @@ impl Registry {
         tracing::info!(plugin = %id, person = %by, "removed");
         Ok(())
     }
-}
-
-/// Who published the plugin at `file`, and when (RFC 3339), if it was
-/// published over HTTP.
-pub(crate) fn published_by(file: &Path) -> Option<(String, String)> {
-    let text = std::fs::read_to_string(published_file(file)).ok()?;
-    let record: serde_json::Value = serde_json::from_str(&text).ok()?;
-    Some((
-        record["by"].as_str()?.to_string(),
-        record["at"].as_str()?.to_string(),
-    ))
-}
-
-/// `.<name>.published` beside the plugin: hidden, so never a plugin.
-fn published_file(file: &Path) -> PathBuf {
-    let name = file_name(file);
-    file.with_file_name(format!(".{name}.published"))
 }
 
 fn file_name(file: &Path) -> String {
