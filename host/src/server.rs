@@ -16,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 use crate::call::envelope::TextFormat;
 use crate::call::invoke::Front;
 use crate::front::auth::{People, Role};
+use crate::front::cors::{self, CorsOrigins};
+use crate::front::events::{self, EventFeed};
 use crate::front::guard::{self, GuardSettings, LOOPBACK_HOSTS, Refusals};
 use crate::front::linger;
 use crate::front::listener::{self, ConnectionLimits};
@@ -24,6 +26,7 @@ use crate::front::mcp::http::{self as mcp_http, McpHttpSettings};
 use crate::front::mcp::stdio;
 use crate::front::publish;
 use crate::front::rest::{self, RestSettings};
+use crate::front::ui;
 use crate::registry::Registry;
 
 /// How the HTTP server answers. [`Settings::default`] gives the defaults
@@ -54,6 +57,9 @@ pub struct Settings {
     pub session_idle: Duration,
     /// Largest component a `PUT /plugins/...` may publish, in bytes.
     pub max_plugin_bytes: usize,
+    /// Browser origins (`scheme://host[:port]`) allowed to call across
+    /// origins (CORS); none by default.
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for Settings {
@@ -69,6 +75,7 @@ impl Default for Settings {
             max_sessions: 1000,
             session_idle: Duration::from_secs(300),
             max_plugin_bytes: 64 * 1024 * 1024,
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -114,7 +121,10 @@ async fn serve(
             shutdown: shutdown.clone(),
         },
     );
+    let cors_origins =
+        Arc::new(CorsOrigins::parse(&settings.cors_origins).map_err(anyhow::Error::msg)?);
     let guard = GuardSettings {
+        cors_origins: cors_origins.clone(),
         allowed_hosts,
         people: People::load(settings.token.as_deref(), settings.tokens_file.as_deref())?,
         needs: Some(Role::Caller),
@@ -135,8 +145,16 @@ async fn serve(
         rest::health_router(registry.clone(), rest_settings),
         guard.without_token(),
     )
+    .merge(guarded(ui::router(), guard.without_token()))
     .merge(guarded(
         publish::router(registry.clone(), settings.max_plugin_bytes),
+        guard.clone(),
+    ))
+    .merge(guarded(
+        events::router(
+            registry.clone(),
+            EventFeed::start(&registry, shutdown.clone()),
+        ),
         guard.clone(),
     ))
     .merge(guarded(
@@ -147,6 +165,10 @@ async fn serve(
     .layer(axum::middleware::from_fn_with_state(
         settings.max_body_bytes.max(settings.max_plugin_bytes) as u64,
         linger::drain_unread,
+    ))
+    .layer(axum::middleware::from_fn_with_state(
+        cors_origins,
+        cors::cors,
     ));
     let limits = ConnectionLimits {
         header_timeout: settings.header_timeout,

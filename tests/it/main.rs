@@ -9,6 +9,7 @@ mod auth;
 mod cli;
 mod clients;
 mod dev;
+mod events;
 mod hostile;
 mod languages;
 mod mcp;

@@ -541,3 +541,129 @@ fn host_checks_follow_the_http_rules() {
     );
     evil.rpc_error(403, -32600);
 }
+
+/// CORS only for the origins named with `--cors-origin`: their preflights
+/// are answered before any token check, every answer to them (a 401 too)
+/// names the origin, never `*`; other origins' preflights are refused.
+#[test]
+fn cors_answers_listed_origins_only() {
+    let config = tempfile::tempdir().unwrap();
+    let tokens = crate::publish::tokens_file(config.path());
+    let (_dir, server) = echo_server(&[
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--cors-origin",
+        "http://localhost:6274",
+    ]);
+    let preflight = |origin: &str| {
+        raw(
+            &server,
+            &format!(
+                "OPTIONS /tools/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: {origin}\r\n\
+                 Access-Control-Request-Method: POST\r\n\
+                 Access-Control-Request-Headers: authorization, content-type\r\n\
+                 Connection: close\r\n\r\n"
+            ),
+        )
+    };
+    let allowed = preflight("http://localhost:6274");
+    assert_eq!(allowed.status, 204, "{}", allowed.headers);
+    let headers = allowed.headers.to_ascii_lowercase();
+    assert!(
+        headers.contains("access-control-allow-origin: http://localhost:6274"),
+        "{headers}"
+    );
+    assert!(
+        headers.contains("access-control-allow-headers: authorization, content-type"),
+        "{headers}"
+    );
+    assert!(
+        headers.contains("access-control-allow-methods:"),
+        "{headers}"
+    );
+    assert!(
+        !headers.contains("access-control-allow-credentials"),
+        "{headers}"
+    );
+    assert!(
+        !headers.contains("access-control-allow-origin: *"),
+        "{headers}"
+    );
+
+    let call = |origin: &str, token: Option<&str>| {
+        let body = r#"{"text":"cors"}"#;
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        raw(
+            &server,
+            &format!(
+                "POST /tools/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: {origin}\r\n{auth}\
+                 Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+    };
+    let answered = call("http://localhost:6274", Some(crate::publish::ADA));
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    let headers = answered.headers.to_ascii_lowercase();
+    assert!(
+        headers.contains("access-control-allow-origin: http://localhost:6274"),
+        "{headers}"
+    );
+    assert!(headers.contains("vary: origin"), "{headers}");
+    assert!(
+        headers.contains("access-control-expose-headers: mcp-session-id"),
+        "{headers}"
+    );
+    let unauthorized = call("http://localhost:6274", None);
+    assert_eq!(unauthorized.status, 401);
+    assert!(
+        unauthorized
+            .headers
+            .to_ascii_lowercase()
+            .contains("access-control-allow-origin: http://localhost:6274"),
+        "a browser page can read why: {}",
+        unauthorized.headers
+    );
+
+    for foreign in ["http://evil.example", "null"] {
+        let refused = preflight(foreign);
+        assert_eq!(refused.status, 403, "{foreign}: {}", refused.headers);
+        assert!(
+            !refused
+                .headers
+                .to_ascii_lowercase()
+                .contains("access-control-allow-origin")
+        );
+        let refused = call(foreign, Some(crate::publish::ADA));
+        assert_eq!(refused.status, 403, "{foreign}");
+    }
+    // Another port of a loopback name passes the Host/Origin check (as
+    // before), but is not a CORS origin: its preflight is not answered, so
+    // a browser page there cannot call.
+    let other_port = preflight("http://localhost:6275");
+    assert_ne!(other_port.status, 204);
+    assert!(
+        !other_port
+            .headers
+            .to_ascii_lowercase()
+            .contains("access-control-allow-origin")
+    );
+
+    // A wildcard is refused at start-up, with the reason.
+    let output = std::process::Command::new(crate::support::toolhost_bin())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--cors-origin",
+            "*",
+            "--plugins",
+        ])
+        .arg(config.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is not an origin"));
+}

@@ -99,29 +99,49 @@ pub async fn call_tool(
         duration_ms = tracing::field::Empty,
     );
     let started = Instant::now();
-    let envelope = run_call(registry, name, arguments, format, client)
+    let (envelope, plugin) = run_call(registry, name, arguments, format, client)
         .instrument(span.clone())
         .await;
     let outcome = match &envelope.error {
         None => "ok".to_string(),
         Some(error) => error.code.clone(),
     };
+    registry.ledger().record(
+        plugin.as_deref().map(|plugin| (name, plugin)),
+        &outcome,
+        started.elapsed(),
+    );
     span.record("outcome", outcome.as_str());
     span.record("duration_ms", started.elapsed().as_secs_f64() * 1e3);
     span.in_scope(|| tracing::debug!("call ended"));
     envelope
 }
 
+/// The envelope, and the plugin that served the tool (`None` when no
+/// served tool has that name).
 async fn run_call(
     registry: &Arc<Registry>,
     name: &str,
     arguments: Map<String, Value>,
     format: TextFormat,
     client: CallClient,
-) -> Envelope {
+) -> (Envelope, Option<String>) {
     let Some(entry) = registry.snapshot().tool(name).cloned() else {
-        return tool_not_found(registry, name);
+        return (tool_not_found(registry, name), None);
     };
+    let plugin = entry.plugin.id.clone();
+    let envelope = run_tool(registry, name, entry, arguments, format, client).await;
+    (envelope, Some(plugin))
+}
+
+async fn run_tool(
+    registry: &Arc<Registry>,
+    name: &str,
+    entry: crate::registry::ServedTool,
+    arguments: Map<String, Value>,
+    format: TextFormat,
+    client: CallClient,
+) -> Envelope {
     let arguments = Value::Object(arguments);
     // `is_valid` stops at the first fault; listing every fault is only
     // worth its cost for arguments that are wrong.

@@ -46,6 +46,16 @@ pub(super) struct ServeOptions {
         value_delimiter = ','
     )]
     allowed_hosts: Vec<String>,
+    /// A browser origin allowed to call from another site (CORS), exactly
+    /// `scheme://host[:port]`, such as the MCP Inspector's
+    /// `http://localhost:6274` (repeatable; comma-separated in the
+    /// variable). None by default; never `*`.
+    #[arg(
+        long = "cors-origin",
+        env = "TOOLHOST_CORS_ORIGINS",
+        value_delimiter = ','
+    )]
+    cors_origins: Vec<String>,
     /// How long a plugin file must be quiet before it is (re)loaded, in ms.
     #[arg(long, env = "TOOLHOST_DEBOUNCE_MS", default_value_t = 50)]
     debounce_ms: u64,
@@ -158,6 +168,7 @@ impl ServeOptions {
             max_sessions: self.max_sessions as usize,
             session_idle: Duration::from_secs(self.session_idle_secs),
             max_plugin_bytes: (self.max_plugin_mib as usize) * 1024 * 1024,
+            cors_origins: self.cors_origins.clone(),
         }
     }
 }

@@ -30,11 +30,14 @@ use axum::response::{IntoResponse, Response};
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::front::auth::{Identity, People, Refusal, Role};
+use crate::front::cors::CorsOrigins;
 
 #[derive(Clone)]
 pub(crate) struct GuardSettings {
     /// Host names (no port) that `Host` and `Origin` may name.
     pub(crate) allowed_hosts: Vec<String>,
+    /// Other sites' origins allowed to call from a browser (`cors.rs`).
+    pub(crate) cors_origins: Arc<CorsOrigins>,
     /// Everyone who may use the server (open when nobody is named).
     pub(crate) people: Arc<People>,
     /// The role the guarded routes need; `None` for routes open to anyone
@@ -123,9 +126,12 @@ pub(crate) async fn check(
         .uri()
         .authority()
         .map(|authority| authority.as_str().to_string());
-    if let Err(message) =
-        check_host_and_origin(target_host.as_deref(), headers, &settings.allowed_hosts)
-    {
+    if let Err(message) = check_host_and_origin(
+        target_host.as_deref(),
+        headers,
+        &settings.allowed_hosts,
+        &settings.cors_origins,
+    ) {
         return refuse(mcp, ErrorCode::Forbidden, message);
     }
     if let Some(needs) = settings.needs {
@@ -187,6 +193,7 @@ fn check_host_and_origin(
     target_host: Option<&str>,
     headers: &HeaderMap,
     allowed: &[String],
+    cors: &CorsOrigins,
 ) -> Result<(), String> {
     let host = match target_host {
         Some(host) => host,
@@ -204,6 +211,7 @@ fn check_host_and_origin(
             .split_once("://")
             .map(|(_, rest)| rest.split('/').next().unwrap_or(""));
         match authority {
+            _ if cors.allows(origin) => {}
             Some(authority) if is_allowed(host_name(authority), allowed) => {}
             _ => return Err(format!("Origin {origin:?} is not allowed")),
         }
@@ -242,7 +250,13 @@ mod tests {
     fn loopback_hosts_pass_and_others_do_not() {
         for host in ["localhost:8000", "127.0.0.1", "[::1]:9", "LOCALHOST"] {
             assert!(
-                check_host_and_origin(None, &headers(&[(header::HOST, host)]), &allowed()).is_ok(),
+                check_host_and_origin(
+                    None,
+                    &headers(&[(header::HOST, host)]),
+                    &allowed(),
+                    &CorsOrigins::default()
+                )
+                .is_ok(),
                 "{host}"
             );
         }
@@ -253,11 +267,20 @@ mod tests {
             "[::2]:80",
         ] {
             assert!(
-                check_host_and_origin(None, &headers(&[(header::HOST, host)]), &allowed()).is_err(),
+                check_host_and_origin(
+                    None,
+                    &headers(&[(header::HOST, host)]),
+                    &allowed(),
+                    &CorsOrigins::default()
+                )
+                .is_err(),
                 "{host}"
             );
         }
-        assert!(check_host_and_origin(None, &HeaderMap::new(), &allowed()).is_err());
+        assert!(
+            check_host_and_origin(None, &HeaderMap::new(), &allowed(), &CorsOrigins::default())
+                .is_err()
+        );
     }
 
     #[test]
@@ -266,21 +289,37 @@ mod tests {
             (header::HOST, "localhost"),
             (header::ORIGIN, "http://localhost:3000"),
         ]);
-        assert!(check_host_and_origin(None, &ok, &allowed()).is_ok());
+        assert!(check_host_and_origin(None, &ok, &allowed(), &CorsOrigins::default()).is_ok());
         let evil = headers(&[
             (header::HOST, "localhost"),
             (header::ORIGIN, "https://evil.com"),
         ]);
-        assert!(check_host_and_origin(None, &evil, &allowed()).is_err());
+        assert!(check_host_and_origin(None, &evil, &allowed(), &CorsOrigins::default()).is_err());
         let null = headers(&[(header::HOST, "localhost"), (header::ORIGIN, "null")]);
-        assert!(check_host_and_origin(None, &null, &allowed()).is_err());
+        assert!(check_host_and_origin(None, &null, &allowed(), &CorsOrigins::default()).is_err());
     }
 
     #[test]
     fn an_absolute_target_names_the_host() {
         let local = headers(&[(header::HOST, "localhost")]);
-        assert!(check_host_and_origin(Some("evil.example"), &local, &allowed()).is_err());
+        assert!(
+            check_host_and_origin(
+                Some("evil.example"),
+                &local,
+                &allowed(),
+                &CorsOrigins::default()
+            )
+            .is_err()
+        );
         let evil = headers(&[(header::HOST, "evil.example")]);
-        assert!(check_host_and_origin(Some("127.0.0.1:8000"), &evil, &allowed()).is_ok());
+        assert!(
+            check_host_and_origin(
+                Some("127.0.0.1:8000"),
+                &evil,
+                &allowed(),
+                &CorsOrigins::default()
+            )
+            .is_ok()
+        );
     }
 }

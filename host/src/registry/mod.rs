@@ -29,6 +29,7 @@
 //!   admitted by itself once the name is free again.
 
 pub mod events;
+pub mod ledger;
 mod load;
 pub mod loader;
 pub(crate) mod policy;
@@ -92,6 +93,8 @@ pub struct Registry {
     /// What one person may hold and run (see [`shares`]).
     shares: PersonShares,
     call_shares: CallShares,
+    /// Every call's outcome and duration (see [`ledger`]).
+    ledger: ledger::Ledger,
 }
 
 impl Registry {
@@ -102,6 +105,7 @@ impl Registry {
     ) -> Arc<Self> {
         Arc::new(Registry {
             call_shares: CallShares::new(&shares, runtime.max_calls()),
+            ledger: ledger::Ledger::default(),
             shares,
             list_limits,
             load_slots: Arc::new(tokio::sync::Semaphore::new(PARALLEL_LOADS)),
@@ -120,6 +124,11 @@ impl Registry {
 
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
+    }
+
+    /// The one count of calls, which activity, events and metrics read.
+    pub fn ledger(&self) -> &ledger::Ledger {
+        &self.ledger
     }
 
     /// The call slots one namespace's tools share (see [`shares`]).

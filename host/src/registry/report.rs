@@ -26,17 +26,28 @@ impl PluginsReport {
     /// (the folder is left out, each file is its name alone).
     pub(crate) fn without_paths(mut self) -> PluginsReport {
         self.folder = None;
-        for plugin in &mut self.plugins {
-            if let Some(name) = std::path::Path::new(&plugin.file).file_name() {
-                plugin.file = name.to_string_lossy().into_owned();
-            }
-        }
+        self.plugins = self
+            .plugins
+            .into_iter()
+            .map(PluginReport::without_path)
+            .collect();
         self
     }
 
     /// The report on the plugin with this id, if there is one.
     pub fn plugin(&self, id: &str) -> Option<&PluginReport> {
         self.plugins.iter().find(|plugin| plugin.id == id)
+    }
+}
+
+impl PluginReport {
+    /// The report with its file as a name alone, for someone who is not an
+    /// admin.
+    pub(crate) fn without_path(mut self) -> PluginReport {
+        if let Some(name) = std::path::Path::new(&self.file).file_name() {
+            self.file = name.to_string_lossy().into_owned();
+        }
+        self
     }
 }
 

@@ -1,0 +1,258 @@
+//! `GET /events`: what happens on the server, as server-sent events, for
+//! the dashboard and any other client (`curl -N`, an `EventSource`).
+//!
+//! - First a `snapshot` event: the `/plugins` report as it is now.
+//! - Then one event per load outcome, named by its kind (`compiling`,
+//!   `loaded`, `replaced`, `rejected`, `removed`, `optimised`), with
+//!   `{kind, plugin, report}` as data and an increasing `id`.
+//! - A `calls` event every [`SUMMARY_EVERY`] when calls were made since the
+//!   last one: each tool's calls by outcome and its recent p50/p95, from
+//!   the call ledger (the one count every reader shares). It has no `id`,
+//!   so it never moves a client's `Last-Event-ID`.
+//! - A reconnecting client that sends `Last-Event-ID` gets the load events
+//!   it missed from the last [`KEPT`] (or a fresh `snapshot` when it missed
+//!   more, or the server restarted).
+//! - A keep-alive comment every 15 s, below common proxy timeouts.
+//!
+//! As with `/plugins`, only admins (and everyone on an open server) see
+//! server paths. The feed keeps the last [`KEPT`] events from the moment the
+//! server starts, whether anyone listens or not; with no client connected
+//! it does nothing but that.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::json;
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+use crate::front::guard::Requester;
+use crate::registry::Registry;
+use crate::registry::events::LoadEvent;
+
+/// How many load events are kept for clients that reconnect.
+const KEPT: usize = 256;
+/// How often a `calls` summary may be sent.
+const SUMMARY_EVERY: Duration = Duration::from_secs(5);
+
+/// One load event as the feed numbered it.
+#[derive(Clone)]
+struct Numbered {
+    id: u64,
+    event: LoadEvent,
+}
+
+/// The load events since the server started, numbered, the last [`KEPT`]
+/// of them kept.
+pub(crate) struct EventFeed {
+    kept: Mutex<VecDeque<Numbered>>,
+    live: broadcast::Sender<Numbered>,
+}
+
+impl EventFeed {
+    /// Starts numbering the registry's load events until `shutdown`.
+    pub(crate) fn start(registry: &Registry, shutdown: CancellationToken) -> Arc<EventFeed> {
+        let feed = Arc::new(EventFeed {
+            kept: Mutex::new(VecDeque::with_capacity(KEPT)),
+            live: broadcast::Sender::new(KEPT),
+        });
+        let mut events = registry.events();
+        let writer = feed.clone();
+        tokio::spawn(async move {
+            let mut next = 1u64;
+            loop {
+                let event = tokio::select! {
+                    event = events.recv() => event,
+                    () = shutdown.cancelled() => return,
+                };
+                match event {
+                    Ok(event) => {
+                        let numbered = Numbered { id: next, event };
+                        next += 1;
+                        let mut kept = writer.kept.lock().unwrap_or_else(|e| e.into_inner());
+                        if kept.len() == KEPT {
+                            kept.pop_front();
+                        }
+                        kept.push_back(numbered.clone());
+                        drop(kept);
+                        let _ = writer.live.send(numbered);
+                    }
+                    // Missed ones are not numbered: a client that reconnects
+                    // across the gap gets a snapshot, as for any gap.
+                    Err(RecvError::Lagged(missed)) => next += missed,
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+        feed
+    }
+
+    /// The kept events after `last`, if none after it was dropped; `None`
+    /// when the client must start over from a snapshot.
+    fn since(&self, last: u64) -> Option<Vec<Numbered>> {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let newest = kept.back().map_or(0, |event| event.id);
+        let oldest = kept.front().map_or(newest + 1, |event| event.id);
+        if last > newest || last + 1 < oldest {
+            return None;
+        }
+        Some(
+            kept.iter()
+                .filter(|event| event.id > last)
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// The id of the newest event so far (0 before the first).
+    fn newest(&self) -> u64 {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.back().map_or(0, |event| event.id)
+    }
+}
+
+#[derive(Clone)]
+struct EventsState {
+    registry: Arc<Registry>,
+    feed: Arc<EventFeed>,
+}
+
+pub(crate) fn router(registry: Arc<Registry>, feed: Arc<EventFeed>) -> Router {
+    Router::new()
+        .route("/events", get(events))
+        .with_state(EventsState { registry, feed })
+}
+
+/// What one stream has sent so far.
+struct Stream {
+    state: EventsState,
+    admin: bool,
+    live: broadcast::Receiver<Numbered>,
+    /// Events to send before listening (a replay, or a snapshot).
+    queued: VecDeque<Event>,
+    /// The id of the last load event sent.
+    last_id: u64,
+    /// The ledger's version when the last summary was sent.
+    summarised: u64,
+    summaries: tokio::time::Interval,
+}
+
+async fn events(
+    State(state): State<EventsState>,
+    requester: Option<axum::Extension<Requester>>,
+    headers: HeaderMap,
+) -> Response {
+    let admin = requester.is_none_or(|axum::Extension(requester)| requester.is_admin());
+    // Listen first, then read what is kept: nothing falls in between, and
+    // what arrives twice is skipped by id.
+    let live = state.feed.live.subscribe();
+    let asked = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    let mut stream = Stream {
+        admin,
+        live,
+        queued: VecDeque::new(),
+        last_id: 0,
+        summarised: state.registry.ledger().version(),
+        summaries: tokio::time::interval_at(
+            tokio::time::Instant::now() + SUMMARY_EVERY,
+            SUMMARY_EVERY,
+        ),
+        state,
+    };
+    match asked.and_then(|last| stream.state.feed.since(last).map(|missed| (last, missed))) {
+        Some((last, missed)) => {
+            stream.last_id = last;
+            for numbered in missed {
+                stream.queue_load_event(numbered);
+            }
+        }
+        None => stream.queue_snapshot(),
+    }
+    let events = futures_util::stream::unfold(stream, |mut stream| async move {
+        let event = stream.next().await?;
+        Some((Ok::<_, Infallible>(event), stream))
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+impl Stream {
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.queued.pop_front() {
+                return Some(event);
+            }
+            tokio::select! {
+                received = self.live.recv() => match received {
+                    Ok(numbered) if numbered.id > self.last_id => self.queue_load_event(numbered),
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => self.queue_snapshot(),
+                    Err(RecvError::Closed) => return None,
+                },
+                _ = self.summaries.tick() => {
+                    let version = self.state.registry.ledger().version();
+                    if version != self.summarised {
+                        self.summarised = version;
+                        return Some(self.summary());
+                    }
+                }
+            }
+        }
+    }
+
+    fn queue_load_event(&mut self, numbered: Numbered) {
+        self.last_id = numbered.id;
+        let mut event = numbered.event;
+        if !self.admin {
+            event.report = event.report.without_path();
+        }
+        let kind = serde_json::to_value(event.kind)
+            .ok()
+            .and_then(|kind| kind.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let data = serde_json::to_string(&event).unwrap_or_default();
+        self.queued.push_back(
+            Event::default()
+                .id(numbered.id.to_string())
+                .event(kind)
+                .data(data),
+        );
+    }
+
+    fn queue_snapshot(&mut self) {
+        self.queued.clear();
+        self.last_id = self.state.feed.newest();
+        let report = self.state.registry.plugins_report();
+        let report = if self.admin {
+            report
+        } else {
+            report.without_paths()
+        };
+        self.queued.push_back(
+            Event::default()
+                .id(self.last_id.to_string())
+                .event("snapshot")
+                .data(serde_json::to_string(&report).unwrap_or_default()),
+        );
+    }
+
+    fn summary(&self) -> Event {
+        let tools = self.state.registry.ledger().activity();
+        Event::default()
+            .event("calls")
+            .data(json!({ "tools": tools }).to_string())
+    }
+}

@@ -1,0 +1,258 @@
+//! The one bookkeeping of calls: every call through `call::invoke`
+//! is counted here once, by served tool, plugin and outcome (`ok` or the
+//! error code), with its duration in a histogram. The dashboard's activity
+//! panel and `/events` call summaries read it; metrics read the same
+//! counters, so no front keeps a second count.
+//!
+//! - Label values are bounded: only a tool that is served at the time of
+//!   the call gets an entry of its own. A call to a name that is not a
+//!   tool (a typo, a probe) counts under [`UNKNOWN_TOOL`].
+//! - Durations go into fixed buckets from 100 µs to 30 s ([`BUCKETS`]),
+//!   kept for all time (a Prometheus histogram) and per minute for the last
+//!   [`RECENT_MINUTES`] minutes (the dashboard's p50 and p95, estimated
+//!   within the bucket).
+//! - Recording takes one read lock on the tool map and one short lock on
+//!   the tool's own entry: calls to different tools never wait on each
+//!   other.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// Upper bounds of the duration buckets, in seconds (100 µs to 30 s); a
+/// last, unbounded bucket takes what is slower.
+pub(crate) const BUCKETS: [f64; 17] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 30.0,
+];
+/// How many minutes the recent percentiles cover.
+pub(crate) const RECENT_MINUTES: u64 = 5;
+/// Where calls to names that are not served tools are counted.
+pub(crate) const UNKNOWN_TOOL: &str = "";
+
+type Counts = [u64; BUCKETS.len() + 1];
+
+/// Everything counted for one served tool (of one plugin).
+#[derive(Default)]
+struct ToolEntry {
+    plugin: String,
+    /// Calls by outcome: `ok` or an error code.
+    outcomes: BTreeMap<String, u64>,
+    /// All-time duration histogram and its sum.
+    counts: Counts,
+    sum_seconds: f64,
+    /// Per-minute histograms, newest last: (minute since the epoch, counts).
+    recent: Vec<(u64, Counts)>,
+}
+
+/// The calls of the host since it started.
+#[derive(Default)]
+pub struct Ledger {
+    tools: RwLock<HashMap<String, Arc<Mutex<ToolEntry>>>>,
+    /// Bumped on every recorded call: a reader can tell whether anything
+    /// happened since it last looked.
+    version: AtomicU64,
+}
+
+/// One tool's counts, as read out.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolActivity {
+    pub tool: String,
+    pub plugin: String,
+    /// Calls since start, by outcome (`ok` or the error code).
+    pub outcomes: BTreeMap<String, u64>,
+    /// All-time histogram: cumulative counts per bucket bound of
+    /// [`BUCKETS`], then the total.
+    #[serde(skip)]
+    pub cumulative: Vec<u64>,
+    #[serde(skip)]
+    pub sum_seconds: f64,
+    /// Calls in the last [`RECENT_MINUTES`] minutes, and their p50 and p95
+    /// duration in milliseconds (estimated within the bucket).
+    pub recent_calls: u64,
+    pub recent_p50_ms: Option<f64>,
+    pub recent_p95_ms: Option<f64>,
+}
+
+impl Ledger {
+    /// Counts one call. `tool` is `None` when the name is not a served tool.
+    pub(crate) fn record(&self, tool: Option<(&str, &str)>, outcome: &str, duration: Duration) {
+        let (tool, plugin) = tool.unwrap_or((UNKNOWN_TOOL, ""));
+        let entry = self.entry(tool, plugin);
+        let seconds = duration.as_secs_f64();
+        let bucket = BUCKETS
+            .iter()
+            .position(|bound| seconds <= *bound)
+            .unwrap_or(BUCKETS.len());
+        let minute = now_minute();
+        let mut entry = entry.lock().unwrap_or_else(|e| e.into_inner());
+        if entry.plugin != plugin {
+            entry.plugin = plugin.to_string();
+        }
+        *entry.outcomes.entry(outcome.to_string()).or_default() += 1;
+        entry.counts[bucket] += 1;
+        entry.sum_seconds += seconds;
+        if entry.recent.last().map(|(m, _)| *m) != Some(minute) {
+            entry.recent.push((minute, [0; BUCKETS.len() + 1]));
+            entry
+                .recent
+                .retain(|(m, _)| minute.saturating_sub(*m) < RECENT_MINUTES);
+        }
+        if let Some((_, counts)) = entry.recent.last_mut() {
+            counts[bucket] += 1;
+        }
+        drop(entry);
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    fn entry(&self, tool: &str, plugin: &str) -> Arc<Mutex<ToolEntry>> {
+        if let Some(entry) = self
+            .tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tool)
+        {
+            return entry.clone();
+        }
+        let mut tools = self.tools.write().unwrap_or_else(|e| e.into_inner());
+        tools
+            .entry(tool.to_string())
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(ToolEntry {
+                    plugin: plugin.to_string(),
+                    ..ToolEntry::default()
+                }))
+            })
+            .clone()
+    }
+
+    /// How many calls have been recorded: changes whenever one is.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// Every tool's counts, by tool name (the unknown-tool entry, if any,
+    /// under `""`).
+    pub fn activity(&self) -> Vec<ToolActivity> {
+        let minute = now_minute();
+        let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+        let mut all: Vec<ToolActivity> = tools
+            .iter()
+            .map(|(tool, entry)| {
+                let entry = entry.lock().unwrap_or_else(|e| e.into_inner());
+                let mut recent: Counts = [0; BUCKETS.len() + 1];
+                for (_, counts) in entry
+                    .recent
+                    .iter()
+                    .filter(|(m, _)| minute.saturating_sub(*m) < RECENT_MINUTES)
+                {
+                    for (sum, count) in recent.iter_mut().zip(counts) {
+                        *sum += count;
+                    }
+                }
+                let mut running = 0;
+                let cumulative = entry
+                    .counts
+                    .iter()
+                    .map(|count| {
+                        running += count;
+                        running
+                    })
+                    .collect();
+                ToolActivity {
+                    tool: tool.clone(),
+                    plugin: entry.plugin.clone(),
+                    outcomes: entry.outcomes.clone(),
+                    cumulative,
+                    sum_seconds: entry.sum_seconds,
+                    recent_calls: recent.iter().sum(),
+                    recent_p50_ms: quantile(&recent, 0.5).map(|s| s * 1e3),
+                    recent_p95_ms: quantile(&recent, 0.95).map(|s| s * 1e3),
+                }
+            })
+            .collect();
+        all.sort_by(|a, b| a.tool.cmp(&b.tool));
+        all
+    }
+}
+
+fn now_minute() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs() / 60)
+}
+
+/// The `q` quantile of a histogram, in seconds, interpolated linearly
+/// within its bucket; `None` when empty. The unbounded bucket reports the
+/// last bound.
+fn quantile(counts: &Counts, q: f64) -> Option<f64> {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = q * total as f64;
+    let mut seen = 0u64;
+    for (index, count) in counts.iter().enumerate() {
+        if *count == 0 {
+            continue;
+        }
+        if (seen + count) as f64 >= rank {
+            let lower = if index == 0 { 0.0 } else { BUCKETS[index - 1] };
+            let Some(upper) = BUCKETS.get(index) else {
+                return Some(BUCKETS[BUCKETS.len() - 1]);
+            };
+            let within = (rank - seen as f64) / *count as f64;
+            return Some(lower + (upper - lower) * within.clamp(0.0, 1.0));
+        }
+        seen += count;
+    }
+    Some(BUCKETS[BUCKETS.len() - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_counted_by_tool_and_outcome_and_unknown_names_share_one_entry() {
+        let ledger = Ledger::default();
+        let ms = Duration::from_millis;
+        ledger.record(Some(("echo", "echo")), "ok", ms(1));
+        ledger.record(Some(("echo", "echo")), "ok", ms(3));
+        ledger.record(Some(("echo", "echo")), "INVALID_ARGUMENTS", ms(0));
+        ledger.record(None, "TOOL_NOT_FOUND", ms(0));
+        ledger.record(None, "TOOL_NOT_FOUND", ms(0));
+        assert_eq!(ledger.version(), 5);
+        let activity = ledger.activity();
+        assert_eq!(activity.len(), 2);
+        let unknown = &activity[0];
+        assert_eq!(unknown.tool, UNKNOWN_TOOL);
+        assert_eq!(unknown.outcomes["TOOL_NOT_FOUND"], 2);
+        let echo = &activity[1];
+        assert_eq!(
+            (echo.outcomes["ok"], echo.outcomes["INVALID_ARGUMENTS"]),
+            (2, 1)
+        );
+        assert_eq!(echo.recent_calls, 3);
+        assert_eq!(*echo.cumulative.last().unwrap(), 3);
+        let p50 = echo.recent_p50_ms.unwrap();
+        assert!((0.5..=2.5).contains(&p50), "{p50}");
+        let p95 = echo.recent_p95_ms.unwrap();
+        assert!((2.5..=5.0).contains(&p95), "{p95}");
+    }
+
+    #[test]
+    fn quantiles_interpolate_within_a_bucket() {
+        let mut counts: Counts = [0; BUCKETS.len() + 1];
+        counts[3] = 10; // 0.5 ms to 1 ms
+        let p50 = quantile(&counts, 0.5).unwrap();
+        assert!((p50 - 0.00075).abs() < 1e-9, "{p50}");
+        counts[BUCKETS.len()] = 100;
+        assert_eq!(quantile(&counts, 0.99), Some(30.0));
+        assert_eq!(quantile(&[0; BUCKETS.len() + 1], 0.5), None);
+    }
+}

@@ -1,0 +1,385 @@
+// The dashboard: tools with try-it, plugins live from /events, activity
+// from the call ledger's summaries, publishing by drop or file input.
+// Everything goes through the same REST routes as curl, with the token
+// the person signs in with (kept in sessionStorage: this tab only).
+
+import { el, pretty } from "./dom.js";
+import { buildForm } from "./form.js";
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  token: sessionStorage.getItem("toolhost-token") || "",
+  me: null,
+  tools: [],
+  plugins: new Map(),
+  selected: null,
+  readForm: null,
+  lastEventId: null,
+  events: null,
+};
+
+function headers(extra = {}) {
+  const h = { ...extra };
+  if (state.token) h.Authorization = `Bearer ${state.token}`;
+  return h;
+}
+
+async function api(method, path, body, contentType) {
+  const init = { method, headers: headers(contentType ? { "Content-Type": contentType } : {}) };
+  if (body !== undefined) init.body = body;
+  const response = await fetch(path, init);
+  let json = null;
+  try {
+    json = await response.json();
+  } catch {
+    json = null;
+  }
+  return { status: response.status, json };
+}
+
+function setStatus(text) {
+  $("status").textContent = text;
+}
+
+// ---- sign in ----------------------------------------------------------
+
+async function signIn() {
+  const { status, json } = await api("GET", "/me");
+  if (status === 401) {
+    state.me = null;
+    $("who").textContent = state.token
+      ? "This server does not know that token."
+      : "This server needs a token: paste yours and sign in.";
+    $("signout").hidden = !state.token;
+    $("publish-section").hidden = true;
+    setStatus("Signed out");
+    $("token").focus();
+    return false;
+  }
+  state.me = json;
+  const role = json.role;
+  const can = {
+    admin: "call and list every tool, publish anywhere, remove any plugin",
+    publisher: `call and list every tool, publish into ${json.namespace}`,
+    caller: "list and call tools (not publish)",
+  }[role] || role;
+  $("who").textContent = json.name ? `Signed in as ${json.name} (${role}): you may ${can}.` : `Open server: you may ${can}.`;
+  $("signout").hidden = !state.token;
+  $("publish-section").hidden = role === "caller";
+  $("publish-where").textContent = json.namespace
+    ? `Your plugins go into namespace ${json.namespace}; their tools are served as ${json.namespace}__<tool>.`
+    : "Plugins go to the top level of the server's folder.";
+  return true;
+}
+
+$("signin").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  state.token = $("token").value.trim();
+  $("token").value = "";
+  if (state.token) sessionStorage.setItem("toolhost-token", state.token);
+  else sessionStorage.removeItem("toolhost-token");
+  await start();
+});
+
+$("signout").addEventListener("click", async () => {
+  state.token = "";
+  sessionStorage.removeItem("toolhost-token");
+  await start();
+});
+
+// ---- large type -------------------------------------------------------
+
+function applyLargeType(on) {
+  document.documentElement.classList.toggle("large", on);
+  $("large-type").setAttribute("aria-pressed", String(on));
+}
+applyLargeType(localStorage.getItem("toolhost-large") === "1");
+$("large-type").addEventListener("click", () => {
+  const on = !document.documentElement.classList.contains("large");
+  localStorage.setItem("toolhost-large", on ? "1" : "0");
+  applyLargeType(on);
+});
+
+// ---- tools ------------------------------------------------------------
+
+async function loadTools() {
+  const { status, json } = await api("GET", "/tools");
+  if (status !== 200 || !Array.isArray(json)) return;
+  state.tools = json;
+  renderTools();
+}
+
+function namespaceOf(name) {
+  const at = name.indexOf("__");
+  return at > 0 ? name.slice(0, at) : "";
+}
+
+function pluginOf(name) {
+  for (const plugin of state.plugins.values()) {
+    if ((plugin.tools || []).includes(name)) return plugin.id;
+  }
+  return "";
+}
+
+function renderTools() {
+  const filter = $("filter").value.trim().toLowerCase();
+  const list = $("tools");
+  list.replaceChildren();
+  for (const tool of state.tools) {
+    const plugin = pluginOf(tool.name);
+    const namespace = namespaceOf(tool.name);
+    const haystack = `${tool.name} ${plugin} ${tool.description || ""}`.toLowerCase();
+    if (filter && !haystack.includes(filter)) continue;
+    const tryButton = el("button", { type: "button", class: "secondary", "aria-label": `Try ${tool.name}` }, "Try");
+    tryButton.addEventListener("click", () => selectTool(tool.name));
+    const meta = [plugin && `plugin ${plugin}`, namespace && `namespace ${namespace}`].filter(Boolean).join(" · ");
+    const schemas = el("details", {},
+      el("summary", {}, "Schemas"),
+      el("pre", {}, `input: ${pretty(tool.inputSchema)}`),
+      tool.outputSchema ? el("pre", {}, `output: ${pretty(tool.outputSchema)}`) : "");
+    list.append(el("li", { "data-tool": tool.name },
+      el("div", {}, el("span", { class: "name" }, tool.name), " ", tryButton),
+      meta ? el("div", { class: "meta" }, meta) : "",
+      el("div", { class: "description" }, tool.description || ""),
+      schemas));
+  }
+  if (!list.children.length) {
+    list.append(el("li", {}, state.tools.length ? "No tool matches the filter." : "No tools are live yet."));
+  }
+}
+
+$("filter").addEventListener("input", renderTools);
+
+function selectTool(name) {
+  const tool = state.tools.find((t) => t.name === name);
+  if (!tool) return;
+  state.selected = tool;
+  $("try-section").hidden = false;
+  $("try-name").textContent = tool.name;
+  $("try-description").textContent = tool.description || "";
+  state.readForm = buildForm(tool.inputSchema || {}, $("try-fields"));
+  $("raw").value = "{}";
+  $("use-raw").checked = false;
+  $("result").replaceChildren();
+  const first = $("try-fields").querySelector("input, select, textarea");
+  (first || $("call")).focus();
+}
+
+$("raw-details").addEventListener("toggle", () => {
+  if ($("raw-details").open && !$("use-raw").checked && state.readForm) {
+    try {
+      $("raw").value = pretty(state.readForm());
+    } catch {
+      /* the form has a field that is not valid yet */
+    }
+  }
+});
+
+$("try-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const tool = state.selected;
+  if (!tool) return;
+  const result = $("result");
+  let body;
+  try {
+    body = $("use-raw").checked ? JSON.stringify(JSON.parse($("raw").value)) : JSON.stringify(state.readForm());
+  } catch (error) {
+    result.replaceChildren(el("p", { class: "bad" }, `Not sent: ${error.message}`));
+    return;
+  }
+  result.replaceChildren(el("p", {}, "Calling…"));
+  const started = performance.now();
+  const { status, json } = await api("POST", `/tools/${encodeURIComponent(tool.name)}`, body, "application/json");
+  const took = performance.now() - started;
+  showEnvelope(result, status, json, took);
+});
+
+function showEnvelope(target, status, envelope, took) {
+  const parts = [];
+  const failed = !envelope || envelope.isError;
+  parts.push(el("p", { class: failed ? "bad" : "ok" },
+    `${failed ? "Error" : "OK"} · HTTP ${status} · ${took.toFixed(1)} ms`));
+  if (envelope && envelope.error) {
+    parts.push(el("p", {}, el("strong", {}, "Code: "), el("code", { class: "error-code" }, envelope.error.code)));
+    parts.push(el("p", {}, el("strong", {}, "Message: "), envelope.error.message || ""));
+    if (envelope.error.details !== undefined && envelope.error.details !== null) {
+      parts.push(el("p", {}, el("strong", {}, "Details:")), el("pre", { class: "error-details" }, pretty(envelope.error.details)));
+    }
+  }
+  for (const block of (envelope && envelope.content) || []) {
+    if (block.type === "text") parts.push(el("pre", { class: "text-content" }, block.text));
+    else parts.push(el("pre", {}, `${block.type} block: ${pretty(block).slice(0, 2000)}`));
+  }
+  if (envelope && envelope.structuredContent !== undefined && envelope.structuredContent !== null) {
+    parts.push(el("p", {}, el("strong", {}, "Structured result:")), el("pre", { class: "structured" }, pretty(envelope.structuredContent)));
+  }
+  if (!envelope) parts.push(el("p", {}, "The server's answer was not JSON."));
+  target.replaceChildren(...parts);
+}
+
+// ---- plugins and events ----------------------------------------------
+
+function renderPlugins() {
+  const body = $("plugins").querySelector("tbody");
+  body.replaceChildren();
+  const plugins = [...state.plugins.values()].sort((a, b) => a.id.localeCompare(b.id));
+  for (const plugin of plugins) {
+    const stateText = plugin.compiling ? "compiling" : plugin.state;
+    const compiler = plugin.compiler ? ` (${plugin.compiler === "baseline" ? "baseline" : "optimised"} code)` : "";
+    const cell = el("td", { class: `state-${stateText}` }, `${stateText}${compiler}`);
+    if (plugin.reason) cell.append(el("div", { class: "reason" }, plugin.reason));
+    if (plugin.serving) cell.append(el("div", { class: "note" }, "the previous version serves on"));
+    const published = plugin.publishedBy ? `${plugin.publishedBy}, ${plugin.publishedAt || ""}` : "";
+    body.append(el("tr", { "data-plugin": plugin.id },
+      el("td", {}, plugin.id),
+      cell,
+      el("td", {}, (plugin.tools || []).join(", ")),
+      el("td", {}, published)));
+  }
+  if (!plugins.length) body.append(el("tr", {}, el("td", { colspan: "4" }, "No plugin files yet.")));
+}
+
+function renderActivity(tools) {
+  const body = $("activity").querySelector("tbody");
+  body.replaceChildren();
+  for (const tool of tools) {
+    const outcomes = tool.outcomes || {};
+    const calls = Object.values(outcomes).reduce((a, b) => a + b, 0);
+    const errors = Object.entries(outcomes).filter(([code]) => code !== "ok").map(([code, n]) => `${code} ${n}`).join(", ");
+    const ms = (v) => (v === null || v === undefined ? "" : v.toFixed(2));
+    body.append(el("tr", {},
+      el("td", {}, tool.tool || "(names that are not tools)"),
+      el("td", {}, String(calls)),
+      el("td", {}, errors),
+      el("td", {}, ms(tool.recentP50Ms)),
+      el("td", {}, ms(tool.recentP95Ms))));
+  }
+}
+
+function onEvent(name, data) {
+  if (name === "snapshot") {
+    state.plugins = new Map((data.plugins || []).map((p) => [p.id, p]));
+    renderPlugins();
+    loadTools();
+    return;
+  }
+  if (name === "calls") {
+    renderActivity(data.tools || []);
+    return;
+  }
+  if (!data || !data.plugin) return;
+  if (name === "removed") state.plugins.delete(data.plugin);
+  else state.plugins.set(data.plugin, data.report);
+  renderPlugins();
+  if (["loaded", "replaced", "removed"].includes(name)) loadTools();
+  if (name === "rejected") setStatus(`Rejected: ${data.plugin}`);
+  else setStatus(`${name[0].toUpperCase()}${name.slice(1)}: ${data.plugin}`);
+}
+
+/// Follows /events with fetch (an EventSource cannot send a token),
+/// reconnecting with Last-Event-ID.
+async function follow(generation) {
+  while (generation === state.events) {
+    try {
+      const h = headers({ Accept: "text/event-stream" });
+      if (state.lastEventId !== null) h["Last-Event-ID"] = state.lastEventId;
+      const response = await fetch("/events", { headers: h });
+      if (response.status !== 200) throw new Error(`HTTP ${response.status}`);
+      setStatus("Live");
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done || generation !== state.events) break;
+        buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const chunk = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          let name = "message";
+          const data = [];
+          for (const line of chunk.split("\n")) {
+            if (line.startsWith("event:")) name = line.slice(6).trim();
+            else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+            else if (line.startsWith("id:")) state.lastEventId = line.slice(3).trim();
+          }
+          if (!data.length) continue;
+          try {
+            onEvent(name, JSON.parse(data.join("\n")));
+          } catch {
+            /* an event this page does not know */
+          }
+        }
+      }
+    } catch {
+      /* reconnect below */
+    }
+    if (generation !== state.events) return;
+    setStatus("Reconnecting…");
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+// ---- publishing -------------------------------------------------------
+
+async function publish(file) {
+  const out = $("publish-result");
+  const fromFile = file.name.replace(/\.wasm$/i, "").replace(/[^A-Za-z0-9_-]/g, "_");
+  const name = $("publish-name").value.trim() || fromFile;
+  const id = state.me && state.me.namespace ? `${state.me.namespace}/${name}` : name;
+  out.replaceChildren(el("p", {}, `Publishing ${id}…`));
+  const bytes = await file.arrayBuffer();
+  const started = performance.now();
+  const { status, json } = await api("PUT", `/plugins/${id.split("/").map(encodeURIComponent).join("/")}`, bytes, "application/wasm");
+  const took = performance.now() - started;
+  if (status === 200 || status === 201) {
+    out.replaceChildren(
+      el("p", { class: "ok" }, `Live in ${took.toFixed(0)} ms: ${json.id}`),
+      el("p", {}, `Tools: ${(json.tools || []).join(", ") || "(none)"}`));
+    await loadTools();
+  } else {
+    const error = (json && json.error) || {};
+    const reason = (error.details && error.details.reason) || error.message || `HTTP ${status}`;
+    out.replaceChildren(
+      el("p", { class: "bad" }, `Refused (HTTP ${status}${error.code ? `, ${error.code}` : ""})`),
+      el("pre", { class: "reason" }, reason));
+  }
+}
+
+const zone = $("dropzone");
+zone.addEventListener("dragover", (event) => {
+  event.preventDefault();
+  zone.classList.add("over");
+});
+zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+zone.addEventListener("drop", (event) => {
+  event.preventDefault();
+  zone.classList.remove("over");
+  const file = event.dataTransfer && event.dataTransfer.files && event.dataTransfer.files[0];
+  if (file) publish(file);
+});
+$("file").addEventListener("change", () => {
+  const file = $("file").files[0];
+  if (file) publish(file);
+  $("file").value = "";
+});
+
+// ---- start ------------------------------------------------------------
+
+async function start() {
+  state.events = Symbol("events");
+  state.lastEventId = null;
+  const signedIn = await signIn();
+  if (!signedIn) {
+    state.tools = [];
+    state.plugins = new Map();
+    renderTools();
+    renderPlugins();
+    return;
+  }
+  await loadTools();
+  follow(state.events);
+}
+
+start();
