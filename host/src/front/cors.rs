@@ -61,7 +61,7 @@ impl CorsOrigins {
     /// Whether `origin` (an `Origin` header's value) is listed.
     pub(crate) fn allows(&self, origin: &str) -> bool {
         let origin = origin.to_ascii_lowercase();
-        self.0.iter().any(|listed| *listed == origin)
+        self.0.contains(&origin)
     }
 
     fn listed_origin(&self, headers: &HeaderMap) -> Option<HeaderValue> {
