@@ -6,7 +6,7 @@
 #   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve test test-build plugins target lint bench bench-check wrk lighttpd toolchains
+.PHONY: serve test test-build plugins target lint bench bench-check wrk lighttpd chromium toolchains
 
 # The pinned Python and JavaScript toolchains (see `toolchains` below).
 PY_TOOLCHAIN := target/toolchains/python
@@ -28,7 +28,7 @@ serve: plugins
 # The harness's own test needs wrk: `make bench-check` runs it.
 # The helper libraries' own tests (plain Python and Node) come first.
 # The toolchains install (network, disk) while the tests build (CPU).
-test: target lighttpd
+test: target lighttpd chromium
 	$(MAKE) -j2 toolchains test-build
 	python3 -m unittest discover -s sdk/python
 	node --test sdk/js/test.mjs plugins/textjs/test.mjs
@@ -71,6 +71,12 @@ target/py_echo.wasm: tests/fixtures/python/app.py wit/plugin.wit $(RECIPES)/pyth
 # wrk, the load generator the benchmark uses (Debian's package).
 wrk:
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+
+# Debian's chromium, which the dashboard tests drive headless through
+# puppeteer-core (pinned in tests/it/support; its own browser download is
+# never used).
+chromium:
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
 # lighttpd, the real CGI server tests/cli.rs runs `toolhost cgi` under.
 lighttpd:

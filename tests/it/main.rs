@@ -8,6 +8,7 @@
 mod auth;
 mod cli;
 mod clients;
+mod dashboard;
 mod dev;
 mod events;
 mod hostile;

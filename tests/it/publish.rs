@@ -16,7 +16,7 @@ use crate::support::{Server, example, file_hash, plugin_dir, variant_of};
 pub(crate) const ADMIN: &str = "bob-secret-0123456789";
 pub(crate) const ADA: &str = "ada-secret-0123456789";
 pub(crate) const CAROL: &str = "carol-secret-0123456789";
-const DAVE: &str = "dave-secret-0123456789";
+pub(crate) const DAVE: &str = "dave-secret-0123456789";
 
 pub(crate) fn tokens_file(dir: &Path) -> PathBuf {
     let file = dir.join("tokens.toml");

@@ -1,7 +1,8 @@
 //! `GET /events`: what happens on the server, as server-sent events, for
 //! the dashboard and any other client (`curl -N`, an `EventSource`).
 //!
-//! - First a `snapshot` event: the `/plugins` report as it is now.
+//! - First a `snapshot` event: the `/plugins` report as it is now, and a
+//!   `calls` event with the activity so far.
 //! - Then one event per load outcome, named by its kind (`compiling`,
 //!   `loaded`, `replaced`, `rejected`, `removed`, `optimised`), with
 //!   `{kind, plugin, report}` as data and an increasing `id`.
@@ -247,6 +248,10 @@ impl Stream {
                 .event("snapshot")
                 .data(serde_json::to_string(&report).unwrap_or_default()),
         );
+        // The activity so far, so that a new client need not wait for the
+        // next summary.
+        self.summarised = self.state.registry.ledger().version();
+        self.queued.push_back(self.summary());
     }
 
     fn summary(&self) -> Event {

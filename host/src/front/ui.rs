@@ -46,6 +46,17 @@ const ASSETS: &[(&str, &str, &str)] = &[
         "text/css; charset=utf-8",
         include_str!("../../ui/style.css"),
     ),
+    (
+        "/ui/icon.svg",
+        "image/svg+xml",
+        include_str!("../../ui/icon.svg"),
+    ),
+    // Browsers ask for it whatever the page says.
+    (
+        "/favicon.ico",
+        "image/svg+xml",
+        include_str!("../../ui/icon.svg"),
+    ),
 ];
 
 pub(crate) fn router() -> Router {

@@ -28,11 +28,14 @@ fn le(value: u32) -> String {
 /// The inner plugin's core module. Layouts follow the canonical ABI for
 /// `wit/plugin.wit`: a `tool` record is 60 bytes, a `content-block` 56, a
 /// `result<output, tool-error>` 32.
-fn inner_core_module() -> String {
+fn inner_core_module(description: &str) -> String {
     // Strings.
     const OK: u32 = 100; // "ok", 2
     const SPIN: u32 = 110; // "spin", 4
-    const DESCRIPTION: u32 = 120; // "hostile", 7
+    const DESCRIPTION: u32 = 3000; // the tools' description, up to 1000 bytes
+    assert!(description.len() <= 1000);
+    let description_len = description.len() as u32;
+    let description_data: String = description.bytes().map(|b| format!("\\{b:02x}")).collect();
     const SCHEMA: u32 = 140; // {"type":"object"}, 17
     // list-tools answer: (ptr, len) at 1000, two tool records at 1008.
     const LIST: u32 = 1000;
@@ -47,7 +50,7 @@ fn inner_core_module() -> String {
             le(name_len),
             at + 20,
             le(DESCRIPTION),
-            le(7),
+            le(description_len),
             le(SCHEMA),
             le(17)
         )
@@ -77,7 +80,7 @@ fn inner_core_module() -> String {
     (i32.const {RESULT}))
   (data (i32.const {OK}) "ok")
   (data (i32.const {SPIN}) "spin")
-  (data (i32.const {DESCRIPTION}) "hostile")
+  (data (i32.const {DESCRIPTION}) "{description_data}")
   (data (i32.const {SCHEMA}) "{{\"type\":\"object\"}}")
   (data (i32.const {LIST}) "{}{}")
   {}
@@ -99,7 +102,13 @@ fn inner_core_module() -> String {
 
 /// The inner plugin as a component (it imports nothing).
 fn inner_component() -> Vec<u8> {
-    let mut module = wat::parse_str(inner_core_module()).expect("inner core module");
+    plugin_described("hostile")
+}
+
+/// The inner plugin alone, its two tools (`ok`, `spin`) described by
+/// `description` (at most 1000 bytes): a plugin that returns hostile text.
+pub fn plugin_described(description: &str) -> Vec<u8> {
+    let mut module = wat::parse_str(inner_core_module(description)).expect("inner core module");
     let mut resolve = wit_parser::Resolve::default();
     let (package, _) = resolve
         .push_path(super::repo_root().join("wit"))

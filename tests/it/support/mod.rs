@@ -598,6 +598,9 @@ const NPM_PACKAGES: &[&str] = &[
     "@modelcontextprotocol/conformance@0.1.16",
     "@modelcontextprotocol/sdk@1.32.2",
     "@modelcontextprotocol/inspector@2.12.0",
+    // Drives Debian's chromium for the dashboard tests (never downloads a
+    // browser of its own: puppeteer-core).
+    "puppeteer-core@25.16.0",
 ];
 
 /// The `node_modules` folder holding the test npm packages, installed on

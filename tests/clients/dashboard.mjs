@@ -1,0 +1,244 @@
+// Drives the dashboard in Debian's chromium, headless, with puppeteer-core
+// (pinned in tests/it/support; its own browser download is never used).
+//
+//   node dashboard.mjs open  <base> <chromium> <shots> <folder> <files.json>
+//   node dashboard.mjs roles <base> <chromium> <shots> <tokens.json>
+//
+// `open`: a server with no tokens over <folder> (echo and a plugin whose
+// tools' description is an <img onerror> payload). Checks the list, the
+// payload shown as text, a plugin dropped into the folder appearing live,
+// try-it (structured result, business error code, invalid arguments with
+// their paths), a rejected file with its reason, publishing by drop and by
+// the file input (live, and refused with the reason).
+// `roles`: a server with tokens: signed out, a caller (no publish area), a
+// publisher (publish area, namespace named).
+// Prints one JSON line of what it saw; exits 1 with the reason on failure.
+
+import fs from "node:fs";
+import path from "node:path";
+import puppeteer from "puppeteer-core";
+
+const [mode, base, chromium, shots, extra] = process.argv.slice(2);
+const seen = { consoleErrors: [], refusedLoads: [], timings: {} };
+
+function fail(message) {
+  throw new Error(message);
+}
+
+async function launch() {
+  return puppeteer.launch({
+    executablePath: chromium,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
+}
+
+async function openPage(browser) {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1400, height: 1000 });
+  // Chromium logs every 4xx answer to fetch as a console error; those are
+  // kept apart, with their URL, and the test checks each was asked for.
+  page.on("console", (message) => {
+    if (message.type() !== "error") return;
+    if (message.text().startsWith("Failed to load resource: the server responded with a status of 4")) {
+      const url = new URL(message.location().url || base, base);
+      seen.refusedLoads.push(`${url.pathname} ${message.text().match(/status of (\d+)/)[1]}`);
+    } else {
+      seen.consoleErrors.push(message.text());
+    }
+  });
+  page.on("pageerror", (error) => seen.consoleErrors.push(`pageerror: ${error.message}`));
+  await page.goto(`${base}/`, { waitUntil: "load" });
+  return page;
+}
+
+const text = (page, selector) => page.$eval(selector, (node) => node.textContent);
+
+async function waitText(page, selector, needle, timeout = 10000) {
+  await page.waitForFunction(
+    (s, n) => [...document.querySelectorAll(s)].some((node) => node.textContent.includes(n)),
+    { timeout },
+    selector,
+    needle,
+  );
+}
+
+async function tryTool(page, name, fill) {
+  await page.click(`#tools li[data-tool="${name}"] button`);
+  await page.waitForFunction((n) => document.getElementById("try-name").textContent === n, {}, name);
+  await fill();
+  await page.evaluate(() => (document.getElementById("result").textContent = ""));
+  await page.click("#call");
+  await page.waitForFunction(() => /HTTP \d+/.test(document.getElementById("result").textContent));
+  return page.$eval("#result", (node) => node.textContent);
+}
+
+async function fillByLabel(page, label, value) {
+  const id = await page.evaluate((l) => {
+    const found = [...document.querySelectorAll("#try-fields label")].find((node) => node.textContent.replace("*", "").trim() === l);
+    return found && found.getAttribute("for");
+  }, label);
+  if (!id) fail(`no field labelled ${label}`);
+  await page.focus(`[id="${id}"]`);
+  await page.keyboard.down("Control");
+  await page.keyboard.press("KeyA");
+  await page.keyboard.up("Control");
+  await page.keyboard.press("Backspace");
+  await page.type(`[id="${id}"]`, value);
+}
+
+async function dropFile(page, file, name) {
+  const bytes = fs.readFileSync(file).toString("base64");
+  await page.evaluate((b64, fileName) => {
+    const raw = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([raw], fileName, { type: "application/wasm" }));
+    const zone = document.getElementById("dropzone");
+    zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: transfer, bubbles: true, cancelable: true }));
+    zone.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
+  }, bytes, name);
+}
+
+async function openMode() {
+  const files = JSON.parse(fs.readFileSync(extra, "utf8"));
+  const browser = await launch();
+  try {
+    const page = await openPage(browser);
+    await page.waitForSelector('#tools li[data-tool="echo"]');
+    await waitText(page, "#status", "Live");
+    seen.listed = await page.$$eval("#tools li[data-tool]", (items) => items.map((item) => item.dataset.tool));
+
+    // The payload is text: no <img> was made, nothing ran.
+    await waitText(page, '#tools li[data-tool="ok"] .description', "<img");
+    seen.payloadShownAsText = await text(page, '#tools li[data-tool="ok"] .description');
+    seen.imagesInPage = await page.$$eval("img", (images) => images.length);
+    seen.payloadRan = await page.evaluate(() => window.__xss === 1);
+
+    // A plugin dropped into the folder appears, with no reload.
+    const before = Date.now();
+    fs.copyFileSync(files.math, path.join(files.folder, ".math.wasm.tmp"));
+    fs.renameSync(path.join(files.folder, ".math.wasm.tmp"), path.join(files.folder, "math.wasm"));
+    await page.waitForSelector('#tools li[data-tool="add"]', { timeout: 2000 });
+    seen.timings.dropToListedMs = Date.now() - before;
+    await page.waitForSelector('#plugins tr[data-plugin="math"]');
+
+    // Filter.
+    await page.type("#filter", "divide");
+    seen.filtered = await page.$$eval("#tools li[data-tool]", (items) => items.map((item) => item.dataset.tool));
+    await page.focus("#filter");
+    await page.keyboard.down("Control");
+    await page.keyboard.press("KeyA");
+    await page.keyboard.up("Control");
+    await page.keyboard.press("Backspace");
+    await page.waitForSelector('#tools li[data-tool="echo"]');
+
+    // Try it: structured output, a business error, invalid arguments.
+    seen.structured = await tryTool(page, "add", async () => {
+      await fillByLabel(page, "a", "2");
+      await fillByLabel(page, "b", "3");
+    });
+    seen.structuredPre = await text(page, "#result .structured");
+    seen.business = await tryTool(page, "divide", async () => {
+      await fillByLabel(page, "a", "1");
+      await fillByLabel(page, "b", "0");
+    });
+    seen.businessCode = await text(page, "#result .error-code");
+    seen.invalid = await tryTool(page, "add", async () => {
+      await fillByLabel(page, "a", "2");
+    });
+    seen.invalidCode = await text(page, "#result .error-code");
+    seen.invalidDetails = await text(page, "#result .error-details");
+    seen.echo = await tryTool(page, "echo", async () => {
+      await fillByLabel(page, "text", "hello from chromium");
+    });
+    await page.screenshot({ path: path.join(shots, "dashboard-try.png"), fullPage: true });
+
+    // A rejected file, with its reason.
+    fs.writeFileSync(path.join(files.folder, ".broken.wasm.tmp"), "not a component");
+    fs.renameSync(path.join(files.folder, ".broken.wasm.tmp"), path.join(files.folder, "broken.wasm"));
+    await waitText(page, '#plugins tr[data-plugin="broken"] .reason', "WebAssembly");
+    seen.rejectedRow = await text(page, '#plugins tr[data-plugin="broken"]');
+
+    // Publishing: the file input (live), a drop (live), a drop refused.
+    const input = await page.$("#file");
+    await input.uploadFile(files.conformance);
+    await waitText(page, "#publish-result", "Live in", 60000);
+    seen.publishedByInput = await text(page, "#publish-result");
+    await dropFile(page, files.weather, "weather.wasm");
+    await waitText(page, "#publish-result", "weather", 60000);
+    await waitText(page, "#publish-result", "Live in", 60000);
+    seen.publishedByDrop = await text(page, "#publish-result");
+    await page.type("#publish-name", "echo_again");
+    await dropFile(page, files.echoVariant, "echo-variant.wasm");
+    await waitText(page, "#publish-result", "Refused", 60000);
+    seen.refusedDrop = await text(page, "#publish-result");
+    await page.waitForSelector('#tools li[data-tool="get_weather_forecast"]', { timeout: 5000 }).catch(() => {});
+    seen.listedAfter = await page.$$eval("#tools li[data-tool]", (items) => items.map((item) => item.dataset.tool));
+
+    // Keyboard: Tab reaches the sign-in field, the filter and a Try button.
+    await page.focus("#token");
+    const reached = new Set();
+    for (let i = 0; i < 12; i++) {
+      await page.keyboard.press("Tab");
+      reached.add(await page.evaluate(() => document.activeElement.id || document.activeElement.getAttribute("aria-label") || document.activeElement.tagName));
+    }
+    seen.keyboardReached = [...reached];
+    // Every control has a label.
+    seen.unlabelled = await page.evaluate(() =>
+      [...document.querySelectorAll("input, select, textarea")]
+        .filter((c) => c.type !== "hidden" && !c.labels?.length && !c.getAttribute("aria-label") && !c.getAttribute("aria-labelledby"))
+        .map((c) => c.id || c.name || c.outerHTML.slice(0, 60)));
+
+    await page.click("#large-type");
+    await page.screenshot({ path: path.join(shots, "dashboard-large.png"), fullPage: true });
+    await page.click("#large-type");
+    await page.screenshot({ path: path.join(shots, "dashboard.png"), fullPage: false });
+    await page.close();
+  } finally {
+    await browser.close();
+  }
+}
+
+async function rolesMode() {
+  const tokens = JSON.parse(fs.readFileSync(extra, "utf8"));
+  const browser = await launch();
+  try {
+    const page = await openPage(browser);
+    await waitText(page, "#who", "needs a token");
+    seen.signedOut = await text(page, "#who");
+    seen.publishHiddenSignedOut = await page.$eval("#publish-section", (node) => node.hidden);
+    const signIn = async (token) => {
+      await page.type("#token", token);
+      await page.click("#signin-button");
+    };
+    await signIn(tokens.caller);
+    await waitText(page, "#who", "Signed in as");
+    await page.waitForSelector('#tools li[data-tool="echo"]');
+    seen.caller = await text(page, "#who");
+    seen.publishHiddenForCaller = await page.$eval("#publish-section", (node) => node.hidden);
+    await page.screenshot({ path: path.join(shots, "dashboard-caller.png") });
+    await page.click("#signout");
+    await waitText(page, "#who", "needs a token");
+    await signIn(tokens.publisher);
+    await waitText(page, "#who", "publisher");
+    seen.publisher = await text(page, "#who");
+    seen.publishHiddenForPublisher = await page.$eval("#publish-section", (node) => node.hidden);
+    seen.publishWhere = await text(page, "#publish-where");
+    // The token stays in this tab's session only.
+    seen.tokenInSession = await page.evaluate(() => sessionStorage.getItem("toolhost-token") !== null);
+    seen.tokenInLocal = await page.evaluate(() => Object.keys(localStorage).some((k) => (localStorage.getItem(k) || "").includes("secret")));
+    await page.close();
+  } finally {
+    await browser.close();
+  }
+}
+
+try {
+  if (mode === "open") await openMode();
+  else if (mode === "roles") await rolesMode();
+  else fail(`unknown mode ${mode}`);
+  console.log(JSON.stringify(seen));
+} catch (error) {
+  console.log(JSON.stringify({ ...seen, failed: String(error && error.stack || error) }));
+  process.exit(1);
+}
