@@ -189,6 +189,10 @@ async function openMode() {
         .filter((c) => c.type !== "hidden" && !c.labels?.length && !c.getAttribute("aria-label") && !c.getAttribute("aria-labelledby"))
         .map((c) => c.id || c.name || c.outerHTML.slice(0, 60)));
 
+    // Activity, from the server's call summaries (every 5 s at most).
+    await waitText(page, "#activity tbody", "DIVISION_BY_ZERO", 12000);
+    seen.activity = await page.$$eval("#activity tbody tr", (rows) => rows.map((row) => [...row.cells].map((c) => c.textContent)));
+
     await page.click("#large-type");
     await page.screenshot({ path: path.join(shots, "dashboard-large.png"), fullPage: true });
     await page.click("#large-type");

@@ -144,6 +144,15 @@ fn the_dashboard_lists_tries_and_publishes_in_chromium() {
         "keyboard: {reached:?}"
     );
     assert_eq!(seen["unlabelled"], json!([]), "{seen}");
+    // The activity panel counts what was called, by outcome.
+    let divide = seen["activity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row[0] == "divide")
+        .unwrap_or_else(|| panic!("{seen}"));
+    assert_eq!(divide[1], "1", "{seen}");
+    assert_eq!(divide[2], "DIVISION_BY_ZERO 1", "{seen}");
     assert_eq!(seen["consoleErrors"], json!([]), "{seen}");
     // The only refused requests are the ones the test made on purpose.
     let mut refused = texts(&seen["refusedLoads"]);
