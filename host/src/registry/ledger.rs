@@ -93,7 +93,12 @@ impl Ledger {
         if entry.plugin != plugin {
             entry.plugin = plugin.to_string();
         }
-        *entry.outcomes.entry(outcome.to_string()).or_default() += 1;
+        match entry.outcomes.get_mut(outcome) {
+            Some(count) => *count += 1,
+            None => {
+                entry.outcomes.insert(outcome.to_string(), 1);
+            }
+        }
         entry.counts[bucket] += 1;
         entry.sum_seconds += seconds;
         if entry.recent.last().map(|(m, _)| *m) != Some(minute) {
