@@ -51,6 +51,7 @@ async function signIn() {
       ? "This server does not know that token."
       : "This server needs a token: paste yours and sign in.";
     $("signout").hidden = !state.token;
+    $("signin").hidden = false;
     $("publish-section").hidden = true;
     setStatus("Signed out");
     $("token").focus();
@@ -65,6 +66,8 @@ async function signIn() {
   }[role] || role;
   $("who").textContent = json.name ? `Signed in as ${json.name} (${role}): you may ${can}.` : `Open server: you may ${can}.`;
   $("signout").hidden = !state.token;
+  // An open server takes no token: no sign-in form to wonder about.
+  $("signin").hidden = !json.name && !state.token;
   $("publish-section").hidden = role === "caller";
   $("publish-where").textContent = json.namespace
     ? `Your plugins go into namespace ${json.namespace}; their tools are served as ${json.namespace}__<tool>.`
@@ -254,6 +257,7 @@ function renderActivity(tools) {
       el("td", {}, ms(tool.recentP50Ms)),
       el("td", {}, ms(tool.recentP95Ms))));
   }
+  if (!tools.length) body.append(el("tr", {}, el("td", { colspan: "5" }, "No calls yet.")));
 }
 
 function onEvent(name, data) {
@@ -285,7 +289,7 @@ async function follow(generation) {
       if (state.lastEventId !== null) h["Last-Event-ID"] = state.lastEventId;
       const response = await fetch("/events", { headers: h });
       if (response.status !== 200) throw new Error(`HTTP ${response.status}`);
-      setStatus("Live");
+      setStatus("Live: this page follows the server as it changes");
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";

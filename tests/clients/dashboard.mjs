@@ -106,6 +106,7 @@ async function openMode() {
     const page = await openPage(browser);
     await page.waitForSelector('#tools li[data-tool="echo"]');
     await waitText(page, "#status", "Live");
+    seen.signInShownOnOpenServer = await page.$eval("#signin", (node) => node.offsetParent !== null);
     seen.listed = await page.$$eval("#tools li[data-tool]", (items) => items.map((item) => item.dataset.tool));
 
     // The payload is text: no <img> was made, nothing ran.
@@ -175,8 +176,8 @@ async function openMode() {
     await page.waitForSelector('#tools li[data-tool="get_weather_forecast"]', { timeout: 5000 }).catch(() => {});
     seen.listedAfter = await page.$$eval("#tools li[data-tool]", (items) => items.map((item) => item.dataset.tool));
 
-    // Keyboard: Tab reaches the sign-in field, the filter and a Try button.
-    await page.focus("#token");
+    // Keyboard: Tab from the top reaches the filter and the Try buttons.
+    await page.focus("#large-type");
     const reached = new Set();
     for (let i = 0; i < 12; i++) {
       await page.keyboard.press("Tab");
@@ -219,7 +220,7 @@ async function rolesMode() {
     await waitText(page, "#who", "Signed in as");
     await page.waitForSelector('#tools li[data-tool="echo"]');
     seen.caller = await text(page, "#who");
-    seen.publishHiddenForCaller = await page.$eval("#publish-section", (node) => node.hidden);
+    seen.publishHiddenForCaller = await page.$eval("#publish-section", (node) => node.hidden && node.offsetParent === null);
     await page.screenshot({ path: path.join(shots, "dashboard-caller.png") });
     await page.click("#signout");
     await waitText(page, "#who", "needs a token");

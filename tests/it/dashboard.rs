@@ -86,6 +86,7 @@ fn the_dashboard_lists_tries_and_publishes_in_chromium() {
     assert_eq!(seen["payloadShownAsText"], payload, "{seen}");
     assert_eq!(seen["imagesInPage"], 0, "{seen}");
     assert_eq!(seen["payloadRan"], false, "{seen}");
+    assert_eq!(seen["signInShownOnOpenServer"], false, "{seen}");
     assert!(
         seen["timings"]["dropToListedMs"].as_u64().unwrap() <= 2000,
         "{seen}"
