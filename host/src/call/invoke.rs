@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use crate::call::envelope::{Envelope, TextFormat, schema_problems};
 use crate::call::errors::ErrorCode;
-use crate::registry::{Registry, loader};
+use crate::registry::{Registry, layout};
 use crate::runtime::{CallClient, CallFailure};
 
 /// How long a call waits for a free slot of a plugin that is at its
@@ -165,7 +165,7 @@ async fn run_tool(
     // A person (a namespace) runs calls up to their share over all their
     // plugins, so that others' calls still find slots; a call over it
     // waits briefly, then is refused as BUSY.
-    let person = loader::namespace_of(&plugin.id);
+    let person = layout::namespace_of(&plugin.id);
     let _person_permit = match person {
         None => None,
         Some(namespace) => {

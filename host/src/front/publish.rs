@@ -28,7 +28,7 @@ use crate::call::errors::ErrorCode;
 use crate::front::guard::Requester;
 use crate::front::http::json_response;
 use crate::registry::Registry;
-use crate::registry::loader::is_valid_namespace;
+use crate::registry::layout::is_valid_namespace;
 use crate::registry::publish::{PublishError, Published};
 
 /// What publishing needs.

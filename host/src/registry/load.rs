@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::registry::events::LoadEventKind;
+use crate::registry::layout;
 use crate::registry::loader::{self, LoadError, LoadedPlugin, Version};
 use crate::registry::report::{PluginReport, PluginState};
 use crate::registry::tools::ToolListLimits;
@@ -84,7 +85,7 @@ impl Registry {
         let _ = self
             .folder
             .set(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
-        let layout = self.layout.get_or_init(|| loader::Layout::new(dir));
+        let layout = self.layout.get_or_init(|| layout::Layout::new(dir));
         let mut paths = layout.files().await?;
         let known: Vec<PathBuf> = self
             .snapshot()
@@ -183,7 +184,7 @@ impl Registry {
     pub(super) fn plugin_id(&self, path: &Path) -> Option<String> {
         match self.layout.get() {
             Some(layout) => layout.plugin_id(path),
-            None => loader::plugin_id(path),
+            None => layout::plugin_id(path),
         }
     }
 
@@ -262,7 +263,7 @@ async fn judge(
     id: &str,
     path: &Path,
 ) -> Verdict {
-    let source = match loader::read_source(path, loader::namespace_of(id).is_some()).await {
+    let source = match loader::read_source(path, layout::namespace_of(id).is_some()).await {
         Ok(source) => source,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Verdict::Gone,
         Err(error) if is_transient(&error) => {

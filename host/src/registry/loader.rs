@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
+use crate::registry::layout::namespace_of;
 use crate::registry::policy;
 use crate::registry::portability::{self, SchemaWarning};
 use crate::registry::tools::{self, Tool, ToolListError, ToolListLimits};
@@ -145,169 +146,6 @@ pub(crate) async fn read_source(path: &Path, namespaced: bool) -> std::io::Resul
     })
 }
 
-/// Where plugin files live: the folder's top level (plugins served under
-/// their own tool names) and one level of namespace folders below it
-/// (`ada/word_count.wasm`, plugin id `ada/word_count`, tools served as
-/// `ada__<tool>`). Anything deeper, hidden, or in a folder whose name is
-/// not a valid namespace is not a plugin file.
-#[derive(Debug, Clone)]
-pub(crate) struct Layout {
-    root: PathBuf,
-}
-
-impl Layout {
-    /// The layout of the folder `root`, as paths into it are written (the
-    /// watcher and the scan build their paths from the same `root`).
-    pub(crate) fn new(root: &Path) -> Layout {
-        Layout {
-            root: root.to_path_buf(),
-        }
-    }
-
-    /// The folder's top level.
-    pub(crate) fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// The plugin id of a file in the folder: its stem at the top level,
-    /// `namespace/stem` in a namespace folder; `None` for anything else.
-    pub(crate) fn plugin_id(&self, path: &Path) -> Option<String> {
-        let stem = plugin_stem(path)?;
-        let relative = path.strip_prefix(&self.root).ok()?;
-        let mut parts = relative.components();
-        let first = parts.next()?.as_os_str().to_str()?;
-        match (parts.next(), parts.next()) {
-            (None, _) => Some(stem),
-            // `_namespace` is the namespace's policy, never a plugin.
-            (Some(_), None)
-                if is_valid_namespace(first) && Some(stem.as_str()) != namespace_policy_stem() =>
-            {
-                Some(format!("{first}/{stem}"))
-            }
-            _ => None,
-        }
-    }
-
-    /// The plugin files a changed file affects: itself for `x.wasm`,
-    /// `x.wasm` for its policy `x.toml`, and every plugin of a namespace
-    /// for that namespace's `_namespace.toml`.
-    pub(crate) fn plugin_files_for(&self, path: &Path) -> Vec<PathBuf> {
-        let is_namespace_policy = path.file_name().and_then(|n| n.to_str())
-            == Some(policy::NAMESPACE_POLICY)
-            && path.parent().is_some_and(|dir| self.is_namespace_dir(dir));
-        if !is_namespace_policy {
-            return self.plugin_file_for(path).into_iter().collect();
-        }
-        let Ok(entries) = std::fs::read_dir(path.parent().unwrap_or(&self.root)) else {
-            return Vec::new();
-        };
-        entries
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .filter(|file| self.plugin_id(file).is_some())
-            .collect()
-    }
-
-    /// The plugin file a changed file belongs to: itself for `x.wasm`,
-    /// `x.wasm` for its policy `x.toml`; `None` for anything else.
-    pub(crate) fn plugin_file_for(&self, path: &Path) -> Option<PathBuf> {
-        let candidate = match path.extension()?.to_str()? {
-            "wasm" => path.to_path_buf(),
-            "toml" => path.with_extension("wasm"),
-            _ => return None,
-        };
-        self.plugin_id(&candidate).map(|_| candidate)
-    }
-
-    /// Whether `path` names a namespace folder (it need not exist).
-    pub(crate) fn is_namespace_dir(&self, path: &Path) -> bool {
-        path.parent() == Some(self.root.as_path())
-            && path
-                .file_name()
-                .and_then(|name| name.to_str())
-                .is_some_and(is_valid_namespace)
-    }
-
-    /// The namespace folders there are now.
-    pub(crate) fn namespace_dirs(&self) -> Vec<PathBuf> {
-        let Ok(entries) = std::fs::read_dir(&self.root) else {
-            return Vec::new();
-        };
-        entries
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .filter(|path| path.is_dir() && self.is_namespace_dir(path))
-            .collect()
-    }
-
-    /// Every plugin file in the folder now: the top level's and each
-    /// namespace folder's.
-    pub(crate) async fn files(&self) -> std::io::Result<Vec<PathBuf>> {
-        let mut files = Vec::new();
-        let mut entries = tokio::fs::read_dir(&self.root).await?;
-        while let Some(entry) = entries.next_entry().await? {
-            let path = entry.path();
-            let is_namespace = entry.file_type().await.is_ok_and(|kind| kind.is_dir())
-                && path
-                    .file_name()
-                    .and_then(|name| name.to_str())
-                    .is_some_and(is_valid_namespace);
-            if is_namespace {
-                // A namespace folder that cannot be read is skipped, not fatal.
-                if let Ok(mut inner) = tokio::fs::read_dir(&path).await {
-                    while let Ok(Some(entry)) = inner.next_entry().await {
-                        if self.plugin_id(&entry.path()).is_some() {
-                            files.push(entry.path());
-                        }
-                    }
-                }
-            } else if self.plugin_id(&path).is_some() {
-                files.push(path);
-            }
-        }
-        Ok(files)
-    }
-}
-
-fn namespace_policy_stem() -> Option<&'static str> {
-    policy::NAMESPACE_POLICY.strip_suffix(".toml")
-}
-
-/// The namespace of a plugin id, if it has one.
-pub(crate) fn namespace_of(id: &str) -> Option<&str> {
-    id.split_once('/').map(|(namespace, _)| namespace)
-}
-
-/// A namespace folder's name (a person's name, as the tokens file gives
-/// it): 1 to 24 letters, digits, `_` or `-`, starting with a letter, and
-/// never `__` (which separates a namespace from a tool name) nor a trailing
-/// `_`.
-pub(crate) fn is_valid_namespace(name: &str) -> bool {
-    (1..=24).contains(&name.len())
-        && name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
-        && !name.contains("__")
-        && !name.ends_with('_')
-}
-
-/// The stem of a plugin file: `*.wasm` files that are not hidden (editors
-/// and copy tools park hidden temporary files beside the real one).
-fn plugin_stem(path: &Path) -> Option<String> {
-    if path.extension()? != "wasm" {
-        return None;
-    }
-    let stem = path.file_stem()?.to_str()?;
-    (!stem.is_empty() && !stem.starts_with('.')).then(|| stem.to_string())
-}
-
-/// The plugin id of a file outside any folder (`toolhost check FILE`): its
-/// stem.
-pub(crate) fn plugin_id(path: &Path) -> Option<String> {
-    plugin_stem(path)
-}
-
 /// Who published the plugin at `file`, and when (RFC 3339), if it was
 /// published over HTTP (`publish.rs` writes the record).
 pub(crate) fn published_by(file: &Path) -> Option<(String, String)> {
@@ -432,6 +270,7 @@ pub(crate) fn default_share(max_calls: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::layout::Layout;
 
     #[test]
     fn only_visible_wasm_files_at_the_top_or_in_a_namespace_are_plugins() {

@@ -29,6 +29,7 @@
 //!   admitted by itself once the name is free again.
 
 pub mod events;
+pub mod layout;
 pub mod ledger;
 mod load;
 pub mod loader;
@@ -87,7 +88,7 @@ pub struct Registry {
     /// `toolhost dev` knows where to drop a component).
     folder: std::sync::OnceLock<PathBuf>,
     /// Which files in it are plugins, and their ids (set by the scan).
-    layout: std::sync::OnceLock<loader::Layout>,
+    layout: std::sync::OnceLock<layout::Layout>,
     /// One lock per plugin being published or removed over HTTP.
     publishing: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// What one person may hold and run (see [`shares`]).

@@ -26,7 +26,8 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::registry::Registry;
 use crate::registry::events::{LoadEvent, LoadEventKind};
-use crate::registry::loader::{content_hash, namespace_of, published_file};
+use crate::registry::layout::namespace_of;
+use crate::registry::loader::{content_hash, published_file};
 use crate::registry::report::{PluginReport, PluginState};
 use crate::registry::shares::{OverShare, check_storage};
 
@@ -238,7 +239,7 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::loader;
+    use crate::registry::layout;
 
     #[test]
     fn the_publish_record_is_hidden_beside_the_plugin() {
@@ -248,7 +249,7 @@ mod tests {
             Path::new("/p/ada/.echo.wasm.published")
         );
         assert!(
-            loader::Layout::new(Path::new("/p"))
+            layout::Layout::new(Path::new("/p"))
                 .plugin_id(&published_file(file))
                 .is_none()
         );

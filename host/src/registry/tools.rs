@@ -143,7 +143,7 @@ impl ToolListLimits {
 /// The served names of a plugin's tools: at the top level of the folder,
 /// the declared names (which may not contain `__`); in namespace `ns`,
 /// `ns__declared`. Namespaces never contain `__` (see
-/// `loader::is_valid_namespace`), so served names are unique across
+/// `layout::is_valid_namespace`), so served names are unique across
 /// namespaces, the same after every restart whatever the load order, tied
 /// visibly to their publisher, and within `^[a-zA-Z0-9_-]{1,64}$` whenever
 /// the declared name is.

@@ -15,7 +15,7 @@
 //! - Write-to-temp-then-rename shows up as a rename to the final name (a
 //!   hidden or non-`.wasm` temporary name is not a plugin and is ignored).
 //! - A change to a policy file (`x.toml`) reloads its plugin (`x.wasm`).
-//! - Namespace folders (`ada/x.wasm`, see `loader::Layout`) are followed
+//! - Namespace folders (`ada/x.wasm`, see `layout::Layout`) are followed
 //!   too, including ones created later, each watched on its own (never
 //!   recursively: a project's `target/` inside the folder must not cost a
 //!   watch per subfolder, nor wake the server while it builds); deeper
@@ -33,7 +33,7 @@ use notify::{Event, EventKind, RecursiveMode, Watcher as _};
 use tokio::time::Instant;
 
 use crate::registry::Registry;
-use crate::registry::loader;
+use crate::registry::layout;
 
 /// How long a file that is still open for writing must be quiet before it
 /// is read anyway.
@@ -96,7 +96,7 @@ pub(crate) fn watch(
         let _ = sender.send(event);
     })?;
     watcher.watch(dir, RecursiveMode::NonRecursive)?;
-    let layout = loader::Layout::new(dir);
+    let layout = layout::Layout::new(dir);
     for namespace in layout.namespace_dirs() {
         watcher.watch(&namespace, RecursiveMode::NonRecursive)?;
     }
@@ -181,7 +181,7 @@ pub(crate) fn watch(
 
 /// Starts a load job for every plugin file in the folder and every known
 /// one that is gone.
-async fn rescan(registry: &Arc<Registry>, layout: &loader::Layout) {
+async fn rescan(registry: &Arc<Registry>, layout: &layout::Layout) {
     let mut paths: Vec<PathBuf> = registry
         .snapshot()
         .plugins()
