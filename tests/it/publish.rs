@@ -462,6 +462,7 @@ fn push_and_dev_publish_from_the_attendees_own_folder() {
         out.contains("Authorization: Bearer $TOOLHOST_TOKEN"),
         "{out}"
     );
+    assert!(out.contains(r#"-d '{"text":"..."}'"#), "{out}");
     assert_eq!(
         call(&server, "ada__echo", "pushed")["content"][0]["text"],
         "pushed"

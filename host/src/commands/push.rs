@@ -74,7 +74,7 @@ impl PushOptions {
         Ok(match publisher.publish(&name, bytes).await? {
             Outcome::Live(report) => {
                 println!("live: {} ({})", report.tools.join(", "), report.id);
-                publisher.print_usage(&report);
+                publisher.print_usage(&report).await;
                 0
             }
             Outcome::Refused(reason) => {
@@ -178,18 +178,28 @@ impl Publisher {
         Ok(())
     }
 
-    /// How to call the first tool, with the token header.
-    pub(super) fn print_usage(&self, report: &PluginReport) {
+    /// How to call the first tool, with the token header and arguments
+    /// made from its input schema.
+    pub(super) async fn print_usage(&self, report: &PluginReport) {
         let Some(tool) = report.tools.first() else {
             return;
         };
+        let arguments = match self.request("GET", "/tools", None).await {
+            Ok((200, Value::Array(tools))) => tools
+                .iter()
+                .find(|listed| listed["name"] == tool.as_str())
+                .map(|listed| example_arguments(&listed["inputSchema"]))
+                .unwrap_or_else(|| serde_json::json!({})),
+            _ => serde_json::json!({}),
+        };
+        let arguments = arguments.to_string().replace('\'', "'\\''");
         let auth = if self.token.is_some() {
             " -H \"Authorization: Bearer $TOOLHOST_TOKEN\""
         } else {
             ""
         };
         println!(
-            "  try: curl -s -X POST {}/tools/{tool}{auth} -H 'Content-Type: application/json' -d '{{...}}'",
+            "  try: curl -s -X POST {}/tools/{tool}{auth} -H 'Content-Type: application/json' -d '{arguments}'",
             self.base
         );
         println!("  MCP: {}/mcp", self.base);
@@ -245,9 +255,61 @@ impl Publisher {
     }
 }
 
+/// Arguments that show the shape a tool takes: each required property
+/// with its default, first enum value, or a placeholder of its type.
+fn example_arguments(schema: &Value) -> Value {
+    let mut arguments = serde_json::Map::new();
+    let required = schema["required"].as_array().cloned().unwrap_or_default();
+    for name in required.iter().filter_map(Value::as_str) {
+        let property = &schema["properties"][name];
+        let value = if let Some(default) = property.get("default") {
+            default.clone()
+        } else if let Some(first) = property["enum"]
+            .as_array()
+            .and_then(|values| values.first())
+        {
+            first.clone()
+        } else {
+            match property["type"].as_str() {
+                Some("integer" | "number") => serde_json::json!(1),
+                Some("boolean") => serde_json::json!(true),
+                Some("array") => serde_json::json!([]),
+                Some("object") => example_arguments(property),
+                _ => serde_json::json!("..."),
+            }
+        };
+        arguments.insert(name.to_string(), value);
+    }
+    Value::Object(arguments)
+}
+
 /// The error message of an envelope, or the body as it is.
 fn message(body: &Value) -> String {
     body["error"]["message"]
         .as_str()
         .map_or_else(|| body.to_string(), str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn example_arguments_fill_required_properties_only() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "text": { "type": "string" },
+                "count": { "type": "integer" },
+                "mode": { "enum": ["fast", "slow"] },
+                "loud": { "type": "boolean", "default": false },
+                "optional": { "type": "string" }
+            },
+            "required": ["text", "count", "mode", "loud"]
+        });
+        assert_eq!(
+            example_arguments(&schema),
+            serde_json::json!({ "text": "...", "count": 1, "mode": "fast", "loud": false })
+        );
+    }
 }

@@ -124,7 +124,7 @@ impl Session {
                     }
                     if !self.shown_usage {
                         self.shown_usage = true;
-                        publisher.print_usage(&report);
+                        publisher.print_usage(&report).await;
                     }
                 }
                 Ok(Outcome::Refused(reason)) => {
