@@ -20,6 +20,7 @@ use tracing::Instrument;
 
 use crate::call::envelope::{Envelope, TextFormat, schema_problems};
 use crate::call::errors::ErrorCode;
+use crate::registry::loader::LoadedPlugin;
 use crate::registry::{Registry, layout};
 use crate::runtime::{CallClient, CallFailure};
 
@@ -107,7 +108,7 @@ pub async fn call_tool(
         Some(error) => error.code.clone(),
     };
     registry.ledger().record(
-        plugin.as_deref().map(|plugin| (name, plugin)),
+        plugin.as_deref().map(|plugin| (name, plugin.id.as_str())),
         &outcome,
         started.elapsed(),
     );
@@ -125,11 +126,11 @@ async fn run_call(
     arguments: Map<String, Value>,
     format: TextFormat,
     client: CallClient,
-) -> (Envelope, Option<String>) {
+) -> (Envelope, Option<Arc<LoadedPlugin>>) {
     let Some(entry) = registry.snapshot().tool(name).cloned() else {
         return (tool_not_found(registry, name), None);
     };
-    let plugin = entry.plugin.id.clone();
+    let plugin = entry.plugin.clone();
     let envelope = run_tool(registry, name, entry, arguments, format, client).await;
     (envelope, Some(plugin))
 }
@@ -161,44 +162,35 @@ async fn run_tool(
 
     tracing::Span::current().record("plugin", entry.plugin.id.as_str());
     let plugin = &entry.plugin;
-    let waited = Instant::now();
     // A person (a namespace) runs calls up to their share over all their
-    // plugins, so that others' calls still find slots; a call over it
-    // waits briefly, then is refused as BUSY.
-    let person = layout::namespace_of(&plugin.id);
-    let _person_permit = match person {
-        None => None,
-        Some(namespace) => {
-            let shares = registry.call_shares();
-            match tokio::time::timeout(BUSY_WAIT, shares.of(namespace).acquire_owned()).await {
-                Ok(Ok(permit)) => Some(permit),
-                _ => {
-                    tracing::warn!(
-                        code = %ErrorCode::Busy,
-                        "namespace is at its share of {} calls",
-                        shares.per_person()
-                    );
-                    return Envelope::host_error(
-                        ErrorCode::Busy,
-                        format!(
-                            "{namespace:?}'s tools are already running their share of {} calls at once; try again",
-                            shares.per_person()
-                        ),
-                        Some(json!({
-                            "plugin": plugin.id,
-                            "namespace": namespace,
-                            "maxCalls": shares.per_person(),
-                            "retryAfterMs": BUSY_WAIT.as_millis(),
-                        })),
-                    );
-                }
+    // plugins, so that others' calls still find slots; a plugin up to its
+    // own (`max_concurrent`). A call over either waits briefly, then is
+    // refused as BUSY.
+    let deadline = Instant::now() + BUSY_WAIT;
+    let mut _person_permit = None;
+    if let Some(slots) = &plugin.person_slots {
+        _person_permit = Some(match slot(slots, deadline).await {
+            Some(permit) => permit,
+            None => {
+                let namespace = layout::namespace_of(&plugin.id).unwrap_or_default();
+                let share = registry.call_shares().per_person();
+                tracing::warn!(code = %ErrorCode::Busy, "namespace is at its share of {share} calls");
+                return Envelope::host_error(
+                    ErrorCode::Busy,
+                    format!(
+                        "{namespace:?}'s tools are already running their share of {share} calls at once; try again"
+                    ),
+                    Some(json!({
+                        "plugin": plugin.id,
+                        "namespace": namespace,
+                        "maxCalls": share,
+                        "retryAfterMs": BUSY_WAIT.as_millis(),
+                    })),
+                );
             }
-        }
-    };
-    // A plugin takes calls up to its share (`max_concurrent`); likewise.
-    let left = BUSY_WAIT.saturating_sub(waited.elapsed());
-    let Ok(Ok(_permit)) = tokio::time::timeout(left, plugin.permits.clone().acquire_owned()).await
-    else {
+        });
+    }
+    let Some(_permit) = slot(&plugin.permits, deadline).await else {
         tracing::warn!(
             code = %ErrorCode::Busy,
             "plugin is at its maximum of {} calls",
@@ -230,6 +222,17 @@ async fn run_tool(
         Ok(Err(tool_error)) => Envelope::tool_error(tool_error, name),
         Err(failure) => call_failure(name, &entry.plugin.id, failure),
     }
+}
+
+/// A permit of `slots`, waiting until `deadline` at most.
+async fn slot(
+    slots: &Arc<tokio::sync::Semaphore>,
+    deadline: Instant,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    tokio::time::timeout_at(deadline.into(), slots.clone().acquire_owned())
+        .await
+        .ok()?
+        .ok()
 }
 
 pub(crate) fn tool_not_found(registry: &Registry, name: &str) -> Envelope {

@@ -138,12 +138,15 @@ impl Registry {
                 if !registry.is_newest(&id, generation) {
                     return (index, None);
                 }
+                let person_slots =
+                    layout::namespace_of(&id).map(|namespace| registry.call_shares.of(namespace));
                 let verdict = judge(
                     &registry.runtime,
                     &registry.list_limits,
                     &registry.snapshot(),
                     &id,
                     &path,
+                    person_slots,
                 )
                 .await;
                 (index, Some(verdict))
@@ -262,6 +265,7 @@ async fn judge(
     before: &Snapshot,
     id: &str,
     path: &Path,
+    person_slots: Option<Arc<tokio::sync::Semaphore>>,
 ) -> Verdict {
     let source = match loader::read_source(path, layout::namespace_of(id).is_some()).await {
         Ok(source) => source,
@@ -284,7 +288,10 @@ async fn judge(
         return Verdict::Unchanged;
     }
     match loader::load(runtime, limits, id, path, source).await {
-        Ok(plugin) => Verdict::Loaded(plugin),
+        Ok(plugin) => Verdict::Loaded(LoadedPlugin {
+            person_slots,
+            ..plugin
+        }),
         Err(reason) => Verdict::Refused { version, reason },
     }
 }

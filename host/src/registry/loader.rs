@@ -64,6 +64,10 @@ pub struct LoadedPlugin {
     /// never hold every slot.
     pub(crate) permits: Arc<tokio::sync::Semaphore>,
     pub(crate) max_concurrent: usize,
+    /// The call slots its person (namespace) shares over all their plugins
+    /// (`registry/shares.rs`), found once when it is loaded; `None` at the
+    /// top level.
+    pub(crate) person_slots: Option<Arc<tokio::sync::Semaphore>>,
     pub(crate) tools: Vec<Arc<Tool>>,
     /// Input-schema constructs a major LLM API refuses (never a rejection).
     pub(crate) schema_warnings: Vec<SchemaWarning>,
@@ -254,6 +258,7 @@ pub(crate) async fn load(
         compiled,
         permits: Arc::new(tokio::sync::Semaphore::new(max_concurrent)),
         max_concurrent,
+        person_slots: None,
         grants: Arc::new(grants),
         tools,
         schema_warnings,

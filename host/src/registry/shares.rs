@@ -102,7 +102,8 @@ impl CallShares {
         self.per_person
     }
 
-    /// The call slots of `namespace`.
+    /// The call slots of `namespace`: looked up once when one of its
+    /// plugins loads (`LoadedPlugin::person_slots`), never per call.
     pub(crate) fn of(&self, namespace: &str) -> Arc<Semaphore> {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         slots
