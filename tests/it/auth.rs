@@ -37,33 +37,14 @@ fn request(
     token: Option<&str>,
     body: &str,
 ) -> (u16, Value) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let url = format!("{}{path}", server.base);
-    let mut response = match method {
-        "GET" => {
-            let mut request = agent.get(&url);
-            if let Some(token) = token {
-                request = request.header("Authorization", &format!("Bearer {token}"));
-            }
-            request.call().unwrap()
-        }
-        _ => {
-            let mut request = agent
-                .post(&url)
-                .header("Content-Type", "application/json")
-                .header("Accept", "application/json, text/event-stream");
-            if let Some(token) = token {
-                request = request.header("Authorization", &format!("Bearer {token}"));
-            }
-            request.send(body).unwrap()
-        }
-    };
-    let status = response.status().as_u16();
-    let text = response.body_mut().read_to_string().unwrap_or_default();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    crate::support::send(
+        server,
+        method,
+        path,
+        token,
+        "application/json",
+        body.as_bytes(),
+    )
 }
 
 #[test]

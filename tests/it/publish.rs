@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::support::{Server, example, file_hash, plugin_dir, variant_of};
+use crate::support::{Server, example, file_hash, plugin_dir, send, variant_of};
 
 pub(crate) const ADMIN: &str = "bob-secret-0123456789";
 pub(crate) const ADA: &str = "ada-secret-0123456789";
@@ -31,51 +31,6 @@ pub(crate) fn tokens_file(dir: &Path) -> PathBuf {
     )
     .unwrap();
     file
-}
-
-/// `(status, body)` of one request.
-pub(crate) fn send(
-    server: &Server,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    kind: &str,
-    body: &[u8],
-) -> (u16, Value) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let url = format!("{}{path}", server.base);
-    let auth = token.map(|token| format!("Bearer {token}"));
-    let mut response = match method {
-        "GET" | "DELETE" => {
-            let mut request = if method == "GET" {
-                agent.get(&url)
-            } else {
-                agent.delete(&url)
-            };
-            if let Some(auth) = &auth {
-                request = request.header("Authorization", auth);
-            }
-            request.call().unwrap()
-        }
-        _ => {
-            let mut request = if method == "POST" {
-                agent.post(&url)
-            } else {
-                agent.put(&url)
-            }
-            .header("Content-Type", kind);
-            if let Some(auth) = &auth {
-                request = request.header("Authorization", auth);
-            }
-            request.send(body).unwrap()
-        }
-    };
-    let status = response.status().as_u16();
-    let text = response.body_mut().read_to_string().unwrap_or_default();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
 /// Calls a tool as the admin; its envelope.

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::publish::{ADA, ADMIN, CAROL, contents, put, send, tokens_file};
+use crate::publish::{ADA, ADMIN, CAROL, contents, put, tokens_file};
+use crate::support::send;
 use crate::support::{Server, example, fixture, plugin_dir, variant_of};
 
 /// `source` with a custom section of `extra` bytes appended: the same

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::publish::{ADMIN, put, send};
+use crate::publish::{ADMIN, put};
+use crate::support::send;
 use crate::support::{Server, example, plugin_dir, python_venv, repo_root, variant_of};
 
 const ATTENDEES: usize = 30;

@@ -653,3 +653,50 @@ fn humantime_like(timestamp: &str) -> bool {
             }
         })
 }
+
+/// `(status, body)` of one request with an optional bearer token; a body
+/// of type `kind` for POST and PUT (which also accept an MCP answer).
+pub fn send(
+    server: &Server,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    kind: &str,
+    body: &[u8],
+) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let url = format!("{}{path}", server.base);
+    let auth = token.map(|token| format!("Bearer {token}"));
+    let mut response = match method {
+        "GET" | "DELETE" => {
+            let mut request = if method == "GET" {
+                agent.get(&url)
+            } else {
+                agent.delete(&url)
+            };
+            if let Some(auth) = &auth {
+                request = request.header("Authorization", auth);
+            }
+            request.call().unwrap()
+        }
+        _ => {
+            let mut request = if method == "POST" {
+                agent.post(&url)
+            } else {
+                agent.put(&url)
+            }
+            .header("Content-Type", kind)
+            .header("Accept", "application/json, text/event-stream");
+            if let Some(auth) = &auth {
+                request = request.header("Authorization", auth);
+            }
+            request.send(body).unwrap()
+        }
+    };
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
