@@ -27,13 +27,13 @@ fn scaffold_target() -> PathBuf {
 }
 
 /// `toolhost dev`, its terminal output collected line by line.
-struct Dev {
+pub(crate) struct Dev {
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl Dev {
-    fn start(project: &Path, args: &[&str]) -> Dev {
+    pub(crate) fn start(project: &Path, args: &[&str]) -> Dev {
         let mut child = Command::new(toolhost_bin())
             .arg("dev")
             .arg(project)
@@ -61,13 +61,13 @@ impl Dev {
         Dev { child, lines }
     }
 
-    fn output(&self) -> String {
+    pub(crate) fn output(&self) -> String {
         self.lines.lock().unwrap().join("\n")
     }
 
     /// Waits for the `count`-th line containing `needle`; all output since
     /// the start on failure.
-    fn wait_for(&self, needle: &str, count: usize, within: Duration) -> String {
+    pub(crate) fn wait_for(&self, needle: &str, count: usize, within: Duration) -> String {
         let started = Instant::now();
         loop {
             let found: Vec<String> = self

@@ -480,36 +480,13 @@ fn push_and_dev_publish_from_the_attendees_own_folder() {
         .output()
         .unwrap();
     assert!(created.status.success(), "{created:?}");
-    let mut dev = Command::new(toolhost_bin())
-        .arg("dev")
-        .arg(work.path().join("greet_py"))
-        .args(["--server", &server.base, "--token", CAROL])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = dev.stdout.take().unwrap();
-    let (lines, seen) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = lines.send(line);
-        }
-    });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
-    let mut printed = String::new();
-    while !printed.contains("live in") {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match seen.recv_timeout(left) {
-            Ok(line) => printed.push_str(&(line + "\n")),
-            Err(_) => panic!("dev --server did not publish; it printed:\n{printed}"),
-        }
-    }
-    let _ = dev.kill();
-    let _ = dev.wait();
+    let dev = crate::dev::Dev::start(
+        &work.path().join("greet_py"),
+        &["--server", &server.base, "--token", CAROL],
+    );
+    dev.wait_for("live in", 1, std::time::Duration::from_secs(180));
+    let printed = dev.output();
+    drop(dev);
     assert!(printed.contains("carol/greet_py"), "{printed}");
     assert!(printed.contains("carol__greet_py"), "{printed}");
     let body = json!({ "name": "Ada" }).to_string();
