@@ -205,54 +205,73 @@ impl Publisher {
         println!("  MCP: {}/mcp", self.base);
     }
 
-    /// One request, off the async workers (the client is blocking).
     async fn request(
         &self,
         method: &'static str,
         path: &str,
         body: Option<Vec<u8>>,
     ) -> anyhow::Result<(u16, Value)> {
-        let url = format!("{}{path}", self.base);
-        let token = self.token.clone();
-        let base = self.base.clone();
-        tokio::task::spawn_blocking(move || {
-            let agent: ureq::Agent = ureq::Agent::config_builder()
-                .timeout_global(Some(Duration::from_secs(180)))
-                .http_status_as_error(false)
-                .build()
-                .into();
-            let auth = token.map(|token| format!("Bearer {token}"));
-            let response = match (method, body) {
-                ("PUT", Some(body)) => {
-                    let mut request = agent.put(&url).header("Content-Type", "application/wasm");
-                    if let Some(auth) = &auth {
-                        request = request.header("Authorization", auth);
-                    }
-                    request.send(&body[..])
-                }
-                ("DELETE", _) => {
-                    let mut request = agent.delete(&url);
-                    if let Some(auth) = &auth {
-                        request = request.header("Authorization", auth);
-                    }
-                    request.call()
-                }
-                _ => {
-                    let mut request = agent.get(&url);
-                    if let Some(auth) = &auth {
-                        request = request.header("Authorization", auth);
-                    }
-                    request.call()
-                }
-            };
-            let mut response = response
-                .map_err(|error| anyhow::anyhow!("cannot reach the server at {base}: {error}"))?;
-            let status = response.status().as_u16();
-            let text = response.body_mut().read_to_string().unwrap_or_default();
-            Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
-        })
-        .await?
+        request(
+            &self.base,
+            self.token.as_deref(),
+            (method, path),
+            body,
+            Duration::from_secs(180),
+        )
+        .await
     }
+}
+
+/// One request to a toolhost server at `base`, as the holder of `token`,
+/// off the async workers (the client is blocking): its status and JSON
+/// body (`null` when the body is not JSON). `body` is a component, for PUT.
+/// `dev` reads `/plugins` with it too.
+pub(super) async fn request(
+    base: &str,
+    token: Option<&str>,
+    (method, path): (&'static str, &str),
+    body: Option<Vec<u8>>,
+    timeout: Duration,
+) -> anyhow::Result<(u16, Value)> {
+    let url = format!("{base}{path}");
+    let auth = token.map(|token| format!("Bearer {token}"));
+    let base = base.to_string();
+    tokio::task::spawn_blocking(move || {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let response = match (method, body) {
+            ("PUT", Some(body)) => {
+                let mut request = agent.put(&url).header("Content-Type", "application/wasm");
+                if let Some(auth) = &auth {
+                    request = request.header("Authorization", auth);
+                }
+                request.send(&body[..])
+            }
+            ("DELETE", _) => {
+                let mut request = agent.delete(&url);
+                if let Some(auth) = &auth {
+                    request = request.header("Authorization", auth);
+                }
+                request.call()
+            }
+            _ => {
+                let mut request = agent.get(&url);
+                if let Some(auth) = &auth {
+                    request = request.header("Authorization", auth);
+                }
+                request.call()
+            }
+        };
+        let mut response = response
+            .map_err(|error| anyhow::anyhow!("cannot reach the server at {base}: {error}"))?;
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+    })
+    .await?
 }
 
 /// Arguments that show the shape a tool takes: each required property

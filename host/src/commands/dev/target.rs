@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::Host;
-use crate::commands::push::Publisher;
+use crate::commands::push::{Publisher, request};
 use crate::registry::report::{PluginReport, PluginsReport};
 
 /// How long the server may take to load a new version.
@@ -90,24 +90,16 @@ pub(super) struct Server {
 
 impl Server {
     async fn plugins(&self) -> Option<PluginsReport> {
-        let url = format!("{}/plugins", self.base);
-        let token = self.token.clone();
-        tokio::task::spawn_blocking(move || {
-            let agent = ureq::Agent::config_builder()
-                .timeout_global(Some(Duration::from_secs(5)))
-                .http_status_as_error(false)
-                .build()
-                .new_agent();
-            let mut request = agent.get(&url);
-            if let Some(token) = token {
-                request = request.header("Authorization", &format!("Bearer {token}"));
-            }
-            let mut response = request.call().ok()?;
-            response.body_mut().read_json::<PluginsReport>().ok()
-        })
+        let (_, body) = request(
+            &self.base,
+            self.token.as_deref(),
+            ("GET", "/plugins"),
+            None,
+            Duration::from_secs(5),
+        )
         .await
-        .ok()
-        .flatten()
+        .ok()?;
+        serde_json::from_value(body).ok()
     }
 
     /// The folder the server serves, if a toolhost answers.
