@@ -50,8 +50,8 @@ async function signIn() {
     $("who").textContent = state.token
       ? "This server does not know that token."
       : "This server needs a token: paste yours and sign in.";
+    showSignIn(true);
     $("signout").hidden = !state.token;
-    $("signin").hidden = false;
     $("publish-section").hidden = true;
     setStatus("Signed out");
     $("token").focus();
@@ -65,14 +65,21 @@ async function signIn() {
     caller: "list and call tools (not publish)",
   }[role] || role;
   $("who").textContent = json.name ? `Signed in as ${json.name} (${role}): you may ${can}.` : `Open server: you may ${can}.`;
-  $("signout").hidden = !state.token;
   // An open server takes no token: no sign-in form to wonder about.
+  // Signed in, the form shrinks to "Sign out".
   $("signin").hidden = !json.name && !state.token;
+  showSignIn(!state.token);
+  $("signout").hidden = !state.token;
   $("publish-section").hidden = role === "caller";
   $("publish-where").textContent = json.namespace
     ? `Your plugins go into namespace ${json.namespace}; their tools are served as ${json.namespace}__<tool>.`
     : "Plugins go to the top level of the server's folder.";
   return true;
+}
+
+/// Shows or hides the token field and its button (not "Sign out").
+function showSignIn(shown) {
+  for (const node of [$("token"), $("token").labels[0], $("signin-button")]) node.hidden = !shown;
 }
 
 $("signin").addEventListener("submit", async (event) => {
@@ -147,7 +154,8 @@ function renderTools() {
       schemas));
   }
   if (!list.children.length) {
-    list.append(el("li", {}, state.tools.length ? "No tool matches the filter." : "No tools are live yet."));
+    const empty = !state.me ? "Sign in to see the tools." : state.tools.length ? "No tool matches the filter." : "No tools are live yet.";
+    list.append(el("li", {}, empty));
   }
 }
 
@@ -232,14 +240,27 @@ function renderPlugins() {
     const cell = el("td", { class: `state-${stateText}` }, `${stateText}${compiler}`);
     if (plugin.reason) cell.append(el("div", { class: "reason" }, plugin.reason));
     if (plugin.serving) cell.append(el("div", { class: "note" }, "the previous version serves on"));
-    const published = plugin.publishedBy ? `${plugin.publishedBy}, ${plugin.publishedAt || ""}` : "";
     body.append(el("tr", { "data-plugin": plugin.id },
       el("td", {}, plugin.id),
       cell,
       el("td", {}, (plugin.tools || []).join(", ")),
-      el("td", {}, published)));
+      publishedCell(plugin)));
   }
-  if (!plugins.length) body.append(el("tr", {}, el("td", { colspan: "4" }, "No plugin files yet.")));
+  if (!plugins.length) {
+    const empty = state.me ? "No plugin files yet." : "Sign in to see the plugins.";
+    body.append(el("tr", {}, el("td", { colspan: "4" }, empty)));
+  }
+}
+
+/// Who published a plugin and when, in the reader's local time (the
+/// exact UTC instant on hover).
+function publishedCell(plugin) {
+  if (!plugin.publishedBy) return el("td", {}, "");
+  const at = plugin.publishedAt ? new Date(plugin.publishedAt) : null;
+  const when = at && !Number.isNaN(at.getTime())
+    ? at.toLocaleString(undefined, { dateStyle: "short", timeStyle: "medium" })
+    : "";
+  return el("td", plugin.publishedAt ? { title: plugin.publishedAt } : {}, when ? `${plugin.publishedBy}, ${when}` : plugin.publishedBy);
 }
 
 function renderActivity(tools) {
@@ -272,12 +293,28 @@ function onEvent(name, data) {
     return;
   }
   if (!data || !data.plugin) return;
+  // A refused upload is rejected, then its file goes: say so, not "Removed".
+  const wasRejected = state.plugins.get(data.plugin)?.state === "rejected";
   if (name === "removed") state.plugins.delete(data.plugin);
   else state.plugins.set(data.plugin, data.report);
   renderPlugins();
   if (["loaded", "replaced", "removed"].includes(name)) loadTools();
+  if (name === "rejected") noteRejection(data.plugin, data.report);
   if (name === "rejected") setStatus(`Rejected: ${data.plugin}`);
+  else if (name === "removed" && wasRejected) setStatus(`Rejected: ${data.plugin}; nothing of it stays`);
   else setStatus(`${name[0].toUpperCase()}${name.slice(1)}: ${data.plugin}`);
+}
+
+/// Keeps the last rejections in view: a refused upload leaves no file, so
+/// its row goes again at once, but the instructor still sees it and why.
+function noteRejection(plugin, report) {
+  const list = $("rejections");
+  const when = new Date().toLocaleTimeString();
+  const reason = (report && report.reason) || "no reason given";
+  list.prepend(el("li", { "data-plugin": plugin },
+    el("strong", {}, plugin), ` at ${when}: `, el("span", { class: "reason" }, reason)));
+  while (list.children.length > 10) list.lastElementChild.remove();
+  $("rejections-box").hidden = false;
 }
 
 /// Follows /events with fetch (an EventSource cannot send a token),
@@ -338,10 +375,15 @@ async function publish(file) {
   const { status, json } = await api("PUT", `/plugins/${id.split("/").map(encodeURIComponent).join("/")}`, bytes, "application/wasm");
   const took = performance.now() - started;
   if (status === 200 || status === 201) {
+    await loadTools();
+    const tries = (json.tools || []).map((name) => {
+      const button = el("button", { type: "button", class: "secondary", "aria-label": `Try ${name}` }, name);
+      button.addEventListener("click", () => selectTool(name));
+      return button;
+    });
     out.replaceChildren(
       el("p", { class: "ok" }, `Live in ${took.toFixed(0)} ms: ${json.id}`),
-      el("p", {}, `Tools: ${(json.tools || []).join(", ") || "(none)"}`));
-    await loadTools();
+      el("p", { class: "tries" }, "Tools (press one to try it): ", ...(tries.length ? tries : ["(none)"])));
   } else {
     const error = (json && json.error) || {};
     const reason = (error.details && error.details.reason) || error.message || `HTTP ${status}`;
@@ -351,17 +393,23 @@ async function publish(file) {
   }
 }
 
+// A file dropped anywhere on the page is published (when this person may
+// publish); the browser never navigates away to show it.
 const zone = $("dropzone");
-zone.addEventListener("dragover", (event) => {
+const mayPublish = () => !$("publish-section").hidden;
+document.addEventListener("dragover", (event) => {
   event.preventDefault();
-  zone.classList.add("over");
+  if (event.dataTransfer) event.dataTransfer.dropEffect = mayPublish() ? "copy" : "none";
+  zone.classList.toggle("over", mayPublish());
 });
-zone.addEventListener("dragleave", () => zone.classList.remove("over"));
-zone.addEventListener("drop", (event) => {
+document.addEventListener("dragleave", (event) => {
+  if (!event.relatedTarget) zone.classList.remove("over");
+});
+document.addEventListener("drop", (event) => {
   event.preventDefault();
   zone.classList.remove("over");
   const file = event.dataTransfer && event.dataTransfer.files && event.dataTransfer.files[0];
-  if (file) publish(file);
+  if (file && mayPublish()) publish(file);
 });
 $("file").addEventListener("change", () => {
   const file = $("file").files[0];

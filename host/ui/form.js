@@ -78,7 +78,8 @@ function field(container, name, schema, required, path) {
       const select = el("select", { id, name: path, ...described, ...(required ? { "aria-required": "true" } : {}) });
       if (!required) select.append(el("option", { value: "" }, "(not set)"));
       schema.enum.forEach((option, index) => {
-        const opt = el("option", { value: String(index) }, JSON.stringify(option));
+        // A string reads as itself; any other value as its JSON.
+        const opt = el("option", { value: String(index) }, typeof option === "string" ? option : JSON.stringify(option));
         if (hasDefault && JSON.stringify(schema.default) === JSON.stringify(option)) opt.selected = true;
         select.append(opt);
       });

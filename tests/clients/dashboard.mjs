@@ -87,16 +87,18 @@ async function fillByLabel(page, label, value) {
   await page.type(`[id="${id}"]`, value);
 }
 
-async function dropFile(page, file, name) {
+/// Drops a file on the element `target` (a CSS selector): the drop zone,
+/// or anywhere else on the page.
+async function dropFile(page, file, name, target = "#dropzone") {
   const bytes = fs.readFileSync(file).toString("base64");
-  await page.evaluate((b64, fileName) => {
+  await page.evaluate((b64, fileName, selector) => {
     const raw = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
     const transfer = new DataTransfer();
     transfer.items.add(new File([raw], fileName, { type: "application/wasm" }));
-    const zone = document.getElementById("dropzone");
+    const zone = document.querySelector(selector);
     zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: transfer, bubbles: true, cancelable: true }));
     zone.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
-  }, bytes, name);
+  }, bytes, name, target);
 }
 
 async function openMode() {
@@ -165,7 +167,8 @@ async function openMode() {
     await input.uploadFile(files.conformance);
     await waitText(page, "#publish-result", "Live in", 60000);
     seen.publishedByInput = await text(page, "#publish-result");
-    await dropFile(page, files.weather, "weather.wasm");
+    // Dropped on the page's heading, outside the drop zone: still published.
+    await dropFile(page, files.weather, "weather.wasm", "h1");
     await waitText(page, "#publish-result", "weather", 60000);
     await waitText(page, "#publish-result", "Live in", 60000);
     seen.publishedByDrop = await text(page, "#publish-result");
@@ -173,6 +176,9 @@ async function openMode() {
     await dropFile(page, files.echoVariant, "echo-variant.wasm");
     await waitText(page, "#publish-result", "Refused", 60000);
     seen.refusedDrop = await text(page, "#publish-result");
+    // The refused upload left no file and no row, but the page keeps it.
+    await waitText(page, "#rejections", "echo_again", 10000);
+    seen.rejections = await text(page, "#rejections");
     await page.waitForSelector('#tools li[data-tool="get_weather_forecast"]', { timeout: 5000 }).catch(() => {});
     seen.listedAfter = await page.$$eval("#tools li[data-tool]", (items) => items.map((item) => item.dataset.tool));
 
@@ -212,6 +218,7 @@ async function rolesMode() {
     await waitText(page, "#who", "needs a token");
     seen.signedOut = await text(page, "#who");
     seen.publishHiddenSignedOut = await page.$eval("#publish-section", (node) => node.hidden);
+    seen.toolsSignedOut = await text(page, "#tools");
     const signIn = async (token) => {
       await page.type("#token", token);
       await page.click("#signin-button");
@@ -220,6 +227,7 @@ async function rolesMode() {
     await waitText(page, "#who", "Signed in as");
     await page.waitForSelector('#tools li[data-tool="echo"]');
     seen.caller = await text(page, "#who");
+    seen.tokenFieldShownSignedIn = await page.$eval("#token", (node) => node.offsetParent !== null);
     seen.publishHiddenForCaller = await page.$eval("#publish-section", (node) => node.hidden && node.offsetParent === null);
     await page.screenshot({ path: path.join(shots, "dashboard-caller.png") });
     await page.click("#signout");

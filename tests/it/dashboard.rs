@@ -134,6 +134,12 @@ fn the_dashboard_lists_tries_and_publishes_in_chromium() {
         refused.contains("PLUGIN_REJECTED") && refused.contains("echo"),
         "{seen}"
     );
+    // Everyone's page keeps the refused upload and its reason in view.
+    let rejections = seen["rejections"].as_str().unwrap();
+    assert!(
+        rejections.contains("echo_again") && rejections.contains("already provided"),
+        "{seen}"
+    );
     assert!(
         texts(&seen["listedAfter"]).contains(&"get_weather_forecast"),
         "{seen}"
@@ -181,6 +187,13 @@ fn the_dashboard_shows_each_role_what_it_may_do() {
         &json!({ "caller": crate::publish::DAVE, "publisher": crate::publish::ADA }),
     );
     assert_eq!(seen["publishHiddenSignedOut"], true, "{seen}");
+    // Signed out, the page says why it lists nothing, not "no tools".
+    assert_eq!(
+        seen["toolsSignedOut"], "Sign in to see the tools.",
+        "{seen}"
+    );
+    // Signed in, the token field gives way to "Sign out".
+    assert_eq!(seen["tokenFieldShownSignedIn"], false, "{seen}");
     assert!(
         seen["caller"].as_str().unwrap().contains("dave (caller)"),
         "{seen}"
