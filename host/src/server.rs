@@ -24,6 +24,7 @@ use crate::front::listener::{self, ConnectionLimits};
 use crate::front::mcp::McpFront;
 use crate::front::mcp::http::{self as mcp_http, McpHttpSettings};
 use crate::front::mcp::stdio;
+use crate::front::metrics;
 use crate::front::publish;
 use crate::front::rest::{self, RestSettings};
 use crate::front::ui;
@@ -60,6 +61,8 @@ pub struct Settings {
     /// Browser origins (`scheme://host[:port]`) allowed to call across
     /// origins (CORS); none by default.
     pub cors_origins: Vec<String>,
+    /// The least role that may read `GET /metrics` (with tokens).
+    pub(crate) metrics_role: Role,
 }
 
 impl Default for Settings {
@@ -76,6 +79,7 @@ impl Default for Settings {
             session_idle: Duration::from_secs(300),
             max_plugin_bytes: 64 * 1024 * 1024,
             cors_origins: Vec::new(),
+            metrics_role: Role::Metrics,
         }
     }
 }
@@ -146,6 +150,13 @@ async fn serve(
         guard.without_token(),
     )
     .merge(guarded(ui::router(), guard.without_token()))
+    .merge(guarded(
+        metrics::router(registry.clone()),
+        GuardSettings {
+            needs: Some(settings.metrics_role),
+            ..guard.clone()
+        },
+    ))
     .merge(guarded(
         publish::router(registry.clone(), settings.max_plugin_bytes),
         guard.clone(),

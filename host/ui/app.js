@@ -57,6 +57,16 @@ async function signIn() {
     $("token").focus();
     return false;
   }
+  if (status === 403) {
+    // A scrape-only token: it reads /metrics and nothing this page shows.
+    state.me = null;
+    $("who").textContent = "This token may only read /metrics; sign in with another to use this page.";
+    showSignIn(true);
+    $("signout").hidden = false;
+    $("publish-section").hidden = true;
+    setStatus("Signed out");
+    return false;
+  }
   state.me = json;
   const role = json.role;
   const can = {

@@ -14,6 +14,7 @@ mod events;
 mod hostile;
 mod languages;
 mod mcp;
+mod metrics;
 mod protocol;
 mod publish;
 mod reload;

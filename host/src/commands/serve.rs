@@ -10,6 +10,7 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use super::options::{HostOptions, HttpOptions};
+use crate::front::auth::Role;
 use crate::server::Settings;
 use crate::{Host, HostConfig};
 
@@ -34,7 +35,7 @@ pub(super) struct ServeOptions {
     pub(super) token: Option<String>,
     /// People and their roles: a TOML file with one `[[token]]` table per
     /// person (`name`, `secret` or `sha256`, `role` = admin | publisher |
-    /// caller), reloaded when it changes. With neither this nor `--token`,
+    /// caller | metrics), reloaded when it changes. With neither this nor `--token`,
     /// every route is open (loopback's single-user default).
     #[arg(long, env = "TOOLHOST_TOKENS")]
     pub(super) tokens: Option<std::path::PathBuf>,
@@ -56,6 +57,11 @@ pub(super) struct ServeOptions {
         value_delimiter = ','
     )]
     cors_origins: Vec<String>,
+    /// The least role whose token may read `GET /metrics` when tokens are
+    /// configured: metrics (a scrape-only token, and every role above it),
+    /// caller, publisher or admin. Open with no tokens, like every route.
+    #[arg(long, env = "TOOLHOST_METRICS_ROLE", default_value = "metrics", value_parser = parse_role)]
+    metrics_role: Role,
     /// How long a plugin file must be quiet before it is (re)loaded, in ms.
     #[arg(long, env = "TOOLHOST_DEBOUNCE_MS", default_value_t = 50)]
     debounce_ms: u64,
@@ -169,7 +175,20 @@ impl ServeOptions {
             session_idle: Duration::from_secs(self.session_idle_secs),
             max_plugin_bytes: (self.max_plugin_mib as usize) * 1024 * 1024,
             cors_origins: self.cors_origins.clone(),
+            metrics_role: self.metrics_role,
         }
+    }
+}
+
+fn parse_role(text: &str) -> Result<Role, String> {
+    match text {
+        "metrics" => Ok(Role::Metrics),
+        "caller" => Ok(Role::Caller),
+        "publisher" => Ok(Role::Publisher),
+        "admin" => Ok(Role::Admin),
+        other => Err(format!(
+            "{other:?} is not a role: metrics, caller, publisher or admin"
+        )),
     }
 }
 

@@ -10,7 +10,7 @@
 //! name = "ada"            # who: logs and reports name them
 //! secret = "…"            # the bearer token itself, or:
 //! # sha256 = "hex…"       # its SHA-256, so the file holds no secret
-//! role = "publisher"      # admin | publisher | caller
+//! role = "publisher"      # admin | publisher | caller | metrics
 //! ```
 //!
 //! and from `--token T`, the one-admin shortcut (named `admin`). With
@@ -22,7 +22,10 @@
 //! - `admin`: everything;
 //! - `publisher`: what a caller may, and (with publishing) their own
 //!   namespace;
-//! - `caller`: list and call tools.
+//! - `caller`: list and call tools;
+//! - `metrics`: read `GET /metrics` only (a scrape token for Prometheus;
+//!   `--metrics-role` sets the least role that may read it, `metrics` by
+//!   default, so every role above may too).
 //!
 //! A token is compared by its SHA-256 digest, in constant time against
 //! every person's digest (`subtle`), so neither its value nor which entry
@@ -41,6 +44,7 @@ use subtle::ConstantTimeEq;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Role {
+    Metrics,
     Caller,
     Publisher,
     Admin,
@@ -49,6 +53,7 @@ pub(crate) enum Role {
 impl Role {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
+            Role::Metrics => "metrics",
             Role::Caller => "caller",
             Role::Publisher => "publisher",
             Role::Admin => "admin",

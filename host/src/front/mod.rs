@@ -24,6 +24,7 @@ pub(crate) mod http;
 pub(crate) mod linger;
 pub(crate) mod listener;
 pub(crate) mod mcp;
+pub(crate) mod metrics;
 pub(crate) mod openapi;
 pub(crate) mod publish;
 pub(crate) mod rest;

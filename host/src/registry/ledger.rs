@@ -8,7 +8,7 @@
 //!   the call gets an entry of its own. A call to a name that is not a
 //!   tool (a typo, a probe) counts under [`UNKNOWN_TOOL`].
 //! - Durations go into fixed buckets from 100 µs to 30 s ([`BUCKETS`]),
-//!   kept for all time (a Prometheus histogram) and per minute for the last
+//!   kept for all time by outcome (a Prometheus histogram) and per minute for the last
 //!   [`RECENT_MINUTES`] minutes (the dashboard's p50 and p95, estimated
 //!   within the bucket).
 //! - Recording takes one read lock on the tool map and one short lock on
@@ -35,16 +35,22 @@ pub(crate) const UNKNOWN_TOOL: &str = "";
 
 type Counts = [u64; BUCKETS.len() + 1];
 
+/// The all-time durations of one tool's calls with one outcome.
+#[derive(Default, Clone)]
+struct Durations {
+    counts: Counts,
+    sum_seconds: f64,
+}
+
 /// Everything counted for one served tool (of one plugin).
 #[derive(Default)]
 struct ToolEntry {
     plugin: String,
-    /// Calls by outcome: `ok` or an error code.
-    outcomes: BTreeMap<String, u64>,
-    /// All-time duration histogram and its sum.
-    counts: Counts,
-    sum_seconds: f64,
-    /// Per-minute histograms, newest last: (minute since the epoch, counts).
+    /// All-time durations by outcome (`ok` or an error code); their counts
+    /// are the calls.
+    outcomes: BTreeMap<String, Durations>,
+    /// Per-minute histograms over every outcome, newest last: (minute
+    /// since the epoch, counts).
     recent: Vec<(u64, Counts)>,
 }
 
@@ -65,17 +71,23 @@ pub struct ToolActivity {
     pub plugin: String,
     /// Calls since start, by outcome (`ok` or the error code).
     pub outcomes: BTreeMap<String, u64>,
-    /// All-time histogram: cumulative counts per bucket bound of
-    /// [`BUCKETS`], then the total.
+    /// All-time duration histograms, one per outcome (for `/metrics`).
     #[serde(skip)]
-    pub cumulative: Vec<u64>,
-    #[serde(skip)]
-    pub sum_seconds: f64,
+    pub histograms: Vec<OutcomeHistogram>,
     /// Calls in the last [`RECENT_MINUTES`] minutes, and their p50 and p95
     /// duration in milliseconds (estimated within the bucket).
     pub recent_calls: u64,
     pub recent_p50_ms: Option<f64>,
     pub recent_p95_ms: Option<f64>,
+}
+
+/// One tool's all-time durations with one outcome, as read out.
+#[derive(Debug, Clone)]
+pub struct OutcomeHistogram {
+    pub outcome: String,
+    /// Cumulative counts per bucket bound of [`BUCKETS`], then the total.
+    pub cumulative: Vec<u64>,
+    pub sum_seconds: f64,
 }
 
 impl Ledger {
@@ -93,14 +105,12 @@ impl Ledger {
         if entry.plugin != plugin {
             entry.plugin = plugin.to_string();
         }
-        match entry.outcomes.get_mut(outcome) {
-            Some(count) => *count += 1,
-            None => {
-                entry.outcomes.insert(outcome.to_string(), 1);
-            }
-        }
-        entry.counts[bucket] += 1;
-        entry.sum_seconds += seconds;
+        let durations = match entry.outcomes.get_mut(outcome) {
+            Some(durations) => durations,
+            None => entry.outcomes.entry(outcome.to_string()).or_default(),
+        };
+        durations.counts[bucket] += 1;
+        durations.sum_seconds += seconds;
         if entry.recent.last().map(|(m, _)| *m) != Some(minute) {
             entry.recent.push((minute, [0; BUCKETS.len() + 1]));
             entry
@@ -159,21 +169,36 @@ impl Ledger {
                         *sum += count;
                     }
                 }
-                let mut running = 0;
-                let cumulative = entry
-                    .counts
+                let histograms = entry
+                    .outcomes
                     .iter()
-                    .map(|count| {
-                        running += count;
-                        running
+                    .map(|(outcome, durations)| {
+                        let mut running = 0;
+                        OutcomeHistogram {
+                            outcome: outcome.clone(),
+                            cumulative: durations
+                                .counts
+                                .iter()
+                                .map(|count| {
+                                    running += count;
+                                    running
+                                })
+                                .collect(),
+                            sum_seconds: durations.sum_seconds,
+                        }
                     })
                     .collect();
                 ToolActivity {
                     tool: tool.clone(),
                     plugin: entry.plugin.clone(),
-                    outcomes: entry.outcomes.clone(),
-                    cumulative,
-                    sum_seconds: entry.sum_seconds,
+                    outcomes: entry
+                        .outcomes
+                        .iter()
+                        .map(|(outcome, durations)| {
+                            (outcome.clone(), durations.counts.iter().sum())
+                        })
+                        .collect(),
+                    histograms,
                     recent_calls: recent.iter().sum(),
                     recent_p50_ms: quantile(&recent, 0.5).map(|s| s * 1e3),
                     recent_p95_ms: quantile(&recent, 0.95).map(|s| s * 1e3),
@@ -243,7 +268,9 @@ mod tests {
             (2, 1)
         );
         assert_eq!(echo.recent_calls, 3);
-        assert_eq!(*echo.cumulative.last().unwrap(), 3);
+        let ok = &echo.histograms.iter().find(|h| h.outcome == "ok").unwrap();
+        assert_eq!(*ok.cumulative.last().unwrap(), 2);
+        assert!((ok.sum_seconds - 0.004).abs() < 1e-9, "{}", ok.sum_seconds);
         let p50 = echo.recent_p50_ms.unwrap();
         assert!((0.5..=2.5).contains(&p50), "{p50}");
         let p95 = echo.recent_p95_ms.unwrap();

@@ -103,6 +103,11 @@ impl Executor {
         self.max_calls
     }
 
+    pub(crate) fn slots_in_use(&self) -> usize {
+        self.max_calls
+            .saturating_sub(self.slots.available_permits())
+    }
+
     /// Runs `job` on a guest thread once a slot is free, and waits for it.
     /// If this future is dropped, the job's [`Cancel`] is set.
     pub(crate) async fn run<F, Fut, T>(&self, job: F) -> Result<T, Refusal>

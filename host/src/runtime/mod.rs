@@ -224,6 +224,11 @@ impl Runtime {
         self.executor.max_calls()
     }
 
+    /// How many of the [`max_calls`](Self::max_calls) slots are taken now.
+    pub(crate) fn calls_running(&self) -> usize {
+        self.executor.slots_in_use()
+    }
+
     /// Runs `list-tools` in a fresh instance, with no grants: describing
     /// tools needs nothing from outside. It runs on the executor like a
     /// call, under the same limits.
