@@ -220,6 +220,12 @@ function showEnvelope(target, status, envelope, took) {
   const failed = !envelope || envelope.isError;
   parts.push(el("p", { class: failed ? "bad" : "ok" },
     `${failed ? "Error" : "OK"} · HTTP ${status} · ${took.toFixed(1)} ms`));
+  const cost = envelope && envelope.meta;
+  if (cost && cost.cpuMs !== undefined) {
+    parts.push(el("p", { class: "note cost" },
+      `In the host ${cost.durationMs} ms · guest CPU ${cost.cpuMs} ms · fuel ${cost.fuel.toLocaleString()} · ` +
+      `peak memory ${(cost.peakMemoryBytes / 1024).toFixed(0)} KiB · ${cost.code} code`));
+  }
   if (envelope && envelope.error) {
     parts.push(el("p", {}, el("strong", {}, "Code: "), el("code", { class: "error-code" }, envelope.error.code)));
     parts.push(el("p", {}, el("strong", {}, "Message: "), envelope.error.message || ""));

@@ -110,6 +110,12 @@ fn the_dashboard_lists_tries_and_publishes_in_chromium() {
             .contains("hello from chromium"),
         "{seen}"
     );
+    // The call's cost, from the answer's `meta`.
+    let echo = seen["echo"].as_str().unwrap();
+    assert!(
+        echo.contains("guest CPU") && echo.contains("fuel") && echo.contains("code"),
+        "{seen}"
+    );
     let rejected = seen["rejectedRow"].as_str().unwrap();
     assert!(
         rejected.contains("rejected") && rejected.contains("WebAssembly"),

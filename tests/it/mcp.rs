@@ -95,7 +95,11 @@ fn run_conformance(args: &[&str], server: &Server) {
 }
 
 /// POSTs one JSON-RPC message to /mcp with the usual headers.
-fn rpc(server: &Server, message: Value, extra: &[(&str, &str)]) -> (u16, String, String) {
+pub(crate) fn rpc(
+    server: &Server,
+    message: Value,
+    extra: &[(&str, &str)],
+) -> (u16, String, String) {
     post_mcp(server, &message.to_string(), extra)
 }
 
@@ -202,8 +206,13 @@ fn a_failed_call_carries_its_error_in_meta() {
         "{trapped}"
     );
 
+    // A call that went well carries no error, only its cost.
     let fine = call(3, "add", json!({"a": 1, "b": 2}));
-    assert!(fine.get("_meta").is_none(), "{fine}");
+    assert!(fine["_meta"].get("toolhost/error").is_none(), "{fine}");
+    assert!(
+        fine["_meta"]["toolhost/call"]["durationMs"].is_number(),
+        "{fine}"
+    );
 }
 
 #[test]

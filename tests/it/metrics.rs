@@ -1,8 +1,15 @@
-//! `GET /metrics` scraped by a real Prometheus (Debian's `prometheus`,
-//! started here on loopback): a PromQL query through its HTTP API returns
-//! exactly the calls this test made, by tool and outcome, and a name that
-//! is not a tool never becomes a label value. The route obeys the tokens
-//! file: a scrape-only `metrics` token reads it and nothing else.
+//! Operations, through the real binary:
+//! - `GET /metrics` scraped by a real Prometheus (Debian's `prometheus`,
+//!   started here on loopback): a PromQL query through its HTTP API
+//!   returns exactly the calls this test made, by tool and outcome, and a
+//!   name that is not a tool never becomes a label value. The route obeys
+//!   the tokens file: a scrape-only `metrics` token reads it and nothing
+//!   else.
+//! - Per-call accounting: every REST answer's `meta` and every MCP
+//!   `tools/call` result's `_meta["toolhost/call"]` says what the call
+//!   cost, in the shape `/openapi.json` declares.
+//! - `--log-format json`: one JSON object per line; one line per call at
+//!   `debug` (with the call's fields), none at the default level.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -223,8 +230,140 @@ fn a_real_prometheus_counts_exactly_the_calls_made_by_tool_and_outcome() {
         .query("count({__name__=~\"toolhost_.*\", tool=\"no_such_tool\"})")
         .unwrap();
     assert!(typo.is_empty(), "{typo:?}");
+    // What the calls used: fuel and CPU for echo's three, a peak memory.
+    let fuel = prometheus
+        .query("sum(toolhost_call_fuel_total{tool=\"echo\"}) > 0")
+        .unwrap();
+    assert_eq!(fuel.len(), 1, "{fuel:?}");
+    let peak = prometheus
+        .query("max(toolhost_call_peak_memory_bytes{tool=\"echo\"}) >= 65536")
+        .unwrap();
+    assert_eq!(peak.len(), 1, "{peak:?}");
     let loaded = prometheus
         .query("sum(toolhost_plugin_state{state=\"loaded\"})")
         .unwrap();
     assert_eq!(loaded[0]["value"][1], "2", "{loaded:?}");
+}
+
+/// What every call returns about its cost, over REST and MCP alike, in
+/// the shape the OpenAPI document declares.
+#[test]
+fn every_call_result_carries_its_cost_over_rest_and_mcp() {
+    let dir = plugin_dir(&[&example("echo"), &example("math")]);
+    let server = Server::start(dir.path(), &[]);
+    let openapi = server.get("/openapi.json").json;
+    let schema = openapi["components"]["schemas"]["CallMeta"].clone();
+    assert!(schema.is_object(), "no CallMeta schema: {openapi}");
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let check = |meta: &Value, ran: bool| {
+        let problems: Vec<String> = validator.iter_errors(meta).map(|e| e.to_string()).collect();
+        assert!(problems.is_empty(), "{meta}: {problems:?}");
+        assert!(meta["durationMs"].as_f64().unwrap() > 0.0, "{meta}");
+        assert_eq!(meta["warm"], false, "{meta}");
+        if ran {
+            assert!(meta["cpuMs"].as_f64().unwrap() > 0.0, "{meta}");
+            assert!(meta["fuel"].as_u64().unwrap() > 0, "{meta}");
+            assert!(meta["peakMemoryBytes"].as_u64().unwrap() >= 65536, "{meta}");
+            assert!(
+                ["baseline", "optimised"].contains(&meta["code"].as_str().unwrap()),
+                "{meta}"
+            );
+        } else {
+            for key in ["cpuMs", "fuel", "peakMemoryBytes", "code"] {
+                assert!(
+                    meta.get(key).is_none(),
+                    "{key} without plugin code running: {meta}"
+                );
+            }
+        }
+    };
+
+    // REST: a success, a business error, and arguments refused before any
+    // plugin code ran.
+    let ok = server.call("echo", json!({"text": "cost?"}));
+    check(&ok.json["meta"], true);
+    let business = server.call("divide", json!({"a": 1, "b": 0}));
+    assert_eq!(business.json["error"]["code"], "DIVISION_BY_ZERO");
+    check(&business.json["meta"], true);
+    let refused = server.call("add", json!({"a": "one"}));
+    assert_eq!(refused.json["error"]["code"], "INVALID_ARGUMENTS");
+    check(&refused.json["meta"], false);
+
+    // A bigger answer costs more fuel than a small one of the same tool.
+    let long = server.call("echo", json!({"text": "x".repeat(100_000)}));
+    assert!(
+        long.json["meta"]["fuel"].as_u64() > ok.json["meta"]["fuel"].as_u64(),
+        "{} vs {}",
+        long.json["meta"],
+        ok.json["meta"]
+    );
+
+    // MCP: the same object in the result's _meta.
+    let (status, _, body) = crate::mcp::rpc(
+        &server,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"text": "over mcp"}}}),
+        &[],
+    );
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    check(&answer["result"]["_meta"]["toolhost/call"], true);
+}
+
+/// `--log-format json` writes one object per line; a call is logged once
+/// at debug (with what it cost), and not at all at the default level.
+#[test]
+fn json_logs_have_one_line_per_call_at_debug_and_none_by_default() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let lines_of = |server: &Server| -> Vec<Value> {
+        server
+            .log()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?}")))
+            .collect()
+    };
+    let call_lines = |lines: &[Value]| -> Vec<Value> {
+        lines
+            .iter()
+            .filter(|line| line["fields"]["message"] == "call ended")
+            .cloned()
+            .collect()
+    };
+
+    let quiet = Server::start(dir.path(), &["--log-format", "json"]);
+    quiet.call("echo", json!({"text": "one"}));
+    quiet.call("echo", json!({"text": "two"}));
+    let lines = lines_of(&quiet);
+    assert!(
+        lines.iter().any(|line| line["level"] == "INFO"),
+        "{lines:?}"
+    );
+    assert!(call_lines(&lines).is_empty(), "{lines:?}");
+    drop(quiet);
+
+    let chatty = Server::start_with_env(
+        dir.path(),
+        &["--log-format", "json"],
+        &[("TOOLHOST_LOG", "info,toolhost::call=debug")],
+    );
+    chatty.call("echo", json!({"text": "one"}));
+    chatty.call("nope", json!({}));
+    chatty.wait_for("two call lines", |server| {
+        server.log().matches("call ended").count() >= 2
+    });
+    let calls = call_lines(&lines_of(&chatty));
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let echo = &calls[0]["span"];
+    assert_eq!(
+        (
+            &echo["tool"],
+            &echo["plugin"],
+            &echo["outcome"],
+            &echo["front"]
+        ),
+        (&json!("echo"), &json!("echo"), &json!("ok"), &json!("rest")),
+        "{echo}"
+    );
+    assert!(echo["fuel"].as_u64().unwrap() > 0, "{echo}");
+    assert_eq!(calls[1]["span"]["outcome"], "TOOL_NOT_FOUND", "{calls:?}");
 }

@@ -67,6 +67,8 @@ fn successful_calls_answer_with_the_envelope() {
     let object = shape.as_object_mut().unwrap();
     assert_eq!(object.remove("success"), Some(json!(true)));
     assert!(object.remove("timestamp").is_some());
+    // What the call cost (tests/it/metrics.rs checks its fields).
+    assert!(object.remove("meta").is_some_and(|meta| meta.is_object()));
     assert_eq!(
         shape,
         json!({"content": [{"type": "text", "text": "hello"}], "isError": false})

@@ -22,6 +22,7 @@ use crate::call::errors::ErrorCode;
 use crate::registry::tools::Tool;
 use crate::runtime::{ContentBlock, PluginError, PluginOutput, ResourceBody};
 
+use crate::call::accounting::CallMeta;
 pub use crate::call::render::TextFormat;
 use crate::call::render::render;
 
@@ -35,6 +36,10 @@ pub struct Envelope {
     /// Boxed: errors are the rare path, and this keeps `Envelope` small.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<Box<ErrorBody>>,
+    /// What the call cost (`accounting.rs`): REST's `meta`, MCP's
+    /// `_meta["toolhost/call"]`. Set by `invoke` for every call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) meta: Option<Box<CallMeta>>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -110,6 +115,7 @@ impl Envelope {
             structured_content: None,
             is_error: true,
             error: Some(Box::new(body)),
+            meta: None,
         }
     }
 
@@ -267,6 +273,7 @@ fn build_success(
         structured_content: structured,
         is_error: false,
         error: None,
+        meta: None,
     })
 }
 

@@ -6,7 +6,8 @@
 //! or the registry's internals.
 //!
 //! Every call runs inside one `tracing` span named `call` (tool, plugin,
-//! front, outcome, duration), and what the plugin prints is logged inside
+//! front, outcome, duration, and the guest's CPU time, fuel and peak
+//! memory when its code ran), and what the plugin prints is logged inside
 //! it. A failure the host detects (a deadline, the memory cap, a trap, a
 //! full house) is logged once at `warn`; a caller's own mistake (bad
 //! arguments, an unknown tool) only at `debug`. Nothing is logged per call
@@ -18,11 +19,12 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
+use crate::call::accounting::CallMeta;
 use crate::call::envelope::{Envelope, TextFormat, schema_problems};
 use crate::call::errors::ErrorCode;
 use crate::registry::loader::LoadedPlugin;
 use crate::registry::{Registry, layout};
-use crate::runtime::{CallClient, CallFailure};
+use crate::runtime::{CallClient, CallFailure, CallUsage};
 
 /// How long a call waits for a free slot of a plugin that is at its
 /// `max_concurrent` limit (or for a free slot of the host) before it is
@@ -98,11 +100,15 @@ pub async fn call_tool(
         front = front.as_str(),
         outcome = tracing::field::Empty,
         duration_ms = tracing::field::Empty,
+        cpu_ms = tracing::field::Empty,
+        fuel = tracing::field::Empty,
+        peak_memory_bytes = tracing::field::Empty,
     );
     let started = Instant::now();
-    let (envelope, plugin) = run_call(registry, name, arguments, format, client)
+    let (mut envelope, plugin, usage) = run_call(registry, name, arguments, format, client)
         .instrument(span.clone())
         .await;
+    envelope.meta = Some(Box::new(CallMeta::new(started.elapsed(), usage.as_ref())));
     let outcome = match &envelope.error {
         None => "ok".to_string(),
         Some(error) => error.code.clone(),
@@ -111,28 +117,34 @@ pub async fn call_tool(
         plugin.as_deref().map(|plugin| (name, plugin.id.as_str())),
         &outcome,
         started.elapsed(),
+        usage.as_ref(),
     );
     span.record("outcome", outcome.as_str());
     span.record("duration_ms", started.elapsed().as_secs_f64() * 1e3);
+    if let Some(usage) = &usage {
+        span.record("cpu_ms", usage.cpu.as_secs_f64() * 1e3);
+        span.record("fuel", usage.fuel);
+        span.record("peak_memory_bytes", usage.peak_memory_bytes);
+    }
     span.in_scope(|| tracing::debug!("call ended"));
     envelope
 }
 
-/// The envelope, and the plugin that served the tool (`None` when no
-/// served tool has that name).
+/// The envelope, the plugin that served the tool (`None` when no served
+/// tool has that name), and what its code used (`None` when none ran).
 async fn run_call(
     registry: &Arc<Registry>,
     name: &str,
     arguments: Map<String, Value>,
     format: TextFormat,
     client: CallClient,
-) -> (Envelope, Option<Arc<LoadedPlugin>>) {
+) -> (Envelope, Option<Arc<LoadedPlugin>>, Option<CallUsage>) {
     let Some(entry) = registry.snapshot().tool(name).cloned() else {
-        return (tool_not_found(registry, name), None);
+        return (tool_not_found(registry, name), None, None);
     };
     let plugin = entry.plugin.clone();
-    let envelope = run_tool(registry, name, entry, arguments, format, client).await;
-    (envelope, Some(plugin))
+    let (envelope, usage) = run_tool(registry, name, entry, arguments, format, client).await;
+    (envelope, Some(plugin), usage)
 }
 
 async fn run_tool(
@@ -142,7 +154,7 @@ async fn run_tool(
     arguments: Map<String, Value>,
     format: TextFormat,
     client: CallClient,
-) -> Envelope {
+) -> (Envelope, Option<CallUsage>) {
     let arguments = Value::Object(arguments);
     // `is_valid` stops at the first fault; listing every fault is only
     // worth its cost for arguments that are wrong.
@@ -150,7 +162,7 @@ async fn run_tool(
         let problems = schema_problems(&entry.tool.input_validator, &arguments);
         tracing::debug!(code = %ErrorCode::InvalidArguments, "arguments refused");
         let summary: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
-        return Envelope::host_error(
+        let refused = Envelope::host_error(
             ErrorCode::InvalidArguments,
             format!(
                 "the arguments do not match the input schema of {name:?}: {}",
@@ -158,6 +170,7 @@ async fn run_tool(
             ),
             Some(json!({ "errors": problems })),
         );
+        return (refused, None);
     }
 
     tracing::Span::current().record("plugin", entry.plugin.id.as_str());
@@ -175,7 +188,7 @@ async fn run_tool(
                 let namespace = layout::namespace_of(&plugin.id).unwrap_or_default();
                 let share = registry.call_shares().per_person();
                 tracing::warn!(code = %ErrorCode::Busy, "namespace is at its share of {share} calls");
-                return Envelope::host_error(
+                let busy = Envelope::host_error(
                     ErrorCode::Busy,
                     format!(
                         "{namespace:?}'s tools are already running their share of {share} calls at once; try again"
@@ -187,6 +200,7 @@ async fn run_tool(
                         "retryAfterMs": BUSY_WAIT.as_millis(),
                     })),
                 );
+                return (busy, None);
             }
         });
     }
@@ -196,7 +210,7 @@ async fn run_tool(
             "plugin is at its maximum of {} calls",
             plugin.max_concurrent
         );
-        return Envelope::host_error(
+        let busy = Envelope::host_error(
             ErrorCode::Busy,
             format!(
                 "plugin {:?} is already running its maximum of {} calls; try again",
@@ -204,8 +218,9 @@ async fn run_tool(
             ),
             Some(json!({ "plugin": plugin.id, "retryAfterMs": BUSY_WAIT.as_millis() })),
         );
+        return (busy, None);
     };
-    let outcome = registry
+    let (outcome, usage) = registry
         .runtime()
         .call_tool(
             &plugin.compiled,
@@ -217,11 +232,12 @@ async fn run_tool(
             client,
         )
         .await;
-    match outcome {
+    let envelope = match outcome {
         Ok(Ok(output)) => Envelope::success(output, &entry.tool, format),
         Ok(Err(tool_error)) => Envelope::tool_error(tool_error, name),
         Err(failure) => call_failure(name, &entry.plugin.id, failure),
-    }
+    };
+    (envelope, usage)
 }
 
 /// A permit of `slots`, waiting until `deadline` at most.

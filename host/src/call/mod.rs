@@ -2,8 +2,9 @@
 //! its arguments, calls it and hands the outcome to the one normalizer
 //! ([`envelope`]); [`errors`] is the one table of error codes and their
 //! HTTP, JSON-RPC and exit statuses; [`render`] turns structured data into
-//! text.
+//! text; [`accounting`] is what a call cost, returned with its result.
 
+pub mod accounting;
 pub mod envelope;
 pub(crate) mod errors;
 pub mod invoke;

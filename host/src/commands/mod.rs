@@ -28,6 +28,18 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How log lines (on stderr) are written: `text` for people, `json`
+    /// (one object per line, with the call's span fields) for log
+    /// shippers. Set the level with TOOLHOST_LOG (e.g. `debug` for one
+    /// line per call).
+    #[arg(long, global = true, env = "TOOLHOST_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -68,7 +80,10 @@ impl Cli {
         // rmcp logs every session and notification at info: too chatty for
         // a server log, so it is held at warn unless TOOLHOST_LOG says
         // otherwise. The one-shot commands log warnings only.
-        init_logging(if serving { "info,rmcp=warn" } else { "warn" });
+        init_logging(
+            if serving { "info,rmcp=warn" } else { "warn" },
+            self.log_format,
+        );
         let outcome = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -97,12 +112,22 @@ impl Cli {
     }
 }
 
-fn init_logging(default_level: &str) {
+fn init_logging(default_level: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        // The fields of the span a line is logged in (a call's tool,
+        // plugin, outcome, duration) ride along as `span`.
+        LogFormat::Json => logs
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
 }

@@ -11,6 +11,9 @@
 //! |---|---|---|
 //! | `toolhost_calls_total` | tool, plugin, outcome | calls; outcome is `ok` or the error code |
 //! | `toolhost_call_duration_seconds` | tool, plugin, outcome | histogram, 100 µs to 30 s |
+//! | `toolhost_call_cpu_seconds_total` | tool, plugin, outcome | guest CPU time of the calls whose plugin code ran |
+//! | `toolhost_call_fuel_total` | tool, plugin, outcome | fuel those calls burned |
+//! | `toolhost_call_peak_memory_bytes` | tool, plugin, outcome | the largest memory one call reached |
 //! | `toolhost_plugin_state` | plugin, state | 1 for each plugin file's state (loaded, rejected, compiling) |
 //! | `toolhost_tools` | | tools served |
 //! | `toolhost_executor_slots` | | how many calls may run guest code at once |
@@ -33,6 +36,7 @@ use axum::routing::get;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::info::Info;
 
@@ -139,6 +143,41 @@ impl Collector for HostCollector {
                     sum_seconds: histogram.sum_seconds,
                 }
                 .encode(durations.encode_family(&labels)?)?;
+            }
+        }
+
+        // What the calls whose plugin code ran used: summed CPU time and
+        // fuel, and the largest peak memory of one call.
+        for (name, help, metric_type) in [
+            (
+                "toolhost_call_cpu_seconds",
+                "Guest CPU time used by tool calls",
+                MetricType::Counter,
+            ),
+            (
+                "toolhost_call_fuel",
+                "Fuel (WebAssembly work units) burned by tool calls",
+                MetricType::Counter,
+            ),
+            (
+                "toolhost_call_peak_memory_bytes",
+                "The largest memory one tool call reached (memories and tables)",
+                MetricType::Gauge,
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
+            for tool in &activity {
+                for histogram in &tool.histograms {
+                    let labels = labels(&tool.tool, &tool.plugin, &histogram.outcome);
+                    let metric = family.encode_family(&labels)?;
+                    match name {
+                        "toolhost_call_cpu_seconds" => {
+                            ConstCounter::new(histogram.cpu_seconds).encode(metric)?
+                        }
+                        "toolhost_call_fuel" => ConstCounter::new(histogram.fuel).encode(metric)?,
+                        _ => ConstGauge::new(histogram.peak_memory_bytes as i64).encode(metric)?,
+                    }
+                }
             }
         }
 

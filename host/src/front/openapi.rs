@@ -172,7 +172,29 @@ fn shared_schemas() -> Map<String, Value> {
             "success": { "type": "boolean",
                          "description": "The opposite of isError (REST and CGI only)." },
             "timestamp": { "type": "string", "format": "date-time",
-                           "description": "When the answer was made: RFC 3339, UTC, milliseconds (REST and CGI only)." }
+                           "description": "When the answer was made: RFC 3339, UTC, milliseconds (REST and CGI only)." },
+            "meta": { "$ref": "#/components/schemas/CallMeta" }
+        }
+    });
+    // `call/accounting.rs`: what the call cost (MCP carries the same object
+    // in `_meta["toolhost/call"]`).
+    let call_meta = json!({
+        "type": "object",
+        "description": "What the call cost. cpuMs, fuel, peakMemoryBytes and code are present when plugin code ran.",
+        "required": ["durationMs", "warm"],
+        "properties": {
+            "durationMs": { "type": "number", "minimum": 0,
+                            "description": "Wall time of the call in the host, in milliseconds." },
+            "cpuMs": { "type": "number", "minimum": 0,
+                       "description": "CPU time of the guest thread, in milliseconds." },
+            "fuel": { "type": "integer", "minimum": 0,
+                      "description": "Fuel (WebAssembly work units) the guest burned." },
+            "peakMemoryBytes": { "type": "integer", "minimum": 0,
+                                 "description": "Largest total of the instance's memories and tables." },
+            "code": { "enum": ["baseline", "optimised"],
+                      "description": "Which compiler's code ran." },
+            "warm": { "type": "boolean",
+                      "description": "Whether the instance came ready-made from a pool (false: a fresh instance per call)." }
         }
     });
     let error_envelope = json!({
@@ -196,6 +218,7 @@ fn shared_schemas() -> Map<String, Value> {
         ("ContentBlock".to_string(), content_block),
         ("Envelope".to_string(), envelope),
         ("ErrorEnvelope".to_string(), error_envelope),
+        ("CallMeta".to_string(), call_meta),
     ]
     .into_iter()
     .collect()

@@ -22,6 +22,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::runtime::CallUsage;
+
 /// Upper bounds of the duration buckets, in seconds (100 µs to 30 s); a
 /// last, unbounded bucket takes what is slower.
 pub(crate) const BUCKETS: [f64; 17] = [
@@ -35,11 +37,15 @@ pub(crate) const UNKNOWN_TOOL: &str = "";
 
 type Counts = [u64; BUCKETS.len() + 1];
 
-/// The all-time durations of one tool's calls with one outcome.
+/// The all-time durations of one tool's calls with one outcome, and what
+/// the calls whose plugin code ran used.
 #[derive(Default, Clone)]
 struct Durations {
     counts: Counts,
     sum_seconds: f64,
+    cpu_seconds: f64,
+    fuel: u64,
+    peak_memory_bytes: u64,
 }
 
 /// Everything counted for one served tool (of one plugin).
@@ -81,18 +87,30 @@ pub struct ToolActivity {
     pub recent_p95_ms: Option<f64>,
 }
 
-/// One tool's all-time durations with one outcome, as read out.
+/// One tool's all-time durations with one outcome, as read out, with the
+/// guest CPU time and fuel its calls used and the largest peak memory of
+/// one call.
 #[derive(Debug, Clone)]
 pub struct OutcomeHistogram {
     pub outcome: String,
     /// Cumulative counts per bucket bound of [`BUCKETS`], then the total.
     pub cumulative: Vec<u64>,
     pub sum_seconds: f64,
+    pub cpu_seconds: f64,
+    pub fuel: u64,
+    pub peak_memory_bytes: u64,
 }
 
 impl Ledger {
-    /// Counts one call. `tool` is `None` when the name is not a served tool.
-    pub(crate) fn record(&self, tool: Option<(&str, &str)>, outcome: &str, duration: Duration) {
+    /// Counts one call. `tool` is `None` when the name is not a served
+    /// tool; `usage` is what its plugin code used, if any ran.
+    pub(crate) fn record(
+        &self,
+        tool: Option<(&str, &str)>,
+        outcome: &str,
+        duration: Duration,
+        usage: Option<&CallUsage>,
+    ) {
         let (tool, plugin) = tool.unwrap_or((UNKNOWN_TOOL, ""));
         let entry = self.entry(tool, plugin);
         let seconds = duration.as_secs_f64();
@@ -111,6 +129,11 @@ impl Ledger {
         };
         durations.counts[bucket] += 1;
         durations.sum_seconds += seconds;
+        if let Some(usage) = usage {
+            durations.cpu_seconds += usage.cpu.as_secs_f64();
+            durations.fuel = durations.fuel.saturating_add(usage.fuel);
+            durations.peak_memory_bytes = durations.peak_memory_bytes.max(usage.peak_memory_bytes);
+        }
         if entry.recent.last().map(|(m, _)| *m) != Some(minute) {
             entry.recent.push((minute, [0; BUCKETS.len() + 1]));
             entry
@@ -185,6 +208,9 @@ impl Ledger {
                                 })
                                 .collect(),
                             sum_seconds: durations.sum_seconds,
+                            cpu_seconds: durations.cpu_seconds,
+                            fuel: durations.fuel,
+                            peak_memory_bytes: durations.peak_memory_bytes,
                         }
                     })
                     .collect();
@@ -251,11 +277,11 @@ mod tests {
     fn calls_are_counted_by_tool_and_outcome_and_unknown_names_share_one_entry() {
         let ledger = Ledger::default();
         let ms = Duration::from_millis;
-        ledger.record(Some(("echo", "echo")), "ok", ms(1));
-        ledger.record(Some(("echo", "echo")), "ok", ms(3));
-        ledger.record(Some(("echo", "echo")), "INVALID_ARGUMENTS", ms(0));
-        ledger.record(None, "TOOL_NOT_FOUND", ms(0));
-        ledger.record(None, "TOOL_NOT_FOUND", ms(0));
+        ledger.record(Some(("echo", "echo")), "ok", ms(1), None);
+        ledger.record(Some(("echo", "echo")), "ok", ms(3), None);
+        ledger.record(Some(("echo", "echo")), "INVALID_ARGUMENTS", ms(0), None);
+        ledger.record(None, "TOOL_NOT_FOUND", ms(0), None);
+        ledger.record(None, "TOOL_NOT_FOUND", ms(0), None);
         assert_eq!(ledger.version(), 5);
         let activity = ledger.activity();
         assert_eq!(activity.len(), 2);

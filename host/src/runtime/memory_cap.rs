@@ -15,6 +15,8 @@ use wasmtime::ResourceLimiter;
 pub(crate) struct MemoryCap {
     cap_bytes: usize,
     used_bytes: usize,
+    /// The largest total the call reached (its peak memory).
+    pub(crate) peak_bytes: usize,
     pub(crate) refused: bool,
 }
 
@@ -27,6 +29,7 @@ impl MemoryCap {
         MemoryCap {
             cap_bytes,
             used_bytes: 0,
+            peak_bytes: 0,
             refused: false,
         }
     }
@@ -38,6 +41,7 @@ impl MemoryCap {
         let allowed = total <= self.cap_bytes;
         if allowed {
             self.used_bytes = total;
+            self.peak_bytes = self.peak_bytes.max(total);
         }
         self.refused |= !allowed;
         allowed

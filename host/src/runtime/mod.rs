@@ -52,7 +52,7 @@ mod sandbox;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 use wasmtime::{Config, Store, Trap, UpdateDeadline};
@@ -99,6 +99,34 @@ impl CompiledPlugin {
     pub(crate) fn tier(&self) -> Tier {
         self.code.load().tier
     }
+}
+
+/// What one call used, measured on its guest thread: the caller's
+/// accounting (`call/invoke.rs`) and the metrics read it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallUsage {
+    /// CPU time of the guest thread, from the instance's creation to the
+    /// answer (the host functions the guest called included).
+    pub cpu: Duration,
+    /// Fuel the guest burned (counted on every call, limited or not).
+    pub fuel: u64,
+    /// The largest total of the call's linear memories and tables.
+    pub peak_memory_bytes: u64,
+    /// Which compiler's code ran.
+    pub tier: Tier,
+}
+
+/// The CPU time the calling thread has used.
+fn thread_cpu_time() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec for the call to fill.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 pub struct Runtime {
@@ -264,7 +292,10 @@ impl Runtime {
         tool: &str,
         arguments: String,
         client: CallClient,
-    ) -> Result<Result<PluginOutput, PluginError>, CallFailure> {
+    ) -> (
+        Result<Result<PluginOutput, PluginError>, CallFailure>,
+        Option<CallUsage>,
+    ) {
         if let Some(pending) = &plugin.pending {
             self.optimizer
                 .enqueue(&self.tiers, &plugin.name, pending, &plugin.code);
@@ -274,23 +305,38 @@ impl Runtime {
         // The call's span (if the caller opened one) goes with it to the
         // guest thread, so what the plugin prints is logged inside it.
         let span = tracing::Span::current();
-        self.run(move |cancel| {
-            async move {
-                let code = plugin.code.load_full();
-                let mut store = runtime.new_store(&plugin, &code, &grants, client, cancel)?;
-                let outcome = tokio::time::timeout(grants.limits.timeout, async {
-                    let instance: Plugin = code.pre.instantiate_async(&mut store).await?;
-                    instance
-                        .toolhost_plugin_tools()
-                        .call_call_tool(&mut store, &tool, &arguments)
-                        .await
-                })
-                .await;
-                settle(&plugin, &grants, store, outcome)
-            }
-            .instrument(span)
-        })
-        .await
+        let ran = self
+            .run(move |cancel| {
+                async move {
+                    let code = plugin.code.load_full();
+                    let cpu_before = thread_cpu_time();
+                    let mut store = runtime.new_store(&plugin, &code, &grants, client, cancel)?;
+                    let outcome = tokio::time::timeout(grants.limits.timeout, async {
+                        let instance: Plugin = code.pre.instantiate_async(&mut store).await?;
+                        instance
+                            .toolhost_plugin_tools()
+                            .call_call_tool(&mut store, &tool, &arguments)
+                            .await
+                    })
+                    .await;
+                    let usage = CallUsage {
+                        cpu: thread_cpu_time().saturating_sub(cpu_before),
+                        fuel: grants
+                            .fuel
+                            .unwrap_or(u64::MAX)
+                            .saturating_sub(store.get_fuel().unwrap_or(0)),
+                        peak_memory_bytes: store.data().limiter.peak_bytes as u64,
+                        tier: code.tier,
+                    };
+                    Ok((settle(&plugin, &grants, store, outcome), usage))
+                }
+                .instrument(span)
+            })
+            .await;
+        match ran {
+            Ok((outcome, usage)) => (outcome, Some(usage)),
+            Err(failure) => (Err(failure), None),
+        }
     }
 
     /// A receiver that hears the name of each plugin (as given to

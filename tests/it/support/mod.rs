@@ -196,14 +196,16 @@ impl Server {
         env: &[(&str, &str)],
         mut hook: impl FnMut(&str) + Send + 'static,
     ) -> Server {
-        command.envs(env.iter().copied());
+        // The test's own variables last, so that they win (TOOLHOST_LOG).
+        command
+            .env("TOOLHOST_LOG", "info")
+            .envs(env.iter().copied());
         command.args(["--listen", "127.0.0.1:0"]);
         if !extra_args.contains(&"--cache-dir") {
             command.arg("--cache-dir").arg(test_cache_dir());
         }
         let mut child = command
             .args(extra_args)
-            .env("TOOLHOST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

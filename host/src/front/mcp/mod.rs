@@ -34,6 +34,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::call::accounting::CALL_META;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::invoke;
 use crate::registry::Registry;
@@ -241,11 +242,19 @@ fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
     // The error's code, message and details (a trap's stderr tail among
     // them) travel in `_meta`, not in `structuredContent`, which clients
     // validate against the tool's `outputSchema`.
+    // So does the call's accounting (`call/accounting.rs`).
     let mut result = serde_json::to_value(&envelope).unwrap_or_default();
-    if let Some(object) = result.as_object_mut()
-        && let Some(error) = object.remove("error")
-    {
-        object.insert("_meta".into(), json!({ ERROR_META: error }));
+    if let Some(object) = result.as_object_mut() {
+        let mut meta = serde_json::Map::new();
+        if let Some(error) = object.remove("error") {
+            meta.insert(ERROR_META.into(), error);
+        }
+        if let Some(call) = object.remove("meta") {
+            meta.insert(CALL_META.into(), call);
+        }
+        if !meta.is_empty() {
+            object.insert("_meta".into(), Value::Object(meta));
+        }
     }
     let mut result: CallToolResult = serde_json::from_value(result)
         .map_err(|e| McpError::internal_error(format!("result envelope: {e}"), None))?;

@@ -1,0 +1,67 @@
+//! What one call cost, returned to the caller with its result: REST
+//! answers carry it as `meta`, MCP `tools/call` results in `_meta` under
+//! `toolhost/call` (the same object). Agents and the dashboard can show
+//! cost per call from it.
+//!
+//! ```json
+//! {"durationMs": 1.42, "cpuMs": 0.61, "fuel": 18234, "peakMemoryBytes": 1179648,
+//!  "code": "optimised", "warm": false}
+//! ```
+//!
+//! - `durationMs`: wall time from the front handing the call in to the
+//!   envelope, every outcome included;
+//! - `cpuMs`, `fuel`, `peakMemoryBytes`, `code`: present when plugin code
+//!   ran (not for an unknown tool, arguments the schema refused, or a call
+//!   refused as BUSY before it started). `cpuMs` is the guest thread's CPU
+//!   time from the instance's creation to the answer; `fuel` is what the
+//!   guest burned (wasmtime counts it on every call); `peakMemoryBytes` is
+//!   the largest total of the instance's memories and tables; `code` is
+//!   `baseline` or `optimised`, the compiler whose code ran;
+//! - `warm`: whether the instance came ready-made from a pool of
+//!   pre-instantiated instances. Each call gets a fresh instance today (a
+//!   pooled slot, instantiated for the call), so it is `false`.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::runtime::{CallUsage, Tier};
+
+/// The `_meta` key of a call's accounting in an MCP result.
+pub(crate) const CALL_META: &str = "toolhost/call";
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CallMeta {
+    pub duration_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fuel: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<&'static str>,
+    pub warm: bool,
+}
+
+impl CallMeta {
+    pub(crate) fn new(duration: Duration, usage: Option<&CallUsage>) -> CallMeta {
+        CallMeta {
+            duration_ms: milliseconds(duration),
+            cpu_ms: usage.map(|usage| milliseconds(usage.cpu)),
+            fuel: usage.map(|usage| usage.fuel),
+            peak_memory_bytes: usage.map(|usage| usage.peak_memory_bytes),
+            code: usage.map(|usage| match usage.tier {
+                Tier::Baseline => "baseline",
+                Tier::Optimized => "optimised",
+            }),
+            warm: false,
+        }
+    }
+}
+
+/// Milliseconds, to the microsecond.
+fn milliseconds(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1e6).round() / 1e3
+}
