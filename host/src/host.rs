@@ -109,14 +109,14 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 /// Turns the runtime's "optimised code now serves" into load events, for as
 /// long as the registry lives.
 async fn tell_optimised(
-    mut optimised: tokio::sync::broadcast::Receiver<Arc<str>>,
+    mut optimised: tokio::sync::broadcast::Receiver<(Arc<str>, std::time::Duration)>,
     registry: std::sync::Weak<Registry>,
 ) {
     use tokio::sync::broadcast::error::RecvError;
     loop {
         match optimised.recv().await {
-            Ok(name) => match registry.upgrade() {
-                Some(registry) => registry.tell_optimised(&name),
+            Ok((name, took)) => match registry.upgrade() {
+                Some(registry) => registry.tell_optimised(&name, took),
                 None => return,
             },
             Err(RecvError::Lagged(_)) => {}

@@ -24,7 +24,7 @@ use crate::front::listener::{self, ConnectionLimits};
 use crate::front::mcp::McpFront;
 use crate::front::mcp::http::{self as mcp_http, McpHttpSettings};
 use crate::front::mcp::stdio;
-use crate::front::metrics;
+use crate::front::metrics::{self, HttpGauges};
 use crate::front::publish;
 use crate::front::rest::{self, RestSettings};
 use crate::front::ui;
@@ -114,7 +114,7 @@ async fn serve(
     }
     allowed_hosts.extend(settings.allowed_hosts.iter().cloned());
 
-    let mcp = mcp_http::router(
+    let (mcp, open_sessions) = mcp_http::router(
         registry.clone(),
         McpHttpSettings {
             text_format: settings.text_format,
@@ -125,6 +125,7 @@ async fn serve(
             shutdown: shutdown.clone(),
         },
     );
+    let open_connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let cors_origins =
         Arc::new(CorsOrigins::parse(&settings.cors_origins).map_err(anyhow::Error::msg)?);
     let guard = GuardSettings {
@@ -151,7 +152,13 @@ async fn serve(
     )
     .merge(guarded(ui::router(), guard.without_token()))
     .merge(guarded(
-        metrics::router(registry.clone()),
+        metrics::router(
+            registry.clone(),
+            HttpGauges {
+                connections: open_connections.clone(),
+                sessions: open_sessions,
+            },
+        ),
         GuardSettings {
             needs: Some(settings.metrics_role),
             ..guard.clone()
@@ -185,7 +192,7 @@ async fn serve(
         header_timeout: settings.header_timeout,
         max_connections: settings.max_connections,
     };
-    listener::serve(listener, app, limits, shutdown).await?;
+    listener::serve(listener, app, limits, open_connections, shutdown).await?;
     Ok(())
 }
 

@@ -187,6 +187,18 @@ fn a_real_prometheus_counts_exactly_the_calls_made_by_tool_and_outcome() {
     .map(|((tool, outcome), n)| ((tool.to_string(), outcome.to_string()), n))
     .collect();
 
+    // A file the loader refuses: a rejection, and a plugin in that state.
+    std::fs::write(dir.path().join(".broken.tmp"), "not a component").unwrap();
+    std::fs::rename(
+        dir.path().join(".broken.tmp"),
+        dir.path().join("broken.wasm"),
+    )
+    .unwrap();
+    server.wait_for("broken.wasm rejected", |server| {
+        let (_, report) = send(server, "GET", "/plugins/broken", Some(DAVE), "", b"");
+        report["state"] == "rejected" && report.get("compiling").is_none()
+    });
+
     let target = server.base.trim_start_matches("http://").to_string();
     let prometheus = Prometheus::start(&target, SCRAPER);
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -239,10 +251,39 @@ fn a_real_prometheus_counts_exactly_the_calls_made_by_tool_and_outcome() {
         .query("max(toolhost_call_peak_memory_bytes{tool=\"echo\"}) >= 65536")
         .unwrap();
     assert_eq!(peak.len(), 1, "{peak:?}");
-    let loaded = prometheus
-        .query("sum(toolhost_plugin_state{state=\"loaded\"})")
-        .unwrap();
-    assert_eq!(loaded[0]["value"][1], "2", "{loaded:?}");
+    // The plugins, their loads and the server's own numbers.
+    let value = |promql: &str| -> String {
+        let result = prometheus.query(promql).unwrap();
+        assert_eq!(result.len(), 1, "{promql}: {result:?}");
+        result[0]["value"][1].as_str().unwrap().to_string()
+    };
+    assert_eq!(value("sum(toolhost_plugin_state{state=\"loaded\"})"), "2");
+    assert_eq!(
+        value("toolhost_plugin_state{plugin=\"broken\",state=\"rejected\"}"),
+        "1"
+    );
+    assert_eq!(
+        value("toolhost_plugin_rejections_total{plugin=\"broken\"}"),
+        "1"
+    );
+    assert_eq!(value("toolhost_load_events_total{kind=\"loaded\"}"), "2");
+    assert_eq!(value("toolhost_load_events_total{kind=\"rejected\"}"), "1");
+    assert_eq!(
+        value("sum(toolhost_plugin_cache_hits_total + toolhost_plugin_cache_misses_total)"),
+        "2"
+    );
+    assert_eq!(
+        value("count(toolhost_plugin_compile_seconds{phase=\"load\"} > 0)"),
+        "2"
+    );
+    assert_eq!(value("toolhost_executor_slots"), "64");
+    assert_eq!(value("toolhost_executor_slots_in_use"), "0");
+    assert_eq!(value("toolhost_executor_calls_waiting"), "0");
+    assert_eq!(value("toolhost_busy_refusals_total"), "0");
+    assert_eq!(value("toolhost_tools"), "4");
+    assert_eq!(value("toolhost_mcp_sessions"), "0");
+    // Prometheus's own scrape connection, at least.
+    assert!(!value("toolhost_http_connections >= 1").is_empty());
 }
 
 /// What every call returns about its cost, over REST and MCP alike, in

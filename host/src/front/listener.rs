@@ -105,9 +105,11 @@ pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,
+    open_connections: Arc<AtomicUsize>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let server = Arc::new(Server {
+        open_connections,
         slots: Arc::new(tokio::sync::Semaphore::new(limits.max_connections)),
         waiting: Arc::new(tokio::sync::Semaphore::new(MAX_WAITING)),
         connections: Connections::default(),
@@ -182,6 +184,8 @@ pub(crate) async fn serve(
 
 /// What every connection task shares.
 struct Server {
+    /// How many connections are open now (`/metrics` reads it).
+    open_connections: Arc<AtomicUsize>,
     slots: Arc<tokio::sync::Semaphore>,
     waiting: Arc<tokio::sync::Semaphore>,
     connections: Connections,
@@ -203,6 +207,7 @@ impl Server {
         let in_flight = Arc::new(AtomicUsize::new(0));
         let answered = Arc::new(AtomicBool::new(false));
         let evict = CancellationToken::new();
+        self.open_connections.fetch_add(1, Ordering::Relaxed);
         self.connections.lock().insert(
             id,
             Open {
@@ -247,6 +252,7 @@ impl Server {
             }
         }
         self.connections.lock().remove(&id);
+        self.open_connections.fetch_sub(1, Ordering::Relaxed);
         drop(slot);
     }
 }

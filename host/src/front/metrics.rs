@@ -2,7 +2,8 @@
 //! (OpenMetrics 1.0), encoded by `prometheus-client` from what the host
 //! already keeps. Nothing here counts anything: each scrape reads the call
 //! ledger (`registry/ledger.rs`, the one bookkeeping the dashboard reads
-//! too), the plugins report and the executor's slots.
+//! too), the load counts (`registry/loads.rs`), the plugins report, the
+//! executor's slots, the listener's connections and rmcp's sessions.
 //!
 //! Names follow Prometheus conventions: a `toolhost_` prefix, base units
 //! and `_total` counters.
@@ -15,9 +16,16 @@
 //! | `toolhost_call_fuel_total` | tool, plugin, outcome | fuel those calls burned |
 //! | `toolhost_call_peak_memory_bytes` | tool, plugin, outcome | the largest memory one call reached |
 //! | `toolhost_plugin_state` | plugin, state | 1 for each plugin file's state (loaded, rejected, compiling) |
+//! | `toolhost_plugin_rejections_total`, `…_cache_hits_total`, `…_cache_misses_total` | plugin | versions refused; loaded from the compile cache; compiled |
+//! | `toolhost_plugin_compile_seconds` | plugin, code, phase | the last load (`phase="load"`, `code` = the code it produced) and background optimise (`phase="optimise"`) |
+//! | `toolhost_load_events_total` | kind | load outcomes (reload events): compiling, loaded, replaced, rejected, removed, optimised |
+//! | `toolhost_busy_refusals_total` | | calls refused as BUSY |
 //! | `toolhost_tools` | | tools served |
 //! | `toolhost_executor_slots` | | how many calls may run guest code at once |
 //! | `toolhost_executor_slots_in_use` | | how many do now |
+//! | `toolhost_executor_calls_waiting` | | calls waiting for a slot |
+//! | `toolhost_http_connections` | | open HTTP connections |
+//! | `toolhost_mcp_sessions` | | open MCP sessions |
 //! | `toolhost_build_info` | version | 1 |
 //!
 //! Label values are bounded: a call to a name that is not a served tool
@@ -27,6 +35,7 @@
 //! default); it is open when no tokens are configured.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::extract::State;
@@ -40,19 +49,30 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::info::Info;
 
+use crate::front::mcp::http::OpenSessions;
 use crate::registry::Registry;
 use crate::registry::ledger::BUCKETS;
+use crate::registry::loads::PluginLoads;
+use crate::runtime::Tier;
 
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-pub(crate) fn router(registry: Arc<Registry>) -> Router {
+/// Numbers only the HTTP front knows, read at scrape time.
+pub(crate) struct HttpGauges {
+    /// Open HTTP connections (the listener counts them).
+    pub(crate) connections: Arc<AtomicUsize>,
+    /// Open MCP sessions (rmcp's session manager holds them).
+    pub(crate) sessions: OpenSessions,
+}
+
+pub(crate) fn router(registry: Arc<Registry>, http: HttpGauges) -> Router {
     let mut metrics = prometheus_client::registry::Registry::default();
     metrics.register(
         "toolhost_build",
         "The running toolhost",
         Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
     );
-    metrics.register_collector(Box::new(HostCollector { registry }));
+    metrics.register_collector(Box::new(HostCollector { registry, http }));
     Router::new()
         .route("/metrics", get(scrape))
         .with_state(Arc::new(metrics))
@@ -73,6 +93,7 @@ async fn scrape(State(metrics): State<Arc<prometheus_client::registry::Registry>
 /// Reads the host's own state on every scrape.
 struct HostCollector {
     registry: Arc<Registry>,
+    http: HttpGauges,
 }
 
 impl std::fmt::Debug for HostCollector {
@@ -198,7 +219,82 @@ impl Collector for HostCollector {
             ConstGauge::new(1i64).encode(states.encode_family(&labels)?)?;
         }
 
+        let (events, plugins) = self.registry.loads().read();
+        let mut family = encoder.encode_descriptor(
+            "toolhost_load_events",
+            "Load outcomes told, by kind: compiling, loaded, replaced, rejected, removed, optimised",
+            None,
+            MetricType::Counter,
+        )?;
+        for (kind, count) in &events {
+            ConstCounter::new(*count).encode(family.encode_family(&[("kind", *kind)])?)?;
+        }
+        for (name, help, pick) in [
+            (
+                "toolhost_plugin_rejections",
+                "Versions of the plugin file the loader refused",
+                (|p: &PluginLoads| p.rejections) as fn(&PluginLoads) -> u64,
+            ),
+            (
+                "toolhost_plugin_cache_hits",
+                "Versions whose compiled code came from the cache",
+                |p: &PluginLoads| p.cache_hits,
+            ),
+            (
+                "toolhost_plugin_cache_misses",
+                "Versions that were compiled",
+                |p: &PluginLoads| p.cache_misses,
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (plugin, loads) in &plugins {
+                ConstCounter::new(pick(loads))
+                    .encode(family.encode_family(&[("plugin", plugin.as_str())])?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "toolhost_plugin_compile_seconds",
+            "How long the plugin's last load took (code=baseline or optimised: the code it produced, compiled or from the cache), and its background compile of optimised code (phase=optimise)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (plugin, loads) in &plugins {
+            if let Some((tier, seconds)) = loads.last_load {
+                let code = match tier {
+                    Tier::Baseline => "baseline",
+                    Tier::Optimized => "optimised",
+                };
+                let labels = [
+                    ("plugin", plugin.as_str()),
+                    ("code", code),
+                    ("phase", "load"),
+                ];
+                ConstGauge::new(seconds).encode(family.encode_family(&labels)?)?;
+            }
+            if let Some(seconds) = loads.last_optimise_seconds {
+                let labels = [
+                    ("plugin", plugin.as_str()),
+                    ("code", "optimised"),
+                    ("phase", "optimise"),
+                ];
+                ConstGauge::new(seconds).encode(family.encode_family(&labels)?)?;
+            }
+        }
+
+        let busy: u64 = activity
+            .iter()
+            .filter_map(|tool| tool.outcomes.get("BUSY"))
+            .sum();
+        let busy_counter = ConstCounter::new(busy);
+        busy_counter.encode(encoder.encode_descriptor(
+            "toolhost_busy_refusals",
+            "Calls refused as BUSY (also in toolhost_calls_total{outcome=\"BUSY\"})",
+            None,
+            busy_counter.metric_type(),
+        )?)?;
+
         let runtime = self.registry.runtime();
+        let sessions = self.http.sessions.count();
         for (name, help, value) in [
             (
                 "toolhost_tools",
@@ -215,7 +311,25 @@ impl Collector for HostCollector {
                 "How many calls run guest code now",
                 runtime.calls_running() as i64,
             ),
+            (
+                "toolhost_executor_calls_waiting",
+                "How many calls wait for an executor slot now",
+                runtime.calls_waiting() as i64,
+            ),
+            (
+                "toolhost_http_connections",
+                "Open HTTP connections",
+                self.http.connections.load(Ordering::Relaxed) as i64,
+            ),
+            (
+                "toolhost_mcp_sessions",
+                "Open MCP sessions (Streamable HTTP)",
+                sessions.map_or(-1, |count| count as i64),
+            ),
         ] {
+            if value < 0 {
+                continue;
+            }
             let gauge = ConstGauge::new(value);
             gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)?;
         }

@@ -217,8 +217,8 @@ impl Registry {
     fn finish(&self, id: &str, generation: u64) -> bool {
         let mut jobs = self.lock_jobs();
         let newest = jobs.get(id).is_some_and(|job| job.generation == generation);
-        if newest {
-            jobs.remove(id);
+        if newest && let Some(job) = jobs.remove(id) {
+            self.loads.job_finished(id, job.started.elapsed());
         }
         newest
     }

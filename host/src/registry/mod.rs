@@ -33,6 +33,7 @@ pub mod layout;
 pub mod ledger;
 mod load;
 pub mod loader;
+pub(crate) mod loads;
 pub(crate) mod policy;
 pub(crate) mod portability;
 pub(crate) mod publish;
@@ -96,6 +97,8 @@ pub struct Registry {
     call_shares: CallShares,
     /// Every call's outcome and duration (see [`ledger`]).
     ledger: ledger::Ledger,
+    /// Every load outcome told, counted (see [`loads`]).
+    loads: loads::Loads,
 }
 
 impl Registry {
@@ -107,6 +110,7 @@ impl Registry {
         Arc::new(Registry {
             call_shares: CallShares::new(&shares, runtime.max_calls()),
             ledger: ledger::Ledger::default(),
+            loads: loads::Loads::default(),
             shares,
             list_limits,
             load_slots: Arc::new(tokio::sync::Semaphore::new(PARALLEL_LOADS)),
@@ -125,6 +129,11 @@ impl Registry {
 
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
+    }
+
+    /// The count of load outcomes, which metrics read.
+    pub(crate) fn loads(&self) -> &loads::Loads {
+        &self.loads
     }
 
     /// The one count of calls, which activity, events and metrics read.
@@ -174,6 +183,7 @@ impl Registry {
 
     /// Sends one event; nobody listening is fine.
     fn tell(&self, kind: LoadEventKind, id: &str, report: PluginReport) {
+        self.loads.record(kind, id, &report);
         let _ = self.events.send(LoadEvent {
             kind,
             plugin: id.to_string(),
@@ -186,8 +196,10 @@ impl Registry {
         self.events.subscribe()
     }
 
-    /// Tells listeners that plugin `name` now runs optimised code.
-    pub(crate) fn tell_optimised(&self, name: &str) {
+    /// Tells listeners that plugin `name` now runs optimised code, which
+    /// took `took` to compile.
+    pub(crate) fn tell_optimised(&self, name: &str, took: std::time::Duration) {
+        self.loads.optimised(name, took);
         if let Some(report) = self.snapshot().plugin_report(name) {
             self.tell(LoadEventKind::Optimised, name, report);
         }

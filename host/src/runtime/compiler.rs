@@ -161,7 +161,7 @@ pub(crate) struct Tiers {
     pub(crate) baseline: Compiler,
     pub(crate) cache: Option<ArtifactCache>,
     /// The name of each plugin whose optimised code now serves.
-    pub(crate) optimised: tokio::sync::broadcast::Sender<Arc<str>>,
+    pub(crate) optimised: tokio::sync::broadcast::Sender<(Arc<str>, std::time::Duration)>,
 }
 
 impl Tiers {
@@ -296,7 +296,7 @@ fn optimize_all(tiers: Weak<Tiers>, jobs: mpsc::Receiver<Job>) {
                 if let Some(target) = job.target.upgrade() {
                     target.store(Arc::new(code));
                     tracing::info!(plugin = %job.name, seconds = started.elapsed().as_secs_f64(), "optimised code now serves");
-                    let _ = tiers.optimised.send(job.name.clone());
+                    let _ = tiers.optimised.send((job.name.clone(), started.elapsed()));
                 }
             }
             Err(error) => {

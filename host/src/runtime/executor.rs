@@ -24,7 +24,7 @@
 //!   nothing.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -55,6 +55,8 @@ pub(crate) struct Executor {
     slots: Arc<tokio::sync::Semaphore>,
     max_calls: usize,
     running: Arc<Running>,
+    /// Calls waiting for a slot now.
+    waiting: AtomicUsize,
 }
 
 /// Set when the caller of a job has gone away; the job's epoch callback
@@ -96,11 +98,16 @@ impl Executor {
             slots: Arc::new(tokio::sync::Semaphore::new(max_calls)),
             max_calls,
             running,
+            waiting: AtomicUsize::new(0),
         })
     }
 
     pub(crate) fn max_calls(&self) -> usize {
         self.max_calls
+    }
+
+    pub(crate) fn calls_waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     pub(crate) fn slots_in_use(&self) -> usize {
@@ -116,15 +123,17 @@ impl Executor {
         Fut: Future<Output = T>,
         T: Send + 'static,
     {
-        let permit =
-            match tokio::time::timeout(QUEUE_WAIT, self.slots.clone().acquire_owned()).await {
-                Ok(Ok(permit)) => permit,
-                _ => {
-                    return Err(Refusal::Busy {
-                        max_calls: self.max_calls,
-                    });
-                }
-            };
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let acquired = tokio::time::timeout(QUEUE_WAIT, self.slots.clone().acquire_owned()).await;
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        let permit = match acquired {
+            Ok(Ok(permit)) => permit,
+            _ => {
+                return Err(Refusal::Busy {
+                    max_calls: self.max_calls,
+                });
+            }
+        };
         let cancel = Cancel::default();
         let _cancel_on_drop = CancelOnDrop(cancel.clone());
         let handle = self

@@ -252,6 +252,11 @@ impl Runtime {
         self.executor.max_calls()
     }
 
+    /// How many calls wait for a slot now.
+    pub(crate) fn calls_waiting(&self) -> usize {
+        self.executor.calls_waiting()
+    }
+
     /// How many of the [`max_calls`](Self::max_calls) slots are taken now.
     pub(crate) fn calls_running(&self) -> usize {
         self.executor.slots_in_use()
@@ -340,8 +345,9 @@ impl Runtime {
     }
 
     /// A receiver that hears the name of each plugin (as given to
-    /// [`Runtime::compile`]) whose optimised code has just started serving.
-    pub(crate) fn optimised(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
+    /// [`Runtime::compile`]) whose optimised code has just started serving,
+    /// with how long that code took to compile.
+    pub(crate) fn optimised(&self) -> tokio::sync::broadcast::Receiver<(Arc<str>, Duration)> {
         self.tiers.optimised.subscribe()
     }
 

@@ -82,7 +82,23 @@ pub(crate) struct McpHttpSettings {
 }
 
 /// The `/mcp` route.
-pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> Router {
+/// How many MCP sessions are open, for `/metrics`.
+#[derive(Clone)]
+pub(crate) struct OpenSessions(Arc<LocalSessionManager>);
+
+impl OpenSessions {
+    /// `None` in the instant a session is being added or removed.
+    pub(crate) fn count(&self) -> Option<usize> {
+        self.0
+            .sessions
+            .try_read()
+            .ok()
+            .map(|sessions| sessions.len())
+    }
+}
+
+/// The MCP routes, and a reader of how many sessions they hold.
+pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> (Router, OpenSessions) {
     // rmcp's own idle timer counts messages only and would end a session
     // whose client just listens: expiry is `idle.rs`'s.
     let mut manager = LocalSessionManager::default();
@@ -115,9 +131,10 @@ pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> Rout
         max_body_bytes: settings.max_body_bytes,
         max_sessions: settings.max_sessions,
     });
-    Router::new()
+    let router = Router::new()
         .route("/mcp", any(dispatch))
-        .with_state(services)
+        .with_state(services);
+    (router, OpenSessions(manager))
 }
 
 async fn dispatch(State(services): State<Arc<Services>>, request: Request) -> Response {
