@@ -35,7 +35,8 @@
 //! - `sandbox.rs`: one call's store data and the host side of every
 //!   import; `grants.rs` (with [`Limits`]), `memory_cap.rs`,
 //!   `log_capture.rs`, `client.rs`: what it holds;
-//! - `failure.rs`: what went wrong, as types.
+//! - `failure.rs`: what went wrong, as types; `usage.rs`: what a call
+//!   used (CPU time, fuel, peak memory, which code).
 
 mod allocator;
 mod bindings;
@@ -49,6 +50,7 @@ mod log_capture;
 mod memory_cap;
 mod pool;
 mod sandbox;
+mod usage;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -71,6 +73,8 @@ use self::failure::{root_cause, tail};
 pub(crate) use self::grants::{DirGrant, OriginPattern};
 pub use self::grants::{Grants, Limits};
 use self::sandbox::Sandbox;
+pub use self::usage::CallUsage;
+use self::usage::thread_cpu_time;
 
 /// The plugin's own values, as the contract (`wit/plugin.wit`) defines them.
 /// They are plain data (strings, vectors, options), generated from the WIT.
@@ -99,34 +103,6 @@ impl CompiledPlugin {
     pub(crate) fn tier(&self) -> Tier {
         self.code.load().tier
     }
-}
-
-/// What one call used, measured on its guest thread: the caller's
-/// accounting (`call/invoke.rs`) and the metrics read it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CallUsage {
-    /// CPU time of the guest thread, from the instance's creation to the
-    /// answer (the host functions the guest called included).
-    pub cpu: Duration,
-    /// Fuel the guest burned (counted on every call, limited or not).
-    pub fuel: u64,
-    /// The largest total of the call's linear memories and tables.
-    pub peak_memory_bytes: u64,
-    /// Which compiler's code ran.
-    pub tier: Tier,
-}
-
-/// The CPU time the calling thread has used.
-fn thread_cpu_time() -> Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `now` is a valid timespec for the call to fill.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 pub struct Runtime {
