@@ -22,4 +22,5 @@ mod rest;
 mod sandbox;
 mod shares;
 mod support;
+mod traces;
 mod workshop;

@@ -232,11 +232,11 @@ async fn run_tool(
             client,
         )
         .await;
-    let envelope = match outcome {
+    let envelope = tracing::debug_span!("normalise").in_scope(|| match outcome {
         Ok(Ok(output)) => Envelope::success(output, &entry.tool, format),
         Ok(Err(tool_error)) => Envelope::tool_error(tool_error, name),
         Err(failure) => call_failure(name, &entry.plugin.id, failure),
-    };
+    });
     (envelope, usage)
 }
 

@@ -14,6 +14,7 @@ mod options;
 mod project;
 mod push;
 mod serve;
+mod telemetry;
 
 use std::process::ExitCode;
 
@@ -80,10 +81,16 @@ impl Cli {
         // rmcp logs every session and notification at info: too chatty for
         // a server log, so it is held at warn unless TOOLHOST_LOG says
         // otherwise. The one-shot commands log warnings only.
-        init_logging(
+        let _traces = match init_logging(
             if serving { "info,rmcp=warn" } else { "warn" },
             self.log_format,
-        );
+        ) {
+            Ok(traces) => traces,
+            Err(error) => {
+                eprintln!("toolhost: {error:#}");
+                return ExitCode::from(2);
+            }
+        };
         let outcome = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -112,22 +119,41 @@ impl Cli {
     }
 }
 
-fn init_logging(default_level: &str, format: LogFormat) {
+/// Logs to stderr (text or JSON, at TOOLHOST_LOG's level), and traces by
+/// OTLP when the OpenTelemetry variables ask for it (`telemetry.rs`); the
+/// returned keeper flushes the traces when dropped.
+fn init_logging(
+    default_level: &str,
+    format: LogFormat,
+) -> anyhow::Result<Option<telemetry::Traces>> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = match format {
         LogFormat::Text => logs
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init(),
+            .boxed(),
         // The fields of the span a line is logged in (a call's tool,
         // plugin, outcome, duration) ride along as `span`.
         LogFormat::Json => logs
             .json()
             .with_current_span(true)
             .with_span_list(false)
-            .init(),
+            .boxed(),
+    };
+    let registry = tracing_subscriber::registry().with(logs.with_filter(filter));
+    match telemetry::otlp_layer()? {
+        Some((traces, keeper)) => {
+            registry.with(traces).init();
+            Ok(Some(keeper))
+        }
+        None => {
+            registry.init();
+            Ok(None)
+        }
     }
 }

@@ -28,4 +28,5 @@ pub(crate) mod metrics;
 pub(crate) mod openapi;
 pub(crate) mod publish;
 pub(crate) mod rest;
+pub(crate) mod trace;
 pub(crate) mod ui;

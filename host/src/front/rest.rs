@@ -19,12 +19,14 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::errors::ErrorCode;
 use crate::call::invoke::{self, Front};
 use crate::front::guard::Requester;
 use crate::front::http::json_response;
+use crate::front::trace::{self, TraceParent};
 use crate::registry::{Registry, Snapshot};
 
 /// What the REST front needs besides the registry.
@@ -174,7 +176,13 @@ async fn call_tool(
         Ok(arguments) => arguments,
         Err(envelope) => return envelope.into_response(),
     };
-    invoke::call_tool(
+    let span = trace::request_span(
+        &format!("POST /tools/{name}"),
+        &name,
+        None,
+        &TraceParent::from_headers(&headers),
+    );
+    let envelope = invoke::call_tool(
         &state.registry,
         &name,
         arguments,
@@ -182,8 +190,10 @@ async fn call_tool(
         None,
         state.settings.front,
     )
-    .await
-    .into_response()
+    .instrument(span.clone())
+    .await;
+    trace::record_outcome(&span, &envelope);
+    envelope.into_response()
 }
 
 /// `?format=json|markdown` overrides the server's default rendering of

@@ -293,10 +293,15 @@ impl Runtime {
                     let cpu_before = thread_cpu_time();
                     let mut store = runtime.new_store(&plugin, &code, &grants, client, cancel)?;
                     let outcome = tokio::time::timeout(grants.limits.timeout, async {
-                        let instance: Plugin = code.pre.instantiate_async(&mut store).await?;
+                        let instance: Plugin = code
+                            .pre
+                            .instantiate_async(&mut store)
+                            .instrument(tracing::debug_span!("instantiate"))
+                            .await?;
                         instance
                             .toolhost_plugin_tools()
                             .call_call_tool(&mut store, &tool, &arguments)
+                            .instrument(tracing::debug_span!("guest"))
                             .await
                     })
                     .await;

@@ -34,9 +34,12 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use tracing::Instrument;
+
 use crate::call::accounting::CALL_META;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::invoke;
+use crate::front::trace::{self, TraceParent};
 use crate::registry::Registry;
 use crate::registry::events::LoadEventKind;
 use crate::runtime::{ClientChannel, LogLevel};
@@ -167,6 +170,26 @@ impl ServerHandler for McpFront {
             progress_token: context.meta.get_progress_token(),
             log_level: self.log_level.clone(),
         });
+        // The caller's trace: `params._meta` (MCP's convention), else the
+        // HTTP request's headers (Streamable HTTP).
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let from_meta = TraceParent {
+            traceparent: context.meta.get_traceparent().map(str::to_string),
+            tracestate: context.meta.get_tracestate().map(str::to_string),
+        };
+        let parent = match parts {
+            Some(parts) => from_meta.or(TraceParent::from_headers(&parts.headers)),
+            None => from_meta,
+        };
+        let session = parts
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|value| value.to_str().ok());
+        let span = trace::request_span(
+            &format!("tools/call {}", request.name),
+            &request.name,
+            session,
+            &parent,
+        );
         let envelope = invoke::call_tool(
             &self.registry,
             &request.name,
@@ -175,7 +198,9 @@ impl ServerHandler for McpFront {
             Some(client),
             invoke::Front::Mcp,
         )
+        .instrument(span.clone())
         .await;
+        trace::record_outcome(&span, &envelope);
         call_tool_result(envelope).map(Into::into)
     }
 

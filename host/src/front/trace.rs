@@ -1,0 +1,93 @@
+//! A request's span at the front edge, continuing the caller's trace: a
+//! W3C `traceparent` (and `tracestate`) from the HTTP headers, or from an
+//! MCP request's `params._meta` (the MCP trace-context convention), makes
+//! the request a child of the caller's span instead of a new trace. The
+//! span is at `debug`: only the OpenTelemetry exporter (when configured,
+//! `commands/telemetry.rs`) takes it, so without one it costs nothing.
+//!
+//! Attributes follow the OpenTelemetry semantic conventions for MCP and
+//! GenAI where they exist: `mcp.method.name`, `mcp.session.id`, the span
+//! named `{method} {tool}`, `gen_ai.tool.name`, `gen_ai.operation.name`
+//! and `error.type` (the error code) on a failure. Below it come `call`
+//! (the invoke, `call/invoke.rs`), and its `instantiate`, `guest` and
+//! `normalise`.
+
+use std::collections::HashMap;
+
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::call::envelope::Envelope;
+
+/// The caller's trace context, as it came in.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct TraceParent {
+    pub(crate) traceparent: Option<String>,
+    pub(crate) tracestate: Option<String>,
+}
+
+impl TraceParent {
+    /// From HTTP headers.
+    pub(crate) fn from_headers(headers: &axum::http::HeaderMap) -> TraceParent {
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_string)
+        };
+        TraceParent {
+            traceparent: header("traceparent"),
+            tracestate: header("tracestate"),
+        }
+    }
+
+    /// `other` where this one has nothing.
+    pub(crate) fn or(self, other: TraceParent) -> TraceParent {
+        if self.traceparent.is_some() {
+            self
+        } else {
+            other
+        }
+    }
+}
+
+/// The span of one request to tool `tool` at a front: `name` is the
+/// span's name (`POST /tools/echo`, `tools/call echo`).
+pub(crate) fn request_span(
+    name: &str,
+    tool: &str,
+    session: Option<&str>,
+    parent: &TraceParent,
+) -> tracing::Span {
+    let span = tracing::debug_span!(
+        "request",
+        otel.name = name,
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        "mcp.method.name" = "tools/call",
+        "mcp.session.id" = session,
+        "gen_ai.operation.name" = "execute_tool",
+        "gen_ai.tool.name" = tool,
+        "error.type" = tracing::field::Empty,
+    );
+    if let Some(traceparent) = &parent.traceparent {
+        let mut carrier = HashMap::from([("traceparent".to_string(), traceparent.clone())]);
+        if let Some(tracestate) = &parent.tracestate {
+            carrier.insert("tracestate".to_string(), tracestate.clone());
+        }
+        let context = TraceContextPropagator::new().extract(&carrier);
+        // Refused only when no OpenTelemetry layer is installed: then
+        // there is no trace to continue.
+        let _ = span.set_parent(context);
+    }
+    span
+}
+
+/// Marks the request's span with the call's error code, if it failed.
+pub(crate) fn record_outcome(span: &tracing::Span, envelope: &Envelope) {
+    if let Some(error) = &envelope.error {
+        span.record("error.type", error.code.as_str());
+        span.record("otel.status_code", "ERROR");
+    }
+}
