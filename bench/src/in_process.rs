@@ -36,7 +36,7 @@ pub(super) async fn measure(options: &BenchOptions, work: &Path) -> anyhow::Resu
     let mut full = Vec::with_capacity(calls);
     for round in 0..2 * calls {
         let started = Instant::now();
-        let outcome = registry
+        let (outcome, _usage) = registry
             .runtime()
             .call_tool(
                 &entry.plugin.compiled,

@@ -25,6 +25,8 @@
 //!     optimised code taking over, a call in process, memory.
 //! 11. Workshop: publishing over HTTP to tools live (Rust, JavaScript), and
 //!     `/health` beside 2,000 idle connections.
+//! 12. Operations: REST echo req/s by default, with `/metrics` scraped, and
+//!     with every call's trace exported by OTLP, side by side.
 //!
 //! It runs the real `toolhost` binary for every server (in-process rows use
 //! the library), and needs `wrk` on the PATH.
@@ -34,6 +36,7 @@ mod dev;
 mod hardening;
 mod in_process;
 mod languages;
+mod operations;
 mod probes;
 mod reload;
 mod workshop;
@@ -95,6 +98,8 @@ enum Section {
     Languages,
     /// 11: a shared workshop server: publishing, idle connections.
     Workshop,
+    /// 12: what metrics and traces cost.
+    Operations,
 }
 
 impl BenchOptions {
@@ -151,6 +156,9 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
     }
     if options.runs(Section::Workshop) {
         workshop::section(&options, &work, &mut report)?;
+    }
+    if options.runs(Section::Operations) {
+        operations::section(&options, &work, duration, &mut report)?;
     }
 
     println!("| section | measure | value |\n| --- | --- | --- |");
