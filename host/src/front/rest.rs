@@ -177,10 +177,10 @@ async fn call_tool(
         Err(envelope) => return envelope.into_response(),
     };
     let span = trace::request_span(
-        &format!("POST /tools/{name}"),
+        || format!("POST /tools/{name}"),
         &name,
         None,
-        &TraceParent::from_headers(&headers),
+        || TraceParent::from_headers(&headers),
     );
     let envelope = invoke::call_tool(
         &state.registry,

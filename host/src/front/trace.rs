@@ -52,17 +52,19 @@ impl TraceParent {
     }
 }
 
-/// The span of one request to tool `tool` at a front: `name` is the
-/// span's name (`POST /tools/echo`, `tools/call echo`).
+/// The span of one request to tool `tool` at a front: `name` makes the
+/// span's name (`POST /tools/echo`, `tools/call echo`) and `parent` the
+/// caller's context, both only when an exporter takes the span (without
+/// one, this costs a disabled span and nothing else).
 pub(crate) fn request_span(
-    name: &str,
+    name: impl FnOnce() -> String,
     tool: &str,
     session: Option<&str>,
-    parent: &TraceParent,
+    parent: impl FnOnce() -> TraceParent,
 ) -> tracing::Span {
     let span = tracing::debug_span!(
         "request",
-        otel.name = name,
+        otel.name = tracing::field::Empty,
         otel.kind = "server",
         otel.status_code = tracing::field::Empty,
         "mcp.method.name" = "tools/call",
@@ -71,6 +73,11 @@ pub(crate) fn request_span(
         "gen_ai.tool.name" = tool,
         "error.type" = tracing::field::Empty,
     );
+    if span.is_disabled() {
+        return span;
+    }
+    span.record("otel.name", name());
+    let parent = parent();
     if let Some(traceparent) = &parent.traceparent {
         let mut carrier = HashMap::from([("traceparent".to_string(), traceparent.clone())]);
         if let Some(tracestate) = &parent.tracestate {

@@ -173,22 +173,23 @@ impl ServerHandler for McpFront {
         // The caller's trace: `params._meta` (MCP's convention), else the
         // HTTP request's headers (Streamable HTTP).
         let parts = context.extensions.get::<axum::http::request::Parts>();
-        let from_meta = TraceParent {
-            traceparent: context.meta.get_traceparent().map(str::to_string),
-            tracestate: context.meta.get_tracestate().map(str::to_string),
-        };
-        let parent = match parts {
-            Some(parts) => from_meta.or(TraceParent::from_headers(&parts.headers)),
-            None => from_meta,
-        };
         let session = parts
             .and_then(|parts| parts.headers.get("mcp-session-id"))
             .and_then(|value| value.to_str().ok());
         let span = trace::request_span(
-            &format!("tools/call {}", request.name),
+            || format!("tools/call {}", request.name),
             &request.name,
             session,
-            &parent,
+            || {
+                let from_meta = TraceParent {
+                    traceparent: context.meta.get_traceparent().map(str::to_string),
+                    tracestate: context.meta.get_tracestate().map(str::to_string),
+                };
+                match parts {
+                    Some(parts) => from_meta.or(TraceParent::from_headers(&parts.headers)),
+                    None => from_meta,
+                }
+            },
         );
         let envelope = invoke::call_tool(
             &self.registry,
