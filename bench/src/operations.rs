@@ -38,29 +38,23 @@ pub(crate) fn section(
     std::fs::copy(&options.echo, dir.join("echo.wasm"))?;
     let cache = work.join("cache-operations");
     let body = r#"{"text":"hello"}"#;
+    let load = |server: &Spawned, seconds: &str| {
+        wrk(
+            work,
+            server.child.id(),
+            server.address,
+            "POST",
+            "/tools/echo",
+            body,
+            16,
+            seconds,
+        )
+    };
     // Each server is warmed for a second first: the first calls after a
     // start pay for the pool's first slots and the allocator's growth.
     let run = |server: &Spawned| {
-        wrk(
-            work,
-            server.child.id(),
-            server.address,
-            "POST",
-            "/tools/echo",
-            body,
-            16,
-            "1s",
-        )?;
-        wrk(
-            work,
-            server.child.id(),
-            server.address,
-            "POST",
-            "/tools/echo",
-            body,
-            16,
-            duration,
-        )
+        load(server, "1s")?;
+        load(server, duration)
     };
 
     let plain = Spawned::serve(&dir, &cache, &[])?;

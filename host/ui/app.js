@@ -45,26 +45,20 @@ function setStatus(text) {
 
 async function signIn() {
   const { status, json } = await api("GET", "/me");
-  if (status === 401) {
+  if (status === 401 || status === 403) {
+    // 403: a scrape-only token, which reads /metrics and nothing this
+    // page shows.
     state.me = null;
-    $("who").textContent = state.token
-      ? "This server does not know that token."
-      : "This server needs a token: paste yours and sign in.";
+    $("who").textContent = status === 403
+      ? "This token may only read /metrics; sign in with another to use this page."
+      : state.token
+        ? "This server does not know that token."
+        : "This server needs a token: paste yours and sign in.";
     showSignIn(true);
     $("signout").hidden = !state.token;
     $("publish-section").hidden = true;
     setStatus("Signed out");
     $("token").focus();
-    return false;
-  }
-  if (status === 403) {
-    // A scrape-only token: it reads /metrics and nothing this page shows.
-    state.me = null;
-    $("who").textContent = "This token may only read /metrics; sign in with another to use this page.";
-    showSignIn(true);
-    $("signout").hidden = false;
-    $("publish-section").hidden = true;
-    setStatus("Signed out");
     return false;
   }
   state.me = json;

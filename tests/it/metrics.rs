@@ -257,31 +257,32 @@ fn a_real_prometheus_counts_exactly_the_calls_made_by_tool_and_outcome() {
         assert_eq!(result.len(), 1, "{promql}: {result:?}");
         result[0]["value"][1].as_str().unwrap().to_string()
     };
-    assert_eq!(value("sum(toolhost_plugin_state{state=\"loaded\"})"), "2");
-    assert_eq!(
-        value("toolhost_plugin_state{plugin=\"broken\",state=\"rejected\"}"),
-        "1"
-    );
-    assert_eq!(
-        value("toolhost_plugin_rejections_total{plugin=\"broken\"}"),
-        "1"
-    );
-    assert_eq!(value("toolhost_load_events_total{kind=\"loaded\"}"), "2");
-    assert_eq!(value("toolhost_load_events_total{kind=\"rejected\"}"), "1");
-    assert_eq!(
-        value("sum(toolhost_plugin_cache_hits_total + toolhost_plugin_cache_misses_total)"),
-        "2"
-    );
-    assert_eq!(
-        value("count(toolhost_plugin_compile_seconds{phase=\"load\"} > 0)"),
-        "2"
-    );
-    assert_eq!(value("toolhost_executor_slots"), "64");
-    assert_eq!(value("toolhost_executor_slots_in_use"), "0");
-    assert_eq!(value("toolhost_executor_calls_waiting"), "0");
-    assert_eq!(value("toolhost_busy_refusals_total"), "0");
-    assert_eq!(value("toolhost_tools"), "4");
-    assert_eq!(value("toolhost_mcp_sessions"), "0");
+    for (promql, expected) in [
+        ("sum(toolhost_plugin_state{state=\"loaded\"})", "2"),
+        (
+            "toolhost_plugin_state{plugin=\"broken\",state=\"rejected\"}",
+            "1",
+        ),
+        ("toolhost_plugin_rejections_total{plugin=\"broken\"}", "1"),
+        ("toolhost_load_events_total{kind=\"loaded\"}", "2"),
+        ("toolhost_load_events_total{kind=\"rejected\"}", "1"),
+        (
+            "sum(toolhost_plugin_cache_hits_total + toolhost_plugin_cache_misses_total)",
+            "2",
+        ),
+        (
+            "count(toolhost_plugin_compile_seconds{phase=\"load\"} > 0)",
+            "2",
+        ),
+        ("toolhost_executor_slots", "64"),
+        ("toolhost_executor_slots_in_use", "0"),
+        ("toolhost_executor_calls_waiting", "0"),
+        ("toolhost_busy_refusals_total", "0"),
+        ("toolhost_tools", "4"),
+        ("toolhost_mcp_sessions", "0"),
+    ] {
+        assert_eq!(value(promql), expected, "{promql}");
+    }
     // Prometheus's own scrape connection, at least.
     assert!(!value("toolhost_http_connections >= 1").is_empty());
 }

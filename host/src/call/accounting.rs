@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::runtime::{CallUsage, Tier};
+use crate::runtime::CallUsage;
 
 /// The `_meta` key of a call's accounting in an MCP result.
 pub(crate) const CALL_META: &str = "toolhost/call";
@@ -52,10 +52,7 @@ impl CallMeta {
             cpu_ms: usage.map(|usage| milliseconds(usage.cpu)),
             fuel: usage.map(|usage| usage.fuel),
             peak_memory_bytes: usage.map(|usage| usage.peak_memory_bytes),
-            code: usage.map(|usage| match usage.tier {
-                Tier::Baseline => "baseline",
-                Tier::Optimized => "optimised",
-            }),
+            code: usage.map(|usage| usage.tier.code_name()),
             warm: false,
         }
     }

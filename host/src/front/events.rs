@@ -220,10 +220,7 @@ impl Stream {
         if !self.admin {
             event.report = event.report.without_path();
         }
-        let kind = serde_json::to_value(event.kind)
-            .ok()
-            .and_then(|kind| kind.as_str().map(str::to_string))
-            .unwrap_or_default();
+        let kind = event.kind.as_str();
         let data = serde_json::to_string(&event).unwrap_or_default();
         self.queued.push_back(
             Event::default()

@@ -51,7 +51,7 @@ use prometheus_client::metrics::info::Info;
 
 use crate::front::mcp::http::OpenSessions;
 use crate::registry::Registry;
-use crate::registry::ledger::BUCKETS;
+use crate::registry::ledger::{BUCKETS, OutcomeHistogram, ToolActivity};
 use crate::registry::loads::PluginLoads;
 use crate::runtime::Tier;
 
@@ -102,28 +102,25 @@ impl std::fmt::Debug for HostCollector {
     }
 }
 
-/// A histogram read out of the ledger: cumulative counts per bound.
-struct LedgerHistogram<'a> {
-    cumulative: &'a [u64],
-    sum_seconds: f64,
-}
+/// One outcome's durations, as a Prometheus histogram.
+struct LedgerHistogram<'a>(&'a OutcomeHistogram);
 
 impl EncodeMetric for LedgerHistogram<'_> {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
-        let count = self.cumulative.last().copied().unwrap_or(0);
-        // The encoder takes per-bucket counts and sums them itself.
+        // The ledger's counts are cumulative; the encoder takes each
+        // bucket's own count and sums them itself.
         let mut previous = 0;
         let buckets: Vec<(f64, u64)> = BUCKETS
             .iter()
             .copied()
             .chain(std::iter::once(f64::INFINITY))
-            .zip(self.cumulative.iter().map(|&running| {
+            .zip(self.0.cumulative.iter().map(|&running| {
                 let own = running - previous;
                 previous = running;
                 own
             }))
             .collect();
-        encoder.encode_histogram::<NoLabelSet>(self.sum_seconds, count, &buckets, None)
+        encoder.encode_histogram::<NoLabelSet>(self.0.sum_seconds, self.0.calls(), &buckets, None)
     }
 
     fn metric_type(&self) -> MetricType {
@@ -135,72 +132,59 @@ impl Collector for HostCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let activity = self.registry.ledger().activity();
 
-        let mut calls = encoder.encode_descriptor(
-            "toolhost_calls",
-            "Tool calls, by tool, plugin and outcome (ok or the error code)",
-            None,
-            MetricType::Counter,
+        per_outcome(
+            &mut encoder,
+            &activity,
+            (
+                "toolhost_calls",
+                "Tool calls, by tool, plugin and outcome (ok or the error code)",
+                MetricType::Counter,
+            ),
+            |histogram, metric| ConstCounter::new(histogram.calls()).encode(metric),
         )?;
-        for tool in &activity {
-            for (outcome, count) in &tool.outcomes {
-                let labels = labels(&tool.tool, &tool.plugin, outcome);
-                calls
-                    .encode_family(&labels)?
-                    .encode_counter::<NoLabelSet, _, f64>(count, None)?;
-            }
-        }
-
-        let mut durations = encoder.encode_descriptor(
-            "toolhost_call_duration_seconds",
-            "How long tool calls took, from the front's request to its answer",
-            None,
-            MetricType::Histogram,
+        // Per tool, plugin and outcome: durations, and what the calls
+        // whose plugin code ran used (summed CPU time and fuel, the
+        // largest peak memory of one call).
+        per_outcome(
+            &mut encoder,
+            &activity,
+            (
+                "toolhost_call_duration_seconds",
+                "How long tool calls took, from the front's request to its answer",
+                MetricType::Histogram,
+            ),
+            |histogram, metric| LedgerHistogram(histogram).encode(metric),
         )?;
-        for tool in &activity {
-            for histogram in &tool.histograms {
-                let labels = labels(&tool.tool, &tool.plugin, &histogram.outcome);
-                LedgerHistogram {
-                    cumulative: &histogram.cumulative,
-                    sum_seconds: histogram.sum_seconds,
-                }
-                .encode(durations.encode_family(&labels)?)?;
-            }
-        }
-
-        // What the calls whose plugin code ran used: summed CPU time and
-        // fuel, and the largest peak memory of one call.
-        for (name, help, metric_type) in [
+        per_outcome(
+            &mut encoder,
+            &activity,
             (
                 "toolhost_call_cpu_seconds",
                 "Guest CPU time used by tool calls",
                 MetricType::Counter,
             ),
+            |histogram, metric| ConstCounter::new(histogram.cpu_seconds).encode(metric),
+        )?;
+        per_outcome(
+            &mut encoder,
+            &activity,
             (
                 "toolhost_call_fuel",
                 "Fuel (WebAssembly work units) burned by tool calls",
                 MetricType::Counter,
             ),
+            |histogram, metric| ConstCounter::new(histogram.fuel).encode(metric),
+        )?;
+        per_outcome(
+            &mut encoder,
+            &activity,
             (
                 "toolhost_call_peak_memory_bytes",
                 "The largest memory one tool call reached (memories and tables)",
                 MetricType::Gauge,
             ),
-        ] {
-            let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
-            for tool in &activity {
-                for histogram in &tool.histograms {
-                    let labels = labels(&tool.tool, &tool.plugin, &histogram.outcome);
-                    let metric = family.encode_family(&labels)?;
-                    match name {
-                        "toolhost_call_cpu_seconds" => {
-                            ConstCounter::new(histogram.cpu_seconds).encode(metric)?
-                        }
-                        "toolhost_call_fuel" => ConstCounter::new(histogram.fuel).encode(metric)?,
-                        _ => ConstGauge::new(histogram.peak_memory_bytes as i64).encode(metric)?,
-                    }
-                }
-            }
-        }
+            |histogram, metric| ConstGauge::new(histogram.peak_memory_bytes as i64).encode(metric),
+        )?;
 
         let report = self.registry.plugins_report();
         let mut states = encoder.encode_descriptor(
@@ -260,13 +244,9 @@ impl Collector for HostCollector {
         )?;
         for (plugin, loads) in &plugins {
             if let Some((tier, seconds)) = loads.last_load {
-                let code = match tier {
-                    Tier::Baseline => "baseline",
-                    Tier::Optimized => "optimised",
-                };
                 let labels = [
                     ("plugin", plugin.as_str()),
-                    ("code", code),
+                    ("code", tier.code_name()),
                     ("phase", "load"),
                 ];
                 ConstGauge::new(seconds).encode(family.encode_family(&labels)?)?;
@@ -274,7 +254,7 @@ impl Collector for HostCollector {
             if let Some(seconds) = loads.last_optimise_seconds {
                 let labels = [
                     ("plugin", plugin.as_str()),
-                    ("code", "optimised"),
+                    ("code", Tier::Optimized.code_name()),
                     ("phase", "optimise"),
                 ];
                 ConstGauge::new(seconds).encode(family.encode_family(&labels)?)?;
@@ -335,6 +315,24 @@ impl Collector for HostCollector {
         }
         Ok(())
     }
+}
+
+/// One family with a series per tool, plugin and outcome, each encoded
+/// from its outcome's ledger entry by `encode`.
+fn per_outcome(
+    encoder: &mut DescriptorEncoder,
+    activity: &[ToolActivity],
+    (name, help, metric_type): (&str, &str, MetricType),
+    encode: impl Fn(&OutcomeHistogram, MetricEncoder) -> Result<(), std::fmt::Error>,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, metric_type)?;
+    for tool in activity {
+        for histogram in &tool.histograms {
+            let labels = labels(&tool.tool, &tool.plugin, &histogram.outcome);
+            encode(histogram, family.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
 }
 
 fn labels<'a>(tool: &'a str, plugin: &'a str, outcome: &'a str) -> [(&'static str, &'a str); 3] {

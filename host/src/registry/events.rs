@@ -45,6 +45,21 @@ pub enum LoadEventKind {
     Optimised,
 }
 
+impl LoadEventKind {
+    /// The kind's name, as serde writes it: `/events` names its events by
+    /// it and the metrics label their counts with it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadEventKind::Compiling => "compiling",
+            LoadEventKind::Loaded => "loaded",
+            LoadEventKind::Replaced => "replaced",
+            LoadEventKind::Rejected => "rejected",
+            LoadEventKind::Removed => "removed",
+            LoadEventKind::Optimised => "optimised",
+        }
+    }
+}
+
 impl LoadEvent {
     /// Whether this event settles the version with `content_hash`: it now
     /// serves, or it was refused.

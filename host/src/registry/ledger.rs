@@ -101,6 +101,13 @@ pub struct OutcomeHistogram {
     pub peak_memory_bytes: u64,
 }
 
+impl OutcomeHistogram {
+    /// How many calls it counts.
+    pub fn calls(&self) -> u64 {
+        self.cumulative.last().copied().unwrap_or(0)
+    }
+}
+
 impl Ledger {
     /// Counts one call. `tool` is `None` when the name is not a served
     /// tool; `usage` is what its plugin code used, if any ran.

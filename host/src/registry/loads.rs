@@ -65,7 +65,7 @@ impl Loads {
     /// Counts one event the registry sent.
     pub(crate) fn record(&self, kind: LoadEventKind, id: &str, report: &PluginReport) {
         let mut inner = self.lock();
-        *inner.events.entry(kind_name(kind)).or_default() += 1;
+        *inner.events.entry(kind.as_str()).or_default() += 1;
         if kind == LoadEventKind::Removed {
             inner.plugins.remove(id);
             inner.finished.remove(id);
@@ -103,16 +103,5 @@ impl Loads {
             .collect();
         plugins.sort_by(|a, b| a.0.cmp(&b.0));
         (inner.events.clone(), plugins)
-    }
-}
-
-fn kind_name(kind: LoadEventKind) -> &'static str {
-    match kind {
-        LoadEventKind::Compiling => "compiling",
-        LoadEventKind::Loaded => "loaded",
-        LoadEventKind::Replaced => "replaced",
-        LoadEventKind::Rejected => "rejected",
-        LoadEventKind::Removed => "removed",
-        LoadEventKind::Optimised => "optimised",
     }
 }

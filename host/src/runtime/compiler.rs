@@ -58,6 +58,18 @@ pub enum Tier {
     Optimized,
 }
 
+impl Tier {
+    /// The code's name in a call's accounting and the metrics' `code`
+    /// label: `baseline` or `optimised` (`/plugins` keeps serde's
+    /// `optimized`).
+    pub fn code_name(self) -> &'static str {
+        match self {
+            Tier::Baseline => "baseline",
+            Tier::Optimized => "optimised",
+        }
+    }
+}
+
 /// Whether baseline code is replaced by optimised code in the background.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TierUp {

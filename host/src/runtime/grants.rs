@@ -34,6 +34,12 @@ pub struct Grants {
 }
 
 impl Grants {
+    /// The fuel a call starts with: its budget, or (unlimited) all there
+    /// is, so that what a call burned can be counted either way.
+    pub(crate) fn fuel_budget(&self) -> u64 {
+        self.fuel.unwrap_or(u64::MAX)
+    }
+
     /// The grants of a plugin without a policy: nothing, and the host's
     /// default limits.
     pub(crate) fn none(limits: Limits) -> Self {

@@ -308,8 +308,7 @@ impl Runtime {
                     let usage = CallUsage {
                         cpu: thread_cpu_time().saturating_sub(cpu_before),
                         fuel: grants
-                            .fuel
-                            .unwrap_or(u64::MAX)
+                            .fuel_budget()
                             .saturating_sub(store.get_fuel().unwrap_or(0)),
                         peak_memory_bytes: store.data().limiter.peak_bytes as u64,
                         tier: code.tier,
@@ -363,7 +362,7 @@ impl Runtime {
             .map_err(|e| CallFailure::Host(format!("a granted directory cannot be opened: {e}")))?;
         let mut store = Store::new(code.pre.instance_pre().engine(), sandbox);
         store.limiter(|sandbox| &mut sandbox.limiter);
-        let _ = store.set_fuel(grants.fuel.unwrap_or(u64::MAX));
+        let _ = store.set_fuel(grants.fuel_budget());
         let deadline = Instant::now() + grants.limits.timeout;
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
@@ -399,7 +398,7 @@ fn settle<T>(
         },
         Some(Trap::Interrupt) => CallFailure::Timeout(grants.limits.timeout),
         Some(Trap::OutOfFuel) => CallFailure::OutOfFuel {
-            fuel: grants.fuel.unwrap_or(u64::MAX),
+            fuel: grants.fuel_budget(),
         },
         None if error.downcast_ref::<std::str::Utf8Error>().is_some() => {
             CallFailure::InvalidOutput(format!(
