@@ -119,14 +119,19 @@ pub async fn call_tool(
         started.elapsed(),
         usage.as_ref(),
     );
-    span.record("outcome", outcome.as_str());
-    span.record("duration_ms", started.elapsed().as_secs_f64() * 1e3);
-    if let Some(usage) = &usage {
-        span.record("cpu_ms", usage.cpu.as_secs_f64() * 1e3);
-        span.record("fuel", usage.fuel);
-        span.record("peak_memory_bytes", usage.peak_memory_bytes);
+    // The closing fields and line are for debug logs and traces; at the
+    // default level, formatting them into the span cost ~5 % of a REST
+    // echo call (perf), for nothing anyone reads.
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        span.record("outcome", outcome.as_str());
+        span.record("duration_ms", started.elapsed().as_secs_f64() * 1e3);
+        if let Some(usage) = &usage {
+            span.record("cpu_ms", usage.cpu.as_secs_f64() * 1e3);
+            span.record("fuel", usage.fuel);
+            span.record("peak_memory_bytes", usage.peak_memory_bytes);
+        }
+        span.in_scope(|| tracing::debug!("call ended"));
     }
-    span.in_scope(|| tracing::debug!("call ended"));
     envelope
 }
 

@@ -5,9 +5,20 @@
 //! starve the I/O driver, and `/health` or another plugin's call waits for
 //! the spinners' time slices. So no guest code runs there:
 //!
-//! - Every instantiation and call (including `list-tools` at load time)
-//!   runs on a thread of its own, taken from the blocking pool of a small
-//!   tokio runtime that belongs to the guests. That runtime's single worker
+//! - A call of a small plugin starts where its caller is, for one slice:
+//!   a store yields after [`SLICE_FUEL`] units of fuel (a fraction of a
+//!   millisecond of wasm), so a short call (most calls: instantiate, a few
+//!   microseconds of guest code, return) ends there with no hop to
+//!   another thread and back, which cost more than the call itself (perf:
+//!   two futex wake-ups and two context switches per call, 40 % of the
+//!   samples of an echo call). A call still running after its first slice
+//!   (it yielded, or it waits on a timer or a socket) moves, as it is, to
+//!   a guest thread for the rest. A large plugin (see `inline` on
+//!   [`Executor::run`]) starts on a guest thread, since instantiating it
+//!   alone takes a millisecond or more that no slice interrupts.
+//! - Everything else (including `list-tools` at load time) runs on a
+//!   thread of its own, taken from the blocking pool of a small tokio
+//!   runtime that belongs to the guests. That runtime's single worker
 //!   thread only drives the timers and sockets the guests use (sleeping,
 //!   outbound HTTP); it never runs wasm itself, so it is never starved.
 //! - Call threads run at a lower scheduling priority (nice 10), so the
@@ -24,11 +35,22 @@
 //!   nothing.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use wasmtime::Engine;
+
+use super::usage::thread_cpu_time;
+
+/// How much fuel (about one unit per wasm instruction) a store burns
+/// between yields: the length of a slice, well under a millisecond of
+/// optimised code. A call's first slice may run on its caller's thread;
+/// on a guest thread, a yield costs a fiber switch and nothing else.
+pub(crate) const SLICE_FUEL: u64 = 200_000;
 
 /// How long a call waits for a free slot before it is refused as busy.
 pub(crate) const QUEUE_WAIT: Duration = Duration::from_millis(250);
@@ -115,12 +137,19 @@ impl Executor {
             .saturating_sub(self.slots.available_permits())
     }
 
-    /// Runs `job` on a guest thread once a slot is free, and waits for it.
-    /// If this future is dropped, the job's [`Cancel`] is set.
-    pub(crate) async fn run<F, Fut, T>(&self, job: F) -> Result<T, Refusal>
+    /// Runs `job` once a slot is free, and waits for it; answers with its
+    /// output and the CPU time its polls took, on whichever threads. With
+    /// `inline`, the first slice runs here (see the module's notes), the
+    /// rest on a guest thread; without, all of it on a guest thread. If
+    /// this future is dropped, the job's [`Cancel`] is set.
+    pub(crate) async fn run<F, Fut, T>(
+        &self,
+        inline: bool,
+        job: F,
+    ) -> Result<(T, Duration), Refusal>
     where
-        F: FnOnce(Cancel) -> Fut + Send + 'static,
-        Fut: Future<Output = T>,
+        F: FnOnce(Cancel) -> Fut,
+        Fut: Future<Output = T> + Send + 'static,
         T: Send + 'static,
     {
         self.waiting.fetch_add(1, Ordering::Relaxed);
@@ -136,6 +165,23 @@ impl Executor {
         };
         let cancel = Cancel::default();
         let _cancel_on_drop = CancelOnDrop(cancel.clone());
+        let mut job = Metered {
+            job: Box::pin(job(cancel)),
+            cpu: Duration::ZERO,
+        };
+        if inline {
+            let first = std::future::poll_fn(|cx| {
+                Poll::Ready(std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    Pin::new(&mut job).poll(cx)
+                })))
+            })
+            .await;
+            match first {
+                Ok(Poll::Ready(done)) => return Ok(done),
+                Ok(Poll::Pending) => {}
+                Err(panic) => return Err(Refusal::Panicked(panic_message(&*panic))),
+            }
+        }
         let handle = self
             .guests
             .as_ref()
@@ -149,11 +195,37 @@ impl Executor {
                 let _permit = permit;
                 let _running = running.enter();
                 lower_thread_priority(GUEST_NICE);
-                inner.block_on(job(cancel))
+                inner.block_on(job)
             })
             .await;
         joined.map_err(|error| Refusal::Panicked(error.to_string()))
     }
+}
+
+/// A job with the CPU time of its polls summed: its thread's own clock
+/// around each poll, so a job that moved threads is measured whole.
+struct Metered<Fut> {
+    job: Pin<Box<Fut>>,
+    cpu: Duration,
+}
+
+impl<Fut: Future> Future for Metered<Fut> {
+    type Output = (Fut::Output, Duration);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let before = thread_cpu_time();
+        let polled = self.job.as_mut().poll(cx);
+        self.cpu += thread_cpu_time().saturating_sub(before);
+        polled.map(|output| (output, self.cpu))
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|text| text.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string())
 }
 
 impl Drop for Executor {

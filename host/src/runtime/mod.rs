@@ -11,9 +11,10 @@
 //! - A plugin is compiled once and pre-instantiated (imports resolved once);
 //!   every call then instantiates it in a fresh `Store`, so no state leaks
 //!   between calls and a trap ends only the call that trapped.
-//! - Guest code never runs on the async workers that serve HTTP: the
-//!   [`executor`] gives each call a thread of its own, bounded by
-//!   `max_calls`, and sizes the instance pool from the same number.
+//! - Guest code runs on the async workers that serve HTTP for one short
+//!   slice at most (a small plugin's first, in which most calls end);
+//!   the rest runs on threads of its own: see [`executor`], which also
+//!   bounds calls by `max_calls` and sizes the instance pool from it.
 //! - Deadlines use epoch interruption: a ticker thread advances the epoch
 //!   while calls run, and a running call checks its deadline (and whether
 //!   its caller is still there) at each tick. A plugin blocked inside a
@@ -74,7 +75,6 @@ pub(crate) use self::grants::{DirGrant, OriginPattern};
 pub use self::grants::{Grants, Limits};
 use self::sandbox::Sandbox;
 pub use self::usage::CallUsage;
-use self::usage::thread_cpu_time;
 
 /// The plugin's own values, as the contract (`wit/plugin.wit`) defines them.
 /// They are plain data (strings, vectors, options), generated from the WIT.
@@ -96,6 +96,9 @@ pub struct CompiledPlugin {
     pending: Option<Arc<Pending>>,
     /// Whether the compiled code came from the on-disk cache.
     pub(crate) from_cache: bool,
+    /// Whether a call's first slice may run on its caller's thread: small
+    /// components only (see [`executor`]).
+    inline: bool,
 }
 
 impl CompiledPlugin {
@@ -193,6 +196,7 @@ impl Runtime {
             code: Arc::new(arc_swap::ArcSwap::from_pointee(code)),
             pending: None,
             from_cache,
+            inline: wasm.len() < BASELINE_FROM_BYTES,
         };
         if let Some(code) = cached(&tiers.optimized) {
             return Ok(plugin(code?, true));
@@ -247,7 +251,8 @@ impl Runtime {
     ) -> Result<Vec<DeclaredTool>, CallFailure> {
         let grants = Arc::new(self.no_grants());
         let (runtime, plugin) = (self.clone(), plugin.clone());
-        self.run(move |cancel| async move {
+        let inline = plugin.inline;
+        self.run(inline, move |cancel| async move {
             let code = plugin.code.load_full();
             let mut store = runtime.new_store(&plugin, &code, &grants, None, cancel)?;
             let outcome = tokio::time::timeout(grants.limits.timeout, async {
@@ -261,6 +266,7 @@ impl Runtime {
             settle(&plugin, &grants, store, outcome)
         })
         .await
+        .map(|(tools, _cpu)| tools)
     }
 
     /// Runs `call-tool` in a fresh instance with the plugin's grants.
@@ -286,11 +292,11 @@ impl Runtime {
         // The call's span (if the caller opened one) goes with it to the
         // guest thread, so what the plugin prints is logged inside it.
         let span = tracing::Span::current();
+        let inline = plugin.inline;
         let ran = self
-            .run(move |cancel| {
+            .run(inline, move |cancel| {
                 async move {
                     let code = plugin.code.load_full();
-                    let cpu_before = thread_cpu_time();
                     let mut store = runtime.new_store(&plugin, &code, &grants, client, cancel)?;
                     let outcome = tokio::time::timeout(grants.limits.timeout, async {
                         let instance: Plugin = code
@@ -306,7 +312,7 @@ impl Runtime {
                     })
                     .await;
                     let usage = CallUsage {
-                        cpu: thread_cpu_time().saturating_sub(cpu_before),
+                        cpu: Duration::ZERO,
                         fuel: grants
                             .fuel_budget()
                             .saturating_sub(store.get_fuel().unwrap_or(0)),
@@ -319,7 +325,7 @@ impl Runtime {
             })
             .await;
         match ran {
-            Ok((outcome, usage)) => (outcome, Some(usage)),
+            Ok(((outcome, usage), cpu)) => (outcome, Some(CallUsage { cpu, ..usage })),
             Err(failure) => (Err(failure), None),
         }
     }
@@ -331,15 +337,17 @@ impl Runtime {
         self.tiers.optimised.subscribe()
     }
 
-    /// Runs one job on the executor and folds its refusals into failures.
-    async fn run<T, F, Fut>(&self, job: F) -> Result<T, CallFailure>
+    /// Runs one job on the executor (`inline`: see [`Executor::run`]) and
+    /// folds its refusals into failures; with its output, the CPU time it
+    /// took.
+    async fn run<T, F, Fut>(&self, inline: bool, job: F) -> Result<(T, Duration), CallFailure>
     where
-        F: FnOnce(Cancel) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = Result<T, CallFailure>>,
+        F: FnOnce(Cancel) -> Fut,
+        Fut: std::future::Future<Output = Result<T, CallFailure>> + Send + 'static,
         T: Send + 'static,
     {
-        match self.executor.run(job).await {
-            Ok(outcome) => outcome,
+        match self.executor.run(inline, job).await {
+            Ok((outcome, cpu)) => outcome.map(|output| (output, cpu)),
             Err(Refusal::Busy { max_calls }) => Err(CallFailure::Busy { max_calls }),
             Err(Refusal::Panicked(reason)) => Err(CallFailure::Host(format!(
                 "the host failed while running the call: {reason}"
@@ -363,6 +371,9 @@ impl Runtime {
         let mut store = Store::new(code.pre.instance_pre().engine(), sandbox);
         store.limiter(|sandbox| &mut sandbox.limiter);
         let _ = store.set_fuel(grants.fuel_budget());
+        // Yield every slice, so that a call started on its caller's thread
+        // moves to a guest thread if it runs on (see `executor`).
+        let _ = store.fuel_async_yield_interval(Some(executor::SLICE_FUEL));
         let deadline = Instant::now() + grants.limits.timeout;
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
