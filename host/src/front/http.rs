@@ -5,7 +5,6 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
 
 use crate::call::envelope::Envelope;
 
@@ -26,15 +25,20 @@ impl IntoResponse for Envelope {
     }
 }
 
-/// The envelope as HTTP answers carry it: with `success` and `timestamp`.
-pub(crate) fn http_body(envelope: &Envelope) -> Value {
-    let mut body = serde_json::to_value(envelope).unwrap_or_default();
-    if let Some(object) = body.as_object_mut() {
-        object.insert("success".into(), json!(!envelope.is_error));
-        object.insert(
-            "timestamp".into(),
-            json!(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()),
-        );
+/// The envelope as HTTP answers carry it: with `success` and `timestamp`,
+/// serialised straight to the body (no intermediate JSON value).
+#[derive(serde::Serialize)]
+pub(crate) struct HttpBody<'a> {
+    #[serde(flatten)]
+    envelope: &'a Envelope,
+    success: bool,
+    timestamp: String,
+}
+
+pub(crate) fn http_body(envelope: &Envelope) -> HttpBody<'_> {
+    HttpBody {
+        envelope,
+        success: !envelope.is_error,
+        timestamp: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
     }
-    body
 }

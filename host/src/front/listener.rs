@@ -267,7 +267,7 @@ async fn refuse(mut stream: TcpStream, max_connections: usize) {
         format!("the server already has its maximum of {max_connections} connections open"),
         Some(serde_json::json!({ "maxConnections": max_connections, "retryAfterMs": 1000 })),
     );
-    let body = crate::front::http::http_body(&envelope).to_string();
+    let body = serde_json::to_string(&crate::front::http::http_body(&envelope)).unwrap_or_default();
     let response = format!(
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
