@@ -2,11 +2,16 @@
 
     mcp_client.py stdio <toolhost> <plugin-dir> <cache-dir> <plugin-to-drop>
     mcp_client.py http <url> <plugin-dir> <plugin-to-drop>
+    mcp_client.py pages <url> <expected-tool-count>
 
 Over the given transport it lists tools, calls one that succeeds and one that
 fails, checks that an unknown tool is a JSON-RPC error, then drops a plugin
 into the folder and waits for notifications/tools/list_changed. It prints
 one JSON line with what it measured and exits non-zero on any failure.
+
+`pages` lists every tool the way a client does on a large server: page by
+page, following nextCursor, and checks that each tool comes exactly once
+and that a made-up cursor is refused as invalid params.
 """
 
 import asyncio
@@ -69,8 +74,34 @@ async def exercise(read, write, plugin_dir, drop_source, transport):
         print(json.dumps({"transport": transport, "list_changed_seconds": round(elapsed, 4)}))
 
 
+async def pages(url, expected):
+    async with streamablehttp_client(url) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            names, sizes, cursor = [], [], None
+            while True:
+                page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+                names += [tool.name for tool in page.tools]
+                sizes.append(len(page.tools))
+                cursor = page.nextCursor
+                if not cursor:
+                    break
+            assert len(names) == expected, (len(names), expected)
+            assert len(set(names)) == len(names), "a tool came twice"
+            assert names == sorted(names), "pages are not in name order"
+            try:
+                await session.list_tools(params=types.PaginatedRequestParams(cursor="not-a-cursor"))
+                raise AssertionError("a made-up cursor must be refused")
+            except McpError as error:
+                assert error.error.code == -32602, error.error
+            print(json.dumps({"tools": len(names), "pages": sizes}))
+
+
 async def main(argv):
     transport = argv[1]
+    if transport == "pages":
+        await pages(argv[2], int(argv[3]))
+        return
     if transport == "stdio":
         toolhost, plugin_dir, cache_dir, drop_source = argv[2:6]
         server = StdioServerParameters(

@@ -203,7 +203,7 @@ pub(crate) async fn run_stdio(
     text_format: TextFormat,
 ) -> anyhow::Result<()> {
     tracing::info!("serving MCP on stdio");
-    let front = McpFront::new(registry, text_format);
+    let front = McpFront::new(registry, text_format, Default::default());
     let stdio = stdio::transport();
     let service = front.serve(stdio.transport).await?;
     service.waiting().await?;

@@ -47,6 +47,38 @@ fn python_sdk_client_over_streamable_http() {
     ]);
 }
 
+/// A server with more tools than one `tools/list` page holds: the official
+/// Python SDK client follows `nextCursor` through every page and gets each
+/// tool once, in order; a made-up cursor is invalid params; REST's
+/// `GET /tools` (made once per change) lists them all and follows a change.
+#[test]
+fn tools_list_pages_follow_next_cursor_in_the_python_sdk() {
+    // 101 namespaces × the benchtool's 10 tools: 1,010 tools, two pages.
+    let dir = tempfile::tempdir().unwrap();
+    for index in 0..101 {
+        let folder = dir.path().join(format!("n{index:03}"));
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::copy(fixture("benchtool"), folder.join("bench.wasm")).unwrap();
+    }
+    let server = Server::start(dir.path(), &[]);
+    server.wait_for("1,010 tools", |server| {
+        server.get("/health").json["tools"] == 1010
+    });
+    let printed = python_client(&["pages", &format!("{}/mcp", server.base), "1010"]);
+    let measured: Value = serde_json::from_str(printed.trim()).unwrap();
+    assert_eq!(measured["pages"], json!([1000, 10]), "{printed}");
+    assert_eq!(server.tool_names().len(), 1010);
+
+    // The lists follow the registry: a namespace removed, 10 tools fewer.
+    std::fs::remove_file(dir.path().join("n000/bench.wasm")).unwrap();
+    server.wait_for("1,000 tools", |server| {
+        server.get("/health").json["tools"] == 1000
+    });
+    assert_eq!(server.tool_names().len(), 1000);
+    let printed = python_client(&["pages", &format!("{}/mcp", server.base), "1000"]);
+    assert!(printed.contains(r#""pages": [1000]"#), "{printed}");
+}
+
 /// Scenarios the issue requires that the suite's default ("active") run
 /// leaves out; they are run one by one.
 const EXTRA_SCENARIOS: &[&str] = &["json-schema-2020-12", "server-sse-polling"];

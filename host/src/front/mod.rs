@@ -9,7 +9,8 @@
 //! - [`linger`]: a refused request's unread body is drained, so the client
 //!   reads the refusal instead of a reset connection.
 //! - [`http`]: the one place an envelope becomes an HTTP response.
-//! - [`rest`] and [`openapi`]: `POST /tools/{name}` and discovery.
+//! - [`rest`] and [`openapi`]: `POST /tools/{name}` and discovery;
+//!   [`lists`]: the tool lists, made once per registry change.
 //! - [`ui`]: the dashboard at `/`, its assets embedded in the binary.
 //! - [`events`]: `GET /events`, load outcomes and call summaries as SSE.
 //! - [`mcp`]: the MCP handler, served over Streamable HTTP and stdio.
@@ -23,6 +24,7 @@ pub(crate) mod guard;
 pub(crate) mod http;
 pub(crate) mod linger;
 pub(crate) mod listener;
+pub(crate) mod lists;
 pub(crate) mod mcp;
 pub(crate) mod metrics;
 pub(crate) mod openapi;

@@ -18,7 +18,7 @@ use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde_json::{Value, json};
+use serde_json::json;
 use tracing::Instrument;
 
 use crate::call::envelope::{Envelope, TextFormat};
@@ -26,8 +26,9 @@ use crate::call::errors::ErrorCode;
 use crate::call::invoke::{self, Front};
 use crate::front::guard::Requester;
 use crate::front::http::json_response;
+use crate::front::lists::ToolLists;
 use crate::front::trace::{self, TraceParent};
-use crate::registry::{Registry, Snapshot};
+use crate::registry::Registry;
 
 /// What the REST front needs besides the registry.
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +43,8 @@ pub(crate) struct RestSettings {
 struct AppState {
     registry: Arc<Registry>,
     settings: RestSettings,
+    /// The manifest, made once per registry change.
+    lists: Arc<ToolLists>,
 }
 
 /// `/health`: a router of its own, so that it can be guarded without the
@@ -50,7 +53,11 @@ pub(crate) fn health_router(registry: Arc<Registry>, settings: RestSettings) -> 
     Router::new()
         .route("/health", get(health))
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(AppState { registry, settings })
+        .with_state(AppState {
+            registry,
+            settings,
+            lists: Arc::default(),
+        })
 }
 
 /// Every other REST route, with the envelope answers for unknown routes
@@ -66,7 +73,11 @@ pub(crate) fn router(registry: Arc<Registry>, settings: RestSettings) -> Router 
         .method_not_allowed_fallback(method_not_allowed)
         // The call handler enforces its own limit, answering with an envelope.
         .layer(DefaultBodyLimit::disable())
-        .with_state(AppState { registry, settings })
+        .with_state(AppState {
+            registry,
+            settings,
+            lists: Arc::default(),
+        })
 }
 
 /// `ok`, or `degraded` while some plugin file is rejected (a newer version
@@ -84,25 +95,9 @@ async fn health(State(state): State<AppState>) -> Response {
     json_response(200, &body)
 }
 
-/// The tools manifest: each tool as MCP describes it, plus where to call it.
-pub(crate) fn tools_manifest(snapshot: &Snapshot) -> Value {
-    let tools: Vec<Value> = snapshot
-        .tools()
-        .map(|entry| {
-            let mut tool = entry.tool.listing();
-            tool.insert(
-                "endpoint".into(),
-                json!(format!("/tools/{}", entry.tool.name)),
-            );
-            tool.insert("method".into(), json!("POST"));
-            Value::Object(tool)
-        })
-        .collect();
-    Value::Array(tools)
-}
-
 async fn list_tools(State(state): State<AppState>) -> Response {
-    json_response(200, &tools_manifest(&state.registry.snapshot()))
+    let body = state.lists.manifest(&state.registry.snapshot());
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// `GET /me`: whose token this is, and the namespace they publish into

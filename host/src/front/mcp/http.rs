@@ -41,6 +41,7 @@ use tower::ServiceExt;
 use serde_json::Value;
 
 use crate::call::envelope::TextFormat;
+use crate::front::lists::ToolLists;
 use crate::front::mcp::McpFront;
 use crate::front::mcp::idle::Sessions;
 use crate::front::mcp::jsonrpc::{self, INVALID_REQUEST};
@@ -109,6 +110,8 @@ pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> (Rou
         settings.session_idle,
         settings.shutdown.clone(),
     );
+    // One set of tool lists for every session and both services.
+    let lists = Arc::new(ToolLists::default());
     let service = |legacy_sessions: bool| {
         let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(settings.allowed_hosts.clone())
@@ -116,9 +119,10 @@ pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> (Rou
         config.json_response = !legacy_sessions;
         config.cancellation_token = settings.shutdown.clone();
         config.max_request_body_bytes = settings.max_body_bytes;
-        let (registry, text_format) = (registry.clone(), settings.text_format);
+        let (registry, text_format, lists) =
+            (registry.clone(), settings.text_format, lists.clone());
         StreamableHttpService::new(
-            move || Ok(McpFront::new(registry.clone(), text_format)),
+            move || Ok(McpFront::new(registry.clone(), text_format, lists.clone())),
             manager.clone(),
             config,
         )

@@ -39,6 +39,7 @@ use tracing::Instrument;
 use crate::call::accounting::CALL_META;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::invoke;
+use crate::front::lists::ToolLists;
 use crate::front::trace::{self, TraceParent};
 use crate::registry::Registry;
 use crate::registry::events::LoadEventKind;
@@ -50,6 +51,8 @@ use crate::runtime::{ClientChannel, LogLevel};
 pub(crate) struct McpFront {
     registry: Arc<Registry>,
     text_format: TextFormat,
+    /// The tool list, made once per registry change for every session.
+    lists: Arc<ToolLists>,
     log_level: Arc<Mutex<LoggingLevel>>,
     /// Set once the client sends `logging/setLevel`: only then is it told
     /// about rejected plugin files.
@@ -63,11 +66,16 @@ pub(crate) struct McpFront {
 }
 
 impl McpFront {
-    pub(crate) fn new(registry: Arc<Registry>, text_format: TextFormat) -> Self {
+    pub(crate) fn new(
+        registry: Arc<Registry>,
+        text_format: TextFormat,
+        lists: Arc<ToolLists>,
+    ) -> Self {
         let session_ended = CancellationToken::new();
         McpFront {
             registry,
             text_format,
+            lists,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
             logging_enabled: Arc::new(AtomicBool::new(false)),
             _end_session: Arc::new(session_ended.clone().drop_guard()),
@@ -143,18 +151,25 @@ impl ServerHandler for McpFront {
             )
     }
 
+    /// One page of the tools ([`TOOLS_PAGE`](crate::front::lists::TOOLS_PAGE)
+    /// at most), with `nextCursor` while more follow; a cursor this server
+    /// never gave is refused as invalid params.
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let snapshot = self.registry.snapshot();
-        let tools: Vec<Value> = snapshot
-            .tools()
-            .map(|entry| Value::Object(entry.tool.listing()))
-            .collect();
-        let mut result: ListToolsResult = serde_json::from_value(json!({ "tools": tools }))
-            .map_err(|e| McpError::internal_error(format!("tool list: {e}"), None))?;
+        let cursor = request.as_ref().and_then(|params| params.cursor.as_deref());
+        let Some((tools, next_cursor)) = self.lists.mcp_page(&self.registry.snapshot(), cursor)
+        else {
+            return Err(McpError::invalid_params(
+                "the cursor is not one this server gave; list from the start without one",
+                Some(json!({ "cursor": cursor })),
+            ));
+        };
+        let mut result = ListToolsResult::default();
+        result.tools = tools;
+        result.next_cursor = next_cursor;
         result.result_type = Some(ResultType::COMPLETE);
         Ok(result)
     }
