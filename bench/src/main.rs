@@ -27,6 +27,8 @@
 //!     `/health` beside 2,000 idle connections.
 //! 12. Operations: REST echo req/s by default, with `/metrics` scraped, and
 //!     with every call's trace exported by OTLP, side by side.
+//! 13. Scale: 1,000 plugins (10,000 tools): restart, memory, `GET /tools`
+//!     and `tools/list` pages; 1,000 MCP sessions opened and ended.
 //!
 //! It runs the real `toolhost` binary for every server (in-process rows use
 //! the library), and needs `wrk` on the PATH.
@@ -39,6 +41,7 @@ mod languages;
 mod operations;
 mod probes;
 mod reload;
+mod scale;
 mod workshop;
 
 use std::path::{Path, PathBuf};
@@ -100,6 +103,8 @@ enum Section {
     Workshop,
     /// 12: what metrics and traces cost.
     Operations,
+    /// 13: 1,000 plugins, 10,000 tools; 1,000 MCP sessions.
+    Scale,
 }
 
 impl BenchOptions {
@@ -126,9 +131,14 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
     if options.runs(Section::Http) {
         http(&options, &work, duration, &mut report)?;
     }
-    let benchtool = if [Section::Reload, Section::Startup, Section::Hardening]
-        .into_iter()
-        .any(|section| options.runs(section))
+    let benchtool = if [
+        Section::Reload,
+        Section::Startup,
+        Section::Hardening,
+        Section::Scale,
+    ]
+    .into_iter()
+    .any(|section| options.runs(section))
     {
         std::fs::read(&options.benchtool)?
     } else {
@@ -159,6 +169,9 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
     }
     if options.runs(Section::Operations) {
         operations::section(&options, &work, duration, &mut report)?;
+    }
+    if options.runs(Section::Scale) {
+        scale::section(&options, &work, &benchtool, duration, &mut report)?;
     }
 
     println!("| section | measure | value |\n| --- | --- | --- |");

@@ -60,6 +60,10 @@ fn the_benchmark_harness_runs_in_quick_mode() {
         "languages: Python: first call after drop, cold cache s",
         "languages: JS: call in process p50/p99 us",
         "workshop: /health and echo calls failed meanwhile",
+        "1,000 plugins: warm restart to all listed ms",
+        "1,000 plugins: GET /tools p50/p99 ms",
+        "1,000 plugins: MCP tools/list first page p50/p99 ms",
+        "MCP sessions: RSS growth 3 s after, MiB (KiB per session)",
     ] {
         assert!(report.get(key).is_some(), "{key} missing from {report}");
     }

@@ -1,16 +1,18 @@
-//! What one call used, measured on the guest thread that ran it: CPU
-//! time (the thread's own clock), fuel, peak memory and which code ran.
+//! What one call used: CPU time (the clock of each thread that polled it,
+//! summed: a call may start on its caller's thread and end on a guest
+//! thread), fuel, peak memory and which code ran.
 
 use std::time::Duration;
 
 use crate::runtime::Tier;
 
-/// What one call used, measured on its guest thread: the caller's
+/// What one call used: the caller's
 /// accounting (`call/invoke.rs`) and the metrics read it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CallUsage {
-    /// CPU time of the guest thread, from the instance's creation to the
-    /// answer (the host functions the guest called included).
+    /// CPU time of the threads that ran the call, from the instance's
+    /// creation to the answer (the host functions the guest called
+    /// included).
     pub cpu: Duration,
     /// Fuel the guest burned (counted on every call, limited or not).
     pub fuel: u64,

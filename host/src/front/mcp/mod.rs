@@ -167,11 +167,12 @@ impl ServerHandler for McpFront {
                 Some(json!({ "cursor": cursor })),
             ));
         };
-        let mut result = ListToolsResult::default();
-        result.tools = tools;
-        result.next_cursor = next_cursor;
-        result.result_type = Some(ResultType::COMPLETE);
-        Ok(result)
+        Ok(ListToolsResult {
+            tools,
+            next_cursor,
+            result_type: Some(ResultType::COMPLETE),
+            ..Default::default()
+        })
     }
 
     async fn call_tool(

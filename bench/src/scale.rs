@@ -1,0 +1,283 @@
+//! Section 13 of the harness: a thousand plugins of ten tools each
+//! (10,000 tools; distinct files made from the benchtool fixture), and a
+//! thousand MCP sessions opened and closed.
+//!
+//! Rows, each with its target (issue #24) beside it in bench/README.md:
+//! cold start and warm restart to every tool listed, idle memory, `GET
+//! /tools` and one MCP `tools/list` page at c=1, the walk through every
+//! page, and the memory a thousand ended sessions leave behind.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::probes::{Spawned, percentile, resident_mib, wrk};
+use super::{BenchOptions, Report, patched};
+
+const SECTION: &str = "1,000 plugins";
+
+pub(super) fn section(
+    options: &BenchOptions,
+    work: &Path,
+    benchtool: &[u8],
+    duration: &str,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let plugins = if options.quick { 10 } else { 1000 };
+    let tools = plugins * 10;
+    let dir = work.join("scale");
+    std::fs::create_dir_all(&dir)?;
+    for index in 0..plugins {
+        std::fs::write(
+            dir.join(format!("p{index:04}.wasm")),
+            patched(benchtool, 10_000 + index)?,
+        )?;
+    }
+    let cache = work.join("cache-scale");
+    let (cold, server) = start_listed(&dir, &cache, tools)?;
+    drop(server);
+    let (warm, server) = start_listed(&dir, &cache, tools)?;
+    let ms = |elapsed: Duration| elapsed.as_secs_f64() * 1e3;
+    report.record(
+        SECTION,
+        "plugins / tools",
+        json!([plugins, tools]),
+        format!("{plugins} / {tools}"),
+    );
+    report.record(
+        SECTION,
+        "cold start to all listed ms",
+        json!(ms(cold)),
+        format!("{:.0}", ms(cold)),
+    );
+    report.record(
+        SECTION,
+        "warm restart to all listed ms",
+        json!(ms(warm)),
+        format!("{:.0}", ms(warm)),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let rss = resident_mib(server.child.id())?;
+    report.record(SECTION, "idle RSS MiB", json!(rss), format!("{rss:.0}"));
+
+    let (_, manifest) = request(server.address, "GET", "/tools", "")?;
+    let size_mb = manifest.len() as f64 / 1e6;
+    report.record(
+        SECTION,
+        "GET /tools size MB",
+        json!(size_mb),
+        format!("{size_mb:.1}"),
+    );
+    let list = wrk(
+        work,
+        server.child.id(),
+        server.address,
+        "GET",
+        "/tools",
+        "",
+        1,
+        duration,
+    )?;
+    report.latency(SECTION, "GET /tools p50/p99 ms", &list);
+    let page = wrk(
+        work,
+        server.child.id(),
+        server.address,
+        "POST",
+        "/mcp",
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        1,
+        duration,
+    )?;
+    report.latency(SECTION, "MCP tools/list first page p50/p99 ms", &page);
+    let walks: Vec<f64> = (0..if options.quick { 2 } else { 20 })
+        .map(|_| walk_pages(server.address, tools).map(|(elapsed, _)| ms(elapsed)))
+        .collect::<anyhow::Result<_>>()?;
+    let (_, pages) = walk_pages(server.address, tools)?;
+    report.record(
+        SECTION,
+        "MCP tools/list, every page (pages) p50 ms",
+        json!(percentile(&walks, 50.0)),
+        format!("{:.1} ({pages})", percentile(&walks, 50.0)),
+    );
+    drop(server);
+
+    sessions(options, work, report)
+}
+
+/// Starts a server on `dir` and waits until `/health` counts `tools`.
+fn start_listed(dir: &Path, cache: &Path, tools: usize) -> anyhow::Result<(Duration, Spawned)> {
+    let started = Instant::now();
+    let server = Spawned::serve(dir, cache, &[])?;
+    let deadline = started + Duration::from_secs(900);
+    loop {
+        if let Ok((200, body)) = request(server.address, "GET", "/health", "")
+            && serde_json::from_str::<Value>(&body)
+                .ok()
+                .and_then(|h| h["tools"].as_u64())
+                == Some(tools as u64)
+        {
+            return Ok((started.elapsed(), server));
+        }
+        anyhow::ensure!(Instant::now() < deadline, "the tools were never all listed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Lists every tool over MCP one-shot requests, following `nextCursor`:
+/// how long it took and how many pages it made.
+fn walk_pages(address: SocketAddr, tools: usize) -> anyhow::Result<(Duration, usize)> {
+    let started = Instant::now();
+    let (mut cursor, mut listed, mut pages) = (None::<String>, 0, 0);
+    loop {
+        let params = cursor.map_or(json!({}), |cursor| json!({ "cursor": cursor }));
+        let message =
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params });
+        let (status, body) = request(address, "POST", "/mcp", &message.to_string())?;
+        anyhow::ensure!(status == 200, "tools/list answered {status}: {body}");
+        let answer: Value = serde_json::from_str(&body)?;
+        listed += answer["result"]["tools"].as_array().map_or(0, Vec::len);
+        pages += 1;
+        cursor = answer["result"]["nextCursor"].as_str().map(str::to_string);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    anyhow::ensure!(
+        listed == tools,
+        "the pages held {listed} tools, not {tools}"
+    );
+    Ok((started.elapsed(), pages))
+}
+
+/// The sessions row: RSS after 1,000 MCP sessions were opened (initialize)
+/// and ended (DELETE), over RSS after a warm-up of 50, measured 3 s later.
+fn sessions(options: &BenchOptions, work: &Path, report: &mut Report) -> anyhow::Result<()> {
+    let dir = work.join("sessions");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::copy(&options.echo, dir.join("echo.wasm"))?;
+    let server = Spawned::serve(&dir, &work.join("cache-sessions"), &[])?;
+    let count = if options.quick { 50 } else { 1000 };
+    for _ in 0..50 {
+        open_and_end_session(server.address)?;
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let before = resident_mib(server.child.id())?;
+    for _ in 0..count {
+        open_and_end_session(server.address)?;
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let after = resident_mib(server.child.id())?;
+    let per_session_kib = (after - before) * 1024.0 / count as f64;
+    report.record(
+        "MCP sessions",
+        "opened and ended",
+        json!(count),
+        count.to_string(),
+    );
+    report.record(
+        "MCP sessions",
+        "RSS growth 3 s after, MiB (KiB per session)",
+        json!([after - before, per_session_kib]),
+        format!("{:+.1} ({per_session_kib:.1})", after - before),
+    );
+    Ok(())
+}
+
+/// `initialize` without a session (which opens one), the `initialized`
+/// notification and a `tools/list` on it, then `DELETE /mcp` with its id.
+fn open_and_end_session(address: SocketAddr) -> anyhow::Result<()> {
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": { "name": "toolhost-bench", "version": "1" }
+        }
+    });
+    let answer = exchange(address, "POST", "/mcp", &initialize.to_string(), "")?;
+    let id = answer
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_string())
+        })
+        .ok_or_else(|| anyhow::anyhow!("initialize opened no session: {answer}"))?;
+    let ended = exchange(
+        address,
+        "DELETE",
+        "/mcp",
+        "",
+        &format!("Mcp-Session-Id: {id}\r\n"),
+    )?;
+    anyhow::ensure!(ended.starts_with("HTTP/1.1 2"), "DELETE answered {ended}");
+    Ok(())
+}
+
+/// One request on a fresh connection: the status and the body.
+pub(super) fn request(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> anyhow::Result<(u16, String)> {
+    let answer = exchange(address, method, path, body, "")?;
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|status| status.parse().ok())
+        .unwrap_or(0);
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    Ok((
+        status,
+        if chunked {
+            dechunk(body)
+        } else {
+            body.to_string()
+        },
+    ))
+}
+
+/// A chunked body's data, its chunk-size lines taken out.
+fn dechunk(mut body: &str) -> String {
+    let mut data = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        data.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    data
+}
+
+/// Sends one request (JSON, accepting JSON or SSE) on a fresh connection
+/// that closes after the answer, and reads the answer whole.
+fn exchange(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    body: &str,
+    headers: &str,
+) -> anyhow::Result<String> {
+    let mut stream = TcpStream::connect(address)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer)?;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
