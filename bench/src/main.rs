@@ -240,6 +240,16 @@ fn http(
     std::fs::create_dir_all(&echo_dir)?;
     std::fs::copy(&options.echo, echo_dir.join("echo.wasm"))?;
     let server = Spawned::serve(&echo_dir, &work.join("cache-echo"), &[])?;
+    // The same echo on a server whose policy opts in to instance reuse
+    // (`reuse_instance`), measured at c=16 beside the default.
+    let reuse_dir = work.join("echo-reuse");
+    std::fs::create_dir_all(&reuse_dir)?;
+    std::fs::copy(&options.echo, reuse_dir.join("echo.wasm"))?;
+    std::fs::write(
+        reuse_dir.join("echo.toml"),
+        "[limits]\nreuse_instance = 1000\n",
+    )?;
+    let reusing = Spawned::serve(&reuse_dir, &work.join("cache-echo"), &[])?;
     let baseline = Spawned::start(Command::new(std::env::current_exe()?).args(["baseline"]))?;
     let rest_body = r#"{"text":"hello"}"#;
     let mcp_body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#;
@@ -279,6 +289,27 @@ fn http(
         report.requests_per_second("baseline axum", &label, &bare);
         let to_baseline = format!("{label} ratio to baseline");
         report.ratio("REST", &to_baseline, rest.rps / bare.rps);
+        if connections == 16 {
+            let reused = wrk(
+                work,
+                reusing.child.id(),
+                reusing.address,
+                "POST",
+                "/tools/echo",
+                rest_body,
+                connections,
+                duration,
+            )?;
+            let section = "REST, reuse_instance = 1000";
+            report.load(section, &label, &reused);
+            report.ratio(section, &to_baseline, reused.rps / bare.rps);
+            report.record(
+                section,
+                &format!("{label} server CPU us/request"),
+                json!(reused.server_cpu_us),
+                format!("{:.0}", reused.server_cpu_us),
+            );
+        }
         report.load("MCP", &label, &mcp);
         let to_rest = format!("{label} ratio to REST");
         report.ratio("MCP", &to_rest, mcp.rps / rest.rps);

@@ -60,6 +60,7 @@ fn the_benchmark_harness_runs_in_quick_mode() {
         "languages: Python: first call after drop, cold cache s",
         "languages: JS: call in process p50/p99 us",
         "workshop: /health and echo calls failed meanwhile",
+        "REST, reuse_instance = 1000: c=16 ratio to baseline",
         "1,000 plugins: warm restart to all listed ms",
         "1,000 plugins: GET /tools p50/p99 ms",
         "1,000 plugins: MCP tools/list first page p50/p99 ms",

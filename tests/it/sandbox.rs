@@ -429,3 +429,51 @@ fn policy_limits_bound_concurrency_and_fuel_and_bad_policies_are_rejected() {
             .contains("unknown field")
     );
 }
+
+/// `reuse_instance = 3` (opt-in): an instance that served a call well
+/// serves the next, up to three calls, so the `counter` tool's static
+/// counts 1, 2, 3, then a fresh instance starts at 1 again. A call that
+/// traps never hands its instance on; fuel and memory limits still apply
+/// per call; `/plugins` shows the setting. Without the policy (the
+/// default), every call counts 1 (`hostile_plugins_are_contained…`).
+#[test]
+fn an_instance_is_reused_only_when_the_policy_opts_in() {
+    let dir = plugin_dir(&[&fixture("misbehave")]);
+    std::fs::write(
+        dir.path().join("misbehave.toml"),
+        "[limits]\nreuse_instance = 3\ntimeout_ms = 2000\n",
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let count = || {
+        server.call("counter", json!({})).json["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let counts: Vec<String> = (0..7).map(|_| count()).collect();
+    assert_eq!(counts, ["1", "2", "3", "1", "2", "3", "1"]);
+    // The kept instance (one call served) goes to the panicking call and
+    // is dropped with it; the next call starts fresh.
+    let panicked = server.call("panic", json!({}));
+    assert_eq!(code_of(&panicked).as_deref(), Some("PLUGIN_TRAPPED"));
+    assert_eq!(count(), "1");
+    // A timeout ends the instance too, and the deadline holds per call.
+    assert_eq!(count(), "2");
+    let spun = server.call("spin", json!({}));
+    assert_eq!(code_of(&spun).as_deref(), Some("TOOL_TIMEOUT"));
+    assert_eq!(count(), "1");
+    let limits = &server.plugin("misbehave").unwrap()["granted"]["limits"];
+    assert_eq!(limits["reuseInstance"], 3, "{limits}");
+    // Zero is refused with the reason, like every other limit.
+    std::fs::write(
+        dir.path().join("misbehave.toml"),
+        "[limits]\nreuse_instance = 0\n",
+    )
+    .unwrap();
+    server.wait_for("the policy refused", |server| {
+        server
+            .plugin("misbehave")
+            .is_some_and(|plugin| plugin["state"] == "rejected" || plugin["reason"].is_string())
+    });
+}

@@ -27,7 +27,12 @@
 //! memory_mib = 32
 //! fuel = 1_000_000_000       # instruction budget per call
 //! max_concurrent = 4         # more calls wait briefly, then get BUSY
+//! reuse_instance = 100       # opt-in: one instance serves up to 100 calls
 //! ```
+//!
+//! `reuse_instance` trades isolation for speed (README, "Reusing an
+//! instance"): calls of the plugin may then see what earlier calls left in
+//! its memory. Without it, every call gets a fresh instance.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -92,6 +97,7 @@ struct LimitsSection {
     memory_mib: Option<usize>,
     fuel: Option<u64>,
     max_concurrent: Option<usize>,
+    reuse_instance: Option<u32>,
 }
 
 /// A namespace's policy, in its folder: what every plugin published there
@@ -164,6 +170,7 @@ pub(crate) fn grants(text: &str, folder: &Path, defaults: Limits) -> Result<Gran
         .collect::<Result<Vec<_>, String>>()?;
     let limits = &file.limits;
     if limits.max_concurrent == Some(0)
+        || limits.reuse_instance == Some(0)
         || limits.memory_mib == Some(0)
         || limits.timeout_ms == Some(0)
     {
@@ -184,6 +191,7 @@ pub(crate) fn grants(text: &str, folder: &Path, defaults: Limits) -> Result<Gran
         },
         fuel: limits.fuel,
         max_concurrent: limits.max_concurrent,
+        reuse_instance: limits.reuse_instance,
     })
 }
 
@@ -222,6 +230,7 @@ pub(crate) fn describe(grants: &Grants) -> serde_json::Value {
             "memoryBytes": grants.limits.memory_bytes,
             "fuel": grants.fuel,
             "maxConcurrent": grants.max_concurrent,
+            "reuseInstance": grants.reuse_instance,
         },
     })
 }

@@ -31,6 +31,9 @@ pub struct Grants {
     pub(crate) fuel: Option<u64>,
     /// Calls allowed to run at once; `None` is unlimited.
     pub(crate) max_concurrent: Option<usize>,
+    /// How many calls one instance may serve (opt-in, see `runtime/warm.rs`);
+    /// `None`: a fresh instance per call.
+    pub(crate) reuse_instance: Option<u32>,
 }
 
 impl Grants {
@@ -51,6 +54,7 @@ impl Grants {
             limits,
             fuel: None,
             max_concurrent: None,
+            reuse_instance: None,
         }
     }
 }

@@ -34,6 +34,13 @@ impl MemoryCap {
         }
     }
 
+    /// A new call on a kept instance: its peak counts from what the
+    /// instance holds now, and no refusal yet.
+    pub(crate) fn start_call(&mut self) {
+        self.peak_bytes = self.used_bytes;
+        self.refused = false;
+    }
+
     /// Grows the call's total from `current` to `desired` bytes for one
     /// memory or table, if the total stays within the cap.
     pub(crate) fn grow(&mut self, current: usize, desired: usize) -> bool {

@@ -37,7 +37,9 @@
 //!   import; `grants.rs` (with [`Limits`]), `memory_cap.rs`,
 //!   `log_capture.rs`, `client.rs`: what it holds;
 //! - `failure.rs`: what went wrong, as types; `usage.rs`: what a call
-//!   used (CPU time, fuel, peak memory, which code).
+//!   used (CPU time, fuel, peak memory, which code);
+//! - `warm.rs`: instances kept between calls, for plugins whose policy
+//!   opts in (`reuse_instance`).
 
 mod allocator;
 mod bindings;
@@ -52,6 +54,7 @@ mod memory_cap;
 mod pool;
 mod sandbox;
 mod usage;
+mod warm;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -75,6 +78,7 @@ pub(crate) use self::grants::{DirGrant, OriginPattern};
 pub use self::grants::{Grants, Limits};
 use self::sandbox::Sandbox;
 pub use self::usage::CallUsage;
+use self::warm::{KeptInstances, Shelf};
 
 /// The plugin's own values, as the contract (`wit/plugin.wit`) defines them.
 /// They are plain data (strings, vectors, options), generated from the WIT.
@@ -99,6 +103,8 @@ pub struct CompiledPlugin {
     /// Whether a call's first slice may run on its caller's thread: small
     /// components only (see [`executor`]).
     inline: bool,
+    /// Instances kept for the next call, if the policy opts in (`warm.rs`).
+    shelf: Shelf,
 }
 
 impl CompiledPlugin {
@@ -115,6 +121,8 @@ pub struct Runtime {
     optimizer: Optimizer,
     limits: Limits,
     executor: Executor,
+    /// How many instances are kept between calls, over every plugin.
+    kept: KeptInstances,
 }
 
 impl Runtime {
@@ -138,9 +146,11 @@ impl Runtime {
         // fiber stacks) and resets memories copy-on-write, instead of an
         // mmap/munmap per call that also serialises on the kernel's lock.
         config.wasm_component_model(true);
+        // The pool holds `max_calls` running calls' instances and as many
+        // kept between calls (`warm.rs`), so neither can starve the other.
         let pooled = |config: &mut Config| {
             config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
-                pool::pool_config(max_calls.max(1) as u32),
+                pool::pool_config(2 * max_calls.max(1) as u32),
             ));
         };
         let optimized = Compiler::new(Tier::Optimized, config.clone(), pooled)?;
@@ -163,6 +173,7 @@ impl Runtime {
             optimizer: Optimizer::default(),
             limits,
             executor,
+            kept: KeptInstances::new(max_calls.max(1)),
         }))
     }
 
@@ -197,6 +208,7 @@ impl Runtime {
             pending: None,
             from_cache,
             inline: wasm.len() < BASELINE_FROM_BYTES,
+            shelf: Shelf::default(),
         };
         if let Some(code) = cached(&tiers.optimized) {
             return Ok(plugin(code?, true));
@@ -263,7 +275,7 @@ impl Runtime {
                     .await
             })
             .await;
-            settle(&plugin, &grants, store, outcome)
+            settle(&plugin, &grants, &mut store, outcome)
         })
         .await
         .map(|(tools, _cpu)| tools)
@@ -297,18 +309,37 @@ impl Runtime {
             .run(inline, move |cancel| {
                 async move {
                     let code = plugin.code.load_full();
-                    let mut store = runtime.new_store(&plugin, &code, &grants, client, cancel)?;
+                    // A kept instance (policy opt-in, `warm.rs`), made ready
+                    // for this call, or a fresh store.
+                    let warm = grants.reuse_instance.and_then(|_| plugin.shelf.take(&code));
+                    let (mut store, kept, served) = match warm {
+                        Some(warm) => {
+                            let mut store = warm.store;
+                            runtime.ready_store(&mut store, &grants, client, cancel);
+                            (store, Some(warm.instance), warm.calls)
+                        }
+                        None => (
+                            runtime.new_store(&plugin, &code, &grants, client, cancel)?,
+                            None,
+                            0,
+                        ),
+                    };
                     let outcome = tokio::time::timeout(grants.limits.timeout, async {
-                        let instance: Plugin = code
-                            .pre
-                            .instantiate_async(&mut store)
-                            .instrument(tracing::debug_span!("instantiate"))
-                            .await?;
-                        instance
+                        let instance: Plugin = match kept {
+                            Some(instance) => instance,
+                            None => {
+                                code.pre
+                                    .instantiate_async(&mut store)
+                                    .instrument(tracing::debug_span!("instantiate"))
+                                    .await?
+                            }
+                        };
+                        let answer = instance
                             .toolhost_plugin_tools()
                             .call_call_tool(&mut store, &tool, &arguments)
                             .instrument(tracing::debug_span!("guest"))
-                            .await
+                            .await?;
+                        Ok((answer, instance))
                     })
                     .await;
                     let usage = CallUsage {
@@ -319,7 +350,22 @@ impl Runtime {
                         peak_memory_bytes: store.data().limiter.peak_bytes as u64,
                         tier: code.tier,
                     };
-                    Ok((settle(&plugin, &grants, store, outcome), usage))
+                    let (outcome, instance) = match outcome {
+                        Ok(Ok((answer, instance))) => (Ok(Ok(answer)), Some(instance)),
+                        Ok(Err(error)) => (Ok(Err(error)), None),
+                        Err(elapsed) => (Err(elapsed), None),
+                    };
+                    let settled = settle(&plugin, &grants, &mut store, outcome);
+                    // Only an instance whose call ended well is handed on.
+                    if let (Some(reuse), Some(instance), Ok(_)) =
+                        (grants.reuse_instance, instance, &settled)
+                        && served + 1 < reuse
+                    {
+                        plugin
+                            .shelf
+                            .put(&runtime.kept, store, instance, code.clone(), served + 1);
+                    }
+                    Ok((settled, usage))
                 }
                 .instrument(span)
             })
@@ -374,7 +420,14 @@ impl Runtime {
         // Yield every slice, so that a call started on its caller's thread
         // moves to a guest thread if it runs on (see `executor`).
         let _ = store.fuel_async_yield_interval(Some(executor::SLICE_FUEL));
-        let deadline = Instant::now() + grants.limits.timeout;
+        Self::set_deadline(&mut store, grants.limits.timeout, cancel);
+        Ok(store)
+    }
+
+    /// The call's deadline, checked at every epoch tick together with
+    /// whether its caller is still waiting.
+    fn set_deadline(store: &mut Store<Sandbox>, timeout: Duration, cancel: Cancel) {
+        let deadline = Instant::now() + timeout;
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
             Ok(if cancel.is_set() || Instant::now() >= deadline {
@@ -383,7 +436,22 @@ impl Runtime {
                 UpdateDeadline::Continue(1)
             })
         });
-        Ok(store)
+    }
+
+    /// A kept store made ready for one more call: this call's client, fuel,
+    /// deadline and cancellation, and its peak memory counted from now.
+    fn ready_store(
+        &self,
+        store: &mut Store<Sandbox>,
+        grants: &Arc<Grants>,
+        client: CallClient,
+        cancel: Cancel,
+    ) {
+        let sandbox = store.data_mut();
+        sandbox.client = client;
+        sandbox.limiter.start_call();
+        let _ = store.set_fuel(grants.fuel_budget());
+        Self::set_deadline(store, grants.limits.timeout, cancel);
     }
 }
 
@@ -391,10 +459,10 @@ impl Runtime {
 fn settle<T>(
     plugin: &CompiledPlugin,
     grants: &Grants,
-    store: Store<Sandbox>,
+    store: &mut Store<Sandbox>,
     outcome: Result<wasmtime::Result<T>, tokio::time::error::Elapsed>,
 ) -> Result<T, CallFailure> {
-    let sandbox = store.into_data();
+    let sandbox = store.data_mut();
     log_output(&plugin.name, "stdout", &sandbox.stdout.take());
     let stderr = sandbox.stderr.take();
     log_output(&plugin.name, "stderr", &stderr);

@@ -16,19 +16,21 @@ pub(crate) const MAX_TABLES_PER_COMPONENT: u32 = 32;
 /// stays mapped) between calls; the rest is returned to the kernel.
 const KEEP_RESIDENT: usize = 2 * 1024 * 1024;
 
-/// The pool holds exactly what `max_calls` calls of the largest allowed
-/// components need, so a call that got an executor slot always gets its
-/// instance slots.
-pub(crate) fn pool_config(max_calls: u32) -> wasmtime::PoolingAllocationConfig {
+/// The pool holds exactly what `instances` instances of the largest
+/// allowed components need. The runtime asks for twice `max_calls`: one
+/// set for the calls running (a call that got an executor slot always
+/// gets its instance slots), one for instances kept between calls
+/// (`warm.rs`, capped at `max_calls`).
+pub(crate) fn pool_config(instances: u32) -> wasmtime::PoolingAllocationConfig {
     let mut pool = wasmtime::PoolingAllocationConfig::new();
-    pool.total_component_instances(max_calls)
+    pool.total_component_instances(instances)
         .max_core_instances_per_component(MAX_CORE_INSTANCES_PER_COMPONENT)
         .max_memories_per_component(MAX_MEMORIES_PER_COMPONENT)
         .max_tables_per_component(MAX_TABLES_PER_COMPONENT)
-        .total_core_instances(max_calls * MAX_CORE_INSTANCES_PER_COMPONENT)
-        .total_memories(max_calls * MAX_MEMORIES_PER_COMPONENT)
-        .total_tables(max_calls * MAX_TABLES_PER_COMPONENT)
-        .total_stacks(max_calls)
+        .total_core_instances(instances * MAX_CORE_INSTANCES_PER_COMPONENT)
+        .total_memories(instances * MAX_MEMORIES_PER_COMPONENT)
+        .total_tables(instances * MAX_TABLES_PER_COMPONENT)
+        .total_stacks(instances)
         // Reset what a call touched by writing zeros rather than by
         // madvise(DONTNEED): giving pages back to the kernel costs a TLB
         // shootdown on every core per call (perf: smp_call_function_many_cond
