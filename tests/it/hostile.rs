@@ -436,3 +436,52 @@ fn memory_returns_near_its_baseline_after_a_large_plugin_is_removed() {
     let response = server.call("echo", json!({"text": "still here"}));
     assert_eq!(response.json["content"][0]["text"], "still here");
 }
+
+/// CPU seconds (user + system) the process has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks = |field: usize| fields[field - 3].parse::<f64>().unwrap();
+    (ticks(14) + ticks(15)) / 100.0
+}
+
+/// A large plugin called once and removed before its optimised code is
+/// due (runtime/compiler.rs, `SETTLE`) is never optimised: the server
+/// spends no compile on it and its memory is back near where it was,
+/// instead of a compile running on for a plugin that is gone.
+#[test]
+fn a_large_plugin_removed_right_after_its_first_call_is_never_optimised() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let server = Server::start(dir.path(), &["--no-cache"]);
+    wait_for_state(&server, "echo", "loaded");
+    std::thread::sleep(Duration::from_millis(300));
+    let baseline = resident_mib(server.pid());
+    write_plugin(
+        &plugin_with_a_huge_function(200_000),
+        dir.path(),
+        "large.wasm",
+    );
+    server.wait_for_within("the large plugin", Duration::from_secs(180), |s| {
+        s.plugin("large").is_some_and(|p| p["state"] == "loaded")
+    });
+    assert_eq!(server.call("ok", json!({})).status, 200);
+    std::fs::remove_file(dir.path().join("large.wasm")).unwrap();
+    server.wait_for("the large plugin to go", |s| s.plugin("large").is_none());
+    let cpu_before = cpu_seconds(server.pid());
+    std::thread::sleep(Duration::from_secs(5));
+    let spent = cpu_seconds(server.pid()) - cpu_before;
+    let after = resident_mib(server.pid());
+    assert!(
+        spent < 0.5,
+        "the server spent {spent:.2} s of CPU after the plugin was gone: its optimisation ran"
+    );
+    assert!(
+        after - baseline < 50.0,
+        "resident memory: {baseline:.0} MiB before, {after:.0} MiB after removal"
+    );
+}
