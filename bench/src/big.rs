@@ -11,11 +11,12 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::probes::{Spawned, resident_mib, wrk};
+use super::hardening::{drop_file, wait_until_for};
+use super::probes::{Spawned, peak_resident_mib, resident_mib, wrk};
 use super::scale::request;
 use super::{BenchOptions, Report};
 
@@ -36,34 +37,41 @@ pub(super) fn section(
     duration: &str,
     report: &mut Report,
 ) -> anyhow::Result<()> {
-    let mut bigs = Vec::new();
-    if let Some(file) = &options.large {
-        bigs.push(Big {
-            label: "componentize-py",
-            file: file.clone(),
-            id: "py_echo",
-            tool: "py_echo",
-            body: r#"{"text":"hello"}"#,
-        });
-    }
-    if let Some(file) = &options.starlingmonkey {
-        bigs.push(Big {
-            label: "componentize-js 0.23",
-            file: file.clone(),
-            id: "sm_echo",
-            tool: "sm_echo",
-            body: r#"{"text":"hello"}"#,
-        });
-    }
-    if let Some(file) = &options.javascript {
-        bigs.push(Big {
-            label: "componentize-qjs",
-            file: file.clone(),
-            id: "textjs",
-            tool: "change_case",
-            body: r#"{"text":"Hello world","to":"snake"}"#,
-        });
-    }
+    let echo_body = r#"{"text":"hello"}"#;
+    let bigs: Vec<Big> = [
+        (
+            &options.large,
+            "componentize-py",
+            "py_echo",
+            "py_echo",
+            echo_body,
+        ),
+        (
+            &options.starlingmonkey,
+            "componentize-js 0.23",
+            "sm_echo",
+            "sm_echo",
+            echo_body,
+        ),
+        (
+            &options.javascript,
+            "componentize-qjs",
+            "textjs",
+            "change_case",
+            r#"{"text":"Hello world","to":"snake"}"#,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(file, label, id, tool, body)| {
+        Some(Big {
+            label,
+            file: file.clone()?,
+            id,
+            tool,
+            body,
+        })
+    })
+    .collect();
     if bigs.is_empty() {
         return Ok(());
     }
@@ -79,13 +87,15 @@ pub(super) fn section(
     let before = resident_mib(pid)?;
 
     for big in &bigs {
-        let temporary = dir.join(format!(".{}.tmp", big.id));
-        std::fs::copy(&big.file, &temporary)?;
-        std::fs::rename(&temporary, dir.join(format!("{}.wasm", big.id)))?;
+        drop_file(
+            &dir,
+            &format!("{}.wasm", big.id),
+            &std::fs::read(&big.file)?,
+        )?;
     }
     for big in &bigs {
-        wait(Duration::from_secs(300), || {
-            Ok(plugin(server.address, big.id)?["state"] == "loaded")
+        wait_until_for(Duration::from_secs(300), || {
+            plugin(server.address, big.id).is_ok_and(|plugin| plugin["state"] == "loaded")
         })?;
         let size = std::fs::metadata(&big.file)?.len() as f64 / (1024.0 * 1024.0);
         report.record(
@@ -105,8 +115,8 @@ pub(super) fn section(
     // Measured on the optimised code (the quick mode, on a debug build,
     // does not wait for it).
     for big in bigs.iter().filter(|_| !options.quick) {
-        let optimised = wait(Duration::from_secs(600), || {
-            Ok(plugin(server.address, big.id)?["compiler"] == "optimized")
+        let optimised = wait_until_for(Duration::from_secs(600), || {
+            plugin(server.address, big.id).is_ok_and(|plugin| plugin["compiler"] == "optimized")
         });
         anyhow::ensure!(optimised.is_ok(), "{} was never optimised", big.id);
     }
@@ -128,7 +138,7 @@ pub(super) fn section(
         );
     }
     let loaded = resident_mib(pid)?;
-    let peak = peak_mib(pid)?;
+    let peak = peak_resident_mib(pid)?;
     report.record(
         SECTION,
         "RSS with all loaded and called, MiB (peak)",
@@ -139,8 +149,8 @@ pub(super) fn section(
         std::fs::remove_file(dir.join(format!("{}.wasm", big.id)))?;
     }
     for big in &bigs {
-        wait(Duration::from_secs(30), || {
-            Ok(plugin(server.address, big.id).is_err())
+        wait_until_for(Duration::from_secs(30), || {
+            plugin(server.address, big.id).is_err()
         })?;
     }
     std::thread::sleep(Duration::from_secs(3));
@@ -170,27 +180,4 @@ fn plugin(address: SocketAddr, id: &str) -> anyhow::Result<Value> {
         .and_then(|plugins| plugins.iter().find(|plugin| plugin["id"] == id))
         .cloned()
         .ok_or_else(|| anyhow::anyhow!("no plugin {id}"))
-}
-
-/// Polls `done` until it holds or `limit` passes.
-fn wait(limit: Duration, mut done: impl FnMut() -> anyhow::Result<bool>) -> anyhow::Result<()> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if done().unwrap_or(false) {
-            return Ok(());
-        }
-        anyhow::ensure!(Instant::now() < deadline, "timed out");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The largest resident set so far (VmHWM), in MiB.
-fn peak_mib(pid: u32) -> anyhow::Result<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib: f64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(f64::NAN);
-    Ok(kib / 1024.0)
 }

@@ -246,7 +246,7 @@ fn reload_beside_compile(
 }
 
 /// Writes `bytes` to `dir/name` through a temporary file and a rename.
-fn drop_file(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+pub(super) fn drop_file(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
     let temp = dir.join(format!(".{name}.tmp"));
     std::fs::write(&temp, bytes)?;
     std::fs::rename(&temp, dir.join(name))?;

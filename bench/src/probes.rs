@@ -103,10 +103,20 @@ pub(super) fn percentile(samples: &[f64], p: f64) -> f64 {
 }
 
 pub(super) fn resident_mib(pid: u32) -> anyhow::Result<f64> {
+    status_mib(pid, "VmRSS:")
+}
+
+/// The largest resident set so far (VmHWM), in MiB.
+pub(super) fn peak_resident_mib(pid: u32) -> anyhow::Result<f64> {
+    status_mib(pid, "VmHWM:")
+}
+
+/// A `kB` field of /proc/<pid>/status, in MiB.
+fn status_mib(pid: u32, field: &str) -> anyhow::Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let kib: f64 = status
         .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .find_map(|line| line.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(f64::NAN);
     Ok(kib / 1024.0)

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::hardening::wait_until_for;
 use super::probes::{Spawned, percentile, resident_mib, wrk};
 use super::{BenchOptions, Report, patched};
 
@@ -112,19 +113,13 @@ pub(super) fn section(
 fn start_listed(dir: &Path, cache: &Path, tools: usize) -> anyhow::Result<(Duration, Spawned)> {
     let started = Instant::now();
     let server = Spawned::serve(dir, cache, &[])?;
-    let deadline = started + Duration::from_secs(900);
-    loop {
-        if let Ok((200, body)) = request(server.address, "GET", "/health", "")
-            && serde_json::from_str::<Value>(&body)
-                .ok()
-                .and_then(|h| h["tools"].as_u64())
-                == Some(tools as u64)
-        {
-            return Ok((started.elapsed(), server));
-        }
-        anyhow::ensure!(Instant::now() < deadline, "the tools were never all listed");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until_for(Duration::from_secs(900), || {
+        request(server.address, "GET", "/health", "").is_ok_and(|(status, body)| {
+            status == 200
+                && serde_json::from_str::<Value>(&body).is_ok_and(|health| health["tools"] == tools)
+        })
+    })?;
+    Ok((started.elapsed(), server))
 }
 
 /// Lists every tool over MCP one-shot requests, following `nextCursor`:

@@ -396,8 +396,9 @@ fn largest_mappings(pid: u32) -> String {
 /// short-lived threads, and the compiler keeps working memory sized by the
 /// largest function it has compiled; once the plugin is removed, the host
 /// gives all of it back rather than staying at its peak.
-#[test]
-fn memory_returns_near_its_baseline_after_a_large_plugin_is_removed() {
+/// A server (no compile cache) with `echo`, its resident memory then,
+/// and a large plugin (`large`, slow to compile) loaded and called once.
+fn server_with_a_large_plugin_called() -> (tempfile::TempDir, Server, f64) {
     let dir = plugin_dir(&[&example("echo")]);
     let server = Server::start(dir.path(), &["--no-cache"]);
     wait_for_state(&server, "echo", "loaded");
@@ -408,13 +409,19 @@ fn memory_returns_near_its_baseline_after_a_large_plugin_is_removed() {
         dir.path(),
         "large.wasm",
     );
-    // Served by baseline code first, then, after its first call, by
-    // optimised code compiled in the background (runtime/compiler.rs):
-    // both compiles' memory must go.
     server.wait_for_within("the large plugin", Duration::from_secs(180), |s| {
         s.plugin("large").is_some_and(|p| p["state"] == "loaded")
     });
     assert_eq!(server.call("ok", json!({})).status, 200);
+    (dir, server, baseline)
+}
+
+#[test]
+fn memory_returns_near_its_baseline_after_a_large_plugin_is_removed() {
+    // Served by baseline code first, then, after its first call, by
+    // optimised code compiled in the background (runtime/compiler.rs):
+    // both compiles' memory must go.
+    let (dir, server, baseline) = server_with_a_large_plugin_called();
     server.wait_for_within("its optimised code", Duration::from_secs(180), |s| {
         s.plugin("large")
             .is_some_and(|p| p["state"] == "loaded" && p["compiler"] == "optimized")
@@ -456,20 +463,7 @@ fn cpu_seconds(pid: u32) -> f64 {
 /// instead of a compile running on for a plugin that is gone.
 #[test]
 fn a_large_plugin_removed_right_after_its_first_call_is_never_optimised() {
-    let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &["--no-cache"]);
-    wait_for_state(&server, "echo", "loaded");
-    std::thread::sleep(Duration::from_millis(300));
-    let baseline = resident_mib(server.pid());
-    write_plugin(
-        &plugin_with_a_huge_function(200_000),
-        dir.path(),
-        "large.wasm",
-    );
-    server.wait_for_within("the large plugin", Duration::from_secs(180), |s| {
-        s.plugin("large").is_some_and(|p| p["state"] == "loaded")
-    });
-    assert_eq!(server.call("ok", json!({})).status, 200);
+    let (dir, server, baseline) = server_with_a_large_plugin_called();
     std::fs::remove_file(dir.path().join("large.wasm")).unwrap();
     server.wait_for("the large plugin to go", |s| s.plugin("large").is_none());
     let cpu_before = cpu_seconds(server.pid());
