@@ -6,7 +6,7 @@
 #   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve test test-build plugins target lint bench bench-check wrk lighttpd chromium prometheus toolchains
+.PHONY: serve test test-build plugins target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry toolchains
 
 # The pinned Python and JavaScript toolchains (see `toolchains` below).
 PY_TOOLCHAIN := target/toolchains/python
@@ -28,7 +28,7 @@ serve: plugins
 # The harness's own test needs wrk: `make bench-check` runs it.
 # The helper libraries' own tests (plain Python and Node) come first.
 # The toolchains install (network, disk) while the tests build (CPU).
-test: target lighttpd chromium prometheus
+test: target lighttpd chromium prometheus haproxy docker-registry
 	$(MAKE) -j2 toolchains test-build
 	python3 -m unittest discover -s sdk/python
 	node --test sdk/js/test.mjs plugins/textjs/test.mjs
@@ -91,6 +91,16 @@ chromium:
 # (installed without starting its service).
 prometheus:
 	@command -v prometheus >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus)
+
+# Debian's haproxy and docker-registry (CNCF distribution), which
+# tests/it/replicas.rs starts on loopback: the balancer in front of
+# replicas, and the OCI registry plugins are pushed to and pulled from
+# (installed without starting their services).
+haproxy:
+	@command -v haproxy >/dev/null || test -x /usr/sbin/haproxy || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends haproxy)
+
+docker-registry:
+	@command -v docker-registry >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-registry)
 
 # lighttpd, the real CGI server tests/cli.rs runs `toolhost cgi` under.
 lighttpd:

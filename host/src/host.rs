@@ -26,10 +26,12 @@ use tokio::net::TcpListener;
 
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::invoke::{self, Front};
+use crate::oci::signature::VerifyKey;
 use crate::registry::events::LoadEvent;
 use crate::registry::loader::{self, LoadError, LoadedPlugin};
 use crate::registry::report::PluginsReport;
 use crate::registry::shares::PersonShares;
+use crate::registry::sources::{self, SourceSettings};
 use crate::registry::tools::ToolListLimits;
 use crate::registry::watcher::{self, FolderWatch};
 use crate::registry::{Registry, Snapshot};
@@ -61,6 +63,12 @@ pub struct HostConfig {
     pub tier_up: TierUp,
     /// What one person (a namespace) may hold and run at once.
     pub per_person: PersonShares,
+    /// A PEM public key: every plugin from an OCI registry must carry a
+    /// cosign signature by it (`--verify-key`).
+    pub verify_key: Option<PathBuf>,
+    /// Registry credentials in docker's `config.json` format; `None` reads
+    /// `$DOCKER_CONFIG/config.json` or `~/.docker/config.json`.
+    pub registry_config: Option<PathBuf>,
 }
 
 impl HostConfig {
@@ -85,6 +93,8 @@ impl HostConfig {
             watch: Some(Self::DEBOUNCE),
             tier_up: TierUp::InBackground,
             per_person: PersonShares::DEFAULT,
+            verify_key: None,
+            registry_config: None,
         }
     }
 
@@ -104,6 +114,34 @@ pub fn default_cache_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
     Some(base.join("toolhost"))
+}
+
+/// What plugins from OCI registries need: where pulled components are kept
+/// (`<cache>/oci`, or a folder of this process's own without a cache), the
+/// key signatures must verify with (read now: a bad key stops the start),
+/// and where registry credentials are.
+fn source_settings(config: &HostConfig) -> anyhow::Result<SourceSettings> {
+    let cache_dir = match &config.cache_dir {
+        Some(dir) => dir.join("oci"),
+        None => std::env::temp_dir().join(format!("toolhost-oci-{}", std::process::id())),
+    };
+    let (verify_key, verify_key_id) = match &config.verify_key {
+        Some(path) => {
+            let pem = crate::oci::read_key(path).map_err(|e| anyhow::anyhow!(e))?;
+            let key = VerifyKey::from_pem(&pem, &path.display().to_string())
+                .map_err(|e| anyhow::anyhow!(e))?;
+            (Some(key), Some(sources::key_id(&pem)))
+        }
+        None => (None, None),
+    };
+    Ok(SourceSettings {
+        cache_dir,
+        verify_key,
+        verify_key_id,
+        credentials: crate::oci::Credentials {
+            config_file: config.registry_config.clone(),
+        },
+    })
 }
 
 /// Turns the runtime's "optimised code now serves" into load events, for as
@@ -147,7 +185,8 @@ impl Host {
             config.tier_up,
         )?;
         let optimised = runtime.optimised();
-        let registry = Registry::new(runtime, config.list_limits, config.per_person);
+        let sources = source_settings(&config)?;
+        let registry = Registry::new(runtime, config.list_limits, config.per_person, sources);
         tokio::spawn(tell_optimised(optimised, Arc::downgrade(&registry)));
         let mut watch = None;
         // One spelling of every path from here on: the watcher's events,

@@ -19,8 +19,9 @@
 //!     │         errors: the one code table
 //!  registry/  the live set of plugins: one load path (a generation per
 //!     │         file), load events, reports, loader, tools, portability
-//!     │         (schema warnings), policy, watcher
-//!     │
+//!     │         (schema warnings), policy, watcher, sources (plugins from
+//!     │         OCI registries, polled) ─→ oci/ (artifact layout, cosign
+//!     │         signatures; also what `push … oci://` writes with)
 //!  runtime/   wasmtime: compile (Winch baseline first for large components,
 //!               Cranelift behind) + cache, sandbox, WIT imports, call threads
 //!               (knows nothing of HTTP or JSON-RPC)
@@ -38,6 +39,7 @@ pub mod call;
 pub mod commands;
 mod front;
 mod host;
+mod oci;
 pub mod registry;
 pub mod runtime;
 pub mod server;

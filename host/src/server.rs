@@ -134,6 +134,7 @@ async fn serve(
         people: People::load(settings.token.as_deref(), settings.tokens_file.as_deref())?,
         needs: Some(Role::Caller),
         refusals: Refusals::Envelope,
+        check_host: true,
     };
     let guarded = |router: Router, settings: GuardSettings| {
         router.layer(axum::middleware::from_fn_with_state(
@@ -148,7 +149,7 @@ async fn serve(
     };
     let app = guarded(
         rest::health_router(registry.clone(), rest_settings),
-        guard.without_token(),
+        guard.for_probes(),
     )
     .merge(guarded(ui::router(), guard.without_token()))
     .merge(guarded(

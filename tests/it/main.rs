@@ -18,6 +18,7 @@ mod metrics;
 mod protocol;
 mod publish;
 mod reload;
+mod replicas;
 mod rest;
 mod sandbox;
 mod shares;

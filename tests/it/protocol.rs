@@ -510,6 +510,19 @@ fn host_checks_follow_the_http_rules() {
         "GET http://127.0.0.1/health HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(absolute_local.status, 200, "{}", absolute_local.body);
+    // The probes answer a balancer's check without a Host header, and
+    // Kubernetes' with the pod's address; nothing else does.
+    for probe in ["/health", "/ready"] {
+        for host in ["", "Host: 10.1.2.3:8000\r\n"] {
+            let answer = raw(
+                &server,
+                &format!("GET {probe} HTTP/1.1\r\n{host}Connection: close\r\n\r\n"),
+            );
+            assert_eq!(answer.status, 200, "{probe} {host:?}: {}", answer.body);
+        }
+    }
+    let no_host = raw(&server, "GET /tools HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(no_host.status, 403, "{}", no_host.body);
     let twice = raw(
         &server,
         "GET /tools HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",

@@ -65,7 +65,7 @@ impl DevOptions {
         let project = Project::inspect(&self.project).await?;
         if let Some(url) = self.server_url.clone() {
             let options = ServerOptions {
-                url,
+                url: Some(url),
                 token: self.serve.token.clone(),
             };
             let publisher = Publisher::connect(&options).await?;
@@ -73,7 +73,7 @@ impl DevOptions {
                 "publishing {} as {} on {}",
                 project.id,
                 publisher.plugin_id(&project.id),
-                options.url
+                options.url.as_deref().unwrap_or_default()
             ));
             return watch_and_build(project, PathBuf::new(), Target::Publish(publisher), None)
                 .await;

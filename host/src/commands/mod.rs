@@ -130,7 +130,18 @@ fn init_logging(
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
 
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+    // sigstore warns about each signature source it finds empty; whether a
+    // plugin's signature was refused is toolhost's to say, once, with the
+    // reason (`registry/sources.rs`).
+    let asked = std::env::var("TOOLHOST_LOG")
+        .ok()
+        .filter(|asked| !asked.is_empty());
+    let directives = match asked {
+        Some(asked) if asked.contains("sigstore") => asked,
+        Some(asked) => format!("{asked},sigstore=error"),
+        None => format!("{default_level},sigstore=error"),
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let logs = match format {

@@ -57,6 +57,16 @@ pub(crate) struct HostOptions {
     /// Compile every plugin afresh, and cache nothing.
     #[arg(long, env = "TOOLHOST_NO_CACHE")]
     no_cache: bool,
+    /// A PEM public key (cosign.pub): every plugin whose policy names an OCI
+    /// source must carry a cosign signature by this key over the exact
+    /// digest it serves; one without is refused with the reason, and the
+    /// previous version keeps serving.
+    #[arg(long, env = "TOOLHOST_VERIFY_KEY", value_name = "FILE")]
+    verify_key: Option<PathBuf>,
+    /// Registry credentials, in docker's config.json format [default:
+    /// $DOCKER_CONFIG/config.json or ~/.docker/config.json].
+    #[arg(long, env = "TOOLHOST_REGISTRY_CONFIG", value_name = "FILE")]
+    registry_config: Option<PathBuf>,
     /// How a result that has only structured data is rendered as text.
     #[arg(long, env = "TOOLHOST_TEXT_FORMAT", value_enum, default_value = "json")]
     pub(crate) text_format: TextFormat,
@@ -97,6 +107,8 @@ impl HostOptions {
                 max_bytes: self.max_mib_per_person << 20,
                 max_calls: self.max_calls_per_person.map(|n| n as usize),
             },
+            verify_key: self.verify_key.clone(),
+            registry_config: self.registry_config.clone(),
         }
     }
 

@@ -6,6 +6,12 @@
 //! removes one's own plugin. An attendee never needs the server's
 //! filesystem. [`Publisher`] is also what `toolhost dev --server` pushes
 //! with.
+//!
+//! `toolhost push FILE|PROJECT oci://REGISTRY/REPO:TAG [--sign-key KEY]`
+//! pushes to an OCI registry instead (`push/oci.rs`), for servers whose
+//! policies name that source.
+
+mod oci;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,6 +29,25 @@ pub(super) struct PushOptions {
     /// Python `app.py` or JavaScript `app.js`).
     #[arg(required_unless_present = "delete")]
     source: Option<PathBuf>,
+    /// Push to an OCI registry instead of a server:
+    /// oci://REGISTRY/REPOSITORY:TAG (plain HTTP for a loopback registry
+    /// only; credentials from docker's config.json).
+    #[arg(value_name = "oci://REGISTRY/REPO:TAG", conflicts_with_all = ["delete", "name"])]
+    target: Option<String>,
+    /// With an OCI target: sign what is pushed with this private key, as
+    /// `cosign sign --key` does (cosign's encrypted key, password from
+    /// COSIGN_PASSWORD, or an unencrypted PKCS#8 PEM).
+    #[arg(long, value_name = "KEY", requires = "target")]
+    sign_key: Option<PathBuf>,
+    /// With an OCI target: registry credentials in docker's config.json
+    /// format [default: $DOCKER_CONFIG/config.json or ~/.docker/config.json].
+    #[arg(
+        long,
+        env = "TOOLHOST_REGISTRY_CONFIG",
+        value_name = "FILE",
+        requires = "target"
+    )]
+    registry_config: Option<PathBuf>,
     #[command(flatten)]
     server: ServerOptions,
     /// The plugin's name on the server [default: the file's or project's].
@@ -38,7 +63,7 @@ pub(super) struct PushOptions {
 pub(super) struct ServerOptions {
     /// The toolhost server, e.g. http://workshop.local:8000.
     #[arg(long = "server", env = "TOOLHOST_SERVER")]
-    pub(super) url: String,
+    pub(super) url: Option<String>,
     /// Your token (from whoever runs the server).
     #[arg(long, env = "TOOLHOST_TOKEN", hide_env_values = true)]
     pub(super) token: Option<String>,
@@ -46,6 +71,20 @@ pub(super) struct ServerOptions {
 
 impl PushOptions {
     pub(super) async fn run(self) -> anyhow::Result<u8> {
+        if let Some(target) = &self.target {
+            let source = self
+                .source
+                .as_deref()
+                .context("name a component or a project")?;
+            let (wasm, _) = built(source).await?;
+            return oci::push(
+                &wasm,
+                target,
+                self.sign_key.as_deref(),
+                self.registry_config,
+            )
+            .await;
+        }
         let publisher = Publisher::connect(&self.server).await?;
         if let Some(name) = &self.delete {
             publisher.remove(name).await?;
@@ -53,21 +92,7 @@ impl PushOptions {
             return Ok(0);
         }
         let source = self.source.context("name a component or a project")?;
-        let (wasm, default_name) = if source.is_dir() {
-            let project = Project::inspect(&source).await?;
-            println!("building {} ...", project.id);
-            let built = project
-                .build()
-                .await
-                .map_err(|output| anyhow::anyhow!("the build failed:\n{output}"))?;
-            (built, project.id.clone())
-        } else {
-            let stem = source
-                .file_stem()
-                .map(|stem| stem.to_string_lossy().replace('-', "_"))
-                .unwrap_or_default();
-            (source.clone(), stem)
-        };
+        let (wasm, default_name) = built(&source).await?;
         let name = self.name.unwrap_or(default_name);
         let bytes =
             std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
@@ -82,6 +107,26 @@ impl PushOptions {
                 1
             }
         })
+    }
+}
+
+/// The component to push: the file, or a project built first; with the
+/// plugin's default name.
+async fn built(source: &std::path::Path) -> anyhow::Result<(PathBuf, String)> {
+    if source.is_dir() {
+        let project = Project::inspect(source).await?;
+        println!("building {} ...", project.id);
+        let built = project
+            .build()
+            .await
+            .map_err(|output| anyhow::anyhow!("the build failed:\n{output}"))?;
+        Ok((built, project.id.clone()))
+    } else {
+        let stem = source
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().replace('-', "_"))
+            .unwrap_or_default();
+        Ok((source.to_path_buf(), stem))
     }
 }
 
@@ -104,7 +149,10 @@ impl Publisher {
     /// Asks the server whose token this is; a clear error for an
     /// unreachable server or an unknown token.
     pub(super) async fn connect(options: &ServerOptions) -> anyhow::Result<Publisher> {
-        let base = options.url.trim_end_matches('/').to_string();
+        let Some(url) = &options.url else {
+            bail!("name the server to publish onto with --server URL (or TOOLHOST_SERVER)");
+        };
+        let base = url.trim_end_matches('/').to_string();
         let mut publisher = Publisher {
             base,
             token: options.token.clone().filter(|token| !token.is_empty()),

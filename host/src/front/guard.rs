@@ -45,6 +45,8 @@ pub(crate) struct GuardSettings {
     pub(crate) needs: Option<Role>,
     /// How the guarded router's clients are told no.
     pub(crate) refusals: Refusals,
+    /// Whether `Host` and `Origin` are checked (all routes but the probes).
+    pub(crate) check_host: bool,
 }
 
 /// The shape of a refusal, as the guarded router's clients read it.
@@ -62,6 +64,18 @@ impl GuardSettings {
     pub(crate) fn without_token(&self) -> GuardSettings {
         GuardSettings {
             needs: None,
+            ..self.clone()
+        }
+    }
+
+    /// For the probes (`/health`, `/ready`): no token and no Host check. A
+    /// balancer's health check may send no Host header, and Kubernetes
+    /// sends the pod's address; they reveal counts, nothing a rebound DNS
+    /// name could use.
+    pub(crate) fn for_probes(&self) -> GuardSettings {
+        GuardSettings {
+            needs: None,
+            check_host: false,
             ..self.clone()
         }
     }
@@ -126,12 +140,14 @@ pub(crate) async fn check(
         .uri()
         .authority()
         .map(|authority| authority.as_str().to_string());
-    if let Err(message) = check_host_and_origin(
-        target_host.as_deref(),
-        headers,
-        &settings.allowed_hosts,
-        &settings.cors_origins,
-    ) {
+    if settings.check_host
+        && let Err(message) = check_host_and_origin(
+            target_host.as_deref(),
+            headers,
+            &settings.allowed_hosts,
+            &settings.cors_origins,
+        )
+    {
         return refuse(mcp, ErrorCode::Forbidden, message);
     }
     if let Some(needs) = settings.needs {

@@ -67,6 +67,11 @@ pub(crate) fn document(snapshot: &Snapshot) -> Value {
             json!({ "type": "object" }),
         ),
         (
+            "/ready",
+            "Readiness: 200 once every plugin has loaded or failed, 503 before",
+            json!({ "type": "object" }),
+        ),
+        (
             "/openapi.json",
             "This document",
             json!({ "type": "object" }),

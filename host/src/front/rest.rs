@@ -52,6 +52,7 @@ struct AppState {
 pub(crate) fn health_router(registry: Arc<Registry>, settings: RestSettings) -> Router {
     Router::new()
         .route("/health", get(health))
+        .route("/ready", get(ready))
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(AppState {
             registry,
@@ -93,6 +94,25 @@ async fn health(State(state): State<AppState>) -> Response {
         "rejected": rejected,
     });
     json_response(200, &body)
+}
+
+/// `/ready`: 200 once every plugin (from a file or a registry) has loaded
+/// or failed, 503 before; for a load balancer's or Kubernetes' readiness
+/// probe. `/health` is liveness: the process answers. Like `/health`, it
+/// needs no token.
+async fn ready(State(state): State<AppState>) -> Response {
+    let snapshot = state.registry.snapshot();
+    if !state.registry.is_ready() {
+        return json_response(503, &json!({ "status": "loading" }));
+    }
+    json_response(
+        200,
+        &json!({
+            "status": "ready",
+            "plugins": snapshot.plugins().count(),
+            "rejected": state.registry.rejected_count(),
+        }),
+    )
 }
 
 async fn list_tools(State(state): State<AppState>) -> Response {

@@ -118,17 +118,42 @@ impl Layout {
                 // A namespace folder that cannot be read is skipped, not fatal.
                 if let Ok(mut inner) = tokio::fs::read_dir(&path).await {
                     while let Ok(Some(entry)) = inner.next_entry().await {
-                        if self.plugin_id(&entry.path()).is_some() {
-                            files.push(entry.path());
+                        if let Some(file) = self.plugin_file_of(&entry.path()).await {
+                            files.push(file);
                         }
                     }
                 }
-            } else if self.plugin_id(&path).is_some() {
-                files.push(path);
+            } else if let Some(file) = self.plugin_file_of(&path).await {
+                files.push(file);
             }
         }
+        files.sort();
+        files.dedup();
         Ok(files)
     }
+
+    /// The plugin file an entry of the folder stands for: a plugin file
+    /// itself, or `x.wasm` for a policy `x.toml` that names an OCI source
+    /// (such a plugin has no file of its own; see `sources.rs`).
+    async fn plugin_file_of(&self, path: &Path) -> Option<PathBuf> {
+        if self.plugin_id(path).is_some() {
+            return Some(path.to_path_buf());
+        }
+        if path.extension()? != "toml" {
+            return None;
+        }
+        let file = path.with_extension("wasm");
+        self.plugin_id(&file)?;
+        let text = tokio::fs::read_to_string(path).await.ok()?;
+        names_source(&text).then_some(file)
+    }
+}
+
+/// Whether policy text has a `[source]` table (valid or not: the load
+/// says what is wrong with it).
+pub(crate) fn names_source(text: &str) -> bool {
+    text.parse::<toml::Table>()
+        .is_ok_and(|table| table.contains_key("source"))
 }
 
 fn namespace_policy_stem() -> Option<&'static str> {

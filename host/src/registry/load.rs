@@ -9,11 +9,11 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::registry::events::LoadEventKind;
-use crate::registry::layout;
 use crate::registry::loader::{self, LoadError, LoadedPlugin, Version};
 use crate::registry::report::{PluginReport, PluginState};
 use crate::registry::tools::ToolListLimits;
 use crate::registry::{Job, Registry, Snapshot};
+use crate::registry::{layout, policy, sources};
 use crate::runtime::Runtime;
 
 /// How long a load job waits before retrying a transient read failure.
@@ -95,6 +95,7 @@ impl Registry {
         paths.extend(known.into_iter().filter(|path| !path.exists()));
         tracing::info!(folder = %dir.display(), files = paths.len(), "loading the plugin folder");
         self.load(paths).await;
+        self.scanned.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -141,6 +142,7 @@ impl Registry {
                 let person_slots =
                     layout::namespace_of(&id).map(|namespace| registry.call_shares.of(namespace));
                 let verdict = judge(
+                    &registry,
                     &registry.runtime,
                     &registry.list_limits,
                     &registry.snapshot(),
@@ -260,6 +262,7 @@ fn apply(next: &mut Snapshot, id: &str, path: &Path, verdict: Verdict) -> Option
 
 /// Reads and loads one file, without touching the registry.
 async fn judge(
+    registry: &Arc<Registry>,
     runtime: &Arc<Runtime>,
     limits: &ToolListLimits,
     before: &Snapshot,
@@ -267,7 +270,50 @@ async fn judge(
     path: &Path,
     person_slots: Option<Arc<tokio::sync::Semaphore>>,
 ) -> Verdict {
-    let source = match loader::read_source(path, layout::namespace_of(id).is_some()).await {
+    let namespaced = layout::namespace_of(id).is_some();
+    let read = match sources::declared(path).await {
+        Err(reason) => {
+            return Verdict::Refused {
+                version: Version {
+                    content_hash: loader::content_hash(reason.as_bytes()),
+                    policy_hash: None,
+                },
+                reason: LoadError::Policy {
+                    file: policy::policy_path(path),
+                    reason,
+                },
+            };
+        }
+        Ok(Some(spec)) => {
+            let fetched = if tokio::fs::try_exists(path).await.unwrap_or(false) {
+                Err(format!(
+                    "{} names an OCI source and {} exists too: remove one",
+                    policy::policy_path(path).display(),
+                    path.display()
+                ))
+            } else {
+                let weak = Arc::downgrade(registry);
+                registry.sources.fetch(weak, id, path, spec).await
+            };
+            match fetched {
+                Ok(wasm) => loader::with_policy(wasm, path, namespaced).await,
+                Err(reason) => {
+                    return Verdict::Refused {
+                        version: Version {
+                            content_hash: loader::content_hash(reason.as_bytes()),
+                            policy_hash: None,
+                        },
+                        reason: LoadError::Source(reason),
+                    };
+                }
+            }
+        }
+        Ok(None) => {
+            registry.sources.forget(id);
+            loader::read_source(path, namespaced).await
+        }
+    };
+    let source = match read {
         Ok(source) => source,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Verdict::Gone,
         Err(error) if is_transient(&error) => {

@@ -44,6 +44,11 @@ pub enum LoadError {
     /// Its tool list breaks a rule or a limit (see `tools.rs`).
     #[error(transparent)]
     ToolList(#[from] ToolListError),
+    /// Its OCI source gave nothing to serve (see `sources.rs`): the
+    /// registry is unreachable, the artifact is not a wasm artifact, or its
+    /// signature was refused.
+    #[error("{0}")]
+    Source(String),
     /// One of its tools is already provided by another plugin.
     #[error("tool {tool:?} is already provided by plugin {holder:?}")]
     NameTaken { tool: String, holder: String },
@@ -116,6 +121,16 @@ pub(crate) struct PluginSource {
 /// (`_namespace.toml` in that folder), or else none.
 pub(crate) async fn read_source(path: &Path, namespaced: bool) -> std::io::Result<PluginSource> {
     let wasm = read_plugin_file(path).await?;
+    with_policy(wasm, path, namespaced).await
+}
+
+/// A plugin's bytes (from its file, or from its OCI source) with its
+/// policy, read as [`read_source`] reads it.
+pub(crate) async fn with_policy(
+    wasm: Vec<u8>,
+    path: &Path,
+    namespaced: bool,
+) -> std::io::Result<PluginSource> {
     let mut candidates = vec![policy::policy_path(path)];
     if namespaced {
         candidates.push(path.with_file_name(policy::NAMESPACE_POLICY));

@@ -40,6 +40,7 @@ pub(crate) mod publish;
 pub mod report;
 pub mod shares;
 mod snapshot;
+pub(crate) mod sources;
 pub mod tools;
 pub(crate) mod watcher;
 
@@ -99,6 +100,11 @@ pub struct Registry {
     ledger: ledger::Ledger,
     /// Every load outcome told, counted (see [`loads`]).
     loads: loads::Loads,
+    /// Plugins whose policies name an OCI source (see [`sources`]).
+    sources: Arc<sources::Sources>,
+    /// Set once the first scan of the folder is done: every plugin, from a
+    /// file or from a registry, has loaded or failed (`/ready`).
+    scanned: std::sync::atomic::AtomicBool,
 }
 
 impl Registry {
@@ -106,8 +112,11 @@ impl Registry {
         runtime: Arc<Runtime>,
         list_limits: ToolListLimits,
         shares: PersonShares,
+        sources: sources::SourceSettings,
     ) -> Arc<Self> {
         Arc::new(Registry {
+            sources: Arc::new(sources::Sources::new(sources)),
+            scanned: std::sync::atomic::AtomicBool::new(false),
             call_shares: CallShares::new(&shares, runtime.max_calls()),
             ledger: ledger::Ledger::default(),
             loads: loads::Loads::default(),
@@ -149,6 +158,11 @@ impl Registry {
     /// How much one plugin may list.
     pub(crate) fn list_limits(&self) -> &ToolListLimits {
         &self.list_limits
+    }
+
+    /// Whether the first scan is done: every plugin has loaded or failed.
+    pub(crate) fn is_ready(&self) -> bool {
+        self.scanned.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// How many plugin files are rejected now (`/health` reports it).
@@ -220,6 +234,9 @@ impl Registry {
                     plugins.push(plugin);
                 }
             }
+        }
+        for plugin in plugins.iter_mut() {
+            plugin.source = self.sources.report(&plugin.id);
         }
         plugins.sort_by(|a, b| a.id.cmp(&b.id));
         PluginsReport {

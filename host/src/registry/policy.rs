@@ -28,7 +28,15 @@
 //! fuel = 1_000_000_000       # instruction budget per call
 //! max_concurrent = 4         # more calls wait briefly, then get BUSY
 //! reuse_instance = 100       # opt-in: one instance serves up to 100 calls
+//!
+//! [source]                   # the plugin comes from an OCI registry
+//! oci = "registry.example/tools/weather:1.2"   # or …@sha256:<digest>
+//! poll_secs = 30             # how often a tag is asked for a new digest
 //! ```
+//!
+//! A policy with a `[source]` is a plugin by itself: no `.wasm` file sits
+//! beside it (one that does is refused, so that which bytes serve is never
+//! in doubt). See `registry/sources.rs`.
 //!
 //! `reuse_instance` trades isolation for speed (README, "Reusing an
 //! instance"): calls of the plugin may then see what earlier calls left in
@@ -56,6 +64,51 @@ struct PolicyFile {
     http: HttpSection,
     #[serde(default)]
     limits: LimitsSection,
+    /// Read by [`source`]; the grants ignore it.
+    #[serde(default)]
+    #[allow(dead_code)]
+    source: Option<SourceSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SourceSection {
+    oci: String,
+    poll_secs: Option<u64>,
+}
+
+/// Where a plugin comes from when its policy names an OCI source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SourceSpec {
+    /// The reference as written (`oci://` optional).
+    pub(crate) oci: String,
+    /// How often a tag is asked for a new digest.
+    pub(crate) poll: Duration,
+}
+
+/// How often a tag is polled when the policy does not say.
+pub(crate) const DEFAULT_POLL: Duration = Duration::from_secs(30);
+
+/// The `[source]` of policy text: `Ok(None)` without one, an error for a
+/// section that is not valid (the plugin is refused with it).
+pub(crate) fn source(text: &str) -> Result<Option<SourceSpec>, String> {
+    #[derive(Deserialize)]
+    struct OnlySource {
+        source: Option<SourceSection>,
+    }
+    let file: OnlySource =
+        toml::from_str(text).map_err(|e| format!("the policy does not parse: {e}"))?;
+    let Some(section) = file.source else {
+        return Ok(None);
+    };
+    crate::oci::parse_reference(&section.oci).map_err(|e| format!("[source] oci: {e}"))?;
+    if section.poll_secs == Some(0) {
+        return Err("[source] poll_secs must be greater than zero".into());
+    }
+    Ok(Some(SourceSpec {
+        oci: section.oci,
+        poll: section.poll_secs.map_or(DEFAULT_POLL, Duration::from_secs),
+    }))
 }
 
 /// A literal, or the value of one of the host's environment variables.
@@ -296,5 +349,35 @@ mod tests {
         assert!(reason("[[dirs]]\nhost = \"missing\"\nguest = \"/d\"").contains("cannot be used"));
         assert!(reason("[http]\nallow = [\"ftp://x\"]").contains("only http and https"));
         assert!(reason("[limits]\nmax_concurrent = 0").contains("greater than zero"));
+        assert!(reason("[source]\noci = \"r.example/x:1\"\nlayers = 2").contains("unknown field"));
+    }
+
+    #[test]
+    fn a_source_is_read_and_checked() {
+        assert_eq!(source("[limits]\nfuel = 1").unwrap(), None);
+        let spec = source("[source]\noci = \"oci://127.0.0.1:5000/tools/echo:1\"\npoll_secs = 2")
+            .unwrap()
+            .unwrap();
+        assert_eq!(spec.poll, Duration::from_secs(2));
+        assert_eq!(
+            source("[source]\noci = \"r.example/x:1\"")
+                .unwrap()
+                .unwrap()
+                .poll,
+            DEFAULT_POLL
+        );
+        assert!(
+            source("[source]\noci = \"echo:1\"")
+                .unwrap_err()
+                .contains("registry")
+        );
+        assert!(source("[source]\noci = \"r.example/x:1\"\npoll_secs = 0").is_err());
+        // The grants accept a policy with a source.
+        grants(
+            "[source]\noci = \"r.example/x:1\"",
+            Path::new("."),
+            DEFAULTS,
+        )
+        .unwrap();
     }
 }

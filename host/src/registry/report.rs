@@ -92,6 +92,11 @@ pub struct PluginReport {
     pub published_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published_at: Option<String>,
+    /// Where the plugin comes from, when its policy names an OCI source:
+    /// the reference, the digest serving, when the registry last answered,
+    /// and why the newest check gave no new version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::registry::sources::SourceReport>,
     /// Set while a load job for this file runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiling: Option<Compiling>,
@@ -203,6 +208,7 @@ impl PluginReport {
             from_cache: None,
             compiler: None,
             serving: None,
+            source: None,
             granted: serving.map(|plugin| policy::describe(&plugin.grants)),
             schema_warnings: serving
                 .map(|plugin| {

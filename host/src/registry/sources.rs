@@ -1,0 +1,340 @@
+//! Plugins that come from OCI registries: a policy `x.toml` with a
+//! `[source]` (see `policy.rs`) is the plugin `x`, and its bytes come from
+//! the registry instead of a file beside it.
+//!
+//! Rules:
+//! - The reference is resolved to a manifest digest; with `--verify-key`,
+//!   that digest must carry a cosign signature by the key (`oci/
+//!   signature.rs`) before a byte of the component is pulled or used.
+//! - Pulled components are checked against their digests and kept on disk
+//!   by digest (`<cache>/oci/sha256/<hex>.wasm`, written whole and renamed
+//!   into place), with the digest each reference last resolved to; a
+//!   restart with the registry down serves what was last verified (with
+//!   the same key), and says so.
+//! - A tag is asked for its digest every `poll_secs` (a HEAD request; an
+//!   unchanged digest costs nothing more). A new digest goes through the
+//!   same load path as a dropped file: the old version serves until the new
+//!   one is loaded, and a rejected one never replaces it. A pinned
+//!   `@sha256:` reference is never polled once it serves.
+//! - A registry that is down, an unsigned artifact, a signature over
+//!   another digest or by another key: the previous version keeps
+//!   serving, and the reason is in `/plugins` (`source.error`). With
+//!   nothing to serve yet, the plugin is rejected with that reason.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::oci::signature::{self, VerifyKey};
+use crate::oci::{self, Credentials, artifact};
+use crate::registry::Registry;
+use crate::registry::loader::MAX_PLUGIN_FILE_BYTES;
+use crate::registry::policy::SourceSpec;
+
+/// What OCI sources need from the host's configuration.
+#[derive(Debug, Default)]
+pub(crate) struct SourceSettings {
+    /// Where pulled components are kept (`<dir>/sha256/<hex>.wasm`).
+    pub(crate) cache_dir: PathBuf,
+    /// Every OCI-sourced plugin must be signed with this key.
+    pub(crate) verify_key: Option<VerifyKey>,
+    /// The fingerprint of the key, which a cached component's record of
+    /// verification must name to be served offline.
+    pub(crate) verify_key_id: Option<String>,
+    pub(crate) credentials: Credentials,
+}
+
+/// The OCI sources of the registry's plugins, by plugin id.
+#[derive(Default)]
+pub(crate) struct Sources {
+    settings: Arc<SourceSettings>,
+    state: Mutex<HashMap<String, SourceState>>,
+}
+
+struct SourceState {
+    spec: SourceSpec,
+    /// The newest verified digest, whose bytes are in the cache.
+    latest: Option<String>,
+    error: Option<String>,
+    checked_at: Option<SystemTime>,
+    poller: Option<tokio::task::AbortHandle>,
+}
+
+impl Drop for SourceState {
+    fn drop(&mut self) {
+        if let Some(poller) = &self.poller {
+            poller.abort();
+        }
+    }
+}
+
+/// A plugin's source as `/plugins` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceReport {
+    /// The reference as the policy writes it.
+    pub oci: String,
+    /// The digest serving (or about to), once one was verified.
+    pub digest: Option<String>,
+    pub poll_secs: u64,
+    /// When the registry last answered, RFC 3339.
+    pub checked_at: Option<String>,
+    /// Why the newest check did not give a new version, if it did not.
+    pub error: Option<String>,
+    /// Whether signatures are required (`--verify-key`).
+    pub verified: bool,
+}
+
+/// What one check of a source found.
+enum Checked {
+    /// The digest already known.
+    Unchanged,
+    /// A new digest, verified and in the cache.
+    New(String),
+}
+
+impl Sources {
+    pub(crate) fn new(settings: SourceSettings) -> Self {
+        Sources {
+            settings: Arc::new(settings),
+            state: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SourceState>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The bytes plugin `id` (at `path`) should serve from `spec`: those of
+    /// the newest verified digest, checking the registry first when this
+    /// source is new (or its spec changed). Starts the poller.
+    pub(crate) async fn fetch(
+        self: &Arc<Self>,
+        registry: Weak<Registry>,
+        id: &str,
+        path: &Path,
+        spec: SourceSpec,
+    ) -> Result<Vec<u8>, String> {
+        let known = {
+            let state = self.lock();
+            state
+                .get(id)
+                .filter(|state| state.spec == spec)
+                .map(|state| (state.latest.clone(), state.error.clone()))
+        };
+        let digest = match known {
+            Some((Some(digest), _)) => digest,
+            Some((None, error)) => return Err(error.unwrap_or_default()),
+            None => {
+                let checked = self.check(&spec, None).await;
+                let mut state = self.lock();
+                let mut entry = SourceState {
+                    spec: spec.clone(),
+                    latest: None,
+                    error: None,
+                    checked_at: None,
+                    poller: None,
+                };
+                match checked {
+                    Ok(Checked::New(digest)) => {
+                        entry.latest = Some(digest);
+                        entry.checked_at = Some(SystemTime::now());
+                    }
+                    Ok(Checked::Unchanged) => {}
+                    Err(reason) => match self.offline_fallback(&spec) {
+                        Some(digest) => {
+                            entry.error = Some(format!(
+                                "{reason}; serving {digest}, verified earlier and cached"
+                            ));
+                            entry.latest = Some(digest);
+                        }
+                        None => entry.error = Some(reason),
+                    },
+                }
+                let pinned = oci::parse_reference(&spec.oci)
+                    .is_ok_and(|reference| reference.digest().is_some());
+                if !(pinned && entry.latest.is_some()) {
+                    entry.poller = Some(self.spawn_poller(registry, id, path, spec.clone()));
+                }
+                let result = entry.latest.clone().ok_or(entry.error.clone());
+                state.insert(id.to_string(), entry);
+                match result {
+                    Ok(digest) => digest,
+                    Err(reason) => return Err(reason.unwrap_or_default()),
+                }
+            }
+        };
+        let file = self
+            .cached_file(&digest)
+            .ok_or("a digest that is not sha256")?;
+        tokio::fs::read(&file)
+            .await
+            .map_err(|e| format!("cannot read the cached {digest}: {e}"))
+    }
+
+    /// Stops following plugin `id`'s source (its policy is gone, or no
+    /// longer names one).
+    pub(crate) fn forget(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    /// Plugin `id`'s source, for `/plugins`.
+    pub(crate) fn report(&self, id: &str) -> Option<SourceReport> {
+        let state = self.lock();
+        let state = state.get(id)?;
+        Some(SourceReport {
+            oci: state.spec.oci.clone(),
+            digest: state.latest.clone(),
+            poll_secs: state.spec.poll.as_secs(),
+            checked_at: state
+                .checked_at
+                .map(|at| humantime::format_rfc3339_millis(at).to_string()),
+            error: state.error.clone(),
+            verified: self.settings.verify_key.is_some(),
+        })
+    }
+
+    /// Resolves `spec` and, for a digest other than `known`, verifies its
+    /// signature (when required) and puts its component in the cache.
+    async fn check(&self, spec: &SourceSpec, known: Option<&str>) -> Result<Checked, String> {
+        let reference = oci::parse_reference(&spec.oci)?;
+        let registry = reference.resolve_registry().to_string();
+        let auth = self.settings.credentials.lookup(&registry).await;
+        let client = oci::client_for(&reference);
+        let digest = artifact::resolve(&client, &reference, &auth).await?;
+        if known == Some(digest.as_str()) {
+            return Ok(Checked::Unchanged);
+        }
+        if let Some(key) = &self.settings.verify_key {
+            signature::verify(&reference, &digest, &auth, key).await?;
+        }
+        let file = self.cached_file(&digest).ok_or_else(|| {
+            format!("the registry answered a digest that is not sha256: {digest}")
+        })?;
+        if !file.exists() {
+            let wasm =
+                artifact::pull(&client, &reference, &digest, &auth, MAX_PLUGIN_FILE_BYTES).await?;
+            write_whole(&file, &wasm)
+                .map_err(|e| format!("cannot keep the component in {}: {e}", file.display()))?;
+        }
+        if let Some(key_id) = &self.settings.verify_key_id {
+            let _ = write_whole(&file.with_extension("verified"), key_id.as_bytes());
+        }
+        let _ = write_whole(&self.resolved_file(&spec.oci), digest.as_bytes());
+        Ok(Checked::New(digest))
+    }
+
+    /// The digest `spec` last resolved to, if it is cached and (when
+    /// signatures are required) was verified with the current key.
+    fn offline_fallback(&self, spec: &SourceSpec) -> Option<String> {
+        let digest = std::fs::read_to_string(self.resolved_file(&spec.oci)).ok()?;
+        let file = self.cached_file(digest.trim())?;
+        if !file.exists() {
+            return None;
+        }
+        if let Some(key_id) = &self.settings.verify_key_id {
+            let verified = std::fs::read_to_string(file.with_extension("verified")).ok()?;
+            if verified != *key_id {
+                return None;
+            }
+        }
+        Some(digest.trim().to_string())
+    }
+
+    fn cached_file(&self, digest: &str) -> Option<PathBuf> {
+        let hex = oci::digest_hex(digest)?;
+        Some(
+            self.settings
+                .cache_dir
+                .join("sha256")
+                .join(format!("{hex}.wasm")),
+        )
+    }
+
+    /// Where the digest a reference last resolved to is written.
+    fn resolved_file(&self, reference: &str) -> PathBuf {
+        let name = crate::registry::loader::content_hash(reference.as_bytes());
+        self.settings.cache_dir.join("refs").join(name)
+    }
+
+    fn spawn_poller(
+        self: &Arc<Self>,
+        registry: Weak<Registry>,
+        id: &str,
+        path: &Path,
+        spec: SourceSpec,
+    ) -> tokio::task::AbortHandle {
+        let sources = Arc::downgrade(self);
+        let (id, path) = (id.to_string(), path.to_path_buf());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(spec.poll).await;
+                let (Some(sources), Some(registry)) = (sources.upgrade(), registry.upgrade())
+                else {
+                    return;
+                };
+                let known = sources.lock().get(&id).and_then(|s| s.latest.clone());
+                let checked = sources.check(&spec, known.as_deref()).await;
+                let mut state = sources.lock();
+                let Some(entry) = state.get_mut(&id).filter(|entry| entry.spec == spec) else {
+                    return;
+                };
+                match checked {
+                    Ok(Checked::Unchanged) => {
+                        entry.checked_at = Some(SystemTime::now());
+                        entry.error = None;
+                    }
+                    Ok(Checked::New(digest)) => {
+                        tracing::info!(plugin = %id, %digest, source = %spec.oci, "a new version in the registry");
+                        entry.checked_at = Some(SystemTime::now());
+                        entry.error = None;
+                        entry.latest = Some(digest);
+                        drop(state);
+                        registry.reload(path.clone());
+                    }
+                    Err(reason) => {
+                        if entry.error.as_deref() != Some(reason.as_str()) {
+                            tracing::warn!(plugin = %id, source = %spec.oci, %reason, "the registry gave no new version");
+                        }
+                        entry.error = Some(reason);
+                    }
+                }
+            }
+        })
+        .abort_handle()
+    }
+}
+
+/// The `[source]` of the plugin at `path`'s own policy, if it has one.
+/// A policy that cannot be read as text counts as none here (the load
+/// reports it); a `[source]` that is not valid is an error.
+pub(crate) async fn declared(path: &Path) -> Result<Option<SourceSpec>, String> {
+    match tokio::fs::read_to_string(crate::registry::policy::policy_path(path)).await {
+        Ok(text) => crate::registry::policy::source(&text),
+        Err(_) => Ok(None),
+    }
+}
+
+/// A key's fingerprint: the SHA-256 of its PEM text.
+pub(crate) fn key_id(pem: &str) -> String {
+    format!("{:x}", Sha256::digest(pem.as_bytes()))
+}
+
+/// Writes `bytes` to a temporary name beside `file`, then renames it into
+/// place: a reader never sees half a file.
+fn write_whole(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let name = file
+        .file_name()
+        .map(|name| name.to_string_lossy())
+        .unwrap_or_default();
+    let temporary = file.with_file_name(format!(".{name}.{}.part", std::process::id()));
+    std::fs::write(&temporary, bytes)?;
+    std::fs::rename(&temporary, file)
+}

@@ -1,0 +1,625 @@
+//! Many machines, on this one: plugins from a real OCI registry (Debian's
+//! `docker-registry`, the CNCF distribution server, started here on
+//! loopback), pushed and signed by `toolhost push … --sign-key` with keys
+//! `openssl` makes, and served by several `toolhost serve` replicas behind
+//! a real balancer (Debian's `haproxy`, the configuration README
+//! documents).
+//!
+//! - One server: a signed plugin serves from its `[source]`; an unsigned
+//!   re-push, one signed by another key, and one whose signature tag holds
+//!   another digest's signature are each refused with that reason while
+//!   the previous version serves; a registry that goes away keeps it
+//!   serving, and so does a restart with the registry still away (the
+//!   verified copy in the cache).
+//! - Three replicas behind haproxy: calls through the balancer; a signed
+//!   re-push reaches every replica within `poll_secs` + 2 s with no failed
+//!   call; a replica killed with SIGKILL mid-load costs at most 1 % of the
+//!   calls and none 2 s later; the Python SDK client through the balancer
+//!   in its stateless mode (2026-07-28, no affinity) and on a session
+//!   (legacy mode, affinity on `Mcp-Session-Id`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{Server, example, file_hash, repo_root, toolhost_bin, variant_of};
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits up to `within` for `condition`.
+fn wait_until(what: &str, within: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn http() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into()
+}
+
+/// Debian's docker-registry on a loopback port, storing under a temporary
+/// folder; stopped on drop.
+struct OciRegistry {
+    child: Child,
+    pub address: String,
+    /// Where it stores what is pushed.
+    _data: tempfile::TempDir,
+    config: PathBuf,
+}
+
+impl OciRegistry {
+    fn start() -> OciRegistry {
+        let data = tempfile::tempdir().unwrap();
+        let address = format!("127.0.0.1:{}", free_port());
+        let config = data.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {address}\n",
+                data.path().join("store").display()
+            ),
+        )
+        .unwrap();
+        let child = Self::spawn(&config);
+        let registry = OciRegistry {
+            child,
+            address,
+            _data: data,
+            config,
+        };
+        registry.wait_up();
+        registry
+    }
+
+    fn spawn(config: &Path) -> Child {
+        Command::new("docker-registry")
+            .arg("serve")
+            .arg(config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("running docker-registry (make test installs Debian's package)")
+    }
+
+    fn wait_up(&self) {
+        let url = format!("http://{}/v2/", self.address);
+        wait_until("the registry", Duration::from_secs(20), || {
+            http().get(&url).call().is_ok()
+        });
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn restart(&mut self) {
+        self.stop();
+        self.child = Self::spawn(&self.config);
+        self.wait_up();
+    }
+
+    fn reference(&self, repository: &str) -> String {
+        format!("oci://{}/{repository}", self.address)
+    }
+
+    /// The manifest at `reference` (a tag or a digest) of `repository`.
+    fn manifest(&self, repository: &str, reference: &str) -> (String, Vec<u8>) {
+        let mut response = http()
+            .get(format!(
+                "http://{}/v2/{repository}/manifests/{reference}",
+                self.address
+            ))
+            .header("Accept", "application/vnd.oci.image.manifest.v1+json")
+            .call()
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200, "manifest {reference}");
+        let kind = response
+            .headers()
+            .get("content-type")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        (kind, response.body_mut().read_to_vec().unwrap())
+    }
+
+    /// Puts a manifest under a tag, as a registry client would.
+    fn put_manifest(&self, repository: &str, tag: &str, kind: &str, body: &[u8]) {
+        let response = http()
+            .put(format!(
+                "http://{}/v2/{repository}/manifests/{tag}",
+                self.address
+            ))
+            .header("Content-Type", kind)
+            .send(body)
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 201, "put manifest {tag}");
+    }
+}
+
+impl Drop for OciRegistry {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// An EC P-256 key pair made by openssl: (private PKCS#8 PEM, public PEM).
+fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let private = dir.join(format!("{name}.key"));
+    let public = dir.join(format!("{name}.pub"));
+    let made = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "openssl ecparam -genkey -name prime256v1 -noout | openssl pkcs8 -topk8 -nocrypt -out {0} && openssl ec -in {0} -pubout -out {1}",
+            private.display(),
+            public.display()
+        ))
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(made.success(), "openssl made no key");
+    (private, public)
+}
+
+/// `toolhost push FILE TARGET [--sign-key KEY]`; answers the manifest
+/// digest it printed.
+fn push(file: &Path, target: &str, key: Option<&Path>) -> String {
+    let mut command = Command::new(toolhost_bin());
+    command.arg("push").arg(file).arg(target);
+    if let Some(key) = key {
+        command.arg("--sign-key").arg(key);
+    }
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "push failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let digest = stdout
+        .split("(sha256:")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_else(|| panic!("no digest in {stdout}"));
+    format!("sha256:{digest}")
+}
+
+/// A plugin folder whose `echo` comes from `reference`, polled every second.
+fn source_folder(reference: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("echo.toml"),
+        format!("[source]\noci = \"{reference}\"\npoll_secs = 1\n"),
+    )
+    .unwrap();
+    dir
+}
+
+fn echo_source(server: &Server) -> Value {
+    server
+        .plugin("echo")
+        .map(|plugin| plugin["source"].clone())
+        .unwrap_or(Value::Null)
+}
+
+fn serving_hash(server: &Server) -> String {
+    server
+        .plugin("echo")
+        .and_then(|plugin| plugin["contentHash"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn assert_echo_answers(base: &str) {
+    let mut response = http()
+        .post(format!("{base}/tools/echo"))
+        .header("Content-Type", "application/json")
+        .send(r#"{"text":"hi"}"#)
+        .unwrap();
+    let status = response.status().as_u16();
+    let body = response.body_mut().read_to_string().unwrap_or_default();
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn a_signed_source_serves_and_every_bad_version_is_refused_with_its_reason() {
+    let keys = tempfile::tempdir().unwrap();
+    let (ours, ours_pub) = key_pair(keys.path(), "ours");
+    let (theirs, _) = key_pair(keys.path(), "theirs");
+    let mut registry = OciRegistry::start();
+    let target = format!("{}:1", registry.reference("tools/echo"));
+    let v1 = variant_of(&example("echo"), "oci-v1");
+    let first = push(&v1, &target, Some(&ours));
+
+    let folder = source_folder(&target);
+    let cache = tempfile::tempdir().unwrap();
+    let args = [
+        "--verify-key",
+        ours_pub.to_str().unwrap(),
+        "--cache-dir",
+        cache.path().to_str().unwrap(),
+    ];
+    let server = Server::start(folder.path(), &args);
+    assert_eq!(echo_source(&server)["digest"], first, "{}", server.log());
+    assert_eq!(serving_hash(&server), file_hash(&v1));
+    assert_echo_answers(&server.base);
+    let ready = server.get("/ready");
+    assert_eq!(ready.status, 200);
+
+    // Each bad version is refused with its reason; v1 keeps serving.
+    let refused = |why: &str| {
+        server.wait_for(why, |server| {
+            echo_source(server)["error"]
+                .as_str()
+                .is_some_and(|error| error.contains(why))
+        });
+        assert_eq!(serving_hash(&server), file_hash(&v1));
+        assert_eq!(echo_source(&server)["digest"], first);
+        assert_echo_answers(&server.base);
+    };
+    let unsigned = push(&variant_of(&example("echo"), "oci-unsigned"), &target, None);
+    refused("is not signed");
+    push(
+        &variant_of(&example("echo"), "oci-theirs"),
+        &target,
+        Some(&theirs),
+    );
+    refused("not by the key");
+    // A valid signature of v1, copied to the signature tag of another digest.
+    let (kind, signature) = registry.manifest("tools/echo", &first.replace(':', "-").add(".sig"));
+    registry.put_manifest(
+        "tools/echo",
+        &unsigned.replace(':', "-").add(".sig"),
+        &kind,
+        &signature,
+    );
+    // The tag names the unsigned version again (as a registry client
+    // retagging it would).
+    let (kind, manifest) = registry.manifest("tools/echo", &unsigned);
+    registry.put_manifest("tools/echo", "1", &kind, &manifest);
+    refused("over another digest");
+
+    // The registry goes away: v1 serves on, and says why nothing is new.
+    registry.stop();
+    refused("cannot resolve");
+    drop(server);
+    // A restart with the registry still away serves the verified copy.
+    let server = Server::start(folder.path(), &args);
+    assert_eq!(serving_hash(&server), file_hash(&v1), "{}", server.log());
+    assert!(
+        echo_source(&server)["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("verified earlier and cached")),
+        "{}",
+        echo_source(&server)
+    );
+    assert_echo_answers(&server.base);
+
+    // Back up, with a signed v2: it serves.
+    registry.restart();
+    let v2 = variant_of(&example("echo"), "oci-v2");
+    let second = push(&v2, &target, Some(&ours));
+    server.wait_for("v2", |server| echo_source(server)["digest"] == second);
+    server.wait_for("v2 serving", |server| {
+        serving_hash(server) == file_hash(&v2)
+    });
+    assert_eq!(echo_source(&server)["error"], Value::Null);
+}
+
+trait Add {
+    fn add(self, tail: &str) -> String;
+}
+
+impl Add for String {
+    fn add(mut self, tail: &str) -> String {
+        self.push_str(tail);
+        self
+    }
+}
+
+/// haproxy over `backends` (host:port), with the configuration README
+/// documents; stopped on drop.
+struct Haproxy {
+    child: Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Haproxy {
+    fn start(backends: &[String]) -> Haproxy {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let template = std::fs::read_to_string(repo_root().join("deploy/haproxy.cfg")).unwrap();
+        let servers: String = backends
+            .iter()
+            .enumerate()
+            .map(|(index, address)| format!("    server replica{index} {address} check\n"))
+            .collect();
+        let config = template
+            .replace("bind :8000", &format!("bind 127.0.0.1:{port}"))
+            .replace(
+                "    server-template replica 3 toolhost:8000 check resolvers dns init-addr none\n",
+                &servers,
+            );
+        assert!(
+            config.contains("replica0"),
+            "deploy/haproxy.cfg changed shape"
+        );
+        let path = dir.path().join("haproxy.cfg");
+        std::fs::write(&path, config).unwrap();
+        // Debian puts it in /usr/sbin, which a user's PATH may not hold.
+        let program = if Path::new("/usr/sbin/haproxy").exists() {
+            "/usr/sbin/haproxy"
+        } else {
+            "haproxy"
+        };
+        let child = Command::new(program)
+            .arg("-db")
+            .arg("-f")
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("running haproxy (make test installs Debian's package)");
+        let base = format!("http://127.0.0.1:{port}");
+        let ready = format!("{base}/ready");
+        wait_until("haproxy", Duration::from_secs(20), || {
+            http()
+                .get(&ready)
+                .call()
+                .is_ok_and(|response| response.status().as_u16() == 200)
+        });
+        Haproxy {
+            child,
+            base,
+            _dir: dir,
+        }
+    }
+}
+
+/// When a call ended, and why it failed if it did.
+type Call = (Instant, Option<String>);
+
+/// Calls `echo` through `base` from `threads` threads until stopped; keeps
+/// when each call ended and whether it failed.
+struct Load {
+    stop: Arc<AtomicBool>,
+    calls: Arc<Mutex<Vec<Call>>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(base: &str, threads: usize) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let threads = (0..threads)
+            .map(|_| {
+                let (stop, calls, url) =
+                    (stop.clone(), calls.clone(), format!("{base}/tools/echo"));
+                std::thread::spawn(move || {
+                    let agent = http();
+                    while !stop.load(Ordering::Relaxed) {
+                        let outcome = match agent
+                            .post(&url)
+                            .header("Content-Type", "application/json")
+                            .send(r#"{"text":"load"}"#)
+                        {
+                            Ok(mut response) if response.status().as_u16() == 200 => {
+                                let body = response.body_mut().read_to_string().unwrap_or_default();
+                                (!body.contains("\"load\"")).then_some(body)
+                            }
+                            Ok(mut response) => Some(format!(
+                                "{}: {}",
+                                response.status(),
+                                response.body_mut().read_to_string().unwrap_or_default()
+                            )),
+                            Err(error) => Some(error.to_string()),
+                        };
+                        calls.lock().unwrap().push((Instant::now(), outcome));
+                    }
+                })
+            })
+            .collect();
+        Load {
+            stop,
+            calls,
+            threads,
+        }
+    }
+
+    /// Failures so far, with when they ended.
+    fn failures(&self) -> Vec<(Instant, String)> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|(at, failure)| failure.clone().map(|failure| (*at, failure)))
+            .collect()
+    }
+
+    fn count(&self) -> usize {
+        self.calls.lock().unwrap().len()
+    }
+
+    fn finish(self) -> Vec<Call> {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads {
+            thread.join().unwrap();
+        }
+        Arc::try_unwrap(self.calls).unwrap().into_inner().unwrap()
+    }
+}
+
+fn python_client(mode: &str, base: &str, dir: &Path) -> Value {
+    let output = Command::new(crate::support::python_sdk2_venv().join("python"))
+        .arg(repo_root().join("tests/clients/python_client.py"))
+        .args([mode, "http", &format!("{base}/mcp")])
+        .arg(dir)
+        .arg(example("math"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "Python SDK {mode} through haproxy failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or("null")).unwrap()
+}
+
+#[test]
+fn three_replicas_behind_haproxy_roll_out_a_signed_push_and_survive_a_kill() {
+    let keys = tempfile::tempdir().unwrap();
+    let (key, public) = key_pair(keys.path(), "team");
+    let registry = OciRegistry::start();
+    let target = format!("{}:stable", registry.reference("tools/echo"));
+    let v1 = variant_of(&example("echo"), "replica-v1");
+    push(&v1, &target, Some(&key));
+
+    // One shared folder of policies (a ConfigMap, in Kubernetes); each
+    // replica its own cache, as on machines of their own.
+    let folder = source_folder(&target);
+    let caches: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut replicas: Vec<Server> = caches
+        .iter()
+        .map(|cache| {
+            Server::start(
+                folder.path(),
+                &[
+                    "--verify-key",
+                    public.to_str().unwrap(),
+                    "--cache-dir",
+                    cache.path().to_str().unwrap(),
+                ],
+            )
+        })
+        .collect();
+    for replica in &replicas {
+        assert_eq!(serving_hash(replica), file_hash(&v1), "{}", replica.log());
+    }
+    let backends: Vec<String> = replicas
+        .iter()
+        .map(|replica| replica.base.trim_start_matches("http://").to_string())
+        .collect();
+    let balancer = Haproxy::start(&backends);
+
+    // Calls through the balancer reach every replica.
+    for _ in 0..30 {
+        assert_echo_answers(&balancer.base);
+    }
+    for replica in &replicas {
+        let metrics = http()
+            .get(format!("{}/metrics", replica.base))
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        assert!(
+            metrics.contains("toolhost_calls_total{tool=\"echo\""),
+            "a replica got no call: {metrics}"
+        );
+    }
+
+    // A signed re-push reaches every replica within poll_secs + 2 s, with
+    // no failed call.
+    let load = Load::start(&balancer.base, 2);
+    std::thread::sleep(Duration::from_millis(500));
+    let v2 = variant_of(&example("echo"), "replica-v2");
+    let second = push(&v2, &target, Some(&key));
+    let pushed = Instant::now();
+    wait_until("every replica on v2", Duration::from_secs(30), || {
+        replicas
+            .iter()
+            .all(|replica| serving_hash(replica) == file_hash(&v2))
+    });
+    let rolled_out = pushed.elapsed();
+    for replica in &replicas {
+        assert_eq!(echo_source(replica)["digest"], second);
+    }
+    assert!(
+        rolled_out <= Duration::from_secs(3),
+        "the new version took {rolled_out:?} to reach every replica (poll_secs = 1)"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(load.failures(), vec![], "calls failed during the roll-out");
+    println!(
+        "rolled out to 3 replicas in {rolled_out:?}; {} calls, none failed",
+        load.count()
+    );
+
+    // One replica killed mid-load.
+    let before_kill = load.count();
+    let victim = replicas.pop().unwrap();
+    let killed = Command::new("kill")
+        .args(["-KILL", &victim.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let killed_at = Instant::now();
+    std::thread::sleep(Duration::from_secs(4));
+    let calls = load.finish();
+    let after: Vec<_> = calls[before_kill..].to_vec();
+    let failed: Vec<_> = after
+        .iter()
+        .filter_map(|(at, failure)| failure.as_ref().map(|failure| (*at, failure)))
+        .collect();
+    println!(
+        "SIGKILL of one replica: {} of {} calls after it failed",
+        failed.len(),
+        after.len()
+    );
+    assert!(
+        failed.len() * 100 <= calls.len(),
+        "{} of {} calls failed: {failed:?}",
+        failed.len(),
+        calls.len()
+    );
+    for (at, failure) in &failed {
+        assert!(
+            at.duration_since(killed_at) < Duration::from_secs(2),
+            "a call failed {:?} after the kill: {failure}",
+            at.duration_since(killed_at)
+        );
+    }
+    drop(victim);
+
+    // MCP through the balancer: the Python SDK's stateless mode needs no
+    // affinity; on a session (legacy mode) every request of the session
+    // reaches the replica that opened it. Each drops the math plugin into
+    // the shared folder and waits for the list change.
+    let report = python_client("auto", &balancer.base, folder.path());
+    assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
+    std::fs::remove_file(folder.path().join("math.wasm")).unwrap();
+    for replica in &replicas {
+        replica.wait_for("math gone", |replica| {
+            !replica.tool_names().contains(&"add".to_string())
+        });
+    }
+    let report = python_client("legacy", &balancer.base, folder.path());
+    assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
+}
