@@ -9,6 +9,7 @@ mod auth;
 mod cli;
 mod clients;
 mod dashboard;
+mod deploy;
 mod dev;
 mod events;
 mod hostile;

@@ -325,3 +325,39 @@ fn namespaces_serve_same_named_tools_side_by_side() {
     names.sort();
     assert_eq!(names, ["bob__echo", "carol__echo", "echo"]);
 }
+
+/// A Kubernetes ConfigMap (or Secret) mounted as the plugin folder is
+/// updated the kubelet's way: the new files in a new hidden folder, then
+/// the `..data` link swapped to it in one rename; the plugin names are
+/// links through `..data` and see no event of their own. The server
+/// follows the swap.
+#[test]
+fn a_kubernetes_configmap_update_reloads_its_plugins() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let first = variant_of(&example("echo"), "configmap-1");
+    let second = variant_of(&example("echo"), "configmap-2");
+    std::fs::create_dir(root.join("..2026_11_25_01")).unwrap();
+    std::fs::copy(&first, root.join("..2026_11_25_01/echo.wasm")).unwrap();
+    symlink("..2026_11_25_01", root.join("..data")).unwrap();
+    symlink("..data/echo.wasm", root.join("echo.wasm")).unwrap();
+    let server = Server::start(root, &[]);
+    assert_eq!(
+        server.plugin("echo").unwrap()["contentHash"],
+        crate::support::file_hash(&first)
+    );
+
+    std::fs::create_dir(root.join("..2026_11_25_02")).unwrap();
+    std::fs::copy(&second, root.join("..2026_11_25_02/echo.wasm")).unwrap();
+    symlink("..2026_11_25_02", root.join("..data_tmp")).unwrap();
+    std::fs::rename(root.join("..data_tmp"), root.join("..data")).unwrap();
+    std::fs::remove_dir_all(root.join("..2026_11_25_01")).unwrap();
+    let expected = crate::support::file_hash(&second);
+    server.wait_for("the swapped version", |server| {
+        server
+            .plugin("echo")
+            .is_some_and(|plugin| plugin["contentHash"] == expected.as_str())
+    });
+    assert_eq!(server.call("echo", json!({"text": "hi"})).status, 200);
+}

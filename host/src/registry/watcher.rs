@@ -21,7 +21,10 @@
 //!   watch per subfolder, nor wake the server while it builds); deeper
 //!   files are not plugins.
 //! - If the kernel's event queue overflowed, the whole folder is looked at
-//!   again.
+//!   again; so it is when a Kubernetes ConfigMap or Secret mounted as the
+//!   folder is updated: the kubelet swaps its `..data` link to a new
+//!   folder, and the plugin names, links into it, see no event of their
+//!   own.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -136,6 +139,10 @@ pub(crate) fn watch(
                     tracing::warn!("file events were lost; looking at the plugin folder again");
                     rescan(&registry, &layout).await;
                 }
+                Ok(event) if event.paths.iter().any(|path| is_projected_swap(path)) => {
+                    tracing::info!("the mounted folder was updated; looking at it again");
+                    rescan(&registry, &layout).await;
+                }
                 Ok(event) => {
                     let Some(change) = classify(&event.kind) else {
                         continue;
@@ -177,6 +184,13 @@ pub(crate) fn watch(
         }
     });
     Ok(FolderWatch { _watcher: watcher })
+}
+
+/// Whether `path` is the `..data` link of a Kubernetes projected volume
+/// (ConfigMap, Secret), which the kubelet replaces to update every file at
+/// once.
+fn is_projected_swap(path: &Path) -> bool {
+    path.file_name().is_some_and(|name| name == "..data")
 }
 
 /// Starts a load job for every plugin file in the folder and every known

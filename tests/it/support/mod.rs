@@ -542,7 +542,12 @@ pub fn make_world_readable(root: &Path) {
 
 /// Python packages the tests use, pinned: the OpenAPI validator and the
 /// MCP Python SDK 1.x (its `ClientSession`) in one environment ...
-const PYTHON_PACKAGES: &[&str] = &["openapi-spec-validator==0.7.2", "mcp==1.26.0"];
+const PYTHON_PACKAGES: &[&str] = &[
+    "openapi-spec-validator==0.7.2",
+    "mcp==1.26.0",
+    // Kubernetes' schemas, offline (tests/it/deploy.rs).
+    "kubernetes-validate==1.34.1",
+];
 
 /// ... and the MCP Python SDK 2.x (`mcp.Client`) in another.
 const PYTHON_SDK2_PACKAGES: &[&str] = &["mcp==2.3.0"];
