@@ -38,7 +38,7 @@ test-build:
 	cargo test --workspace --exclude toolhost-bench --no-run
 
 # The benchmark harness: prints one table, writes target/bench.json.
-bench: plugins wrk target/py_echo.wasm target/sm_echo.wasm target/bench-node/ts_client.mjs
+bench: plugins wrk haproxy docker-registry target/py_echo.wasm target/sm_echo.wasm target/bench-node/ts_client.mjs
 	cd tests/fixtures && cargo build --release --target wasm32-wasip2
 	cargo build --release -p toolhost -p toolhost-bench
 	target/release/toolhost-bench run --toolhost target/release/toolhost --echo plugins/echo.wasm \
@@ -51,7 +51,7 @@ bench: plugins wrk target/py_echo.wasm target/sm_echo.wasm target/bench-node/ts_
 
 # The harness's short mode, end to end (bench/tests/harness.rs), against the
 # debug build of toolhost.
-bench-check: target wrk plugins/textpy.wasm plugins/textjs.wasm
+bench-check: target wrk haproxy docker-registry plugins/textpy.wasm plugins/textjs.wasm
 	cargo build -p toolhost
 	cargo test -p toolhost-bench --no-fail-fast
 

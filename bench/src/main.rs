@@ -45,6 +45,7 @@ mod languages;
 mod operations;
 mod probes;
 mod reload;
+mod replicas;
 mod scale;
 mod workshop;
 
@@ -115,6 +116,8 @@ enum Section {
     Scale,
     /// 14: big components called, and memory after them.
     Big,
+    /// 15: plugins from an OCI registry on replicas behind haproxy.
+    Replicas,
 }
 
 impl BenchOptions {
@@ -146,6 +149,7 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
         Section::Startup,
         Section::Hardening,
         Section::Scale,
+        Section::Replicas,
     ]
     .into_iter()
     .any(|section| options.runs(section))
@@ -185,6 +189,9 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
     }
     if options.runs(Section::Big) {
         big::section(&options, &work, duration, &mut report)?;
+    }
+    if options.runs(Section::Replicas) {
+        replicas::section(&options, &work, &benchtool, duration, &mut report)?;
     }
 
     println!("| section | measure | value |\n| --- | --- | --- |");

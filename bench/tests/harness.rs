@@ -67,6 +67,9 @@ fn the_benchmark_harness_runs_in_quick_mode() {
         "1,000 plugins: GET /tools p50/p99 ms",
         "1,000 plugins: MCP tools/list first page p50/p99 ms",
         "MCP sessions: RSS growth 3 s after, MiB (KiB per session)",
+        "replicas: signed re-push to serving, per replica ms (poll_secs = 1)",
+        "replicas: REST c=16 req/s: one replica direct / haproxy over 1, 2, 3",
+        "replicas: 5 OCI plugins: cold start, empty cache / restart, cache kept ms",
     ] {
         assert!(report.get(key).is_some(), "{key} missing from {report}");
     }

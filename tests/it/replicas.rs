@@ -256,6 +256,7 @@ fn a_signed_source_serves_and_every_bad_version_is_refused_with_its_reason() {
         "--cache-dir",
         cache.path().to_str().unwrap(),
     ];
+    assert_layout_and_signature(&registry, "tools/echo", &first, &v1, &ours_pub);
     let server = Server::start(folder.path(), &args);
     assert_eq!(echo_source(&server)["digest"], first, "{}", server.log());
     assert_eq!(serving_hash(&server), file_hash(&v1));
@@ -321,6 +322,104 @@ fn a_signed_source_serves_and_every_bad_version_is_refused_with_its_reason() {
         serving_hash(server) == file_hash(&v2)
     });
     assert_eq!(echo_source(&server)["error"], Value::Null);
+}
+
+/// What `toolhost push` wrote, read back over the registry API and
+/// checked against the published formats rather than our own reader: the
+/// CNCF TAG Runtime wasm artifact layout (OCI image manifest, config media
+/// type and fields, one `application/wasm` layer that is the file), and
+/// cosign's signature (the `sha256-<hex>.sig` tag; a simple-signing
+/// payload naming the digest; its ECDSA signature in the layer annotation,
+/// verified here by openssl over the payload's exact bytes).
+fn assert_layout_and_signature(
+    registry: &OciRegistry,
+    repository: &str,
+    digest: &str,
+    wasm: &Path,
+    public: &Path,
+) {
+    let blob = |digest: &str| {
+        http()
+            .get(format!(
+                "http://{}/v2/{repository}/blobs/{digest}",
+                registry.address
+            ))
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_vec()
+            .unwrap()
+    };
+    let (kind, raw) = registry.manifest(repository, digest);
+    assert_eq!(kind, "application/vnd.oci.image.manifest.v1+json");
+    let manifest: Value = serde_json::from_slice(&raw).unwrap();
+    assert_eq!(manifest["schemaVersion"], 2);
+    assert_eq!(
+        manifest["mediaType"],
+        "application/vnd.oci.image.manifest.v1+json"
+    );
+    assert_eq!(
+        manifest["config"]["mediaType"],
+        "application/vnd.wasm.config.v0+json"
+    );
+    let layers = manifest["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 1, "{manifest}");
+    assert_eq!(layers[0]["mediaType"], "application/wasm");
+    let layer_digest = layers[0]["digest"].as_str().unwrap();
+    assert_eq!(layer_digest, format!("sha256:{}", file_hash(wasm)));
+    assert_eq!(blob(layer_digest), std::fs::read(wasm).unwrap());
+    let config: Value =
+        serde_json::from_slice(&blob(manifest["config"]["digest"].as_str().unwrap())).unwrap();
+    assert_eq!(config["architecture"], "wasm", "{config}");
+    assert_eq!(config["os"], "wasip2", "{config}");
+    assert_eq!(config["layerDigests"], serde_json::json!([layer_digest]));
+    assert!(config["created"].as_str().is_some_and(|t| t.ends_with('Z')));
+
+    let (_, raw) = registry.manifest(repository, &digest.replace(':', "-").add(".sig"));
+    let signature: Value = serde_json::from_slice(&raw).unwrap();
+    let layer = &signature["layers"][0];
+    assert_eq!(
+        layer["mediaType"],
+        "application/vnd.dev.cosign.simplesigning.v1+json"
+    );
+    let payload = blob(layer["digest"].as_str().unwrap());
+    let simple: Value = serde_json::from_slice(&payload).unwrap();
+    assert_eq!(
+        simple["critical"]["type"],
+        "cosign container image signature"
+    );
+    assert_eq!(
+        simple["critical"]["image"]["docker-manifest-digest"],
+        digest
+    );
+    assert_eq!(
+        simple["critical"]["identity"]["docker-reference"],
+        format!("{}/{repository}", registry.address)
+    );
+    use base64::Engine as _;
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(
+            layer["annotations"]["dev.cosignproject.cosign/signature"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::write(scratch.path().join("payload"), &payload).unwrap();
+    std::fs::write(scratch.path().join("signature"), der).unwrap();
+    let verified = Command::new("openssl")
+        .args(["dgst", "-sha256", "-verify"])
+        .arg(public)
+        .arg("-signature")
+        .arg(scratch.path().join("signature"))
+        .arg(scratch.path().join("payload"))
+        .output()
+        .unwrap();
+    assert!(
+        verified.status.success(),
+        "openssl does not verify the signature: {}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
 }
 
 trait Add {

@@ -209,12 +209,16 @@ impl Sources {
         if known == Some(digest.as_str()) {
             return Ok(Checked::Unchanged);
         }
-        if let Some(key) = &self.settings.verify_key {
-            signature::verify(&reference, &digest, &auth, key).await?;
-        }
         let file = self.cached_file(&digest).ok_or_else(|| {
             format!("the registry answered a digest that is not sha256: {digest}")
         })?;
+        // A digest's signature by a key, once verified, stays valid (its
+        // bytes cannot change): a restart does not ask the registry again.
+        if let Some(key) = &self.settings.verify_key
+            && !self.verified_before(&file)
+        {
+            signature::verify(&reference, &digest, &auth, key).await?;
+        }
         if !file.exists() {
             let wasm =
                 artifact::pull(&client, &reference, &digest, &auth, MAX_PLUGIN_FILE_BYTES).await?;
@@ -228,6 +232,17 @@ impl Sources {
         Ok(Checked::New(digest))
     }
 
+    /// Whether the cached component at `file` was verified with the
+    /// current key.
+    fn verified_before(&self, file: &Path) -> bool {
+        let Some(key_id) = &self.settings.verify_key_id else {
+            return false;
+        };
+        file.exists()
+            && std::fs::read_to_string(file.with_extension("verified"))
+                .is_ok_and(|verified| verified == *key_id)
+    }
+
     /// The digest `spec` last resolved to, if it is cached and (when
     /// signatures are required) was verified with the current key.
     fn offline_fallback(&self, spec: &SourceSpec) -> Option<String> {
@@ -236,11 +251,8 @@ impl Sources {
         if !file.exists() {
             return None;
         }
-        if let Some(key_id) = &self.settings.verify_key_id {
-            let verified = std::fs::read_to_string(file.with_extension("verified")).ok()?;
-            if verified != *key_id {
-                return None;
-            }
+        if self.settings.verify_key_id.is_some() && !self.verified_before(&file) {
+            return None;
         }
         Some(digest.trim().to_string())
     }
