@@ -66,17 +66,41 @@ struct OciRegistry {
 
 impl OciRegistry {
     fn start() -> OciRegistry {
+        Self::start_with_login(None)
+    }
+
+    /// With `login`, the registry answers only that user (htpasswd, as a
+    /// private registry does).
+    fn start_with_login(login: Option<(&str, &str)>) -> OciRegistry {
         let data = tempfile::tempdir().unwrap();
         let address = format!("127.0.0.1:{}", free_port());
         let config = data.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {address}\n",
-                data.path().join("store").display()
-            ),
-        )
-        .unwrap();
+        let mut text = format!(
+            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {address}\n",
+            data.path().join("store").display()
+        );
+        if let Some((user, password)) = login {
+            let hashed = Command::new(crate::support::python_venv().join("python"))
+                .args([
+                    "-c",
+                    "import bcrypt, sys; print(bcrypt.hashpw(sys.argv[1].encode(), bcrypt.gensalt()).decode())",
+                    password,
+                ])
+                .output()
+                .unwrap();
+            assert!(hashed.status.success());
+            let htpasswd = data.path().join("htpasswd");
+            std::fs::write(
+                &htpasswd,
+                format!("{user}:{}", String::from_utf8_lossy(&hashed.stdout).trim()),
+            )
+            .unwrap();
+            text.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: toolhost-test\n    path: {}\n",
+                htpasswd.display()
+            ));
+        }
+        std::fs::write(&config, text).unwrap();
         let child = Self::spawn(&config);
         let registry = OciRegistry {
             child,
@@ -101,7 +125,10 @@ impl OciRegistry {
     fn wait_up(&self) {
         let url = format!("http://{}/v2/", self.address);
         wait_until("the registry", Duration::from_secs(20), || {
-            http().get(&url).call().is_ok()
+            http()
+                .get(&url)
+                .call()
+                .is_ok_and(|response| [200, 401].contains(&response.status().as_u16()))
         });
     }
 
@@ -420,6 +447,100 @@ fn assert_layout_and_signature(
         "openssl does not verify the signature: {}",
         String::from_utf8_lossy(&verified.stdout)
     );
+}
+
+/// docker's config.json in `dir`, with a login for `registry`.
+fn docker_config(dir: &Path, registry: &str, user: &str, password: &str) {
+    use base64::Engine as _;
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    std::fs::write(
+        dir.join("config.json"),
+        serde_json::json!({ "auths": { registry: { "auth": auth } } }).to_string(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_private_registry_is_read_with_docker_credentials() {
+    let registry = OciRegistry::start_with_login(Some(("ada", "registry-password-1")));
+    let target = format!("{}:1", registry.reference("private/echo"));
+    let logged_in = tempfile::tempdir().unwrap();
+    docker_config(
+        logged_in.path(),
+        &registry.address,
+        "ada",
+        "registry-password-1",
+    );
+    let config = logged_in.path().join("config.json");
+    let nobody = tempfile::tempdir().unwrap();
+
+    // push reads the same credentials: refused without, pushed with.
+    let refused = Command::new(toolhost_bin())
+        .arg("push")
+        .arg(example("echo"))
+        .arg(&target)
+        .env("DOCKER_CONFIG", nobody.path())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("needs credentials"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let pushed = Command::new(toolhost_bin())
+        .arg("push")
+        .arg(example("echo"))
+        .arg(&target)
+        .arg("--registry-config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        pushed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pushed.stderr)
+    );
+
+    let folder = source_folder(&target);
+    let caches: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let cache = |index: usize| caches[index].path().to_str().unwrap().to_string();
+    // Without credentials: rejected, saying so.
+    let anonymous = Server::start_with_env(
+        folder.path(),
+        &["--cache-dir", &cache(0)],
+        &[("DOCKER_CONFIG", nobody.path().to_str().unwrap())],
+    );
+    let plugin = anonymous.plugin("echo").unwrap();
+    assert_eq!(plugin["state"], "rejected", "{plugin}");
+    assert!(
+        plugin["reason"]
+            .as_str()
+            .unwrap()
+            .contains("needs credentials"),
+        "{plugin}"
+    );
+    drop(anonymous);
+    // docker's own place for them (DOCKER_CONFIG, else ~/.docker), and a
+    // file named with --registry-config.
+    let through_env = Server::start_with_env(
+        folder.path(),
+        &["--cache-dir", &cache(1)],
+        &[("DOCKER_CONFIG", logged_in.path().to_str().unwrap())],
+    );
+    assert_echo_answers(&through_env.base);
+    drop(through_env);
+    let through_flag = Server::start_with_env(
+        folder.path(),
+        &[
+            "--cache-dir",
+            &cache(2),
+            "--registry-config",
+            config.to_str().unwrap(),
+        ],
+        &[("DOCKER_CONFIG", nobody.path().to_str().unwrap())],
+    );
+    assert_echo_answers(&through_flag.base);
 }
 
 trait Add {

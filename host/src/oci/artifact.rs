@@ -13,7 +13,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use serde_json::json;
 
-use super::sha256_digest;
+use super::{describe, sha256_digest};
 
 /// The config's media type in the wasm artifact layout.
 pub(crate) const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
@@ -36,7 +36,7 @@ pub(crate) async fn resolve(
     client
         .fetch_manifest_digest(reference, auth)
         .await
-        .map_err(|e| format!("cannot resolve {}: {e}", reference.whole()))
+        .map_err(|e| describe(&format!("cannot resolve {}", reference.whole()), e))
 }
 
 /// `reference`'s repository at `digest`.
@@ -62,7 +62,7 @@ pub(crate) async fn pull(
     let (raw, _) = client
         .pull_manifest_raw(&at, auth, &[OCI_IMAGE_MEDIA_TYPE])
         .await
-        .map_err(|e| format!("cannot pull the manifest of {}: {e}", at.whole()))?;
+        .map_err(|e| describe(&format!("cannot pull the manifest of {}", at.whole()), e))?;
     if raw.len() > MAX_MANIFEST_BYTES {
         return Err(format!("the manifest of {} is too large", at.whole()));
     }
@@ -90,7 +90,7 @@ pub(crate) async fn pull(
     client
         .pull_blob(&at, layer, &mut wasm)
         .await
-        .map_err(|e| format!("cannot pull the component of {}: {e}", at.whole()))?;
+        .map_err(|e| describe(&format!("cannot pull the component of {}", at.whole()), e))?;
     if sha256_digest(&wasm) != layer.digest {
         return Err(format!(
             "the component of {} does not hash to its digest {}",
@@ -162,7 +162,7 @@ pub(crate) async fn push(
     client
         .push(reference, &[layer], config, auth, Some(manifest))
         .await
-        .map_err(|e| format!("cannot push to {}: {e}", reference.whole()))?;
+        .map_err(|e| describe(&format!("cannot push to {}", reference.whole()), e))?;
     client
         .fetch_manifest_digest(reference, auth)
         .await

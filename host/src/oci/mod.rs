@@ -113,6 +113,23 @@ impl Credentials {
     }
 }
 
+/// A registry error in words, with what to do when it is a refusal of
+/// credentials.
+pub(crate) fn describe(what: &str, error: impl std::fmt::Display) -> String {
+    let text = error.to_string();
+    let lower = text.to_lowercase();
+    let refused = ["401", "403", "unauthorized", "not authorized", "denied"]
+        .iter()
+        .any(|word| lower.contains(word));
+    if refused {
+        format!(
+            "{what}: the registry refused (it needs credentials this host does not have: `docker login` the registry, or name a config with --registry-config): {text}"
+        )
+    } else {
+        format!("{what}: {text}")
+    }
+}
+
 /// `sha256:<hex>` → `<hex>`, for file names; `None` for anything else
 /// (another algorithm, or not hex), so a digest never becomes a path.
 pub(crate) fn digest_hex(digest: &str) -> Option<&str> {

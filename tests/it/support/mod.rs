@@ -547,6 +547,8 @@ const PYTHON_PACKAGES: &[&str] = &[
     "mcp==1.26.0",
     // Kubernetes' schemas, offline (tests/it/deploy.rs).
     "kubernetes-validate==1.34.1",
+    // The registry's htpasswd file takes bcrypt only (tests/it/replicas.rs).
+    "bcrypt==5.0.0",
 ];
 
 /// ... and the MCP Python SDK 2.x (`mcp.Client`) in another.
