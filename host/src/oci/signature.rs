@@ -230,3 +230,44 @@ pub(crate) async fn sign(
         .map_err(|e| format!("cannot push the signature to {signature_image}: {e}"))?;
     Ok(signature_image.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// cosign's own key format (`cosign generate-key-pair`: an encrypted
+    /// PKCS#8 key, password in COSIGN_PASSWORD) and a plain PKCS#8 key
+    /// both sign; the public half verifies what they sign.
+    #[test]
+    fn cosign_and_pkcs8_keys_sign_and_their_public_keys_verify() {
+        let pair = SigningScheme::ECDSA_P256_SHA256_ASN1
+            .create_signer()
+            .unwrap()
+            .to_sigstore_keypair()
+            .unwrap();
+        let encrypted = pair.private_key_to_encrypted_pem(b"hunter2").unwrap();
+        let plain = pair.private_key_to_pem().unwrap();
+        let public = pair.public_key_to_pem().unwrap();
+        let key = VerifyKey::from_pem(&public, "cosign.pub").unwrap();
+        for (pem, password) in [(encrypted.as_str(), &b"hunter2"[..]), (plain.as_str(), b"")] {
+            let signer = signing_key(pem, password).unwrap();
+            let mut layer = SignatureLayer::new_unsigned(
+                &"127.0.0.1:5000/tools/echo@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+                    .parse()
+                    .unwrap(),
+                "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+            )
+            .unwrap();
+            PrivateKeySigner::new_with_signer(signer)
+                .add_constraint(&mut layer)
+                .unwrap();
+            assert!(key.verifier.verify(&layer).unwrap());
+            // The payload changed after signing no longer verifies.
+            layer.raw_data.push(b' ');
+            assert!(!key.verifier.verify(&layer).unwrap());
+        }
+        let wrong = signing_key(&encrypted, b"wrong").unwrap_err();
+        assert!(wrong.contains("COSIGN_PASSWORD"), "{wrong}");
+        assert!(VerifyKey::from_pem("not a key", "k.pub").is_err());
+    }
+}
