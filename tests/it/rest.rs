@@ -3,6 +3,7 @@
 //! HTTP answers are under test.
 
 use crate::support::{Server, assert_envelope, example, fixture, plugin_dir};
+use serde_json::Value;
 use serde_json::json;
 
 fn examples_server(extra: &[&str]) -> (tempfile::TempDir, Server) {
@@ -206,7 +207,9 @@ fn every_host_and_tool_error_has_its_status_and_envelope() {
     check(server.call("hog", json!({})), 500, "OUT_OF_MEMORY");
     check(server.call("spin", json!({})), 504, "TOOL_TIMEOUT");
 
-    check(server.get("/tools/echo"), 405, "METHOD_NOT_ALLOWED");
+    // A tool not marked read-only takes POST only (read-only ones also
+    // answer GET: read_only_tools_answer_get_with_query_arguments).
+    check(server.get("/tools/counter"), 405, "METHOD_NOT_ALLOWED");
     check(server.get("/nowhere"), 404, "NOT_FOUND");
     check(
         server.post("/tools/stats?format=yaml", "{}"),
@@ -412,4 +415,122 @@ fn the_server_runs_in_process_from_a_listener_and_a_shutdown_signal() {
         matches!(outcome, Ok(Ok(Ok(())))),
         "the server stops on its signal"
     );
+}
+
+/// Seed 002's `GET /status`: a tool whose annotations say `readOnlyHint:
+/// true` also answers `GET /tools/{name}?arg=value`, its arguments from the
+/// query coerced by its input schema; the others answer 405 with `Allow:
+/// POST`. The manifest and OpenAPI show both methods.
+#[test]
+fn read_only_tools_answer_get_with_query_arguments() {
+    let dir = plugin_dir(&[&example("echo"), &example("math"), &example("users")]);
+    std::fs::create_dir(dir.path().join("users-data")).unwrap();
+    std::fs::write(
+        dir.path().join("users.toml"),
+        "[[dirs]]\nhost = \"users-data\"\nguest = \"/data\"\nmode = \"read-write\"\n\n[limits]\nmax_concurrent = 1\n",
+    )
+    .unwrap();
+    let server = Server::in_process(dir.path());
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let get = |path: &str| {
+        let mut response = agent.get(format!("{}{path}", server.base)).call().unwrap();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .map(|value| value.to_str().unwrap().to_string())
+        };
+        let (cache, allow) = (header("cache-control"), header("allow"));
+        let status = response.status().as_u16();
+        let body: Value =
+            serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+        (status, body, cache, allow)
+    };
+
+    let (status, body, cache, _) = get("/tools/add?a=2&b=40.5");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["structuredContent"]["result"], 42.5);
+    assert_eq!(cache.as_deref(), Some("no-store"));
+    let (status, body, ..) = get("/tools/stats?numbers=1&numbers=2&numbers=6");
+    assert_eq!(
+        (status, &body["structuredContent"]["mean"]),
+        (200, &json!(3.0)),
+        "{body}"
+    );
+    let (_, body, ..) = get("/tools/echo?text=hello%20world%20%26%20more");
+    assert_eq!(body["content"][0]["text"], "hello world & more");
+    let (status, ..) = get("/tools/echo?text=x&format=markdown");
+    assert_eq!(status, 200);
+    // The issue's own example.
+    let (status, body, ..) = get("/tools/search_users?query=a");
+    assert_eq!(status, 200, "{body}");
+
+    // What the schema cannot coerce, and what it refuses.
+    let (status, body, ..) = get("/tools/add?a=two&b=1");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("INVALID_ARGUMENTS"))
+    );
+    assert_eq!(
+        body["error"]["details"]["errors"][0]["path"], "/a",
+        "{body}"
+    );
+    let (status, body, ..) = get("/tools/stats?numbers=1&numbers=many");
+    assert_eq!(
+        body["error"]["details"]["errors"][0]["path"], "/numbers/1",
+        "{body}"
+    );
+    assert_eq!(status, 422);
+    let (status, body, ..) = get("/tools/add?a=1");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("INVALID_ARGUMENTS"))
+    );
+    let (status, body, ..) = get("/tools/add?a=1&b=2&c=3");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("INVALID_ARGUMENTS"))
+    );
+    let (status, body, ..) = get("/tools/nope?x=1");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("TOOL_NOT_FOUND"))
+    );
+    let (status, body, _, allow) = get("/tools/create_user?name=Ada");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (405, Some("METHOD_NOT_ALLOWED"))
+    );
+    assert_eq!(allow.as_deref(), Some("POST"));
+    // Nothing was created by the refused GET.
+    let (_, body, ..) = get("/tools/search_users?query=Ada");
+    assert!(!body.to_string().contains("Ada"), "{body}");
+
+    let tools = server.get("/tools").json;
+    let entry = |name: &str| {
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(entry("add")["method"], "POST");
+    assert_eq!(entry("add")["methods"], json!(["GET", "POST"]));
+    assert!(entry("create_user").get("methods").is_none());
+    let document = server.get("/openapi.json").json;
+    let add = &document["paths"]["/tools/add"];
+    assert!(add["post"].is_object() && add["get"].is_object());
+    let parameters = add["get"]["parameters"].as_array().unwrap();
+    assert_eq!(parameters.len(), 2);
+    assert!(
+        parameters
+            .iter()
+            .all(|p| p["in"] == "query" && p["required"] == true)
+    );
+    assert!(document["paths"]["/tools/create_user"]["get"].is_null());
 }

@@ -93,7 +93,13 @@ pub(crate) fn manifest(snapshot: &Snapshot) -> Value {
                 "endpoint".into(),
                 json!(format!("/tools/{}", entry.tool.name)),
             );
+            // `method` stays POST (every tool takes it, and seed 002's
+            // agent sends arguments only with POST); a read-only tool also
+            // answers GET with its arguments in the query.
             tool.insert("method".into(), json!("POST"));
+            if entry.tool.is_read_only() {
+                tool.insert("methods".into(), json!(["GET", "POST"]));
+            }
             Value::Object(tool)
         })
         .collect();

@@ -9,8 +9,9 @@
 //! - [`linger`]: a refused request's unread body is drained, so the client
 //!   reads the refusal instead of a reset connection.
 //! - [`http`]: the one place an envelope becomes an HTTP response.
-//! - [`rest`] and [`openapi`]: `POST /tools/{name}` and discovery;
-//!   [`lists`]: the tool lists, made once per registry change.
+//! - [`rest`] and [`openapi`]: `POST /tools/{name}` (and `GET` for a
+//!   read-only tool, its arguments from the query: [`query`]) and
+//!   discovery; [`lists`]: the tool lists, made once per registry change.
 //! - [`ui`]: the dashboard at `/`, its assets embedded in the binary.
 //! - [`events`]: `GET /events`, load outcomes and call summaries as SSE.
 //! - [`mcp`]: the MCP handler, served over Streamable HTTP and stdio.
@@ -29,6 +30,7 @@ pub(crate) mod mcp;
 pub(crate) mod metrics;
 pub(crate) mod openapi;
 pub(crate) mod publish;
+pub(crate) mod query;
 pub(crate) mod rest;
 pub(crate) mod trace;
 pub(crate) mod ui;

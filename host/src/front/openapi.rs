@@ -45,10 +45,12 @@ pub(crate) fn document(snapshot: &Snapshot) -> Value {
             "description": "The tool ran; the envelope carries its result.",
             "content": { "application/json": { "schema": result_schema } }
         });
-        paths.insert(
-            format!("/tools/{}", tool.name),
-            json!({ "post": operation }),
-        );
+        let mut item = json!({ "post": operation });
+        if tool.is_read_only() {
+            item["get"] =
+                read_only_operation(&operation, &tool.name, &tool.input_schema, &input_key);
+        }
+        paths.insert(format!("/tools/{}", tool.name), item);
     }
     for (path, summary, schema) in [
         (
@@ -101,6 +103,49 @@ pub(crate) fn document(snapshot: &Snapshot) -> Value {
         "paths": paths,
         "components": { "schemas": schemas },
     })
+}
+
+/// `GET /tools/{name}` for a read-only tool: the POST operation with each
+/// input property as a query parameter (arrays as repeated keys), its
+/// schema referenced inside the tool's input schema so its own `$ref`s
+/// still resolve there.
+fn read_only_operation(post: &Value, name: &str, input: &Value, input_key: &str) -> Value {
+    let required: Vec<&str> = input["required"]
+        .as_array()
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let parameters: Vec<Value> = input["properties"]
+        .as_object()
+        .map(|properties| {
+            properties
+                .iter()
+                .map(|(property, schema)| {
+                    let token = property.replace('~', "~0").replace('/', "~1");
+                    let mut parameter = json!({
+                        "name": property,
+                        "in": "query",
+                        "required": required.contains(&property.as_str()),
+                        "schema": { "$ref": format!("{}/properties/{token}", schema_ref(input_key)) },
+                    });
+                    if schema["type"] == "array" {
+                        parameter["style"] = json!("form");
+                        parameter["explode"] = json!(true);
+                    }
+                    if let Some(description) = schema.get("description") {
+                        parameter["description"] = description.clone();
+                    }
+                    parameter
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut get = post.clone();
+    if let Some(operation) = get.as_object_mut() {
+        operation.remove("requestBody");
+        operation.insert("operationId".into(), json!(format!("{name}.get")));
+        operation.insert("parameters".into(), Value::Array(parameters));
+    }
+    get
 }
 
 fn schema_ref(key: &str) -> String {

@@ -66,7 +66,7 @@ pub(crate) fn health_router(registry: Arc<Registry>, settings: RestSettings) -> 
 pub(crate) fn router(registry: Arc<Registry>, settings: RestSettings) -> Router {
     Router::new()
         .route("/tools", get(list_tools))
-        .route("/tools/{name}", post(call_tool))
+        .route("/tools/{name}", post(call_tool).get(call_read_only_tool))
         .route("/plugins", get(list_plugins))
         .route("/me", get(me))
         .route("/openapi.json", get(openapi))
@@ -209,6 +209,119 @@ async fn call_tool(
     .await;
     trace::record_outcome(&span, &envelope);
     envelope.into_response()
+}
+
+/// `GET /tools/{name}?arg=value`: a tool whose annotations say
+/// `readOnlyHint: true` (no side effects: seed 002's `GET /status`), its
+/// arguments from the query string, coerced by its input schema
+/// (`front/query.rs`). `format` picks the text rendering as on POST,
+/// unless the tool takes an argument of that name. Other tools answer 405
+/// with `Allow: POST`. Answers are `Cache-Control: no-store`: a read-only
+/// tool's answer still changes (the time, the weather).
+async fn call_read_only_tool(
+    State(state): State<AppState>,
+    name: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let Ok(Path(name)) = name else {
+        return Envelope::host_error(
+            ErrorCode::InvalidRequest,
+            "the tool name in the path is not valid percent-encoded UTF-8",
+            None,
+        )
+        .into_response();
+    };
+    let snapshot = state.registry.snapshot();
+    let Some(entry) = snapshot.tool(&name) else {
+        return invoke::tool_not_found(&state.registry, &name).into_response();
+    };
+    if !entry.tool.is_read_only() {
+        let mut response = Envelope::host_error(
+            ErrorCode::MethodNotAllowed,
+            format!(
+                "{name:?} is not marked read-only (readOnlyHint), so it is called with POST /tools/{name} only"
+            ),
+            None,
+        )
+        .into_response();
+        response
+            .headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
+        return response;
+    }
+    let pairs: Vec<(String, String)> =
+        match serde_urlencoded::from_str(query.as_deref().unwrap_or("")) {
+            Ok(pairs) => pairs,
+            Err(error) => {
+                return Envelope::host_error(
+                    ErrorCode::InvalidRequest,
+                    format!("the query string cannot be read: {error}"),
+                    None,
+                )
+                .into_response();
+            }
+        };
+    let schema = &entry.tool.input_schema;
+    let takes_format = schema["properties"].get("format").is_some();
+    let (rendering, pairs): (Vec<_>, Vec<_>) = pairs
+        .into_iter()
+        .partition(|(key, _)| key == "format" && !takes_format);
+    let format = match rendering.last() {
+        None => state.settings.text_format,
+        Some((_, value)) => match TextFormat::parse(value) {
+            Some(format) => format,
+            None => {
+                return Envelope::host_error(
+                    ErrorCode::InvalidRequest,
+                    format!("format must be json or markdown, not {value:?}"),
+                    None,
+                )
+                .into_response();
+            }
+        },
+    };
+    let arguments = match super::query::arguments(pairs, schema) {
+        Ok(arguments) => arguments,
+        Err(refused) => {
+            return Envelope::host_error(
+                ErrorCode::InvalidArguments,
+                format!(
+                    "the query argument {} is {:?}, which is not {}",
+                    refused.path, refused.value, refused.expected
+                ),
+                Some(json!({ "errors": [{
+                    "path": refused.path,
+                    "value": refused.value,
+                    "expected": refused.expected,
+                }] })),
+            )
+            .into_response();
+        }
+    };
+    let span = trace::request_span(
+        || format!("GET /tools/{name}"),
+        &name,
+        None,
+        || TraceParent::from_headers(&headers),
+    );
+    let envelope = invoke::call_tool(
+        &state.registry,
+        &name,
+        arguments,
+        format,
+        None,
+        state.settings.front,
+    )
+    .instrument(span.clone())
+    .await;
+    trace::record_outcome(&span, &envelope);
+    let mut response = envelope.into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    response
 }
 
 /// `?format=json|markdown` overrides the server's default rendering of

@@ -32,6 +32,14 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// Whether the tool says it has no side effects (`readOnlyHint`): REST
+    /// then also serves it with GET.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.annotations
+            .as_ref()
+            .is_some_and(|annotations| annotations["readOnlyHint"] == true)
+    }
+
     /// The tool as MCP's `tools/list` and REST's `GET /tools` describe it:
     /// exactly what the plugin declared, in MCP's field names.
     pub(crate) fn listing(&self) -> Map<String, Value> {
