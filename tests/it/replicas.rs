@@ -311,13 +311,8 @@ fn a_signed_source_serves_and_every_bad_version_is_refused_with_its_reason() {
     );
     refused("not by the key");
     // A valid signature of v1, copied to the signature tag of another digest.
-    let (kind, signature) = registry.manifest("tools/echo", &first.replace(':', "-").add(".sig"));
-    registry.put_manifest(
-        "tools/echo",
-        &unsigned.replace(':', "-").add(".sig"),
-        &kind,
-        &signature,
-    );
+    let (kind, signature) = registry.manifest("tools/echo", &signature_tag(&first));
+    registry.put_manifest("tools/echo", &signature_tag(&unsigned), &kind, &signature);
     // The tag names the unsigned version again (as a registry client
     // retagging it would).
     let (kind, manifest) = registry.manifest("tools/echo", &unsigned);
@@ -402,7 +397,7 @@ fn assert_layout_and_signature(
     assert_eq!(config["layerDigests"], serde_json::json!([layer_digest]));
     assert!(config["created"].as_str().is_some_and(|t| t.ends_with('Z')));
 
-    let (_, raw) = registry.manifest(repository, &digest.replace(':', "-").add(".sig"));
+    let (_, raw) = registry.manifest(repository, &signature_tag(digest));
     let signature: Value = serde_json::from_slice(&raw).unwrap();
     let layer = &signature["layers"][0];
     assert_eq!(
@@ -543,15 +538,9 @@ fn a_private_registry_is_read_with_docker_credentials() {
     assert_echo_answers(&through_flag.base);
 }
 
-trait Add {
-    fn add(self, tail: &str) -> String;
-}
-
-impl Add for String {
-    fn add(mut self, tail: &str) -> String {
-        self.push_str(tail);
-        self
-    }
+/// The tag cosign keeps the signature of manifest `digest` under.
+fn signature_tag(digest: &str) -> String {
+    format!("{}.sig", digest.replace(':', "-"))
 }
 
 /// haproxy over `backends` (host:port), with the configuration README

@@ -163,14 +163,9 @@ async fn call_tool(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    // `/tools/%FF` does not decode to text: axum would answer plain text.
-    let Ok(Path(name)) = name else {
-        return Envelope::host_error(
-            ErrorCode::InvalidRequest,
-            "the tool name in the path is not valid percent-encoded UTF-8",
-            None,
-        )
-        .into_response();
+    let name = match tool_name(name) {
+        Ok(name) => name,
+        Err(refused) => return refused.into_response(),
     };
     let format = match text_format(query.as_deref(), state.settings.text_format) {
         Ok(format) => format,
@@ -191,24 +186,9 @@ async fn call_tool(
         Ok(arguments) => arguments,
         Err(envelope) => return envelope.into_response(),
     };
-    let span = trace::request_span(
-        || format!("POST /tools/{name}"),
-        &name,
-        None,
-        || TraceParent::from_headers(&headers),
-    );
-    let envelope = invoke::call_tool(
-        &state.registry,
-        &name,
-        arguments,
-        format,
-        None,
-        state.settings.front,
-    )
-    .instrument(span.clone())
-    .await;
-    trace::record_outcome(&span, &envelope);
-    envelope.into_response()
+    run(&state, "POST", &name, arguments, format, &headers)
+        .await
+        .into_response()
 }
 
 /// `GET /tools/{name}?arg=value`: a tool whose annotations say
@@ -224,13 +204,9 @@ async fn call_read_only_tool(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let Ok(Path(name)) = name else {
-        return Envelope::host_error(
-            ErrorCode::InvalidRequest,
-            "the tool name in the path is not valid percent-encoded UTF-8",
-            None,
-        )
-        .into_response();
+    let name = match tool_name(name) {
+        Ok(name) => name,
+        Err(refused) => return refused.into_response(),
     };
     let snapshot = state.registry.snapshot();
     let Some(entry) = snapshot.tool(&name) else {
@@ -267,19 +243,10 @@ async fn call_read_only_tool(
     let (rendering, pairs): (Vec<_>, Vec<_>) = pairs
         .into_iter()
         .partition(|(key, _)| key == "format" && !takes_format);
-    let format = match rendering.last() {
-        None => state.settings.text_format,
-        Some((_, value)) => match TextFormat::parse(value) {
-            Some(format) => format,
-            None => {
-                return Envelope::host_error(
-                    ErrorCode::InvalidRequest,
-                    format!("format must be json or markdown, not {value:?}"),
-                    None,
-                )
-                .into_response();
-            }
-        },
+    let requested = rendering.last().map(|(_, value)| value.as_str());
+    let format = match format_named(requested, state.settings.text_format) {
+        Ok(format) => format,
+        Err(envelope) => return envelope.into_response(),
     };
     let arguments = match super::query::arguments(pairs, schema) {
         Ok(arguments) => arguments,
@@ -299,24 +266,9 @@ async fn call_read_only_tool(
             .into_response();
         }
     };
-    let span = trace::request_span(
-        || format!("GET /tools/{name}"),
-        &name,
-        None,
-        || TraceParent::from_headers(&headers),
-    );
-    let envelope = invoke::call_tool(
-        &state.registry,
-        &name,
-        arguments,
-        format,
-        None,
-        state.settings.front,
-    )
-    .instrument(span.clone())
-    .await;
-    trace::record_outcome(&span, &envelope);
-    let mut response = envelope.into_response();
+    let mut response = run(&state, "GET", &name, arguments, format, &headers)
+        .await
+        .into_response();
     response.headers_mut().insert(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-store"),
@@ -331,10 +283,16 @@ fn text_format(query: Option<&str>, default: TextFormat) -> Result<TextFormat, E
         .unwrap_or("")
         .split('&')
         .filter_map(|pair| pair.split_once('='))
-        .find(|(key, _)| *key == "format");
+        .find(|(key, _)| *key == "format")
+        .map(|(_, value)| value);
+    format_named(requested, default)
+}
+
+/// The rendering a `format` value names; `default` when there is none.
+fn format_named(requested: Option<&str>, default: TextFormat) -> Result<TextFormat, Envelope> {
     match requested {
         None => Ok(default),
-        Some((_, value)) => TextFormat::parse(value).ok_or_else(|| {
+        Some(value) => TextFormat::parse(value).ok_or_else(|| {
             Envelope::host_error(
                 ErrorCode::InvalidRequest,
                 format!("format must be json or markdown, not {value:?}"),
@@ -342,6 +300,48 @@ fn text_format(query: Option<&str>, default: TextFormat) -> Result<TextFormat, E
             )
         }),
     }
+}
+
+/// The tool name from the path: `/tools/%FF` does not decode to text, and
+/// axum would answer that in plain text.
+fn tool_name(name: Result<Path<String>, PathRejection>) -> Result<String, Envelope> {
+    name.map(|Path(name)| name).map_err(|_| {
+        Envelope::host_error(
+            ErrorCode::InvalidRequest,
+            "the tool name in the path is not valid percent-encoded UTF-8",
+            None,
+        )
+    })
+}
+
+/// One REST call on the call path, inside its request span (`method` names
+/// the span: `POST /tools/x`, `GET /tools/x`).
+async fn run(
+    state: &AppState,
+    method: &str,
+    name: &str,
+    arguments: serde_json::Map<String, serde_json::Value>,
+    format: TextFormat,
+    headers: &HeaderMap,
+) -> Envelope {
+    let span = trace::request_span(
+        || format!("{method} /tools/{name}"),
+        name,
+        None,
+        || TraceParent::from_headers(headers),
+    );
+    let envelope = invoke::call_tool(
+        &state.registry,
+        name,
+        arguments,
+        format,
+        None,
+        state.settings.front,
+    )
+    .instrument(span.clone())
+    .await;
+    trace::record_outcome(&span, &envelope);
+    envelope
 }
 
 async fn not_found(uri: axum::http::Uri) -> Response {

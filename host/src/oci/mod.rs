@@ -47,7 +47,7 @@ pub(crate) fn parse_reference(text: &str) -> Result<Reference, String> {
 
 /// Whether `registry` (host, host:port or [v6]:port) is this machine: the
 /// only registries spoken to over plain HTTP.
-pub(crate) fn is_loopback(registry: &str) -> bool {
+fn is_loopback(registry: &str) -> bool {
     let host = match registry.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or_default(),
         None => registry.split(':').next().unwrap_or_default(),
@@ -58,15 +58,22 @@ pub(crate) fn is_loopback(registry: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// The registries spoken to over plain HTTP among `registry`: itself if
+/// it is loopback, else none (both registry clients, oci-client's and
+/// sigstore's, take this list).
+pub(crate) fn plain_http(registry: &str) -> Vec<String> {
+    if is_loopback(registry) {
+        vec![registry.to_string()]
+    } else {
+        Vec::new()
+    }
+}
+
 /// The client configuration for one registry: HTTPS, except plain HTTP for
 /// a loopback registry; bounded connect and read times.
 pub(crate) fn client_config(registry: &str) -> ClientConfig {
     ClientConfig {
-        protocol: if is_loopback(registry) {
-            ClientProtocol::HttpsExcept(vec![registry.to_string()])
-        } else {
-            ClientProtocol::Https
-        },
+        protocol: ClientProtocol::HttpsExcept(plain_http(registry)),
         connect_timeout: Some(CONNECT_TIMEOUT),
         read_timeout: Some(READ_TIMEOUT),
         ..ClientConfig::default()

@@ -22,7 +22,6 @@ use sigstore::crypto::signing_key::SigStoreKeyPair;
 use sigstore::registry::{Auth, ClientConfig, ClientProtocol, OciReference};
 
 use super::artifact::pinned;
-use super::is_loopback;
 
 /// The public key every OCI-sourced plugin must be signed with
 /// (`--verify-key`), parsed once at start-up.
@@ -55,11 +54,7 @@ impl VerifyKey {
 fn sigstore_client(registry: &str) -> Result<sigstore::cosign::Client, String> {
     ClientBuilder::default()
         .with_oci_client_config(ClientConfig {
-            protocol: if is_loopback(registry) {
-                ClientProtocol::HttpsExcept(vec![registry.to_string()])
-            } else {
-                ClientProtocol::Https
-            },
+            protocol: ClientProtocol::HttpsExcept(super::plain_http(registry)),
             ..ClientConfig::default()
         })
         .build()

@@ -36,7 +36,7 @@ use crate::registry::loader::MAX_PLUGIN_FILE_BYTES;
 use crate::registry::policy::SourceSpec;
 
 /// What OCI sources need from the host's configuration.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SourceSettings {
     /// Where pulled components are kept (`<dir>/sha256/<hex>.wasm`).
     pub(crate) cache_dir: PathBuf,
@@ -49,7 +49,6 @@ pub(crate) struct SourceSettings {
 }
 
 /// The OCI sources of the registry's plugins, by plugin id.
-#[derive(Default)]
 pub(crate) struct Sources {
     settings: Arc<SourceSettings>,
     state: Mutex<HashMap<String, SourceState>>,
