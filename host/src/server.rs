@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::envelope::TextFormat;
 use crate::call::invoke::Front;
-use crate::front::auth::{People, Role};
+use crate::front::auth::{Authority, People, Role};
 use crate::front::cors::{self, CorsOrigins};
 use crate::front::events::{self, EventFeed};
 use crate::front::guard::{self, GuardSettings, LOOPBACK_HOSTS, Refusals};
@@ -25,6 +25,7 @@ use crate::front::mcp::McpFront;
 use crate::front::mcp::http::{self as mcp_http, McpHttpSettings};
 use crate::front::mcp::stdio;
 use crate::front::metrics::{self, HttpGauges};
+use crate::front::oauth::{self, OAuth, OAuthSettings};
 use crate::front::publish;
 use crate::front::rest::{self, RestSettings};
 use crate::front::ui;
@@ -63,6 +64,9 @@ pub struct Settings {
     pub cors_origins: Vec<String>,
     /// The least role that may read `GET /metrics` (with tokens).
     pub(crate) metrics_role: Role,
+    /// OAuth 2.1 access tokens from this issuer (`front/oauth.rs`), beside
+    /// or instead of tokens.
+    pub oauth: Option<OAuthSettings>,
 }
 
 impl Default for Settings {
@@ -80,6 +84,7 @@ impl Default for Settings {
             max_plugin_bytes: 64 * 1024 * 1024,
             cors_origins: Vec::new(),
             metrics_role: Role::Metrics,
+            oauth: None,
         }
     }
 }
@@ -128,11 +133,19 @@ async fn serve(
     let open_connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let cors_origins =
         Arc::new(CorsOrigins::parse(&settings.cors_origins).map_err(anyhow::Error::msg)?);
+    let oauth = settings.oauth.clone().map(OAuth::new).transpose()?;
+    if let Some(oauth) = &oauth {
+        oauth.prefetch();
+    }
     let guard = GuardSettings {
         cors_origins: cors_origins.clone(),
         allowed_hosts,
-        people: People::load(settings.token.as_deref(), settings.tokens_file.as_deref())?,
+        authority: Arc::new(Authority {
+            people: People::load(settings.token.as_deref(), settings.tokens_file.as_deref())?,
+            oauth: oauth.clone(),
+        }),
         needs: Some(Role::Caller),
+        writes_need: None,
         refusals: Refusals::Envelope,
         check_host: true,
     };
@@ -147,7 +160,7 @@ async fn serve(
         text_format: settings.text_format,
         front: Front::Rest,
     };
-    let app = guarded(
+    let mut app = guarded(
         rest::health_router(registry.clone(), rest_settings),
         guard.for_probes(),
     )
@@ -167,7 +180,10 @@ async fn serve(
     ))
     .merge(guarded(
         publish::router(registry.clone(), settings.max_plugin_bytes),
-        guard.clone(),
+        GuardSettings {
+            writes_need: Some(Role::Publisher),
+            ..guard.clone()
+        },
     ))
     .merge(guarded(
         events::router(
@@ -180,15 +196,19 @@ async fn serve(
         rest::router(registry, rest_settings),
         guard.clone(),
     ))
-    .merge(guarded(mcp, guard.refusing_as(Refusals::JsonRpc)))
-    .layer(axum::middleware::from_fn_with_state(
-        settings.max_body_bytes.max(settings.max_plugin_bytes) as u64,
-        linger::drain_unread,
-    ))
-    .layer(axum::middleware::from_fn_with_state(
-        cors_origins,
-        cors::cors,
-    ));
+    .merge(guarded(mcp, guard.refusing_as(Refusals::JsonRpc)));
+    if let Some(oauth) = oauth {
+        app = app.merge(guarded(oauth::router(oauth), guard.without_token()));
+    }
+    let app = app
+        .layer(axum::middleware::from_fn_with_state(
+            settings.max_body_bytes.max(settings.max_plugin_bytes) as u64,
+            linger::drain_unread,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            cors_origins,
+            cors::cors,
+        ));
     let limits = ConnectionLimits {
         header_timeout: settings.header_timeout,
         max_connections: settings.max_connections,

@@ -5,6 +5,7 @@
 //   node ts_client.mjs stdio <toolhost> <plugin-dir> <cache-dir> <plugin-to-drop>
 //   node ts_client.mjs latency <url> <calls>
 //   node ts_client.mjs rejected <url> <plugin-dir>
+//   node ts_client.mjs oauth <url> <client-id> <client-secret> <scope>
 //
 // The first two list tools, call one that succeeds, one with bad arguments
 // (isError) and an unknown one (JSON-RPC -32602), drop the math plugin into
@@ -14,6 +15,10 @@
 // `latency` times `tools/call` of echo on one session and as one-shot POSTs.
 // `rejected` enables logging, writes a broken echo.wasm over the good one
 // and waits for the warning that names the plugin and the reason.
+// `oauth` connects with no token and the SDK's client-credentials provider:
+// on the 401 the SDK reads the server's protected-resource metadata, the
+// issuer's metadata, gets a token at its token endpoint and retries; then
+// it lists tools and calls echo.
 // Each prints one JSON line and exits non-zero on any failure.
 
 import { copyFileSync, renameSync, writeFileSync } from "node:fs";
@@ -21,6 +26,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import {
   LoggingMessageNotificationSchema,
   ToolListChangedNotificationSchema,
@@ -148,6 +154,24 @@ async function rejected(url, pluginDir) {
   return report;
 }
 
+async function oauth(url, clientId, clientSecret, scope) {
+  const authProvider = new ClientCredentialsProvider({ clientId, clientSecret, scope });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider });
+  const client = new Client({ name: "toolhost-oauth-test", version: "1.0.0" });
+  await client.connect(transport);
+  const { tools } = await client.listTools();
+  const echoed = await client.callTool({ name: "echo", arguments: { text: "with a token" } });
+  check(!echoed.isError, "echo with an OAuth token", echoed);
+  const tokens = authProvider.tokens();
+  await transport.terminateSession();
+  await client.close();
+  return {
+    tools: tools.map((tool) => tool.name),
+    echoed: echoed.structuredContent ?? echoed.content,
+    tokenType: tokens?.token_type,
+  };
+}
+
 const [mode, ...args] = process.argv.slice(2);
 let report;
 if (mode === "http") {
@@ -163,6 +187,8 @@ if (mode === "http") {
   report = await exercise(transport, "stdio", pluginDir, dropSource);
 } else if (mode === "rejected") {
   report = await rejected(args[0], args[1]);
+} else if (mode === "oauth") {
+  report = await oauth(args[0], args[1], args[2], args[3]);
 } else if (mode === "latency") {
   report = await latency(args[0], Number(args[1] ?? 200));
 } else {

@@ -14,7 +14,7 @@ use crate::support::{Server, example, plugin_dir, repo_root, test_cache_dir};
 use serde_json::{Value, json};
 
 /// Runs a client script; returns its last stdout line as JSON.
-fn run(mut command: Command, what: &str) -> Value {
+pub(crate) fn run(mut command: Command, what: &str) -> Value {
     let output = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
     assert!(
@@ -28,7 +28,7 @@ fn run(mut command: Command, what: &str) -> Value {
 
 /// The TypeScript client script, placed beside the installed npm packages
 /// so that Node resolves the SDK from it.
-fn ts_client() -> Command {
+pub(crate) fn ts_client() -> Command {
     let modules = crate::support::node_modules();
     let script = modules.parent().unwrap().join("ts_client.mjs");
     std::fs::copy(repo_root().join("tests/clients/ts_client.mjs"), &script).unwrap();

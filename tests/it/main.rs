@@ -16,6 +16,7 @@ mod hostile;
 mod languages;
 mod mcp;
 mod metrics;
+mod oauth;
 mod protocol;
 mod publish;
 mod reload;

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::options::{HostOptions, HttpOptions};
 use crate::front::auth::Role;
+use crate::front::oauth::OAuthSettings;
 use crate::server::Settings;
 use crate::{Host, HostConfig};
 
@@ -39,6 +40,20 @@ pub(super) struct ServeOptions {
     /// every route is open (loopback's single-user default).
     #[arg(long, env = "TOOLHOST_TOKENS")]
     pub(super) tokens: Option<std::path::PathBuf>,
+    /// Accept OAuth 2.1 access tokens (JWTs) from this authorization server
+    /// (its issuer identifier, `iss`), beside or instead of tokens. Needs
+    /// --auth-audience. HTTPS, or plain HTTP on loopback.
+    #[arg(long, env = "TOOLHOST_AUTH_ISSUER", requires = "auth_audience")]
+    auth_issuer: Option<String>,
+    /// What an access token's `aud` must hold: this server's identifier,
+    /// best its public URL (such as https://tools.example.com/mcp), which
+    /// is then the resource its /.well-known/oauth-protected-resource names.
+    #[arg(long, env = "TOOLHOST_AUTH_AUDIENCE", requires = "auth_issuer")]
+    auth_audience: Option<String>,
+    /// Where the issuer's signing keys are (a JWKS URL) [default: the
+    /// `jwks_uri` of the issuer's metadata].
+    #[arg(long, env = "TOOLHOST_AUTH_JWKS", requires = "auth_issuer")]
+    auth_jwks: Option<String>,
     /// Another host name that Host and Origin headers may name (repeatable;
     /// comma-separated in the variable). Loopback names are always allowed.
     #[arg(
@@ -176,6 +191,11 @@ impl ServeOptions {
             max_plugin_bytes: (self.max_plugin_mib as usize) * 1024 * 1024,
             cors_origins: self.cors_origins.clone(),
             metrics_role: self.metrics_role,
+            oauth: self.auth_issuer.clone().map(|issuer| OAuthSettings {
+                issuer,
+                audience: self.auth_audience.clone().unwrap_or_default(),
+                jwks: self.auth_jwks.clone(),
+            }),
         }
     }
 }

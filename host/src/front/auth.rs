@@ -31,6 +31,10 @@
 //! every person's digest (`subtle`), so neither its value nor which entry
 //! it matched can be read from response times. A file that fails to parse
 //! is refused with its reason and the people already known stay in force.
+//!
+//! With `--auth-issuer`, a JWT access token that no person holds is
+//! validated as OAuth 2.1 asks (`oauth.rs`), its scopes giving its role;
+//! tokens files and OAuth combine. [`Authority`] is what the guard asks.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,6 +43,8 @@ use arc_swap::ArcSwap;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+use crate::front::oauth::{OAuth, scope_of};
 
 /// What a person may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
@@ -80,8 +86,91 @@ struct Person {
 pub(crate) enum Refusal {
     /// No token, or one nobody holds: 401.
     Unauthenticated,
+    /// An OAuth access token that is not valid, and why: 401.
+    InvalidToken(String),
     /// A known person without the role the route needs: 403.
     NotAllowed { name: String, needs: Role },
+}
+
+/// Who may use the server: the people of the tokens file and, with
+/// `--auth-issuer`, the holders of its access tokens.
+pub(crate) struct Authority {
+    pub(crate) people: Arc<People>,
+    pub(crate) oauth: Option<Arc<OAuth>>,
+}
+
+impl Authority {
+    /// Who presents `authorization` (the header's value), and whether they
+    /// hold at least `needs`. `Ok(None)` on an open server (no tokens and
+    /// no issuer).
+    pub(crate) async fn check(
+        &self,
+        authorization: Option<&str>,
+        needs: Role,
+    ) -> Result<Option<Identity>, Refusal> {
+        let Some(oauth) = &self.oauth else {
+            return self.people.check(authorization, needs);
+        };
+        let presented = bearer(authorization).ok_or(Refusal::Unauthenticated)?;
+        if let Some(person) = self.people.find(presented) {
+            return person.allowed(needs);
+        }
+        if !OAuth::looks_like_jwt(presented) {
+            return Err(Refusal::Unauthenticated);
+        }
+        let grant = oauth
+            .validate(presented)
+            .await
+            .map_err(Refusal::InvalidToken)?;
+        match grant.role {
+            Some(role) if role >= needs => Ok(Some(Identity {
+                name: grant.name,
+                role,
+            })),
+            _ => Err(Refusal::NotAllowed {
+                name: grant.name,
+                needs,
+            }),
+        }
+    }
+
+    /// The `WWW-Authenticate` challenge of a refusal, for a request to
+    /// `host`: RFC 6750's, with RFC 9728's `resource_metadata` when OAuth
+    /// is on. `None` for a refusal a token with more scope would not cure
+    /// (a tokens-file person's role).
+    pub(crate) fn challenge(&self, refusal: &Refusal, host: &str) -> Option<String> {
+        let Some(oauth) = &self.oauth else {
+            return matches!(refusal, Refusal::Unauthenticated).then(|| "Bearer".to_string());
+        };
+        let metadata = oauth.metadata_url(host);
+        Some(match refusal {
+            Refusal::Unauthenticated => format!("Bearer resource_metadata=\"{metadata}\""),
+            Refusal::InvalidToken(why) => format!(
+                "Bearer error=\"invalid_token\", error_description=\"{}\", resource_metadata=\"{metadata}\"",
+                quoted(why)
+            ),
+            Refusal::NotAllowed { needs, .. } => format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata}\"",
+                scope_of(*needs)
+            ),
+        })
+    }
+}
+
+/// A quoted-string's content: no quotes or backslashes, printable ASCII.
+fn quoted(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '"' | '\\' => '\'',
+            c if c.is_ascii_graphic() || c == ' ' => c,
+            _ => '?',
+        })
+        .collect()
+}
+
+/// The token of an `Authorization: Bearer` header.
+fn bearer(authorization: Option<&str>) -> Option<&str> {
+    authorization.and_then(|value| value.strip_prefix("Bearer "))
 }
 
 /// Everyone who may use the server; `None` inside means open.
@@ -151,33 +240,44 @@ impl People {
         authorization: Option<&str>,
         needs: Role,
     ) -> Result<Option<Identity>, Refusal> {
-        let people = self.people.load();
-        let Some(people) = people.as_ref() else {
+        if self.people.load().is_none() {
             return Ok(None);
-        };
-        let presented = authorization
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .ok_or(Refusal::Unauthenticated)?;
+        }
+        let presented = bearer(authorization).ok_or(Refusal::Unauthenticated)?;
+        self.find(presented)
+            .ok_or(Refusal::Unauthenticated)?
+            .allowed(needs)
+    }
+
+    /// The person who holds `presented`, if anyone does.
+    fn find(&self, presented: &str) -> Option<Identity> {
+        let people = self.people.load();
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         // Every entry is compared, match or not: the time taken does not
         // depend on which one matched.
         let mut found: Option<&Person> = None;
-        for person in people {
+        for person in people.as_ref().iter().flat_map(|people| people.iter()) {
             if bool::from(person.digest.ct_eq(&digest)) && found.is_none() {
                 found = Some(person);
             }
         }
-        let person = found.ok_or(Refusal::Unauthenticated)?;
-        if person.role < needs {
+        found.map(|person| Identity {
+            name: person.name.clone(),
+            role: person.role,
+        })
+    }
+}
+
+impl Identity {
+    /// This person, if they hold at least `needs`.
+    fn allowed(self, needs: Role) -> Result<Option<Identity>, Refusal> {
+        if self.role < needs {
             return Err(Refusal::NotAllowed {
-                name: person.name.clone(),
+                name: self.name,
                 needs,
             });
         }
-        Ok(Some(Identity {
-            name: person.name.clone(),
-            role: person.role,
-        }))
+        Ok(Some(self))
     }
 }
 

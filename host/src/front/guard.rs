@@ -12,7 +12,9 @@
 //!   needs `Authorization: Bearer <token>` of a person holding at least
 //!   that role (`/health` is on a router guarded without). No or an
 //!   unknown token is refused with 401, a known one without the role with
-//!   403. The person is handed to the handlers as a [`Requester`].
+//!   403, each with its `WWW-Authenticate` challenge (with OAuth, naming
+//!   the resource metadata and the scope needed). The person is handed to
+//!   the handlers as a [`Requester`].
 //!
 //! The guard is a layer on each router, not a match on paths: the REST
 //! router's guard refuses with the usual JSON envelope, the MCP router's
@@ -29,7 +31,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
-use crate::front::auth::{Identity, People, Refusal, Role};
+use crate::front::auth::{Authority, Identity, Refusal, Role};
 use crate::front::cors::CorsOrigins;
 
 #[derive(Clone)]
@@ -38,11 +40,15 @@ pub(crate) struct GuardSettings {
     pub(crate) allowed_hosts: Vec<String>,
     /// Other sites' origins allowed to call from a browser (`cors.rs`).
     pub(crate) cors_origins: Arc<CorsOrigins>,
-    /// Everyone who may use the server (open when nobody is named).
-    pub(crate) people: Arc<People>,
+    /// Everyone who may use the server (open when nobody is named and no
+    /// issuer is).
+    pub(crate) authority: Arc<Authority>,
     /// The role the guarded routes need; `None` for routes open to anyone
     /// who passes the Host checks (`/health`).
     pub(crate) needs: Option<Role>,
+    /// The role requests that change something (any method but GET, HEAD
+    /// and OPTIONS) need instead, when it is more (publishing).
+    pub(crate) writes_need: Option<Role>,
     /// How the guarded router's clients are told no.
     pub(crate) refusals: Refusals,
     /// Whether `Host` and `Origin` are checked (all routes but the probes).
@@ -64,6 +70,7 @@ impl GuardSettings {
     pub(crate) fn without_token(&self) -> GuardSettings {
         GuardSettings {
             needs: None,
+            writes_need: None,
             ..self.clone()
         }
     }
@@ -75,6 +82,7 @@ impl GuardSettings {
     pub(crate) fn for_probes(&self) -> GuardSettings {
         GuardSettings {
             needs: None,
+            writes_need: None,
             check_host: false,
             ..self.clone()
         }
@@ -150,34 +158,54 @@ pub(crate) async fn check(
     {
         return refuse(mcp, ErrorCode::Forbidden, message);
     }
-    if let Some(needs) = settings.needs {
+    let writes = !matches!(
+        *request.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+    );
+    let needs = match settings.writes_need {
+        Some(role) if writes => Some(role),
+        _ => settings.needs,
+    };
+    if let Some(needs) = needs {
         let authorization = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok());
-        match settings.people.check(authorization, needs) {
+        match settings.authority.check(authorization, needs).await {
             Ok(identity) => {
                 request.extensions_mut().insert(Requester(identity));
             }
-            Err(Refusal::Unauthenticated) => {
-                let mut response = refuse(
-                    mcp,
-                    ErrorCode::Unauthorized,
-                    "this server needs Authorization: Bearer <token> with a token it knows".into(),
-                );
-                response
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                return response;
-            }
-            Err(Refusal::NotAllowed { name, needs }) => {
-                return refuse(
-                    mcp,
-                    ErrorCode::Forbidden,
-                    format!(
-                        "{name:?} may not do this: it needs the {} role",
-                        needs.as_str()
+            Err(refusal) => {
+                let host = target_host
+                    .as_deref()
+                    .or_else(|| headers.get(header::HOST).and_then(|v| v.to_str().ok()))
+                    .unwrap_or("localhost");
+                let challenge = settings.authority.challenge(&refusal, host);
+                let (code, message) = match refusal {
+                    Refusal::Unauthenticated => (
+                        ErrorCode::Unauthorized,
+                        "this server needs Authorization: Bearer <token> with a token it knows"
+                            .to_string(),
                     ),
-                );
+                    Refusal::InvalidToken(why) => (
+                        ErrorCode::Unauthorized,
+                        format!("the access token is refused: {why}"),
+                    ),
+                    Refusal::NotAllowed { name, needs } => (
+                        ErrorCode::Forbidden,
+                        format!(
+                            "{name:?} may not do this: it needs the {} role (OAuth scope {})",
+                            needs.as_str(),
+                            crate::front::oauth::scope_of(needs)
+                        ),
+                    ),
+                };
+                let mut response = refuse(mcp, code, message);
+                if let Some(value) = challenge.and_then(|c| HeaderValue::from_str(&c).ok()) {
+                    response
+                        .headers_mut()
+                        .insert(header::WWW_AUTHENTICATE, value);
+                }
+                return response;
             }
         }
     }

@@ -28,6 +28,7 @@ pub(crate) mod listener;
 pub(crate) mod lists;
 pub(crate) mod mcp;
 pub(crate) mod metrics;
+pub(crate) mod oauth;
 pub(crate) mod openapi;
 pub(crate) mod publish;
 pub(crate) mod query;

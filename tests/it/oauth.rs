@@ -1,0 +1,530 @@
+//! OAuth 2.1 access tokens through the real binary: an authorization
+//! server served by the test itself on loopback (its metadata, a JWKS of
+//! keys `openssl` makes for this run, a client-credentials token
+//! endpoint), `toolhost serve --auth-issuer … --auth-audience …` beside a
+//! tokens file, and the official TypeScript SDK client finding its way
+//! from a 401 to a token on its own.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::{get, post};
+use base64::Engine as _;
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+
+use crate::support::{Server, example, plugin_dir};
+
+const AUDIENCE: &str = "toolhost-oauth-test";
+const CLIENT_ID: &str = "agent-7";
+const CLIENT_SECRET: &str = "agent-7-secret";
+const CAROL: &str = "carol-secret-0123456789";
+
+/// A private key made by openssl for this run (PKCS#8 PEM), as
+/// jsonwebtoken signs with it, and its public JWK under `kid`.
+struct Key {
+    encoding: EncodingKey,
+    algorithm: Algorithm,
+    kid: String,
+}
+
+impl Key {
+    fn make(dir: &Path, kid: &str, algorithm: Algorithm) -> Key {
+        let file = dir.join(format!("{kid}.pem"));
+        let spec: &[&str] = match algorithm {
+            Algorithm::ES256 => &["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+            _ => &["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
+        };
+        let made = Command::new("openssl")
+            .arg("genpkey")
+            .args(spec)
+            .arg("-out")
+            .arg(&file)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(made.success(), "openssl made no key");
+        let pem = std::fs::read(&file).unwrap();
+        let encoding = match algorithm {
+            Algorithm::ES256 => EncodingKey::from_ec_pem(&pem).unwrap(),
+            _ => EncodingKey::from_rsa_pem(&pem).unwrap(),
+        };
+        Key {
+            encoding,
+            algorithm,
+            kid: kid.into(),
+        }
+    }
+
+    fn jwk(&self) -> Jwk {
+        let mut jwk = Jwk::from_encoding_key(&self.encoding, self.algorithm).unwrap();
+        jwk.common.key_id = Some(self.kid.clone());
+        jwk
+    }
+
+    /// A token with these claims, its header naming `kid`.
+    fn sign(&self, kid: &str, claims: &Value) -> String {
+        let mut header = Header::new(self.algorithm);
+        header.kid = Some(kid.into());
+        jsonwebtoken::encode(&header, claims, &self.encoding).unwrap()
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// What the authorization server serves and saw.
+#[derive(Clone)]
+struct IssuerState {
+    base: String,
+    keys: Arc<Mutex<Vec<Jwk>>>,
+    signer: Arc<Key>,
+    jwks_fetches: Arc<AtomicUsize>,
+    token_requests: Arc<Mutex<Vec<HashMap<String, String>>>>,
+}
+
+/// The test's authorization server on a loopback port, in a thread of its
+/// own; it stops with the test process.
+fn start_issuer(signer: Arc<Key>, keys: Vec<Jwk>) -> IssuerState {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let state = IssuerState {
+        base: format!("http://{}", listener.local_addr().unwrap()),
+        keys: Arc::new(Mutex::new(keys)),
+        signer,
+        jwks_fetches: Arc::new(AtomicUsize::new(0)),
+        token_requests: Arc::new(Mutex::new(Vec::new())),
+    };
+    let app = axum::Router::new()
+        .route("/.well-known/oauth-authorization-server", get(metadata))
+        .route("/jwks", get(jwks))
+        .route("/token", post(token))
+        .with_state(state.clone());
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    state
+}
+
+async fn metadata(State(state): State<IssuerState>) -> axum::Json<Value> {
+    let base = &state.base;
+    axum::Json(json!({
+        "issuer": base,
+        "authorization_endpoint": format!("{base}/authorize"),
+        "token_endpoint": format!("{base}/token"),
+        "jwks_uri": format!("{base}/jwks"),
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["client_credentials"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+    }))
+}
+
+async fn jwks(State(state): State<IssuerState>) -> axum::Json<JwkSet> {
+    state.jwks_fetches.fetch_add(1, Ordering::SeqCst);
+    axum::Json(JwkSet {
+        keys: state.keys.lock().unwrap().clone(),
+    })
+}
+
+/// The client-credentials grant (RFC 6749 4.4) with `client_secret_basic`.
+async fn token(
+    State(state): State<IssuerState>,
+    headers: HeaderMap,
+    body: String,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let form: HashMap<String, String> = serde_urlencoded::from_str(&body).unwrap_or_default();
+    state.token_requests.lock().unwrap().push(form.clone());
+    let basic = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+        .and_then(|v| base64::engine::general_purpose::STANDARD.decode(v).ok())
+        .map(|v| String::from_utf8_lossy(&v).to_string());
+    if basic.as_deref() != Some(&format!("{CLIENT_ID}:{CLIENT_SECRET}"))
+        || form.get("grant_type").map(String::as_str) != Some("client_credentials")
+    {
+        return (
+            axum::http::StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"error": "invalid_client"})),
+        )
+            .into_response();
+    }
+    let scope = form.get("scope").cloned().unwrap_or_default();
+    let claims = json!({
+        "iss": state.base, "aud": AUDIENCE, "sub": CLIENT_ID, "scope": scope,
+        "iat": now(), "exp": now() + 300,
+    });
+    let signer = &state.signer;
+    axum::Json(json!({
+        "access_token": signer.sign(&signer.kid, &claims),
+        "token_type": "Bearer",
+        "expires_in": 300,
+        "scope": scope,
+    }))
+    .into_response()
+}
+
+/// One answer: status, `WWW-Authenticate`, JSON body.
+struct Answer {
+    status: u16,
+    challenge: String,
+    body: Value,
+}
+
+fn send(
+    server: &Server,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: impl AsRef<[u8]>,
+) -> Answer {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let url = format!("{}{path}", server.base);
+    let auth = token.map(|token| format!("Bearer {token}"));
+    let mut response = match method {
+        "GET" => {
+            let mut request = agent.get(&url);
+            if let Some(auth) = &auth {
+                request = request.header("Authorization", auth);
+            }
+            request.call().unwrap()
+        }
+        _ => {
+            let mut request = if method == "PUT" {
+                agent.put(&url).header("Content-Type", "application/wasm")
+            } else {
+                agent.post(&url).header("Content-Type", "application/json")
+            }
+            .header("Accept", "application/json, text/event-stream");
+            if let Some(auth) = &auth {
+                request = request.header("Authorization", auth);
+            }
+            request.send(body.as_ref()).unwrap()
+        }
+    };
+    let challenge = response
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    Answer {
+        status: response.status().as_u16(),
+        challenge,
+        body: serde_json::from_str(&text).unwrap_or(Value::Null),
+    }
+}
+
+const ECHO: &str = r#"{"text":"hi"}"#;
+const MCP_CALL: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#;
+
+#[test]
+fn access_tokens_from_an_issuer_are_validated_and_scoped() {
+    let keys = tempfile::tempdir().unwrap();
+    let es = Arc::new(Key::make(keys.path(), "es-1", Algorithm::ES256));
+    let rs = Key::make(keys.path(), "rs-1", Algorithm::RS256);
+    // Not published: signs with the published key's kid.
+    let stranger = Key::make(keys.path(), "es-1", Algorithm::ES256);
+    let rotated = Key::make(keys.path(), "es-2", Algorithm::ES256);
+    let issuer = start_issuer(es.clone(), vec![es.jwk(), rs.jwk()]);
+
+    let dir = plugin_dir(&[&example("echo")]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = config.path().join("tokens.toml");
+    std::fs::write(
+        &tokens,
+        format!("[[token]]\nname = \"carol\"\nsecret = \"{CAROL}\"\nrole = \"caller\"\n"),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let server = Server::start(
+        dir.path(),
+        &[
+            "--auth-issuer",
+            &issuer.base,
+            "--auth-audience",
+            AUDIENCE,
+            "--tokens",
+            tokens.to_str().unwrap(),
+        ],
+    );
+    let host = server.base.trim_start_matches("http://").to_string();
+    let metadata_url = format!("http://{host}/.well-known/oauth-protected-resource");
+
+    // RFC 9728: the resource, its issuer and the scopes; open to anyone.
+    let document = send(
+        &server,
+        "GET",
+        "/.well-known/oauth-protected-resource",
+        None,
+        "",
+    );
+    assert_eq!(document.status, 200, "{}", document.body);
+    assert_eq!(document.body["resource"], format!("http://{host}"));
+    assert_eq!(document.body["authorization_servers"], json!([issuer.base]));
+    for scope in ["tools:call", "plugins:publish", "admin"] {
+        assert!(
+            document.body["scopes_supported"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(scope)),
+            "{}",
+            document.body
+        );
+    }
+    assert_eq!(
+        send(
+            &server,
+            "GET",
+            "/.well-known/oauth-protected-resource/mcp",
+            None,
+            ""
+        )
+        .body,
+        document.body
+    );
+
+    // No token: 401 pointing at the metadata, over REST and MCP.
+    for (path, body) in [("/tools/echo", ECHO), ("/mcp", MCP_CALL)] {
+        let refused = send(&server, "POST", path, None, body);
+        assert_eq!(refused.status, 401, "{path}: {}", refused.body);
+        assert_eq!(
+            refused.challenge,
+            format!("Bearer resource_metadata=\"{metadata_url}\""),
+            "{path}"
+        );
+    }
+    assert_eq!(
+        send(&server, "GET", "/tools", None, "").body["error"]["code"],
+        "UNAUTHORIZED"
+    );
+
+    let claims = |scope: &str| {
+        json!({"iss": issuer.base, "aud": AUDIENCE, "sub": "ada", "scope": scope,
+               "iat": now(), "exp": now() + 300})
+    };
+    let call = es.sign("es-1", &claims("tools:call"));
+
+    // Valid tokens, ES256 and RS256, over REST and MCP.
+    let answer = send(&server, "POST", "/tools/echo", Some(&call), ECHO);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.body["isError"], false, "{}", answer.body);
+    let answer = send(&server, "POST", "/mcp", Some(&call), MCP_CALL);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.body["result"]["isError"], false, "{}", answer.body);
+    let me = send(&server, "GET", "/me", Some(&call), "");
+    assert_eq!(me.body["name"], "ada", "{}", me.body);
+    assert_eq!(me.body["role"], "caller", "{}", me.body);
+    let rsa = rs.sign("rs-1", &claims("tools:call"));
+    assert_eq!(
+        send(&server, "POST", "/tools/echo", Some(&rsa), ECHO).status,
+        200
+    );
+    // The tokens file's people still get in beside OAuth.
+    assert_eq!(
+        send(&server, "POST", "/tools/echo", Some(CAROL), ECHO).status,
+        200
+    );
+
+    // Each bad token: 401 invalid_token saying why, over REST and MCP.
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let unsigned = format!(
+        "{}.{}.",
+        engine.encode(r#"{"alg":"none","typ":"JWT"}"#),
+        engine.encode(claims("admin").to_string())
+    );
+    let with = |change: &dyn Fn(&mut Value)| {
+        let mut claims = claims("tools:call");
+        change(&mut claims);
+        es.sign("es-1", &claims)
+    };
+    let hmac = jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &claims("admin"),
+        &EncodingKey::from_secret(b"a shared secret anyone could guess"),
+    )
+    .unwrap();
+    let bad: Vec<(&str, String, &str)> = vec![
+        (
+            "expired",
+            with(&|c| {
+                c["exp"] = json!(now() - 120);
+            }),
+            "expired",
+        ),
+        (
+            "not yet valid",
+            with(&|c| {
+                c["nbf"] = json!(now() + 600);
+            }),
+            "not valid yet",
+        ),
+        (
+            "wrong audience",
+            with(&|c| {
+                c["aud"] = json!("another-server");
+            }),
+            "not for this server",
+        ),
+        (
+            "wrong issuer",
+            with(&|c| {
+                c["iss"] = json!("http://127.0.0.1:1");
+            }),
+            "issuer",
+        ),
+        (
+            "no expiry",
+            with(&|c| {
+                c.as_object_mut().unwrap().remove("exp");
+            }),
+            "exp",
+        ),
+        (
+            "wrong key",
+            stranger.sign("es-1", &claims("admin")),
+            "signature",
+        ),
+        ("alg none", unsigned, "alg none"),
+        ("HS256", hmac, "symmetric"),
+        ("garbage", "eyJhbGciOi.eyJzdWIi.c2ln".into(), "not a JWT"),
+        ("not a JWT", "not-a-token-anyone-holds".into(), ""),
+    ];
+    for (what, token, why) in &bad {
+        let refused = send(&server, "POST", "/tools/echo", Some(token), ECHO);
+        assert_eq!(refused.status, 401, "{what}: {}", refused.body);
+        assert_eq!(refused.body["error"]["code"], "UNAUTHORIZED", "{what}");
+        let message = refused.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(why), "{what}: {message}");
+        assert!(
+            refused
+                .challenge
+                .contains(&format!("resource_metadata=\"{metadata_url}\"")),
+            "{what}: {}",
+            refused.challenge
+        );
+        if !why.is_empty() {
+            assert!(
+                refused
+                    .challenge
+                    .starts_with("Bearer error=\"invalid_token\""),
+                "{what}: {}",
+                refused.challenge
+            );
+        }
+        let refused = send(&server, "POST", "/mcp", Some(token), MCP_CALL);
+        assert_eq!(refused.status, 401, "MCP {what}: {}", refused.body);
+        assert!(
+            refused.body["error"]["code"].is_i64(),
+            "MCP {what}: {}",
+            refused.body
+        );
+    }
+
+    // A call-only token may not publish: 403 naming the scope, nothing written.
+    let component = std::fs::read(example("echo")).unwrap();
+    let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    let refused = send(&server, "PUT", "/plugins/ada/mine", Some(&call), &component);
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(
+        refused.challenge,
+        format!(
+            "Bearer error=\"insufficient_scope\", scope=\"plugins:publish\", resource_metadata=\"{metadata_url}\""
+        )
+    );
+    assert!(!dir.path().join("ada").exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), before.len());
+    // A token without any of the server's scopes may not even call.
+    let openid = es.sign("es-1", &claims("openid profile"));
+    let refused = send(&server, "POST", "/tools/echo", Some(&openid), ECHO);
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused.challenge.contains("scope=\"tools:call\""),
+        "{}",
+        refused.challenge
+    );
+    // plugins:publish publishes into the subject's own namespace.
+    let publisher = es.sign("es-1", &claims("tools:call plugins:publish"));
+    let published = send(
+        &server,
+        "PUT",
+        "/plugins/ada/mine",
+        Some(&publisher),
+        &component,
+    );
+    assert_eq!(published.status, 201, "{}", published.body);
+    let elsewhere = send(
+        &server,
+        "PUT",
+        "/plugins/bob/mine",
+        Some(&publisher),
+        &component,
+    );
+    assert_eq!(elsewhere.status, 403, "{}", elsewhere.body);
+
+    // Rotation: a token signed by a key the issuer published since is
+    // accepted once the keys are fetched again (at most every 10 s).
+    issuer.keys.lock().unwrap().push(rotated.jwk());
+    std::thread::sleep(Duration::from_secs(11).saturating_sub(started.elapsed()));
+    let fetches = issuer.jwks_fetches.load(Ordering::SeqCst);
+    let fresh = rotated.sign("es-2", &claims("tools:call"));
+    let answer = send(&server, "POST", "/tools/echo", Some(&fresh), ECHO);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(issuer.jwks_fetches.load(Ordering::SeqCst), fetches + 1);
+    // Made-up key ids do not make the server fetch again and again.
+    for n in 0..5 {
+        let token = es.sign(&format!("made-up-{n}"), &claims("tools:call"));
+        let refused = send(&server, "POST", "/tools/echo", Some(&token), ECHO);
+        assert_eq!(refused.status, 401, "{}", refused.body);
+        assert!(
+            refused.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("kid")
+        );
+    }
+    assert_eq!(issuer.jwks_fetches.load(Ordering::SeqCst), fetches + 1);
+
+    // The official TypeScript SDK client, given only a client id and secret:
+    // from the 401 to the metadata, the issuer, a token, and the call.
+    let mut command = crate::clients::ts_client();
+    command.args([
+        "oauth",
+        &format!("{}/mcp", server.base),
+        CLIENT_ID,
+        CLIENT_SECRET,
+        "tools:call",
+    ]);
+    let report = crate::clients::run(command, "TypeScript SDK with OAuth");
+    let mut tools: Vec<String> = serde_json::from_value(report["tools"].clone()).unwrap();
+    tools.sort();
+    assert_eq!(tools, ["ada__echo", "echo"], "{report}");
+    let requests = issuer.token_requests.lock().unwrap().clone();
+    let asked = requests
+        .last()
+        .expect("the SDK asked the issuer for a token");
+    assert_eq!(asked["grant_type"], "client_credentials");
+    assert_eq!(asked["resource"], format!("http://{host}"), "{asked:?}");
+}
