@@ -313,7 +313,7 @@ fn text_block(text: String) -> Value {
     json!({ "type": "text", "text": text })
 }
 
-fn content_block(block: ContentBlock) -> Result<Value, String> {
+pub(crate) fn content_block(block: ContentBlock) -> Result<Value, String> {
     Ok(match block {
         ContentBlock::Text(text) => text_block(text),
         ContentBlock::Image(media) | ContentBlock::Audio(media) if media.data.is_empty() => {
@@ -346,19 +346,30 @@ fn content_block(block: ContentBlock) -> Result<Value, String> {
             block
         }
         ContentBlock::Resource(resource) => {
-            check_uri(&resource.uri)?;
-            let mut inner = json!({ "uri": resource.uri });
-            if let Some(mime_type) = resource.mime_type {
-                check_mime_type(&mime_type)?;
-                inner["mimeType"] = json!(mime_type);
-            }
-            match resource.body {
-                ResourceBody::Text(text) => inner["text"] = json!(text),
-                ResourceBody::Blob(bytes) => inner["blob"] = json!(BASE64.encode(bytes)),
-            }
+            let inner = resource_contents(resource.uri, resource.mime_type, resource.body)?;
             json!({ "type": "resource", "resource": inner })
         }
     })
+}
+
+/// One resource's contents as MCP carries them: `uri`, `mimeType`, and
+/// `text` or base64 `blob`.
+pub(crate) fn resource_contents(
+    uri: String,
+    mime_type: Option<String>,
+    body: ResourceBody,
+) -> Result<Value, String> {
+    check_uri(&uri)?;
+    let mut inner = json!({ "uri": uri });
+    if let Some(mime_type) = mime_type {
+        check_mime_type(&mime_type)?;
+        inner["mimeType"] = json!(mime_type);
+    }
+    match body {
+        ResourceBody::Text(text) => inner["text"] = json!(text),
+        ResourceBody::Blob(bytes) => inner["blob"] = json!(BASE64.encode(bytes)),
+    }
+    Ok(inner)
 }
 
 fn check_mime_type(mime_type: &str) -> Result<(), String> {

@@ -41,6 +41,11 @@ error_codes! {
     InvalidArguments = "INVALID_ARGUMENTS",
     /// No loaded plugin provides a tool of that name.
     ToolNotFound = "TOOL_NOT_FOUND",
+    /// No loaded plugin serves a resource at that URI (a fixed one or one
+    /// a template matches), or the plugin said it does not exist.
+    ResourceNotFound = "RESOURCE_NOT_FOUND",
+    /// No loaded plugin provides a prompt of that name.
+    PromptNotFound = "PROMPT_NOT_FOUND",
     /// The request body is over the configured limit.
     PayloadTooLarge = "PAYLOAD_TOO_LARGE",
     /// The call ran past its deadline and was stopped.
@@ -90,7 +95,10 @@ impl ErrorCode {
     pub(crate) fn http_status(self) -> u16 {
         match self {
             ErrorCode::InvalidJson | ErrorCode::InvalidRequest => 400,
-            ErrorCode::ToolNotFound | ErrorCode::NotFound => 404,
+            ErrorCode::ToolNotFound
+            | ErrorCode::ResourceNotFound
+            | ErrorCode::PromptNotFound
+            | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::QuotaExceeded => 409,
             ErrorCode::Unauthorized => 401,
@@ -119,6 +127,22 @@ impl ErrorCode {
         match self {
             ErrorCode::ToolNotFound => Some(-32602),
             _ => None,
+        }
+    }
+
+    /// The JSON-RPC error code of a failed MCP request that is not a tool
+    /// call (`resources/read`, `prompts/get`, `completion/complete`), where
+    /// every failure is a protocol error: -32002 for a resource that is not
+    /// there (the spec's code), -32602 for what the request named wrong,
+    /// -32603 for the rest.
+    pub(crate) fn jsonrpc_request_code(self) -> i32 {
+        match self {
+            ErrorCode::ResourceNotFound => -32002,
+            ErrorCode::PromptNotFound
+            | ErrorCode::InvalidArguments
+            | ErrorCode::InvalidJson
+            | ErrorCode::InvalidRequest => -32602,
+            _ => -32603,
         }
     }
 

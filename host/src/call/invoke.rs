@@ -180,50 +180,9 @@ async fn run_tool(
 
     tracing::Span::current().record("plugin", entry.plugin.id.as_str());
     let plugin = &entry.plugin;
-    // A person (a namespace) runs calls up to their share over all their
-    // plugins, so that others' calls still find slots; a plugin up to its
-    // own (`max_concurrent`). A call over either waits briefly, then is
-    // refused as BUSY.
-    let deadline = Instant::now() + BUSY_WAIT;
-    let mut _person_permit = None;
-    if let Some(slots) = &plugin.person_slots {
-        _person_permit = Some(match slot(slots, deadline).await {
-            Some(permit) => permit,
-            None => {
-                let namespace = layout::namespace_of(&plugin.id).unwrap_or_default();
-                let share = registry.call_shares().per_person();
-                tracing::warn!(code = %ErrorCode::Busy, "namespace is at its share of {share} calls");
-                let busy = Envelope::host_error(
-                    ErrorCode::Busy,
-                    format!(
-                        "{namespace:?}'s tools are already running their share of {share} calls at once; try again"
-                    ),
-                    Some(json!({
-                        "plugin": plugin.id,
-                        "namespace": namespace,
-                        "maxCalls": share,
-                        "retryAfterMs": BUSY_WAIT.as_millis(),
-                    })),
-                );
-                return (busy, None);
-            }
-        });
-    }
-    let Some(_permit) = slot(&plugin.permits, deadline).await else {
-        tracing::warn!(
-            code = %ErrorCode::Busy,
-            "plugin is at its maximum of {} calls",
-            plugin.max_concurrent
-        );
-        let busy = Envelope::host_error(
-            ErrorCode::Busy,
-            format!(
-                "plugin {:?} is already running its maximum of {} calls; try again",
-                plugin.id, plugin.max_concurrent
-            ),
-            Some(json!({ "plugin": plugin.id, "retryAfterMs": BUSY_WAIT.as_millis() })),
-        );
-        return (busy, None);
+    let _slots = match slots(registry, plugin).await {
+        Ok(slots) => slots,
+        Err(busy) => return (busy, None),
     };
     let (outcome, usage) = registry
         .runtime()
@@ -243,6 +202,67 @@ async fn run_tool(
         Err(failure) => call_failure(name, &entry.plugin.id, failure),
     });
     (envelope, usage)
+}
+
+/// The call slots a call of `plugin` holds while it runs: its person's
+/// (namespace's) share, if it is in one, and the plugin's own.
+pub(crate) struct Slots {
+    _person: Option<tokio::sync::OwnedSemaphorePermit>,
+    _plugin: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// Takes the slots for one call of `plugin` (every kind: a tool, a
+/// resource read, a prompt, a completion), or the BUSY envelope.
+pub(crate) async fn slots(registry: &Registry, plugin: &LoadedPlugin) -> Result<Slots, Envelope> {
+    // A person (a namespace) runs calls up to their share over all their
+    // plugins, so that others' calls still find slots; a plugin up to its
+    // own (`max_concurrent`). A call over either waits briefly, then is
+    // refused as BUSY.
+    let deadline = Instant::now() + BUSY_WAIT;
+    let mut person_permit = None;
+    if let Some(slots) = &plugin.person_slots {
+        person_permit = Some(match slot(slots, deadline).await {
+            Some(permit) => permit,
+            None => {
+                let namespace = layout::namespace_of(&plugin.id).unwrap_or_default();
+                let share = registry.call_shares().per_person();
+                tracing::warn!(code = %ErrorCode::Busy, "namespace is at its share of {share} calls");
+                let busy = Envelope::host_error(
+                    ErrorCode::Busy,
+                    format!(
+                        "{namespace:?}'s tools are already running their share of {share} calls at once; try again"
+                    ),
+                    Some(json!({
+                        "plugin": plugin.id,
+                        "namespace": namespace,
+                        "maxCalls": share,
+                        "retryAfterMs": BUSY_WAIT.as_millis(),
+                    })),
+                );
+                return Err(busy);
+            }
+        });
+    }
+    let Some(permit) = slot(&plugin.permits, deadline).await else {
+        tracing::warn!(
+            code = %ErrorCode::Busy,
+            "plugin is at its maximum of {} calls",
+            plugin.max_concurrent
+        );
+        let busy = Envelope::host_error(
+            ErrorCode::Busy,
+            format!(
+                "plugin {:?} is already running its maximum of {} calls; try again",
+                plugin.id, plugin.max_concurrent
+            ),
+            Some(json!({ "plugin": plugin.id, "retryAfterMs": BUSY_WAIT.as_millis() })),
+        );
+        return Err(busy);
+    };
+    Ok(Slots {
+        _person: person_permit,
+        _plugin: permit,
+    })
 }
 
 /// A permit of `slots`, waiting until `deadline` at most.
@@ -265,6 +285,18 @@ pub(crate) fn tool_not_found(registry: &Registry, name: &str) -> Envelope {
 }
 
 fn call_failure(tool: &str, plugin: &str, failure: CallFailure) -> Envelope {
+    let subject = format!("tool {tool:?}");
+    failure_envelope(&subject, json!({ "tool": tool, "plugin": plugin }), failure)
+}
+
+/// A failure the host detected while `subject` ("tool \"echo\"",
+/// "prompt \"greet\"") ran, as its envelope with `details` and what the
+/// failure adds; logged once at `warn`.
+pub(crate) fn failure_envelope(
+    subject: &str,
+    mut details: Value,
+    failure: CallFailure,
+) -> Envelope {
     let code = match &failure {
         CallFailure::Timeout(_) => ErrorCode::ToolTimeout,
         CallFailure::OutOfFuel { .. } => ErrorCode::OutOfFuel,
@@ -274,7 +306,6 @@ fn call_failure(tool: &str, plugin: &str, failure: CallFailure) -> Envelope {
         CallFailure::Busy { .. } => ErrorCode::Busy,
         CallFailure::Host(_) => ErrorCode::HostError,
     };
-    let mut details = json!({ "tool": tool, "plugin": plugin });
     match &failure {
         CallFailure::Timeout(limit) => details["timeoutMs"] = json!(limit.as_millis()),
         CallFailure::OutOfFuel { fuel } => details["fuel"] = json!(fuel),
@@ -291,9 +322,9 @@ fn call_failure(tool: &str, plugin: &str, failure: CallFailure) -> Envelope {
     // The one line the server log gets for a failure the host detected.
     match &failure {
         CallFailure::Trapped { stderr, .. } if !stderr.is_empty() => {
-            tracing::warn!(%code, stderr = ?stderr, "tool {tool:?} {failure}")
+            tracing::warn!(%code, stderr = ?stderr, "{subject} {failure}")
         }
-        _ => tracing::warn!(%code, "tool {tool:?} {failure}"),
+        _ => tracing::warn!(%code, "{subject} {failure}"),
     }
-    Envelope::host_error(code, format!("tool {tool:?} {failure}"), Some(details))
+    Envelope::host_error(code, format!("{subject} {failure}"), Some(details))
 }

@@ -2,9 +2,11 @@
 //! its arguments, calls it and hands the outcome to the one normalizer
 //! ([`envelope`]); [`errors`] is the one table of error codes and their
 //! HTTP, JSON-RPC and exit statuses; [`render`] turns structured data into
-//! text; [`accounting`] is what a call cost, returned with its result.
+//! text; [`accounting`] is what a call cost, returned with its result;
+//! [`catalog`] is the same path for resources, prompts and completion.
 
 pub mod accounting;
+pub(crate) mod catalog;
 pub mod envelope;
 pub(crate) mod errors;
 pub mod invoke;

@@ -23,7 +23,7 @@ const RETRY_AFTER: Duration = Duration::from_secs(2);
 enum Verdict {
     Unchanged,
     Gone,
-    Loaded(LoadedPlugin),
+    Loaded(Box<LoadedPlugin>),
     Refused {
         version: Version,
         reason: LoadError,
@@ -51,10 +51,39 @@ impl Registry {
             }
         }
         let tool_list_changed = before.tool_list_fingerprint() != next.tool_list_fingerprint();
+        let [resources_before, prompts_before] = before.catalog_fingerprint();
+        let [resources_after, prompts_after] = next.catalog_fingerprint();
+        let (resources_changed, prompts_changed) = (
+            resources_before != resources_after,
+            prompts_before != prompts_after,
+        );
+        // A new version of a plugin that serves resources: what they read
+        // may have changed (subscribers are told).
+        let replaced: Vec<String> = outcomes
+            .iter()
+            .filter(|(id, outcome)| {
+                matches!(outcome, Outcome::Admitted)
+                    && before.is_serving(id)
+                    && next
+                        .serving()
+                        .any(|p| p.id == *id && p.catalog.serves_resources())
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
         let next = Arc::new(next);
         self.current.store(next.clone());
         if tool_list_changed {
             self.tool_list_version.send_modify(|version| *version += 1);
+        }
+        if resources_changed || prompts_changed || !replaced.is_empty() {
+            self.catalog_changes.send_modify(|change| {
+                change.resources += u64::from(resources_changed);
+                change.prompts += u64::from(prompts_changed);
+                if !replaced.is_empty() {
+                    change.updates += 1;
+                    change.replaced = Arc::new(replaced);
+                }
+            });
         }
         for (id, outcome) in outcomes {
             let (kind, report) = match outcome {
@@ -249,7 +278,7 @@ fn apply(next: &mut Snapshot, id: &str, path: &Path, verdict: Verdict) -> Option
             let names: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
             let from_cache = plugin.compiled.from_cache;
             tracing::info!(plugin = %id, hash = %&plugin.version.content_hash[..12], from_cache, tools = ?names, "plugin loaded");
-            next.admit(Arc::new(plugin));
+            next.admit(Arc::new(*plugin));
             Some(Outcome::Admitted)
         }
         Verdict::Refused { version, reason } => {
@@ -334,10 +363,10 @@ async fn judge(
         return Verdict::Unchanged;
     }
     match loader::load(runtime, limits, id, path, source).await {
-        Ok(plugin) => Verdict::Loaded(LoadedPlugin {
+        Ok(plugin) => Verdict::Loaded(Box::new(LoadedPlugin {
             person_slots,
             ..plugin
-        }),
+        })),
         Err(reason) => Verdict::Refused { version, reason },
     }
 }

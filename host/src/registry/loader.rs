@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
+use crate::registry::catalog::{Catalog, CatalogError};
 use crate::registry::layout::namespace_of;
 use crate::registry::policy;
 use crate::registry::portability::{self, SchemaWarning};
@@ -38,9 +39,12 @@ pub enum LoadError {
     /// It is not a usable component.
     #[error(transparent)]
     Compile(#[from] CompileError),
-    /// Its `list-tools` did not answer.
+    /// Its `list-tools` (or a 0.2.0 listing) did not answer.
     #[error("list-tools failed: {0}")]
     ListTools(#[source] CallFailure),
+    /// Its resources or prompts break a rule or a limit (`catalog.rs`).
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
     /// Its tool list breaks a rule or a limit (see `tools.rs`).
     #[error(transparent)]
     ToolList(#[from] ToolListError),
@@ -52,6 +56,10 @@ pub enum LoadError {
     /// One of its tools is already provided by another plugin.
     #[error("tool {tool:?} is already provided by plugin {holder:?}")]
     NameTaken { tool: String, holder: String },
+    /// One of its resource URIs, URI templates or prompt names is already
+    /// served by another plugin (`what` says which, e.g. `prompt "greet"`).
+    #[error("{what} is already provided by plugin {holder:?}")]
+    Taken { what: String, holder: String },
 }
 
 /// A plugin that passed every check and can serve calls.
@@ -74,6 +82,8 @@ pub struct LoadedPlugin {
     /// top level.
     pub(crate) person_slots: Option<Arc<tokio::sync::Semaphore>>,
     pub(crate) tools: Vec<Arc<Tool>>,
+    /// Its resources, templates and prompts (contract 0.2.0).
+    pub(crate) catalog: Catalog,
     /// Input-schema constructs a major LLM API refuses (never a rejection).
     pub(crate) schema_warnings: Vec<SchemaWarning>,
     /// Declared last, so dropped last: see [`ReleaseOnDrop`].
@@ -250,11 +260,12 @@ pub(crate) async fn load(
         .await
         .map_err(|e| LoadError::Compiler(format!("compilation did not finish: {e}")))??
     };
-    let specs = runtime
-        .list_tools(&compiled)
+    let mut description = runtime
+        .describe(&compiled)
         .await
         .map_err(LoadError::ListTools)?;
-    let mut tools = tools::build_tools(specs, list_limits)?;
+    let catalog = Catalog::build(&mut description, namespace_of(id), list_limits)?;
+    let mut tools = tools::build_tools(std::mem::take(&mut description.tools), list_limits)?;
     tools::in_namespace(&mut tools, namespace_of(id))?;
     let tools: Vec<Arc<Tool>> = tools.into_iter().map(Arc::new).collect();
     let schema_warnings = portability::check(&tools);
@@ -276,6 +287,7 @@ pub(crate) async fn load(
         person_slots: None,
         grants: Arc::new(grants),
         tools,
+        catalog,
         schema_warnings,
         _release: ReleaseOnDrop,
     })

@@ -28,6 +28,7 @@
 //!   that would take another's name is rejected, naming the holder, and is
 //!   admitted by itself once the name is free again.
 
+pub(crate) mod catalog;
 pub mod events;
 pub mod layout;
 pub mod ledger;
@@ -83,6 +84,9 @@ pub struct Registry {
     /// channel keeps only the newest value, so a burst of changes reaches a
     /// slow listener as one.
     tool_list_version: tokio::sync::watch::Sender<u64>,
+    /// The same for the resource and prompt lists, with the plugins whose
+    /// new version replaced an older one (their resources were updated).
+    catalog_changes: tokio::sync::watch::Sender<CatalogChange>,
     /// Every load outcome, as it happens (see [`LoadEvent`]): `dev` waits
     /// on them, and MCP sessions that enabled logging hear of rejections.
     events: tokio::sync::broadcast::Sender<LoadEvent>,
@@ -129,6 +133,7 @@ impl Registry {
             writer: tokio::sync::Mutex::new(()),
             runtime,
             tool_list_version: tokio::sync::watch::Sender::new(0),
+            catalog_changes: tokio::sync::watch::Sender::new(CatalogChange::default()),
             events: tokio::sync::broadcast::Sender::new(events::EVENT_BUFFER),
             folder: std::sync::OnceLock::new(),
             layout: std::sync::OnceLock::new(),
@@ -177,6 +182,12 @@ impl Registry {
     /// removed, or replaced by one with different tools), starting from now.
     pub(crate) fn tool_list_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.tool_list_version.subscribe()
+    }
+
+    /// A receiver that wakes when the resource or prompt lists change, or
+    /// a plugin with resources is replaced, starting from now.
+    pub(crate) fn catalog_changes(&self) -> tokio::sync::watch::Receiver<CatalogChange> {
+        self.catalog_changes.subscribe()
     }
 
     /// The current state; cheap, lock-free, and stable for as long as it is
@@ -244,4 +255,17 @@ impl Registry {
             plugins,
         }
     }
+}
+
+/// What changed in the resources and prompts, as MCP sessions hear it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CatalogChange {
+    /// Bumped when the resource or template list changes.
+    pub(crate) resources: u64,
+    /// Bumped when the prompt list changes.
+    pub(crate) prompts: u64,
+    /// Bumped with each batch of replaced plugins that serve resources.
+    pub(crate) updates: u64,
+    /// The ids of those plugins, in the newest batch.
+    pub(crate) replaced: Arc<Vec<String>>,
 }

@@ -107,14 +107,86 @@ impl Snapshot {
             .is_some_and(|record| record.serving.is_some())
     }
 
-    /// Puts a valid version in service, unless one of its tool names is held
-    /// by another plugin.
+    /// What another serving plugin already holds of `candidate`'s tool
+    /// names, resource URIs, URI templates and prompt names, if anything.
+    fn conflict(&self, candidate: &LoadedPlugin) -> Option<LoadError> {
+        let id = &candidate.id;
+        let tool = candidate.tools.iter().find_map(|tool| {
+            let holder = self.tools.get(&tool.name)?;
+            (holder.plugin.id != *id).then(|| LoadError::NameTaken {
+                tool: tool.name.clone(),
+                holder: holder.plugin.id.clone(),
+            })
+        });
+        if tool.is_some() || candidate.catalog.is_empty() {
+            return tool;
+        }
+        let claims: Vec<String> = candidate.catalog.claims().collect();
+        self.serving()
+            .filter(|other| other.id != *id)
+            .find_map(|other| {
+                let what = other.catalog.claims().find(|c| claims.contains(c))?;
+                Some(LoadError::Taken {
+                    what,
+                    holder: other.id.clone(),
+                })
+            })
+    }
+
+    /// Every serving plugin version.
+    pub(crate) fn serving(&self) -> impl Iterator<Item = &Arc<LoadedPlugin>> {
+        self.plugins
+            .values()
+            .filter_map(|record| record.serving.as_ref())
+    }
+
+    /// The plugin that serves resource `uri`: a fixed URI first, then
+    /// the first template that matches it.
+    pub(crate) fn resource(&self, uri: &str) -> Option<Arc<LoadedPlugin>> {
+        let fixed =
+            |plugin: &&Arc<LoadedPlugin>| plugin.catalog.resources.iter().any(|r| r.uri == uri);
+        let templated = |plugin: &&Arc<LoadedPlugin>| {
+            plugin
+                .catalog
+                .templates
+                .iter()
+                .any(|template| template.matches(uri).is_some())
+        };
+        self.serving()
+            .find(fixed)
+            .or_else(|| self.serving().find(templated))
+            .cloned()
+    }
+
+    /// The plugin that serves prompt `name` (as clients name it).
+    pub(crate) fn prompt(&self, name: &str) -> Option<Arc<LoadedPlugin>> {
+        self.serving()
+            .find(|plugin| plugin.catalog.prompts.iter().any(|p| p.name == name))
+            .cloned()
+    }
+
+    /// The resources, templates and prompts as clients see them, to tell
+    /// whether a change altered one of the lists.
+    pub(super) fn catalog_fingerprint(
+        &self,
+    ) -> [Vec<&serde_json::Map<String, serde_json::Value>>; 2] {
+        let catalogs = || self.serving().map(|plugin| &plugin.catalog);
+        [
+            catalogs()
+                .flat_map(|c| c.resources.iter().map(|r| &r.listing))
+                .chain(catalogs().flat_map(|c| c.templates.iter().map(|t| &t.listing)))
+                .collect(),
+            catalogs()
+                .flat_map(|c| c.prompts.iter().map(|p| &p.listing))
+                .collect(),
+        ]
+    }
+
+    /// Puts a valid version in service, unless one of its tool names (or
+    /// resource URIs, templates, prompt names) is held by another plugin.
     pub(super) fn admit(&mut self, candidate: Arc<LoadedPlugin>) {
         let id = candidate.id.clone();
-        let conflict = candidate.tools.iter().find_map(|tool| {
-            let holder = self.tools.get(&tool.name)?;
-            (holder.plugin.id != id).then(|| (tool.name.clone(), holder.plugin.id.clone()))
-        });
+        let conflict = self.conflict(&candidate);
         let record = self
             .plugins
             .entry(id.clone())
@@ -123,10 +195,10 @@ impl Snapshot {
                 serving: None,
                 rejected: None,
             });
-        if let Some((tool, holder)) = conflict {
+        if let Some(reason) = conflict {
             record.rejected = Some(Rejection {
                 version: candidate.version.clone(),
-                reason: Arc::new(LoadError::NameTaken { tool, holder }),
+                reason: Arc::new(reason),
                 at: SystemTime::now(),
                 waiting: Some(candidate),
             });
@@ -186,13 +258,9 @@ impl Snapshot {
                 })
                 .collect();
             waiting.sort_by_key(|(at, _)| *at);
-            let admitted = waiting.into_iter().find(|(_, candidate)| {
-                candidate.tools.iter().all(|tool| {
-                    self.tools
-                        .get(&tool.name)
-                        .is_none_or(|holder| holder.plugin.id == candidate.id)
-                })
-            });
+            let admitted = waiting
+                .into_iter()
+                .find(|(_, candidate)| self.conflict(candidate).is_none());
             match admitted {
                 Some((_, candidate)) => {
                     admitted_ids.push(candidate.id.clone());

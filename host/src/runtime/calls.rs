@@ -1,4 +1,4 @@
-//! The call path inside the runtime: `list-tools` and `call-tool` in an
+//! The call path inside the runtime: the listings and `call-tool` in an
 //! instance (fresh, or kept by a policy that opts in: `warm.rs`), each
 //! store made ready with its deadline, fuel and memory budget, run on the
 //! executor, and wasmtime's outcome turned into the runtime's own types.
@@ -15,18 +15,19 @@ use super::executor::{self, Cancel, Refusal};
 use super::failure::{root_cause, tail};
 use super::sandbox::Sandbox;
 use super::{
-    CallClient, CallFailure, CallUsage, CompiledPlugin, DeclaredTool, Grants, PluginError,
+    CallClient, CallFailure, CallUsage, CompiledPlugin, Description, Grants, PluginError,
     PluginOutput, Runtime,
 };
 
 impl Runtime {
-    /// Runs `list-tools` in a fresh instance, with no grants: describing
-    /// tools needs nothing from outside. It runs on the executor like a
-    /// call, under the same limits.
-    pub(crate) async fn list_tools(
+    /// Runs `list-tools`, and the listings of whichever of `resources` and
+    /// `prompts` the component exports, in one fresh instance with no
+    /// grants: describing itself needs nothing from outside. It runs on the
+    /// executor like a call, under the same limits.
+    pub(crate) async fn describe(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,
-    ) -> Result<Vec<DeclaredTool>, CallFailure> {
+    ) -> Result<Description, CallFailure> {
         let grants = Arc::new(self.no_grants());
         let (runtime, plugin) = (self.clone(), plugin.clone());
         let inline = plugin.inline;
@@ -35,16 +36,29 @@ impl Runtime {
             let mut store = runtime.new_store(&plugin, &code, &grants, None, cancel)?;
             let outcome = tokio::time::timeout(grants.limits.timeout, async {
                 let instance = code.pre.instantiate_async(&mut store).await?;
-                instance
+                let tools = instance
                     .toolhost_plugin_tools()
                     .call_list_tools(&mut store)
-                    .await
+                    .await?;
+                let mut description = Description {
+                    tools,
+                    provides: code.pre.provides(),
+                    ..Description::default()
+                };
+                if let Some(resources) = code.pre.resources(&mut store, &instance)? {
+                    description.resources = resources.call_list_resources(&mut store).await?;
+                    description.templates = resources.call_list_templates(&mut store).await?;
+                }
+                if let Some(prompts) = code.pre.prompts(&mut store, &instance)? {
+                    description.prompts = prompts.call_list_prompts(&mut store).await?;
+                }
+                Ok(description)
             })
             .await;
             settle(&plugin, &grants, &mut store, outcome)
         })
         .await
-        .map(|(tools, _cpu)| tools)
+        .map(|(description, _cpu)| description)
     }
 
     /// Runs `call-tool` in a fresh instance with the plugin's grants.
@@ -145,7 +159,11 @@ impl Runtime {
     /// Runs one job on the executor (`inline`: see [`Executor::run`]) and
     /// folds its refusals into failures; with its output, the CPU time it
     /// took.
-    async fn run<T, F, Fut>(&self, inline: bool, job: F) -> Result<(T, Duration), CallFailure>
+    pub(super) async fn run<T, F, Fut>(
+        &self,
+        inline: bool,
+        job: F,
+    ) -> Result<(T, Duration), CallFailure>
     where
         F: FnOnce(Cancel) -> Fut,
         Fut: std::future::Future<Output = Result<T, CallFailure>> + Send + 'static,
@@ -163,7 +181,7 @@ impl Runtime {
     /// A store for one call: fresh sandbox, memory budget, fuel, and a
     /// deadline that is checked at every epoch tick, together with whether
     /// the caller is still waiting.
-    fn new_store(
+    pub(super) fn new_store(
         &self,
         plugin: &CompiledPlugin,
         code: &compiler::Code,
@@ -215,7 +233,7 @@ impl Runtime {
 }
 
 /// Logs what the plugin printed and turns wasmtime's outcome into ours.
-fn settle<T>(
+pub(super) fn settle<T>(
     plugin: &CompiledPlugin,
     grants: &Grants,
     store: &mut Store<Sandbox>,

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-pub use super::bindings::toolhost::plugin::client::LogLevel;
+pub use super::bindings::toolhost::plugin0_1_0::client::LogLevel;
 
 /// A link back to the client of one call. Notifications are awaited, so
 /// they reach the client in the order the plugin sent them.

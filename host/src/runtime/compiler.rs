@@ -43,7 +43,7 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
 use super::allocator::release_free_memory;
-use super::bindings::{Plugin, PluginPre};
+use super::bindings::{self, PluginPre};
 use super::cache::ArtifactCache;
 use super::executor::lower_thread_priority;
 use super::failure::{CompileError, root_cause};
@@ -120,8 +120,7 @@ impl Compiler {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)?;
-        Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |sandbox| sandbox)
-            .map_err(anyhow::Error::from)?;
+        bindings::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
         Ok(Compiler {
             tier,
             engine,
@@ -169,7 +168,7 @@ impl Compiler {
 
 /// A plugin's code, linked and ready to instantiate.
 pub(crate) struct Code {
-    pub(crate) pre: PluginPre<Sandbox>,
+    pub(crate) pre: PluginPre,
     pub(crate) tier: Tier,
 }
 

@@ -29,7 +29,9 @@
 //! call path (`list-tools`, `call-tool`: stores made ready, run on the
 //! executor, outcomes settled) as methods of the same [`Runtime`]. The
 //! other parts are files of their own, and none of them reaches back up:
-//! - `bindings.rs`: the plugin world's generated bindings;
+//! - `bindings.rs`: the contract's generated bindings, each export found
+//!   on its own; `asks.rs`: `read-resource`, `get-prompt` and `complete`
+//!   on the call path;
 //! - `compiler.rs`: both compilers, the tier-up from baseline to optimised
 //!   code, and the optimiser (given the compilers and the cache, not the
 //!   runtime); `cache.rs`: compiled code on disk;
@@ -44,6 +46,7 @@
 //!   opts in (`reuse_instance`).
 
 mod allocator;
+mod asks;
 mod bindings;
 mod cache;
 mod calls;
@@ -81,10 +84,33 @@ use self::warm::{KeptInstances, Shelf};
 
 /// The plugin's own values, as the contract (`wit/plugin.wit`) defines them.
 /// They are plain data (strings, vectors, options), generated from the WIT.
-pub use self::bindings::exports::toolhost::plugin::tools::{
+pub use self::bindings::exports::toolhost::plugin0_1_0::tools::{
     Annotations, ContentBlock, Output as PluginOutput, ResourceBody, Tool as DeclaredTool,
     ToolError as PluginError,
 };
+
+pub use self::asks::{Answer, Ask};
+pub(crate) use self::bindings::Provides;
+/// What 0.2.0's optional exports declare (`wit/plugin.wit`), as plain data.
+pub use self::bindings::completion::{Completions, Reference as CompletionRef};
+pub use self::bindings::prompts::{
+    Message as PromptMessage, Prompt as DeclaredPrompt, PromptArgument, PromptResult, Role,
+};
+pub use self::bindings::resources::{
+    Contents as ResourceContents, Resource as DeclaredResource,
+    ResourceTemplate as DeclaredTemplate,
+};
+
+/// Everything a plugin declares when it is loaded.
+#[derive(Debug, Default)]
+pub struct Description {
+    pub tools: Vec<DeclaredTool>,
+    pub resources: Vec<DeclaredResource>,
+    pub templates: Vec<DeclaredTemplate>,
+    pub prompts: Vec<DeclaredPrompt>,
+    /// Which optional exports the component has.
+    pub(crate) provides: Provides,
+}
 
 /// A component compiled and linked, ready to be instantiated per call.
 /// Cloning it is cheap (the compiled code is shared).

@@ -14,7 +14,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use super::bindings::toolhost::plugin::{client, config};
+use super::bindings::toolhost::plugin0_1_0::{client, config};
 use super::client::{CallClient, LogLevel};
 use super::grants::{Grants, HttpAllowlist};
 use super::log_capture::LogCapture;

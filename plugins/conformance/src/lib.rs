@@ -1,8 +1,9 @@
-//! `conformance`: the fixture tools of the official MCP conformance suite
-//! (`@modelcontextprotocol/conformance`, server scenarios), served by
-//! toolhost like any other plugin. It doubles as the example of every
-//! content kind and of the `client` import: logging, progress, sampling and
-//! elicitation from inside a tool.
+//! `conformance`: the fixtures of the official MCP conformance suite
+//! (`@modelcontextprotocol/conformance`, server scenarios): its tools,
+//! resources, resource template, prompts and completion, served by toolhost
+//! like any other plugin. It doubles as the example of every content kind,
+//! of the `client` import (logging, progress, sampling and elicitation from
+//! inside a tool) and of contract 0.2.0's resources and prompts.
 
 use std::time::Duration;
 
@@ -38,7 +39,7 @@ fn silent_wav() -> Vec<u8> {
 }
 
 #[derive(Deserialize, JsonSchema)]
-struct Prompt {
+struct SamplingPrompt {
     /// The prompt to send to the LLM
     prompt: String,
 }
@@ -105,7 +106,7 @@ fn progress(_: NoArguments) -> Answer {
     text("Progress test completed")
 }
 
-fn sampling(Prompt { prompt }: Prompt) -> Answer {
+fn sampling(SamplingPrompt { prompt }: SamplingPrompt) -> Answer {
     let params = json!({
         "messages": [{ "role": "user", "content": { "type": "text", "text": prompt } }],
         "maxTokens": 100
@@ -270,4 +271,122 @@ fn tools() -> Tools {
         )
 }
 
-toolhost_plugin::export!(tools);
+#[derive(Deserialize, JsonSchema)]
+struct TemplateId {
+    id: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct TwoArguments {
+    /// First test argument
+    arg1: String,
+    /// Second test argument
+    arg2: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct EmbeddedResource {
+    /// URI of the resource to embed
+    resource_uri: String,
+}
+
+/// The suite's resources, template and prompts (contract 0.2.0).
+fn with_resources_and_prompts(tools: Tools) -> Tools {
+    tools
+        .resource(
+            Resource::new(
+                "test://static-text",
+                "static-text",
+                "A static text resource",
+                || Ok("This is the content of the static text resource."),
+            )
+            .mime_type("text/plain"),
+        )
+        .resource(
+            Resource::new(
+                "test://static-binary",
+                "static-binary",
+                "A static binary resource (a PNG)",
+                || Ok(RED_PIXEL_PNG.to_vec()),
+            )
+            .mime_type("image/png"),
+        )
+        .resource(
+            Resource::new(
+                "test://watched-resource",
+                "watched-resource",
+                "A resource to subscribe to",
+                || Ok("Watched resource content"),
+            )
+            .mime_type("text/plain"),
+        )
+        .template(
+            Template::new(
+                "test://template/{id}/data",
+                "template-data",
+                "Data for an id",
+                |t: TemplateId| {
+                    Ok(json!({
+                        "id": t.id,
+                        "templateTest": true,
+                        "data": format!("Data for ID: {}", t.id),
+                    })
+                    .to_string())
+                },
+            )
+            .mime_type("application/json"),
+        )
+        .prompt(Prompt::new(
+            "test_simple_prompt",
+            "A simple prompt without arguments",
+            |_: NoArguments| Ok("This is a simple prompt for testing."),
+        ))
+        .prompt(
+            Prompt::new(
+                "test_prompt_with_arguments",
+                "A prompt with two required arguments",
+                |a: TwoArguments| {
+                    Ok(format!(
+                        "Prompt with arguments: arg1='{}', arg2='{}'",
+                        a.arg1, a.arg2
+                    ))
+                },
+            )
+            .complete("arg1", |typed| {
+                ["paris", "park", "party"]
+                    .into_iter()
+                    .filter(|value| value.starts_with(typed))
+                    .map(String::from)
+                    .collect()
+            }),
+        )
+        .prompt(Prompt::new(
+            "test_prompt_with_embedded_resource",
+            "A prompt with an embedded resource",
+            |e: EmbeddedResource| {
+                Ok(Content::new()
+                    .embedded_text(
+                        &e.resource_uri,
+                        "text/plain",
+                        "Embedded resource content for testing.",
+                    )
+                    .text("Please process the embedded resource above."))
+            },
+        ))
+        .prompt(Prompt::new(
+            "test_prompt_with_image",
+            "A prompt with an image",
+            |_: NoArguments| {
+                Ok(Content::new()
+                    .image(RED_PIXEL_PNG.to_vec(), "image/png")
+                    .text("Please analyze the image above."))
+            },
+        ))
+}
+
+fn plugin() -> Tools {
+    with_resources_and_prompts(tools())
+}
+
+toolhost_plugin::export!(plugin);

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::bindings::toolhost::plugin::client as wit;
+use crate::bindings::toolhost::plugin0_1_0::client as wit;
 
 pub use wit::LogLevel;
 

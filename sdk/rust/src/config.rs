@@ -3,5 +3,5 @@
 
 /// The value of `key`, or `None` when the policy does not grant it.
 pub fn get(key: &str) -> Option<String> {
-    crate::bindings::toolhost::plugin::config::get(key)
+    crate::bindings::toolhost::plugin0_1_0::config::get(key)
 }

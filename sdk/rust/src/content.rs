@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::bindings::exports::toolhost::plugin::tools as wit;
+use crate::bindings::exports::toolhost::plugin0_1_0::tools as wit;
 
 /// A tool result: content blocks in order, and optionally structured data.
 ///

@@ -49,8 +49,11 @@
 //! - [`Content`] is any mix of text, images, audio and resources, optionally
 //!   with structured data, for tools that want to say exactly what they send.
 //!
+//! Resources, templates and prompts are typed functions too, added to the
+//! same [`Tools`]: see [`catalog`].
+//!
 //! The modules, one concern each: [`tool`] (declaring tools and the
-//! dispatch), [`schema`] (deriving schemas), [`content`] (results and
+//! dispatch), [`catalog`] (resources, templates, prompts, completion), [`schema`] (deriving schemas), [`content`] (results and
 //! errors), [`client`] (what a tool may ask of the MCP client) and
 //! [`config`] (the settings a policy grants).
 
@@ -58,12 +61,14 @@
 // so that the code `export!` expands into a plugin resolves the same way.
 extern crate self as toolhost_plugin;
 
+pub mod catalog;
 pub mod client;
 pub mod config;
 pub mod content;
 pub mod schema;
 pub mod tool;
 
+pub use catalog::{Body, Messages, Prompt, Resource, Template};
 pub use content::{Content, ResourceLink, ToolError};
 pub use schemars::{self, JsonSchema};
 pub use serde::{self, Deserialize, Serialize};
@@ -72,6 +77,7 @@ pub use tool::{IntoOutput, NoArguments, Structured, Tool, Tools};
 
 /// Everything a plugin usually names, in one `use`.
 pub mod prelude {
+    pub use crate::catalog::{Body, Messages, Prompt, Resource, Template};
     pub use crate::client::{self, LogLevel};
     pub use crate::config;
     pub use crate::content::{Content, ResourceLink, ToolError};
@@ -87,8 +93,11 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        world: "plugin",
+        world: "full",
         path: "wit",
+        // The 0.1.0 interfaces (tools, client, config) are another package
+        // version in the same file: generate them here too.
+        generate_all,
         pub_export_macro: true,
         export_macro_name: "__export_plugin",
         default_bindings_module: "::toolhost_plugin::bindings",
@@ -99,10 +108,65 @@ pub mod bindings {
 /// What the `export!` macro expands to; not part of the API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::bindings::exports::toolhost::plugin::tools::{
+    pub use crate::bindings::exports::toolhost::plugin0_1_0::tools::{
         Guest, Output as WitOutput, Tool as WitTool, ToolError as WitToolError,
     };
+    pub use crate::bindings::exports::toolhost::plugin0_2_0::completion::{
+        Completions as WitCompletions, Guest as CompletionGuest, Reference as WitReference,
+    };
+    pub use crate::bindings::exports::toolhost::plugin0_2_0::prompts::{
+        Guest as PromptsGuest, Prompt as WitPrompt, PromptResult as WitPromptResult,
+    };
+    pub use crate::bindings::exports::toolhost::plugin0_2_0::resources::{
+        Contents as WitContents, Guest as ResourcesGuest, Resource as WitResource,
+        ResourceTemplate as WitResourceTemplate,
+    };
     pub use crate::tool::{call, list};
+
+    /// `list-resources`, for `export!`.
+    pub fn list_resources(tools: &crate::Tools) -> Vec<WitResource> {
+        tools.catalog.list_resources()
+    }
+
+    /// `list-templates`, for `export!`.
+    pub fn list_templates(tools: &crate::Tools) -> Vec<WitResourceTemplate> {
+        tools.catalog.list_templates()
+    }
+
+    /// `read-resource`, for `export!`.
+    pub fn read_resource(
+        tools: &crate::Tools,
+        uri: &str,
+    ) -> Result<Vec<WitContents>, WitToolError> {
+        tools.catalog.read(uri).map_err(crate::ToolError::into_wit)
+    }
+
+    /// `list-prompts`, for `export!`.
+    pub fn list_prompts(tools: &crate::Tools) -> Vec<WitPrompt> {
+        tools.catalog.list_prompts()
+    }
+
+    /// `get-prompt`, for `export!`.
+    pub fn get_prompt(
+        tools: &crate::Tools,
+        name: &str,
+        arguments: Vec<(String, String)>,
+    ) -> Result<WitPromptResult, WitToolError> {
+        tools
+            .catalog
+            .get(name, arguments)
+            .map_err(crate::ToolError::into_wit)
+    }
+
+    /// `complete`, for `export!`.
+    pub fn complete(
+        tools: &crate::Tools,
+        reference: &WitReference,
+        argument: &str,
+        value: &str,
+    ) -> WitCompletions {
+        tools.catalog.complete(reference, argument, value)
+    }
     pub use wit_bindgen;
 }
 
@@ -127,6 +191,50 @@ macro_rules! export {
             ) -> ::std::result::Result<$crate::__private::WitOutput, $crate::__private::WitToolError>
             {
                 $crate::__private::call(&$tools(), &name, &arguments)
+            }
+        }
+
+        impl $crate::__private::ResourcesGuest for __ToolhostPlugin {
+            fn list_resources() -> ::std::vec::Vec<$crate::__private::WitResource> {
+                $crate::__private::list_resources(&$tools())
+            }
+
+            fn list_templates() -> ::std::vec::Vec<$crate::__private::WitResourceTemplate> {
+                $crate::__private::list_templates(&$tools())
+            }
+
+            fn read_resource(
+                uri: ::std::string::String,
+            ) -> ::std::result::Result<
+                ::std::vec::Vec<$crate::__private::WitContents>,
+                $crate::__private::WitToolError,
+            > {
+                $crate::__private::read_resource(&$tools(), &uri)
+            }
+        }
+
+        impl $crate::__private::PromptsGuest for __ToolhostPlugin {
+            fn list_prompts() -> ::std::vec::Vec<$crate::__private::WitPrompt> {
+                $crate::__private::list_prompts(&$tools())
+            }
+
+            fn get_prompt(
+                name: ::std::string::String,
+                arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+            ) -> ::std::result::Result<$crate::__private::WitPromptResult, $crate::__private::WitToolError>
+            {
+                $crate::__private::get_prompt(&$tools(), &name, arguments)
+            }
+        }
+
+        impl $crate::__private::CompletionGuest for __ToolhostPlugin {
+            fn complete(
+                reference: $crate::__private::WitReference,
+                argument: ::std::string::String,
+                value: ::std::string::String,
+                _context: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+            ) -> $crate::__private::WitCompletions {
+                $crate::__private::complete(&$tools(), &reference, &argument, &value)
             }
         }
 

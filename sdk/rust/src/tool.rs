@@ -7,7 +7,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::bindings::exports::toolhost::plugin::tools as wit;
+use crate::bindings::exports::toolhost::plugin0_1_0::tools as wit;
+use crate::catalog::{Body, Catalog, Prompt, Resource, Template};
 use crate::content::{Content, ToolError};
 use crate::schema::{self, JsonSchema};
 
@@ -222,10 +223,12 @@ impl Tool {
     }
 }
 
-/// The plugin's tools, in the order `list-tools` gives them.
+/// The plugin's tools, in the order `list-tools` gives them, and its
+/// resources, templates and prompts (see [`catalog`](crate::catalog)).
 #[derive(Default)]
 pub struct Tools {
     tools: Vec<Tool>,
+    pub(crate) catalog: Catalog,
 }
 
 impl Tools {
@@ -237,6 +240,35 @@ impl Tools {
     pub fn tool(mut self, tool: Tool) -> Self {
         self.tools.push(tool);
         self
+    }
+
+    /// Adds a resource with a fixed URI.
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.catalog.resources.push(resource);
+        self
+    }
+
+    /// Adds a resource template.
+    pub fn template(mut self, template: Template) -> Self {
+        self.catalog.templates.push(template);
+        self
+    }
+
+    /// Adds a prompt.
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        self.catalog.prompts.push(prompt);
+        self
+    }
+
+    /// Reads resource `uri` as the host's `read-resource` does: useful in a
+    /// plugin's own tests.
+    pub fn read_resource(&self, uri: &str) -> Result<Body, ToolError> {
+        let contents = self.catalog.read(uri)?;
+        Ok(match contents.into_iter().next().map(|c| c.body) {
+            Some(wit::ResourceBody::Blob(bytes)) => Body::Blob(bytes),
+            Some(wit::ResourceBody::Text(text)) => Body::Text(text),
+            None => Body::Text(String::new()),
+        })
     }
 
     /// Runs the tool `name` with `arguments` (JSON text), as the host's

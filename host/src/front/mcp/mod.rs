@@ -14,6 +14,7 @@
 // still have them, and MCP clients use them.
 #![allow(deprecated)]
 
+mod catalog;
 pub(crate) mod http;
 mod idle;
 pub(crate) mod jsonrpc;
@@ -24,10 +25,13 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
-    ErrorCode as RpcErrorCode, Implementation, InitializeResult, ListToolsResult, LoggingLevel,
+    CompleteRequestParams, CompleteResult, ErrorCode as RpcErrorCode, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
     LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscriptionFilter,
+    ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -57,6 +61,8 @@ pub(crate) struct McpFront {
     /// Set once the client sends `logging/setLevel`: only then is it told
     /// about rejected plugin files.
     logging_enabled: Arc<AtomicBool>,
+    /// The resource URIs this session subscribed to.
+    subscriptions: catalog::Subscriptions,
     /// Cancelled when the last clone of this handler is dropped, that is,
     /// when the session ends (closed, deleted or expired): the session's
     /// notification task ends with it instead of waiting for the next
@@ -78,13 +84,16 @@ impl McpFront {
             lists,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
             logging_enabled: Arc::new(AtomicBool::new(false)),
+            subscriptions: Arc::default(),
             _end_session: Arc::new(session_ended.clone().drop_guard()),
             session_ended,
         }
     }
 
     /// Tells this session's client, until the session ends:
-    /// - `notifications/tools/list_changed` each time the tool list changes;
+    /// - `notifications/tools/list_changed` each time the tool list changes,
+    ///   and the resource and prompt lists' and subscribed resources'
+    ///   notifications (`catalog.rs`);
     /// - a `notifications/message` warning for each plugin file rejected,
     ///   once the client has enabled logging, at or above its level.
     ///
@@ -92,7 +101,10 @@ impl McpFront {
     /// other.
     fn forward_changes(&self, peer: Peer<RoleServer>) {
         let mut changes = self.registry.tool_list_changes();
+        let mut catalog_changes = self.registry.catalog_changes();
+        let mut seen = catalog_changes.borrow_and_update().clone();
         let mut events = self.registry.events();
+        let (registry, subscriptions) = (self.registry.clone(), self.subscriptions.clone());
         let (ended, logging_enabled, log_level) = (
             self.session_ended.clone(),
             self.logging_enabled.clone(),
@@ -104,6 +116,13 @@ impl McpFront {
                     () = ended.cancelled() => return,
                     changed = changes.changed() => match changed {
                         Ok(()) => peer.notify_tool_list_changed().await,
+                        Err(_) => return,
+                    },
+                    changed = catalog_changes.changed() => match changed {
+                        Ok(()) => {
+                            let now = catalog_changes.borrow_and_update().clone();
+                            catalog::announce(&peer, &registry, &subscriptions, &mut seen, now).await
+                        }
                         Err(_) => return,
                     },
                     event = events.recv() => match event {
@@ -138,11 +157,12 @@ impl McpFront {
 
 impl ServerHandler for McpFront {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        catalog::offer(&self.registry, &mut capabilities);
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -219,6 +239,75 @@ impl ServerHandler for McpFront {
         .await;
         trace::record_outcome(&span, &envelope);
         call_tool_result(envelope).map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        catalog::list_resources(&self.registry)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        catalog::list_templates(&self.registry)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        catalog::read_resource(&self.registry, request)
+            .await
+            .map(ReadResourceResponse::Complete)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        catalog::subscribe(&self.registry, &self.subscriptions, request.uri)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        catalog::unsubscribe(&self.subscriptions, &request.uri);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        catalog::list_prompts(&self.registry)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        catalog::get_prompt(&self.registry, request)
+            .await
+            .map(GetPromptResponse::Complete)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        catalog::complete(&self.registry, request).await
     }
 
     async fn set_level(

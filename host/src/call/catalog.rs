@@ -1,0 +1,348 @@
+//! Resources, prompts and completion on the one call path (contract
+//! 0.2.0): every front (MCP, REST) hands in a URI, a prompt name or a
+//! completion request and gets the MCP-shaped JSON answer, or an
+//! [`Envelope`] error whose code the front maps (`errors.rs`). The plugin's
+//! answer is checked here (URIs, MIME types, sizes) as a tool's result is
+//! in `envelope.rs`; its run takes the same call slots and is accounted in
+//! the same ledger.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+
+use crate::call::envelope::{Envelope, MAX_RESULT_BYTES, content_block, resource_contents};
+use crate::call::errors::ErrorCode;
+use crate::call::invoke::failure_envelope;
+use crate::call::invoke::slots;
+use crate::registry::Registry;
+use crate::registry::loader::LoadedPlugin;
+use crate::runtime::{Answer, Ask, CompletionRef, Role};
+
+/// Completion values returned at most (MCP's cap).
+const MAX_COMPLETIONS: usize = 100;
+
+/// `resources/list`: every fixed resource, in plugin order.
+pub(crate) fn list_resources(registry: &Registry) -> Value {
+    let snapshot = registry.snapshot();
+    let resources: Vec<&Map<String, Value>> = snapshot
+        .serving()
+        .flat_map(|plugin| plugin.catalog.resources.iter().map(|r| &r.listing))
+        .collect();
+    json!({ "resources": resources })
+}
+
+/// `resources/templates/list`.
+pub(crate) fn list_templates(registry: &Registry) -> Value {
+    let snapshot = registry.snapshot();
+    let templates: Vec<&Map<String, Value>> = snapshot
+        .serving()
+        .flat_map(|plugin| plugin.catalog.templates.iter().map(|t| &t.listing))
+        .collect();
+    json!({ "resourceTemplates": templates })
+}
+
+/// `prompts/list`.
+pub(crate) fn list_prompts(registry: &Registry) -> Value {
+    let snapshot = registry.snapshot();
+    let prompts: Vec<&Map<String, Value>> = snapshot
+        .serving()
+        .flat_map(|plugin| plugin.catalog.prompts.iter().map(|p| &p.listing))
+        .collect();
+    json!({ "prompts": prompts })
+}
+
+/// What the server has besides tools, for the MCP capabilities.
+pub(crate) struct Offered {
+    pub(crate) resources: bool,
+    pub(crate) prompts: bool,
+    pub(crate) completion: bool,
+}
+
+pub(crate) fn offered(registry: &Registry) -> Offered {
+    let snapshot = registry.snapshot();
+    let mut offered = Offered {
+        resources: false,
+        prompts: false,
+        completion: false,
+    };
+    for plugin in snapshot.serving() {
+        let catalog = &plugin.catalog;
+        offered.resources |= !catalog.resources.is_empty() || !catalog.templates.is_empty();
+        offered.prompts |= !catalog.prompts.is_empty();
+        offered.completion |=
+            catalog.completion && (!catalog.prompts.is_empty() || !catalog.templates.is_empty());
+    }
+    offered
+}
+
+/// `resources/read`: `{contents: [...]}`.
+pub(crate) async fn read_resource(registry: &Arc<Registry>, uri: &str) -> Result<Value, Envelope> {
+    let not_found = || {
+        Envelope::host_error(
+            ErrorCode::ResourceNotFound,
+            format!("no resource at {uri:?}"),
+            Some(json!({ "uri": uri })),
+        )
+    };
+    let Some(plugin) = registry.snapshot().resource(uri) else {
+        return Err(not_found());
+    };
+    let ask = Ask::ReadResource {
+        uri: uri.to_string(),
+    };
+    let what = format!("resource {uri:?}");
+    let Answer::Contents(answer) = run(registry, &plugin, ask, &what).await? else {
+        return Err(wrong_answer(&what));
+    };
+    let contents = answer.map_err(|error| match error.code.as_str() {
+        "NOT_FOUND" => not_found(),
+        _ => Envelope::tool_error(error, &what),
+    })?;
+    let size: usize = contents
+        .iter()
+        .map(|c| c.uri.len() + body_len(&c.body))
+        .sum();
+    if size > MAX_RESULT_BYTES {
+        return Err(too_large(&what, size));
+    }
+    let contents = contents
+        .into_iter()
+        .map(|c| resource_contents(c.uri, c.mime_type, c.body))
+        .collect::<Result<Vec<Value>, String>>()
+        .map_err(|problem| invalid(&what, &problem))?;
+    Ok(json!({ "contents": contents }))
+}
+
+/// `prompts/get`: `{description?, messages: [...]}`. Arguments are
+/// strings; a required one missing or an unknown one is refused before the
+/// plugin runs.
+pub(crate) async fn get_prompt(
+    registry: &Arc<Registry>,
+    name: &str,
+    arguments: Map<String, Value>,
+) -> Result<Value, Envelope> {
+    let snapshot = registry.snapshot();
+    let Some(plugin) = snapshot.prompt(name) else {
+        let available: Vec<&str> = snapshot
+            .serving()
+            .flat_map(|p| p.catalog.prompts.iter().map(|p| p.name.as_str()))
+            .collect();
+        return Err(Envelope::host_error(
+            ErrorCode::PromptNotFound,
+            format!("no prompt named {name:?} is loaded"),
+            Some(json!({ "available": available })),
+        ));
+    };
+    let prompt = plugin
+        .catalog
+        .prompts
+        .iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| wrong_answer(name))?;
+    let mut given = Vec::new();
+    let mut problems = Vec::new();
+    for (key, value) in arguments {
+        match value {
+            _ if !prompt.arguments.iter().any(|(n, _)| *n == key) => {
+                problems.push(format!("{key:?} is not an argument of this prompt"))
+            }
+            Value::String(text) => given.push((key, text)),
+            other => problems.push(format!("{key:?} must be a string, not {other}")),
+        }
+    }
+    for (argument, required) in &prompt.arguments {
+        if *required && !given.iter().any(|(key, _)| key == argument) {
+            problems.push(format!("{argument:?} is required"));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Envelope::host_error(
+            ErrorCode::InvalidArguments,
+            format!(
+                "the arguments of prompt {name:?} are not valid: {}",
+                problems.join("; ")
+            ),
+            Some(json!({ "problems": problems })),
+        ));
+    }
+    let what = format!("prompt {name:?}");
+    let ask = Ask::GetPrompt {
+        name: prompt.declared.clone(),
+        arguments: given,
+    };
+    let Answer::Prompt(answer) = run(registry, &plugin, ask, &what).await? else {
+        return Err(wrong_answer(&what));
+    };
+    let result = answer.map_err(|error| Envelope::tool_error(error, &what))?;
+    let mut messages = Vec::with_capacity(result.messages.len());
+    let mut size = 0;
+    for message in result.messages {
+        let content = content_block(message.content).map_err(|p| invalid(&what, &p))?;
+        size += content.to_string().len();
+        let role = match message.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        messages.push(json!({ "role": role, "content": content }));
+    }
+    if size > MAX_RESULT_BYTES {
+        return Err(too_large(&what, size));
+    }
+    let mut answer = json!({ "messages": messages });
+    if let Some(description) = result.description {
+        answer["description"] = json!(description);
+    }
+    Ok(answer)
+}
+
+/// What `completion/complete` names: a prompt by its served name, or a URI
+/// template.
+pub(crate) enum Completing {
+    Prompt(String),
+    Template(String),
+}
+
+/// `completion/complete`: `{completion: {values, total?, hasMore}}`. A
+/// reference no plugin completes gets no values, as MCP allows.
+pub(crate) async fn complete(
+    registry: &Arc<Registry>,
+    reference: Completing,
+    argument: String,
+    value: String,
+    context: Vec<(String, String)>,
+) -> Result<Value, Envelope> {
+    let empty = json!({ "completion": { "values": [], "hasMore": false } });
+    let snapshot = registry.snapshot();
+    let (plugin, reference, what) = match reference {
+        Completing::Prompt(name) => {
+            let Some(plugin) = snapshot.prompt(&name) else {
+                return Ok(empty);
+            };
+            let declared = plugin
+                .catalog
+                .prompts
+                .iter()
+                .find(|p| p.name == name)
+                .map(|p| p.declared.clone())
+                .unwrap_or_default();
+            (
+                plugin,
+                CompletionRef::Prompt(declared),
+                format!("prompt {name:?}"),
+            )
+        }
+        Completing::Template(template) => {
+            let Some(plugin) = snapshot
+                .serving()
+                .find(|p| p.catalog.templates.iter().any(|t| t.template == template))
+                .cloned()
+            else {
+                return Ok(empty);
+            };
+            let what = format!("URI template {template:?}");
+            (plugin, CompletionRef::ResourceTemplate(template), what)
+        }
+    };
+    if !plugin.catalog.completion {
+        return Ok(empty);
+    }
+    let ask = Ask::Complete {
+        reference,
+        argument,
+        value,
+        context,
+    };
+    let Answer::Completions(completions) = run(registry, &plugin, ask, &what).await? else {
+        return Err(wrong_answer(&what));
+    };
+    let has_more = completions.has_more || completions.values.len() > MAX_COMPLETIONS;
+    let values: Vec<String> = completions
+        .values
+        .into_iter()
+        .take(MAX_COMPLETIONS)
+        .collect();
+    let mut completion = json!({ "values": values, "hasMore": has_more });
+    if let Some(total) = completions.total {
+        completion["total"] = json!(total);
+    }
+    Ok(json!({ "completion": completion }))
+}
+
+/// Runs one ask on `plugin` in its call slots, counted in the ledger (and
+/// so in the metrics and the dashboard) under the MCP method's name:
+/// `resources/read`, `prompts/get` or `completion/complete` (not the URI:
+/// templates make those endless).
+async fn run(
+    registry: &Arc<Registry>,
+    plugin: &Arc<LoadedPlugin>,
+    ask: Ask,
+    what: &str,
+) -> Result<Answer, Envelope> {
+    let method = match &ask {
+        Ask::ReadResource { .. } => "resources/read",
+        Ask::GetPrompt { .. } => "prompts/get",
+        Ask::Complete { .. } => "completion/complete",
+    };
+    let started = Instant::now();
+    let _slots = match slots(registry, plugin).await {
+        Ok(slots) => slots,
+        Err(busy) => {
+            registry
+                .ledger()
+                .record(Some((method, &plugin.id)), "BUSY", started.elapsed(), None);
+            return Err(busy);
+        }
+    };
+    let (outcome, usage) = registry
+        .runtime()
+        .ask(&plugin.compiled, &plugin.grants, ask)
+        .await;
+    let result =
+        outcome.map_err(|failure| failure_envelope(what, json!({ "plugin": plugin.id }), failure));
+    let code = match &result {
+        Ok(_) => "ok".to_string(),
+        Err(envelope) => envelope
+            .error
+            .as_ref()
+            .map_or_else(String::new, |e| e.code.clone()),
+    };
+    registry.ledger().record(
+        Some((method, &plugin.id)),
+        &code,
+        started.elapsed(),
+        usage.as_ref(),
+    );
+    result
+}
+
+fn body_len(body: &crate::runtime::ResourceBody) -> usize {
+    match body {
+        crate::runtime::ResourceBody::Text(text) => text.len(),
+        crate::runtime::ResourceBody::Blob(bytes) => bytes.len() * 4 / 3,
+    }
+}
+
+fn too_large(what: &str, size: usize) -> Envelope {
+    Envelope::host_error(
+        ErrorCode::ResultTooLarge,
+        format!("{what} answered with {size} bytes, over the {MAX_RESULT_BYTES}-byte limit"),
+        Some(json!({ "sizeBytes": size, "limitBytes": MAX_RESULT_BYTES })),
+    )
+}
+
+fn invalid(what: &str, problem: &str) -> Envelope {
+    Envelope::host_error(
+        ErrorCode::InvalidPluginOutput,
+        format!("{what} returned an invalid answer: {problem}"),
+        None,
+    )
+}
+
+fn wrong_answer(what: &str) -> Envelope {
+    Envelope::host_error(
+        ErrorCode::HostError,
+        format!("{what}: the host asked for one thing and got another"),
+        None,
+    )
+}

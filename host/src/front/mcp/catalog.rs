@@ -1,0 +1,209 @@
+//! MCP resources, prompts and completion: the capabilities a session is
+//! offered, each request through the shared call path (`call/catalog.rs`)
+//! and its JSON into rmcp's types through serde, failures as JSON-RPC
+//! errors (the code from `errors.rs`, the error object in `data`), and
+//! what a session hears when the lists change or a resource it subscribed
+//! to may have (its plugin was replaced).
+//!
+//! Capabilities are those of the plugins loaded when the session starts:
+//! `resources` (with `subscribe` and `listChanged`) when some plugin serves
+//! a resource or a template, `prompts` (with `listChanged`) when some
+//! plugin has a prompt, `completions` when one of those also exports
+//! `completion`.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, ErrorCode as RpcErrorCode, GetPromptRequestParams,
+    GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    PromptsCapability, ReadResourceRequestParams, ReadResourceResult, Reference,
+    ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities,
+};
+use rmcp::{ErrorData as McpError, Peer, RoleServer};
+use serde_json::{Value, json};
+
+use crate::call::catalog::{self, Completing};
+use crate::call::envelope::Envelope;
+use crate::call::errors::ErrorCode;
+use crate::registry::{CatalogChange, Registry};
+
+/// The URIs one session subscribed to.
+pub(crate) type Subscriptions = Arc<Mutex<HashSet<String>>>;
+
+/// Adds what the loaded plugins offer to `capabilities`.
+pub(crate) fn offer(registry: &Registry, capabilities: &mut ServerCapabilities) {
+    let offered = catalog::offered(registry);
+    if offered.resources {
+        let mut resources = ResourcesCapability::default();
+        resources.subscribe = Some(true);
+        resources.list_changed = Some(true);
+        capabilities.resources = Some(resources);
+    }
+    if offered.prompts {
+        let mut prompts = PromptsCapability::default();
+        prompts.list_changed = Some(true);
+        capabilities.prompts = Some(prompts);
+    }
+    if offered.completion {
+        capabilities.completions = Some(Default::default());
+    }
+}
+
+pub(crate) fn list_resources(registry: &Registry) -> Result<ListResourcesResult, McpError> {
+    typed(catalog::list_resources(registry))
+}
+
+pub(crate) fn list_templates(registry: &Registry) -> Result<ListResourceTemplatesResult, McpError> {
+    typed(catalog::list_templates(registry))
+}
+
+pub(crate) fn list_prompts(registry: &Registry) -> Result<ListPromptsResult, McpError> {
+    typed(catalog::list_prompts(registry))
+}
+
+pub(crate) async fn read_resource(
+    registry: &Arc<Registry>,
+    request: ReadResourceRequestParams,
+) -> Result<ReadResourceResult, McpError> {
+    typed(
+        catalog::read_resource(registry, &request.uri)
+            .await
+            .map_err(rpc_error)?,
+    )
+}
+
+pub(crate) async fn get_prompt(
+    registry: &Arc<Registry>,
+    request: GetPromptRequestParams,
+) -> Result<GetPromptResult, McpError> {
+    let arguments = request.arguments.unwrap_or_default();
+    typed(
+        catalog::get_prompt(registry, &request.name, arguments)
+            .await
+            .map_err(rpc_error)?,
+    )
+}
+
+pub(crate) async fn complete(
+    registry: &Arc<Registry>,
+    request: CompleteRequestParams,
+) -> Result<CompleteResult, McpError> {
+    let reference = match request.r#ref {
+        Reference::Prompt(prompt) => Completing::Prompt(prompt.name),
+        Reference::Resource(template) => Completing::Template(template.uri),
+        _ => {
+            return Err(McpError::invalid_params(
+                "completion needs a ref/prompt or a ref/resource",
+                None,
+            ));
+        }
+    };
+    let context = request
+        .context
+        .and_then(|context| context.arguments)
+        .map(|arguments| arguments.into_iter().collect())
+        .unwrap_or_default();
+    typed(
+        catalog::complete(
+            registry,
+            reference,
+            request.argument.name,
+            request.argument.value,
+            context,
+        )
+        .await
+        .map_err(rpc_error)?,
+    )
+}
+
+/// `resources/subscribe`: a URI no plugin serves is refused (-32002).
+pub(crate) fn subscribe(
+    registry: &Registry,
+    subscriptions: &Subscriptions,
+    uri: String,
+) -> Result<(), McpError> {
+    if registry.snapshot().resource(&uri).is_none() {
+        return Err(rpc_error(Envelope::host_error(
+            ErrorCode::ResourceNotFound,
+            format!("no resource at {uri:?}"),
+            Some(json!({ "uri": uri })),
+        )));
+    }
+    subscriptions
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(uri);
+    Ok(())
+}
+
+pub(crate) fn unsubscribe(subscriptions: &Subscriptions, uri: &str) {
+    subscriptions
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(uri);
+}
+
+/// Tells the session what changed since `seen`: the lists, and each
+/// subscribed URI whose plugin was replaced (or is gone).
+pub(crate) async fn announce(
+    peer: &Peer<RoleServer>,
+    registry: &Registry,
+    subscriptions: &Subscriptions,
+    seen: &mut CatalogChange,
+    now: CatalogChange,
+) -> Result<(), rmcp::service::ServiceError> {
+    if now.resources != seen.resources {
+        peer.notify_resource_list_changed().await?;
+    }
+    if now.prompts != seen.prompts {
+        peer.notify_prompt_list_changed().await?;
+    }
+    if now.updates != seen.updates {
+        let snapshot = registry.snapshot();
+        let subscribed: Vec<String> = subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        for uri in subscribed {
+            let updated = match snapshot.resource(&uri) {
+                Some(plugin) => now.replaced.contains(&plugin.id),
+                None => true,
+            };
+            if updated {
+                peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                    .await?;
+            }
+        }
+    }
+    *seen = now;
+    Ok(())
+}
+
+/// A failed request as a JSON-RPC error: the code `errors.rs` gives, the
+/// error object (`code`, `message`, `details`) REST would answer in
+/// `data`.
+fn rpc_error(envelope: Envelope) -> McpError {
+    let Some(error) = envelope.error else {
+        return McpError::internal_error("no error in a failed answer", None);
+    };
+    let code = error
+        .host_code
+        .map_or(ErrorCode::InvalidArguments.jsonrpc_request_code(), |code| {
+            code.jsonrpc_request_code()
+        });
+    let data = serde_json::to_value(&error).ok();
+    McpError::new(RpcErrorCode(code), error.message.clone(), data)
+}
+
+/// Our JSON into rmcp's result type, marked complete (the 2026-07-28
+/// revision asks for `resultType`; rmcp drops it for older peers).
+fn typed<T: serde::de::DeserializeOwned>(mut value: Value) -> Result<T, McpError> {
+    if let Some(object) = value.as_object_mut() {
+        object.insert("resultType".into(), json!("complete"));
+    }
+    serde_json::from_value(value)
+        .map_err(|e| McpError::internal_error(format!("answer shape: {e}"), None))
+}
