@@ -27,6 +27,7 @@ use crate::front::mcp::stdio;
 use crate::front::metrics::{self, HttpGauges};
 use crate::front::oauth::{self, OAuth, OAuthSettings};
 use crate::front::publish;
+use crate::front::resources;
 use crate::front::rest::{self, RestSettings};
 use crate::front::ui;
 use crate::registry::Registry;
@@ -190,6 +191,10 @@ async fn serve(
             registry.clone(),
             EventFeed::start(&registry, shutdown.clone()),
         ),
+        guard.clone(),
+    ))
+    .merge(guarded(
+        resources::router(registry.clone(), settings.max_body_bytes),
         guard.clone(),
     ))
     .merge(guarded(

@@ -6,6 +6,7 @@
 //   node ts_client.mjs latency <url> <calls>
 //   node ts_client.mjs rejected <url> <plugin-dir>
 //   node ts_client.mjs oauth <url> <client-id> <client-secret> <scope>
+//   node ts_client.mjs watch <url> <uri>
 //
 // The first two list tools, call one that succeeds, one with bad arguments
 // (isError) and an unknown one (JSON-RPC -32602), drop the math plugin into
@@ -19,6 +20,10 @@
 // on the 401 the SDK reads the server's protected-resource metadata, the
 // issuer's metadata, gets a token at its token endpoint and retries; then
 // it lists tools and calls echo.
+// `watch` reads the resource and prompt lists, subscribes to <uri>, prints
+// `subscribed`, and waits for notifications/resources/updated for it and
+// for both lists' list_changed (the test replaces, then removes, the
+// plugin), then gets a prompt and completes an argument before it ends.
 // Each prints one JSON line and exits non-zero on any failure.
 
 import { copyFileSync, renameSync, writeFileSync } from "node:fs";
@@ -29,6 +34,9 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import {
   LoggingMessageNotificationSchema,
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
@@ -172,6 +180,58 @@ async function oauth(url, clientId, clientSecret, scope) {
   };
 }
 
+async function watch(url, uri) {
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const client = new Client({ name: "toolhost-watch-test", version: "1.0.0" });
+  const heard = { updated: [], resourcesChanged: 0, promptsChanged: 0 };
+  let done;
+  const finished = new Promise((resolve) => (done = resolve));
+  const check_done = () => {
+    if (heard.updated.includes(uri) && heard.resourcesChanged > 0 && heard.promptsChanged > 0) done();
+  };
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+    heard.updated.push(n.params.uri);
+    check_done();
+  });
+  client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
+    heard.resourcesChanged += 1;
+    check_done();
+  });
+  client.setNotificationHandler(PromptListChangedNotificationSchema, () => {
+    heard.promptsChanged += 1;
+    check_done();
+  });
+  await client.connect(transport);
+  const capabilities = client.getServerCapabilities();
+  check(capabilities?.resources?.subscribe && capabilities?.prompts && capabilities?.completions, "capabilities", capabilities);
+  const { resources } = await client.listResources();
+  const { resourceTemplates } = await client.listResourceTemplates();
+  const { prompts } = await client.listPrompts();
+  const prompt = await client.getPrompt({ name: "test_prompt_with_arguments", arguments: { arg1: "a", arg2: "b" } });
+  check(JSON.stringify(prompt.messages).includes("arg1='a'"), "prompt", prompt);
+  const completed = await client.complete({
+    ref: { type: "ref/prompt", name: "test_prompt_with_arguments" },
+    argument: { name: "arg1", value: "par" },
+  });
+  const read = await client.readResource({ uri });
+  await client.subscribeResource({ uri });
+  console.log("subscribed");
+  await Promise.race([
+    finished,
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`heard only ${JSON.stringify(heard)}`)), 30000)),
+  ]);
+  await transport.terminateSession();
+  await client.close();
+  return {
+    resources: resources.map((r) => r.uri),
+    templates: resourceTemplates.map((t) => t.uriTemplate),
+    prompts: prompts.map((p) => p.name),
+    completion: completed.completion.values,
+    read: read.contents[0],
+    heard,
+  };
+}
+
 const [mode, ...args] = process.argv.slice(2);
 let report;
 if (mode === "http") {
@@ -187,6 +247,8 @@ if (mode === "http") {
   report = await exercise(transport, "stdio", pluginDir, dropSource);
 } else if (mode === "rejected") {
   report = await rejected(args[0], args[1]);
+} else if (mode === "watch") {
+  report = await watch(args[0], args[1]);
 } else if (mode === "oauth") {
   report = await oauth(args[0], args[1], args[2], args[3]);
 } else if (mode === "latency") {

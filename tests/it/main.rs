@@ -21,6 +21,7 @@ mod protocol;
 mod publish;
 mod reload;
 mod replicas;
+mod resources;
 mod rest;
 mod sandbox;
 mod shares;

@@ -103,7 +103,7 @@ impl Prometheus {
 }
 
 /// `GET /metrics` as text, with `token`.
-fn metrics_text(server: &Server, token: Option<&str>) -> (u16, String) {
+pub(crate) fn metrics_text(server: &Server, token: Option<&str>) -> (u16, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()

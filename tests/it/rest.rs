@@ -287,7 +287,10 @@ fn plugin_output_is_logged_and_bounded() {
 
 #[test]
 fn openapi_document_is_valid_openapi_3_1() {
-    let (_dir, server) = examples_server(&[]);
+    // With the conformance plugin: tools of every kind, resources, a
+    // template and prompts.
+    let dir = plugin_dir(&[&example("echo"), &example("math"), &example("conformance")]);
+    let server = Server::in_process(dir.path());
     let document = server.get("/openapi.json");
     assert_eq!(document.status, 200);
     assert_eq!(document.json["openapi"], "3.1.0");
@@ -299,6 +302,13 @@ fn openapi_document_is_valid_openapi_3_1() {
         document.json["components"]["schemas"]["divide.output"]["required"],
         json!(["result"])
     );
+    let prompt = &document.json["paths"]["/prompts/test_prompt_with_arguments"]["post"];
+    assert_eq!(
+        prompt["requestBody"]["content"]["application/json"]["schema"]["required"],
+        json!(["arg1", "arg2"])
+    );
+    assert!(document.json["paths"]["/resources/{uri}"]["get"].is_object());
+    assert!(document.json["paths"]["/prompts"]["get"].is_object());
 
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), document.json.to_string()).unwrap();

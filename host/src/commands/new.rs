@@ -77,6 +77,10 @@ const SDK_FILES: &[(&str, &str)] = &[
     ("src/lib.rs", include_str!("../../../sdk/rust/src/lib.rs")),
     ("src/tool.rs", include_str!("../../../sdk/rust/src/tool.rs")),
     (
+        "src/catalog.rs",
+        include_str!("../../../sdk/rust/src/catalog.rs"),
+    ),
+    (
         "src/schema.rs",
         include_str!("../../../sdk/rust/src/schema.rs"),
     ),
@@ -162,8 +166,21 @@ fn greet(args: Args) -> Result<Greeting, ToolError> {
     })
 }
 
+/// A prompt (contract 0.2.0): a template a client offers its user, with
+/// the same typed arguments. Resources are declared the same way
+/// (`Resource::new`, `Template::new`).
+fn greeting_prompt(args: Args) -> Result<String, ToolError> {
+    Ok(format!("Write a short, warm greeting for {}.", args.name))
+}
+
 fn tools() -> Tools {
-    Tools::new().tool(Tool::new("{name}", "Greets someone by name.", greet).read_only(true))
+    Tools::new()
+        .tool(Tool::new("{name}", "Greets someone by name.", greet).read_only(true))
+        .prompt(Prompt::new(
+            "{name}_prompt",
+            "Asks the model for a warm greeting.",
+            greeting_prompt,
+        ))
 }
 
 toolhost_plugin::export!(tools);
@@ -281,6 +298,20 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A new Rust project vendors the whole SDK: a file added to it must
+    /// be added to SDK_FILES too.
+    #[test]
+    fn every_sdk_source_is_vendored() {
+        let sources = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk/rust/src");
+        for entry in std::fs::read_dir(sources).unwrap() {
+            let name = format!("src/{}", entry.unwrap().file_name().to_string_lossy());
+            assert!(
+                SDK_FILES.iter().any(|(path, _)| *path == name),
+                "{name} is not in SDK_FILES"
+            );
+        }
+    }
 
     #[test]
     fn plugin_names_are_crate_and_tool_names() {

@@ -11,7 +11,8 @@
 //! - [`http`]: the one place an envelope becomes an HTTP response.
 //! - [`rest`] and [`openapi`]: `POST /tools/{name}` (and `GET` for a
 //!   read-only tool, its arguments from the query: [`query`]) and
-//!   discovery; [`lists`]: the tool lists, made once per registry change.
+//!   discovery; [`lists`]: the tool lists, made once per registry change;
+//!   [`resources`]: resources and prompts over REST.
 //! - [`ui`]: the dashboard at `/`, its assets embedded in the binary.
 //! - [`events`]: `GET /events`, load outcomes and call summaries as SSE.
 //! - [`mcp`]: the MCP handler, served over Streamable HTTP and stdio.
@@ -32,6 +33,7 @@ pub(crate) mod oauth;
 pub(crate) mod openapi;
 pub(crate) mod publish;
 pub(crate) mod query;
+pub(crate) mod resources;
 pub(crate) mod rest;
 pub(crate) mod trace;
 pub(crate) mod ui;

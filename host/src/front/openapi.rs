@@ -2,10 +2,10 @@
 //! registry, so REST clients and code generators see the same tools, with
 //! the same schemas, as MCP clients.
 //!
-//! Each tool's schemas go into `components.schemas` under their own `$id`
-//! and are referenced from the operation. That keeps `$ref`s inside a
-//! plugin's schema (`#/$defs/...`) resolving against the plugin's schema
-//! rather than against this document's root.
+//! Each tool's schemas go into `components.schemas` and are referenced
+//! from the operation; `$ref`s inside a plugin's schema (`#/$defs/...`)
+//! are rewritten to point into its place there, so they resolve for
+//! readers that honour `$id` and for those that do not.
 
 use serde_json::{Map, Value, json};
 
@@ -92,6 +92,7 @@ pub(crate) fn document(snapshot: &Snapshot) -> Value {
             } }),
         );
     }
+    catalog_paths(snapshot, &mut paths);
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -103,6 +104,115 @@ pub(crate) fn document(snapshot: &Snapshot) -> Value {
         "paths": paths,
         "components": { "schemas": schemas },
     })
+}
+
+/// Resources and prompts (contract 0.2.0), when some plugin has them:
+/// `GET /resources`, `GET /resources/{uri}`, `GET /prompts`, and one
+/// `POST /prompts/{name}` per prompt with its arguments as the body's
+/// string properties.
+fn catalog_paths(snapshot: &Snapshot, paths: &mut Map<String, Value>) {
+    let catalogs = || snapshot.serving().map(|plugin| &plugin.catalog);
+    let answer = |description: &str, schema: Value| {
+        let mut responses = error_responses();
+        responses["200"] = json!({
+            "description": description,
+            "content": { "application/json": { "schema": schema } }
+        });
+        responses
+    };
+    if catalogs().any(|catalog| catalog.serves_resources()) {
+        paths.insert(
+            "/resources".into(),
+            json!({ "get": {
+                "operationId": "listResources",
+                "summary": "The resources and resource templates",
+                "tags": ["resources"],
+                "responses": answer("The lists", json!({ "type": "object", "properties": {
+                    "resources": { "type": "array", "items": { "type": "object" } },
+                    "resourceTemplates": { "type": "array", "items": { "type": "object" } }
+                } }))
+            } }),
+        );
+        paths.insert(
+            "/resources/{uri}".into(),
+            json!({ "get": {
+                "operationId": "readResource",
+                "summary": "Reads a resource by its URI (percent-encoded)",
+                "tags": ["resources"],
+                "parameters": [{
+                    "name": "uri", "in": "path", "required": true,
+                    "schema": { "type": "string" },
+                    "description": "A URI from /resources, or one a template matches"
+                }],
+                "responses": answer("The contents", json!({ "type": "object", "properties": {
+                    "contents": { "type": "array", "items": { "type": "object", "properties": {
+                        "uri": { "type": "string" },
+                        "mimeType": { "type": "string" },
+                        "text": { "type": "string" },
+                        "blob": { "type": "string", "contentEncoding": "base64" }
+                    }, "required": ["uri"] } }
+                }, "required": ["contents"] }))
+            } }),
+        );
+    }
+    let prompts: Vec<_> = catalogs().flat_map(|catalog| &catalog.prompts).collect();
+    if prompts.is_empty() {
+        return;
+    }
+    paths.insert(
+        "/prompts".into(),
+        json!({ "get": {
+            "operationId": "listPrompts",
+            "summary": "The prompts",
+            "tags": ["prompts"],
+            "responses": answer("The prompts", json!({ "type": "object", "properties": {
+                "prompts": { "type": "array", "items": { "type": "object" } }
+            } }))
+        } }),
+    );
+    for prompt in prompts {
+        let mut properties = Map::new();
+        for argument in prompt.listing["arguments"].as_array().into_iter().flatten() {
+            let mut property = json!({ "type": "string" });
+            if let Some(description) = argument.get("description") {
+                property["description"] = description.clone();
+            }
+            if let Some(name) = argument["name"].as_str() {
+                properties.insert(name.into(), property);
+            }
+        }
+        let required: Vec<&str> = prompt
+            .arguments
+            .iter()
+            .filter(|(_, required)| *required)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        let description = prompt
+            .listing
+            .get("description")
+            .cloned()
+            .unwrap_or(json!(""));
+        paths.insert(
+            format!("/prompts/{}", prompt.name),
+            json!({ "post": {
+                "operationId": format!("prompt.{}", prompt.name),
+                "summary": prompt.listing.get("title").cloned().unwrap_or(json!(prompt.name)),
+                "description": description,
+                "tags": ["prompts"],
+                "requestBody": { "required": false, "content": { "application/json": { "schema": {
+                    "type": "object", "properties": properties, "required": required,
+                    "additionalProperties": false
+                } } } },
+                "responses": answer("The prompt's messages", json!({ "type": "object", "properties": {
+                    "description": { "type": "string" },
+                    "messages": { "type": "array", "items": { "type": "object", "properties": {
+                        "role": { "enum": ["user", "assistant"] },
+                        "content": { "type": "object" }
+                    }, "required": ["role", "content"] } }
+                }, "required": ["messages"] }))
+            } }),
+        );
+    }
 }
 
 /// `GET /tools/{name}` for a read-only tool: the POST operation with each
@@ -152,16 +262,38 @@ fn schema_ref(key: &str) -> String {
     format!("#/components/schemas/{key}")
 }
 
-/// A copy of a plugin schema that is its own schema resource, unless the
-/// plugin already gave it an `$id`.
+/// A copy of a plugin schema placed at `#/components/schemas/{key}`: its
+/// local `$ref`s (`#/$defs/address`, `#`) are rewritten to point there,
+/// so they resolve against this document for every reader, whether it
+/// honours `$id` or not. A schema with its own `$id` is left as it is (its
+/// refs resolve against that).
 fn with_id(schema: &Value, key: &str) -> Value {
     let mut schema = schema.clone();
-    if let Some(object) = schema.as_object_mut() {
-        object
-            .entry("$id")
-            .or_insert_with(|| json!(format!("urn:toolhost:schema:{key}")));
+    if schema.get("$id").is_none() {
+        rebase_refs(&mut schema, &schema_ref(key));
     }
     schema
+}
+
+fn rebase_refs(value: &mut Value, base: &str) {
+    match value {
+        Value::Object(object) => {
+            for (name, value) in object.iter_mut() {
+                match value {
+                    Value::String(target) if name == "$ref" => {
+                        if let Some(pointer) = target.strip_prefix('#')
+                            && (pointer.is_empty() || pointer.starts_with('/'))
+                        {
+                            *target = format!("{base}{pointer}");
+                        }
+                    }
+                    other => rebase_refs(other, base),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| rebase_refs(item, base)),
+        _ => {}
+    }
 }
 
 /// Every error status a tool call can answer with, each described by the

@@ -171,24 +171,32 @@ async fn call_tool(
         Ok(format) => format,
         Err(envelope) => return envelope.into_response(),
     };
-    let limit = state.settings.max_body_bytes;
-    let declared_length = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
-    if declared_length.is_some_and(|length| length > limit as u64) {
-        return Envelope::payload_too_large(limit).into_response();
-    }
-    let body = match axum::body::to_bytes(body, limit).await {
-        Ok(bytes) => bytes,
-        Err(_) => return Envelope::payload_too_large(limit).into_response(),
-    };
-    let arguments = match invoke::parse_arguments(&body) {
+    let arguments = match read_arguments(&headers, body, state.settings.max_body_bytes).await {
         Ok(arguments) => arguments,
         Err(envelope) => return envelope.into_response(),
     };
     run(&state, "POST", &name, arguments, format, &headers)
         .await
         .into_response()
+}
+
+/// A JSON body of at most `limit` bytes as an arguments object (empty:
+/// none); a larger one is refused before it is read whole.
+pub(crate) async fn read_arguments(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<serde_json::Map<String, serde_json::Value>, Envelope> {
+    let declared_length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+    if declared_length.is_some_and(|length| length > limit as u64) {
+        return Err(Envelope::payload_too_large(limit));
+    }
+    let body = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| Envelope::payload_too_large(limit))?;
+    invoke::parse_arguments(&body)
 }
 
 /// `GET /tools/{name}?arg=value`: a tool whose annotations say

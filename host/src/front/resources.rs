@@ -1,0 +1,80 @@
+//! REST for resources and prompts (contract 0.2.0), answering what MCP
+//! answers, from the same call path (`call/catalog.rs`):
+//!
+//! - `GET /resources`: `{resources, resourceTemplates}`;
+//! - `GET /resources/{uri}`: `{contents: [{uri, mimeType, text | blob}]}`
+//!   for the URI, percent-encoded (`/resources/test%3A%2F%2Fstatic-text`)
+//!   or as it is (`/resources/test://static-text`);
+//! - `GET /prompts`: `{prompts}`;
+//! - `POST /prompts/{name}` with the arguments as a JSON object of strings:
+//!   `{description?, messages: [{role, content}]}`.
+//!
+//! Failures are the envelope with its code and status (`errors.rs`):
+//! `RESOURCE_NOT_FOUND` and `PROMPT_NOT_FOUND` 404, arguments that are not
+//! the prompt's 422, the plugin's own error 422 with its code.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use crate::call::catalog;
+use crate::front::http::json_response;
+use crate::front::rest::read_arguments;
+use crate::registry::Registry;
+
+#[derive(Clone)]
+struct CatalogState {
+    registry: Arc<Registry>,
+    max_body_bytes: usize,
+}
+
+pub(crate) fn router(registry: Arc<Registry>, max_body_bytes: usize) -> Router {
+    Router::new()
+        .route("/resources", get(list_resources))
+        .route("/resources/{*uri}", get(read_resource))
+        .route("/prompts", get(list_prompts))
+        .route("/prompts/{name}", post(get_prompt))
+        .with_state(CatalogState {
+            registry,
+            max_body_bytes,
+        })
+}
+
+async fn list_resources(State(state): State<CatalogState>) -> Response {
+    let mut answer = catalog::list_resources(&state.registry);
+    answer["resourceTemplates"] =
+        catalog::list_templates(&state.registry)["resourceTemplates"].take();
+    json_response(200, &answer)
+}
+
+async fn read_resource(State(state): State<CatalogState>, Path(uri): Path<String>) -> Response {
+    match catalog::read_resource(&state.registry, &uri).await {
+        Ok(answer) => json_response(200, &answer),
+        Err(envelope) => envelope.into_response(),
+    }
+}
+
+async fn list_prompts(State(state): State<CatalogState>) -> Response {
+    json_response(200, &catalog::list_prompts(&state.registry))
+}
+
+async fn get_prompt(
+    State(state): State<CatalogState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let arguments = match read_arguments(&headers, body, state.max_body_bytes).await {
+        Ok(arguments) => arguments,
+        Err(envelope) => return envelope.into_response(),
+    };
+    match catalog::get_prompt(&state.registry, &name, arguments).await {
+        Ok(answer) => json_response(200, &answer),
+        Err(envelope) => envelope.into_response(),
+    }
+}
