@@ -197,43 +197,17 @@ fn send(
     token: Option<&str>,
     body: impl AsRef<[u8]>,
 ) -> Answer {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let url = format!("{}{path}", server.base);
-    let auth = token.map(|token| format!("Bearer {token}"));
-    let mut response = match method {
-        "GET" => {
-            let mut request = agent.get(&url);
-            if let Some(auth) = &auth {
-                request = request.header("Authorization", auth);
-            }
-            request.call().unwrap()
-        }
-        _ => {
-            let mut request = if method == "PUT" {
-                agent.put(&url).header("Content-Type", "application/wasm")
-            } else {
-                agent.post(&url).header("Content-Type", "application/json")
-            }
-            .header("Accept", "application/json, text/event-stream");
-            if let Some(auth) = &auth {
-                request = request.header("Authorization", auth);
-            }
-            request.send(body.as_ref()).unwrap()
-        }
+    let kind = if method == "PUT" {
+        "application/wasm"
+    } else {
+        "application/json"
     };
-    let challenge = response
-        .headers()
-        .get("www-authenticate")
-        .map(|v| v.to_str().unwrap().to_string())
-        .unwrap_or_default();
-    let text = response.body_mut().read_to_string().unwrap_or_default();
+    let (status, challenge, body) =
+        crate::support::exchange(server, method, path, token, kind, body.as_ref());
     Answer {
-        status: response.status().as_u16(),
+        status,
         challenge,
-        body: serde_json::from_str(&text).unwrap_or(Value::Null),
+        body,
     }
 }
 

@@ -205,17 +205,13 @@ fn resource(declared: DeclaredResource) -> Result<Resource, CatalogError> {
     if !is_absolute_uri(&declared.uri) {
         return Err(CatalogError::BadUri(declared.uri));
     }
-    let mut listing = Map::new();
-    listing.insert("uri".into(), json!(declared.uri));
-    described(
-        &mut listing,
+    let listing = listing(
+        ("uri", &declared.uri),
         declared.name,
         declared.title,
         declared.description,
+        declared.mime_type,
     );
-    if let Some(mime) = declared.mime_type {
-        listing.insert("mimeType".into(), json!(mime));
-    }
     Ok(Resource {
         uri: declared.uri,
         listing,
@@ -253,17 +249,13 @@ fn template(declared: DeclaredTemplate) -> Result<Template, CatalogError> {
             }
         }
     }
-    let mut listing = Map::new();
-    listing.insert("uriTemplate".into(), json!(text));
-    described(
-        &mut listing,
+    let listing = listing(
+        ("uriTemplate", &text),
         declared.name,
         declared.title,
         declared.description,
+        declared.mime_type,
     );
-    if let Some(mime) = declared.mime_type {
-        listing.insert("mimeType".into(), json!(mime));
-    }
     Ok(Template {
         template: text,
         parts,
@@ -322,19 +314,29 @@ fn prompt(declared: DeclaredPrompt, namespace: Option<&str>) -> Result<Prompt, C
     })
 }
 
-fn described(
-    listing: &mut Map<String, Value>,
+/// A resource's or template's listing: its URI (or template) under `key`,
+/// then `name`, `title`, `description` and `mimeType` when given.
+fn listing(
+    (key, uri): (&str, &str),
     name: String,
     title: Option<String>,
     description: Option<String>,
-) {
+    mime_type: Option<String>,
+) -> Map<String, Value> {
+    let mut listing = Map::new();
+    listing.insert(key.into(), json!(uri));
     listing.insert("name".into(), json!(name));
-    if let Some(title) = title {
-        listing.insert("title".into(), json!(title));
+    let optional = [
+        ("title", title),
+        ("description", description),
+        ("mimeType", mime_type),
+    ];
+    for (key, value) in optional {
+        if let Some(value) = value {
+            listing.insert(key.into(), json!(value));
+        }
     }
-    if let Some(description) = description {
-        listing.insert("description".into(), json!(description));
-    }
+    listing
 }
 
 /// `scheme:rest`, the scheme a letter then letters, digits, `+`, `-` or

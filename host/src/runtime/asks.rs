@@ -4,14 +4,12 @@
 //! whose store, settling and accounting they share). Instances are never
 //! kept for these: they are rare next to tool calls.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use super::calls::settle;
+use super::calls::{settle, usage_of};
 use super::{
     CallFailure, CallUsage, CompiledPlugin, CompletionRef, Completions, Grants, PluginError,
     PromptResult, ResourceContents, Runtime,
 };
+use std::sync::Arc;
 
 /// One request to a plugin's optional exports.
 #[derive(Debug, Clone)]
@@ -104,14 +102,7 @@ impl Runtime {
                         })
                     })
                     .await;
-                    let usage = CallUsage {
-                        cpu: Duration::ZERO,
-                        fuel: grants
-                            .fuel_budget()
-                            .saturating_sub(store.get_fuel().unwrap_or(0)),
-                        peak_memory_bytes: store.data().limiter.peak_bytes as u64,
-                        tier: code.tier,
-                    };
+                    let usage = usage_of(&store, &grants, &code);
                     Ok((settle(&plugin, &grants, &mut store, outcome), usage))
                 };
                 tracing::Instrument::instrument(job, span)

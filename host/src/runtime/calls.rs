@@ -122,14 +122,7 @@ impl Runtime {
                         Ok((answer, instance))
                     })
                     .await;
-                    let usage = CallUsage {
-                        cpu: Duration::ZERO,
-                        fuel: grants
-                            .fuel_budget()
-                            .saturating_sub(store.get_fuel().unwrap_or(0)),
-                        peak_memory_bytes: store.data().limiter.peak_bytes as u64,
-                        tier: code.tier,
-                    };
+                    let usage = usage_of(&store, &grants, &code);
                     let (outcome, instance) = match outcome {
                         Ok(Ok((answer, instance))) => (Ok(Ok(answer)), Some(instance)),
                         Ok(Err(error)) => (Ok(Err(error)), None),
@@ -229,6 +222,23 @@ impl Runtime {
         sandbox.limiter.start_call();
         let _ = store.set_fuel(grants.fuel_budget());
         Self::set_deadline(store, grants.limits.timeout, cancel);
+    }
+}
+
+/// What a call used in `store`, but its CPU time (the executor measures
+/// that).
+pub(super) fn usage_of(
+    store: &Store<Sandbox>,
+    grants: &Grants,
+    code: &compiler::Code,
+) -> CallUsage {
+    CallUsage {
+        cpu: Duration::ZERO,
+        fuel: grants
+            .fuel_budget()
+            .saturating_sub(store.get_fuel().unwrap_or(0)),
+        peak_memory_bytes: store.data().limiter.peak_bytes as u64,
+        tier: code.tier,
     }
 }
 

@@ -673,6 +673,20 @@ pub fn send(
     kind: &str,
     body: &[u8],
 ) -> (u16, Value) {
+    let (status, _, json) = exchange(server, method, path, token, kind, body);
+    (status, json)
+}
+
+/// Like [`send`], with the answer's `WWW-Authenticate` header (empty when
+/// there is none).
+pub fn exchange(
+    server: &Server,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    kind: &str,
+    body: &[u8],
+) -> (u16, String, Value) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -706,6 +720,15 @@ pub fn send(
         }
     };
     let status = response.status().as_u16();
+    let challenge = response
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap_or_default().to_string())
+        .unwrap_or_default();
     let text = response.body_mut().read_to_string().unwrap_or_default();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    (
+        status,
+        challenge,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+    )
 }
