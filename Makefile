@@ -19,7 +19,7 @@ COMPONENTIZE_QJS := $(JS_TOOLCHAIN)/node_modules/.bin/componentize-qjs
 # language.rs), read from its file. Placeholders: {paths} (Python module
 # search paths), {module} and {module_root} (JavaScript), {output}.
 RECIPES := host/src/commands/templates/build
-PY_RECIPE = $(subst componentize-py,$(COMPONENTIZE_PY),$(subst {paths},$(1),$(subst {output},$(2),$(shell cat $(RECIPES)/python))))
+PY_RECIPE = $(subst componentize-py,$(COMPONENTIZE_PY),$(subst {world},full,$(subst {paths},$(1),$(subst {output},$(2),$(shell cat $(RECIPES)/python)))))
 JS_RECIPE = $(subst componentize-qjs,$(COMPONENTIZE_QJS),$(subst {module},$(1)/app.js,$(subst {module_root},--module-root .,$(subst {output},$(2),$(shell cat $(RECIPES)/js)))))
 
 serve: plugins
@@ -65,8 +65,9 @@ target/bench-node/ts_client.mjs: tests/clients/ts_client.mjs
 
 # A large component of another language for the bench: the Python echo
 # (tests/fixtures/python), built by componentize-py from PyPI in a venv.
-target/py_echo.wasm: tests/fixtures/python/app.py wit/plugin.wit $(RECIPES)/python | $(COMPONENTIZE_PY)
-	$(call PY_RECIPE,-p tests/fixtures/python,$@)
+# A raw component of the tools-only world (no SDK), so not the recipe.
+target/py_echo.wasm: tests/fixtures/python/app.py wit/plugin.wit | $(COMPONENTIZE_PY)
+	$(COMPONENTIZE_PY) -d wit -w plugin componentize -p tests/fixtures/python app -o $@
 
 # The same echo in JavaScript built by componentize-js 0.23 (StarlingMonkey,
 # the toolchain jco documents), pinned from npm, for the big components' rows.

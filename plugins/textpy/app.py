@@ -9,7 +9,7 @@ nothing to slugify. Build it from the repository root with
 
 which runs
 
-    target/toolchains/python/bin/componentize-py -d wit -w plugin \\
+    target/toolchains/python/bin/componentize-py -d wit -w full \\
         componentize -p plugins/textpy -p sdk/python app -o plugins/textpy.wasm
 """
 
@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-from toolhost_plugin import ToolError, Tools, tool  # noqa: F401 (Tools is the export)
+from toolhost_plugin import ToolError, Tools, prompt, resource, tool  # noqa: F401 (Tools is the export)
 
 
 @dataclass
@@ -100,3 +100,23 @@ def slugify(text: str, separator: Literal["-", "_"] = "-", max_length: int | Non
         slug = cut[:boundary] if boundary > 0 and slug[max_length] != separator else cut
         slug = slug.rstrip(separator)
     return slug
+
+
+# Contract 0.2.0: a resource template and a prompt, typed functions too.
+
+@resource("text://slug/{text}", mime_type="text/plain")
+def slug_of(text: str) -> str:
+    """The slug of a text (as a URL part), with dashes."""
+    return slugify(text)
+
+
+@prompt(title="Summarize", complete={"style": lambda typed: [
+    s for s in ("bullet points", "one sentence", "plain words") if s.startswith(typed)]})
+def summarize(text: str, style: str = "one sentence") -> str:
+    """Asks the model to summarize a text.
+
+    Args:
+        text: The text to summarize
+        style: How the summary reads
+    """
+    return f"Summarize this text in {style}:\n\n{text}"

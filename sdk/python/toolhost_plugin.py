@@ -21,7 +21,7 @@ and ``Tools``, the export componentize-py looks for, serves every tool::
         \"\"\"
         return Sum(a + b)
 
-Build: ``componentize-py -d wit -w plugin componentize -p . -p <folder of
+Build: ``componentize-py -d wit -w full componentize -p . -p <folder of
 this file> app -o app.wasm``. The app is imported at build time (and only
 modules imported then exist at run time): a tool without a docstring or with
 a type no schema describes fails the build, naming it.
@@ -60,11 +60,19 @@ try:  # Present only inside a component built by componentize-py.
     from wit_world.imports import config as _wit_config
 except ImportError:
     _exports = _wit = _wit_client = _wit_config = _Err = None
+try:  # Contract 0.2.0's world `full` (what `toolhost dev` and `push` build).
+    from wit_world.exports import completion as _wit_completion
+    from wit_world.exports import prompts as _wit_prompts
+    from wit_world.exports import resources as _wit_resources
+except ImportError:
+    _wit_completion = _wit_prompts = _wit_resources = None
 
 __all__ = [
     "tool", "ToolError", "Tools", "Content", "Block", "text", "image", "audio",
     "link", "resource", "config", "log", "progress", "create_message", "elicit",
     "ClientError", "call", "registry", "schema_of",
+    "resource", "prompt", "Message", "user", "assistant", "Resources", "Prompts", "Completion",
+    "read_resource", "get_prompt", "resources", "prompts",
 ]
 
 _NoneType = type(None)
@@ -114,9 +122,17 @@ def link(uri: str, name: str, *, title: str | None = None, description: str | No
                                    "description": description, "mime_type": mime_type})
 
 
-def resource(uri: str, body: str | bytes, mime_type: str | None = None) -> Block:
-    """A resource carried in the result: text, or bytes (base64 on the wire)."""
-    return Block("resource", {"uri": uri, "mime_type": mime_type, "body": body})
+def resource(uri: str, body: str | bytes | None = None, mime_type: str | None = None, *,
+             name: str | None = None, title: str | None = None,
+             description: str | None = None, complete: dict | None = None) -> Any:
+    """With a ``body``: an embedded resource block (text, or bytes as a
+    blob). Without: a decorator that serves the function as the resource
+    at ``uri`` (contract 0.2.0, see ``_register_resource``)."""
+    if body is None:
+        return _register_resource(uri, name=name, title=title, description=description,
+                                  mime_type=mime_type, complete=complete)
+    return Block("resource", {"uri": uri, "mime_type": mime_type,
+                              "body": body})
 
 
 class Content:
@@ -485,6 +501,154 @@ for _fail in (lambda: 1 / 0, lambda: _no_such_name, lambda: (0).no_such_attribut
         traceback.format_exception(_error)
 
 
+# --- Resources and prompts (contract 0.2.0) --------------------------------------
+
+_VARIABLE = re.compile(r"\{(\w+)\}")
+
+
+class ResourceSpec(NamedTuple):
+    uri: str  # a fixed URI, or a template with {name} parts
+    name: str
+    title: str | None
+    description: str
+    mime_type: str | None
+    function: Any
+    complete: dict  # variable -> function(typed) -> list[str]
+
+    def matches(self, uri: str) -> dict | None:
+        """The template's variables in ``uri``: each ``{name}`` stands for
+        one or more characters other than ``/``, ``?`` and ``#``."""
+        pattern = "".join(
+            f"(?P<{part}>[^/?#]+)" if i % 2 else re.escape(part)
+            for i, part in enumerate(_VARIABLE.split(self.uri)))
+        found = re.fullmatch(pattern, uri)
+        return None if found is None else found.groupdict()
+
+
+class PromptSpec(NamedTuple):
+    name: str
+    title: str | None
+    description: str
+    arguments: list  # (name, description, required)
+    function: Any
+    complete: dict  # argument -> function(typed) -> list[str]
+
+
+resources: dict[str, ResourceSpec] = {}
+prompts: dict[str, PromptSpec] = {}
+
+
+def _register_resource(uri: str, *, name: str | None, title: str | None,
+                       description: str | None, mime_type: str | None, complete: dict | None):
+    """``@resource(uri)``: registers a function as the resource at ``uri``;
+    a URI with ``{name}`` parts is a template, and the function takes those
+    names as ``str`` parameters. It returns ``str`` (text) or ``bytes`` (a
+    blob). ``complete`` maps a variable to a function from what the user
+    typed to suggestions."""
+    def register(fn):
+        where = f"resource {uri!r} ({fn.__module__}.{fn.__qualname__})"
+        if uri in resources:
+            raise ValueError(f"{where}: there is already a resource with this URI")
+        text_ = description or _doc(fn)[0]
+        if not text_:
+            raise ValueError(f"{where}: needs a description: give the function a docstring")
+        variables = _VARIABLE.findall(uri)
+        parameters = list(inspect.signature(fn).parameters)
+        if sorted(parameters) != sorted(variables):
+            raise TypeError(f"{where}: its parameters must be the URI's variables {variables}")
+        resources[uri] = ResourceSpec(uri, name or fn.__name__, title, text_, mime_type, fn,
+                                      dict(complete or {}))
+        return fn
+    return register
+
+
+def prompt(fn=None, /, *, name: str | None = None, title: str | None = None,
+           description: str | None = None, complete: dict | None = None):
+    """Registers a function as a prompt: ``@prompt`` or ``@prompt(name=...)``.
+    Its parameters are the prompt's arguments (``str``; required unless they
+    have a default), described by the docstring's ``Args:``; it returns
+    ``str`` (one user message), a ``Block``, a ``Content``, or a list of
+    blocks and ``Message``s (``user(...)``, ``assistant(...)``)."""
+    def register(fn):
+        prompt_name = name or fn.__name__
+        where = f"prompt {prompt_name!r} ({fn.__module__}.{fn.__qualname__})"
+        if not _NAME.match(prompt_name):
+            raise ValueError(f"{where}: a name must match {_NAME.pattern}")
+        if prompt_name in prompts:
+            raise ValueError(f"{where}: there is already a prompt with this name")
+        summary, described = _doc(fn)
+        text_ = description or summary
+        if not text_:
+            raise ValueError(f"{where}: needs a description: give the function a docstring")
+        arguments = [(p.name, described.get(p.name), p.default is inspect.Parameter.empty)
+                     for p in inspect.signature(fn).parameters.values()]
+        prompts[prompt_name] = PromptSpec(prompt_name, title, text_, arguments, fn,
+                                          dict(complete or {}))
+        return fn
+    return register(fn) if fn is not None else register
+
+
+class Message(NamedTuple):
+    role: str  # user | assistant
+    block: Block
+
+
+def user(content: str | Block) -> Message:
+    return Message("user", text(content) if isinstance(content, str) else content)
+
+
+def assistant(content: str | Block) -> Message:
+    return Message("assistant", text(content) if isinstance(content, str) else content)
+
+
+def _messages(value: Any) -> list[Message]:
+    if isinstance(value, str):
+        return [user(value)]
+    if isinstance(value, (Block, Message)):
+        value = [value]
+    if isinstance(value, Content):
+        value = value.blocks
+    return [m if isinstance(m, Message) else user(m) for m in value]
+
+
+def _find_resource(uri: str) -> tuple[ResourceSpec, dict]:
+    spec = resources.get(uri)
+    if spec is not None and not _VARIABLE.search(uri):
+        return spec, {}
+    for spec in resources.values():
+        if _VARIABLE.search(spec.uri) and (values := spec.matches(uri)) is not None:
+            return spec, values
+    raise ToolError("NOT_FOUND", f"there is no resource at {uri}", {"uri": uri})
+
+
+def _guarded(what: str, run: Any) -> Any:
+    try:
+        return run()
+    except ToolError:
+        raise
+    except Exception as error:
+        lines = _print_traceback(error)
+        details = {"error": type(error).__name__, "traceback": "".join(lines[-8:]).strip()}
+        raise ToolError("INTERNAL_ERROR", f"{what}: {type(error).__name__}: {error}", details) from error
+
+
+def read_resource(uri: str) -> str | bytes:
+    """Reads a resource as the host does; raises ``ToolError`` (``NOT_FOUND``)."""
+    spec, values = _find_resource(uri)
+    body = _guarded(f"resource {uri}", lambda: spec.function(**values))
+    if not isinstance(body, (str, bytes, bytearray)):
+        raise ToolError("INVALID_RESOURCE", f"resource {uri} must return str or bytes")
+    return body
+
+
+def get_prompt(name: str, arguments: dict | None = None) -> list[Message]:
+    """Gets a prompt as the host does; raises ``ToolError``."""
+    spec = prompts.get(name)
+    if spec is None:
+        raise ToolError("NOT_FOUND", f"there is no prompt named {name!r}")
+    return _messages(_guarded(f"prompt {name}", lambda: spec.function(**(arguments or {}))))
+
+
 # --- The WIT glue --------------------------------------------------------------
 
 def _wit_block(block: Block) -> Any:
@@ -521,10 +685,80 @@ class Tools(_exports.Tools if _exports else object):
         try:
             content = call(name, arguments)
         except ToolError as error:
-            details = None if error.details is None else _dumps(_jsonable(error.details))
-            raise _Err(_wit.ToolError(code=error.code, message=error.message, details=details)) from None
+            raise _wit_error(error) from None
         structured = None if content.structured is None else _dumps(content.structured)
         return _wit.Output(content=[_wit_block(b) for b in content.blocks], structured=structured)
+
+
+def _wit_error(error: ToolError) -> Any:
+    details = None if error.details is None else _dumps(_jsonable(error.details))
+    return _Err(_wit.ToolError(code=error.code, message=error.message, details=details))
+
+
+class Resources(getattr(_exports, "Resources", object)):
+    """The ``resources`` export: every ``@resource`` function."""
+
+    def list_resources(self) -> list:
+        return [_wit_resources.Resource(s.uri, s.name, s.title, s.description, s.mime_type)
+                for s in resources.values() if not _VARIABLE.search(s.uri)]
+
+    def list_templates(self) -> list:
+        return [_wit_resources.ResourceTemplate(s.uri, s.name, s.title, s.description, s.mime_type)
+                for s in resources.values() if _VARIABLE.search(s.uri)]
+
+    def read_resource(self, uri: str) -> list:
+        try:
+            spec, _ = _find_resource(uri)
+            body = read_resource(uri)
+        except ToolError as error:
+            raise _wit_error(error) from None
+        body = (_wit.ResourceBody_Text(body) if isinstance(body, str)
+                else _wit.ResourceBody_Blob(bytes(body)))
+        return [_wit_resources.Contents(uri, spec.mime_type, body)]
+
+
+class Prompts(getattr(_exports, "Prompts", object)):
+    """The ``prompts`` export: every ``@prompt`` function."""
+
+    def list_prompts(self) -> list:
+        return [_wit_prompts.Prompt(s.name, s.title, s.description, [
+            _wit_prompts.PromptArgument(n, None, d, r) for n, d, r in s.arguments
+        ]) for s in prompts.values()]
+
+    def get_prompt(self, name: str, arguments: list) -> Any:
+        try:
+            messages = get_prompt(name, dict(arguments))
+        except ToolError as error:
+            raise _wit_error(error) from None
+        roles = {"user": _wit_prompts.Role.USER, "assistant": _wit_prompts.Role.ASSISTANT}
+        return _wit_prompts.PromptResult(None, [
+            _wit_prompts.Message(roles[m.role], _wit_block(m.block)) for m in messages])
+
+
+class Completion(getattr(_exports, "Completion", object)):
+    """The ``completion`` export: the ``complete=`` functions of prompts and
+    templates."""
+
+    def complete(self, ref: Any, argument: str, value: str, context: list) -> Any:
+        name = ref.value
+        spec = prompts.get(name) if type(ref).__name__.endswith("Prompt") else resources.get(name)
+        complete = spec.complete.get(argument) if spec else None
+        try:
+            values = [str(v) for v in complete(value)] if complete else []
+        except Exception as error:
+            _print_traceback(error)
+            values = []
+        return _wit_completion.Completions(values[:100], len(values), len(values) > 100)
+
+
+# An app built for the `full` world must export all four classes; one that
+# names only ``Tools`` (written before contract 0.2.0) gets the other three
+# from here, empty unless it declares resources or prompts.
+if _wit_resources is not None and "app" in sys.modules:
+    for _name, _export in (("Resources", Resources), ("Prompts", Prompts),
+                           ("Completion", Completion)):
+        if not hasattr(sys.modules["app"], _name):
+            setattr(sys.modules["app"], _name, _export)
 
 
 # --- Host services ---------------------------------------------------------------

@@ -87,6 +87,35 @@ fn python_and_javascript_examples_answer_over_rest_and_mcp() {
         assert_eq!(nothing.json["error"]["code"], "NOTHING_TO_SLUGIFY");
         assert_eq!(nothing.json["error"]["details"], json!({"text": "?!"}));
 
+        // Python: a resource template and a prompt (contract 0.2.0).
+        let slug = server.get("/resources/text%3A%2F%2Fslug%2FHello%20World");
+        assert_eq!(slug.status, 200, "{}", slug.json);
+        assert_eq!(slug.json["contents"][0]["text"], "hello-world");
+        let prompts = server.get("/prompts").json;
+        assert_eq!(
+            prompts["prompts"][0]["arguments"],
+            json!([
+                {"name": "text", "description": "The text to summarize", "required": true},
+                {"name": "style", "description": "How the summary reads", "required": false},
+            ])
+        );
+        let summary = server.post("/prompts/summarize", r#"{"text":"Rust is fast."}"#);
+        assert_eq!(summary.status, 200, "{}", summary.json);
+        assert_eq!(
+            summary.json["messages"][0]["content"]["text"],
+            "Summarize this text in one sentence:\n\nRust is fast."
+        );
+        let message = json!({"jsonrpc": "2.0", "id": 1, "method": "completion/complete", "params": {
+            "ref": {"type": "ref/prompt", "name": "summarize"},
+            "argument": {"name": "style", "value": "b"}}});
+        let (_, _, completed) = crate::mcp::rpc(server, message, &[]);
+        let completed: Value = serde_json::from_str(&completed).unwrap();
+        assert_eq!(
+            completed["result"]["completion"]["values"],
+            json!(["bullet points"]),
+            "{completed}"
+        );
+
         // JavaScript: text, structured, business error.
         let snake = server.call(
             "change_case",

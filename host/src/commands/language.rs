@@ -28,6 +28,20 @@ pub(super) enum Language {
 pub(super) struct Sources {
     pub(super) paths: Vec<String>,
     pub(super) module_root: Option<String>,
+    /// The WIT world a Python build targets (`{world}`): `full` (tools,
+    /// resources, prompts, completion) by default; `plugin` for a project
+    /// whose `wit/plugin.wit` predates contract 0.2.0 ([`world_of`]).
+    pub(super) world: Option<&'static str>,
+}
+
+/// The world to build a project in `dir` for: `plugin` when its own
+/// `wit/plugin.wit` has no `full` world (a project made before contract
+/// 0.2.0 builds as it always did), else `full`.
+pub(super) fn world_of(dir: &Path) -> &'static str {
+    match std::fs::read_to_string(dir.join("wit/plugin.wit")) {
+        Ok(wit) if !wit.contains("world full") => "plugin",
+        _ => "full",
+    }
 }
 
 /// One build, as a program and its arguments, run in the project folder.
@@ -86,6 +100,7 @@ impl Language {
         for word in words {
             match word {
                 "{output}" => args.push(output.to_string()),
+                "{world}" => args.push(sources.world.unwrap_or("full").to_string()),
                 "{paths}" => {
                     let paths = if sources.paths.is_empty() {
                         vec![".".to_string()]
@@ -194,11 +209,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_project_made_before_0_2_0_builds_for_its_own_world() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(world_of(dir.path()), "full");
+        std::fs::create_dir(dir.path().join("wit")).unwrap();
+        std::fs::write(
+            dir.path().join("wit/plugin.wit"),
+            "package toolhost:plugin@0.1.0;\nworld plugin { export tools; }\n",
+        )
+        .unwrap();
+        assert_eq!(world_of(dir.path()), "plugin");
+        std::fs::write(
+            dir.path().join("wit/plugin.wit"),
+            include_str!("../../../wit/plugin.wit"),
+        )
+        .unwrap();
+        assert_eq!(world_of(dir.path()), "full");
+        let sources = Sources {
+            world: Some("plugin"),
+            ..Sources::default()
+        };
+        assert!(
+            Language::Python
+                .recipe("x.wasm", &sources)
+                .display()
+                .contains("-w plugin")
+        );
+    }
+
+    #[test]
     fn a_project_recipe_builds_from_its_own_folder() {
         let none = Sources::default();
         assert_eq!(
             Language::Python.recipe("target/wc.wasm", &none).display(),
-            "componentize-py -d wit -w plugin componentize -p . app -o target/wc.wasm"
+            "componentize-py -d wit -w full componentize -p . app -o target/wc.wasm"
         );
         assert_eq!(
             Language::JavaScript
@@ -219,17 +263,18 @@ mod tests {
     fn an_example_recipe_adds_the_sdk() {
         let python = Sources {
             paths: vec!["plugins/textpy".into(), "sdk/python".into()],
-            module_root: None,
+            ..Sources::default()
         };
         assert_eq!(
             Language::Python
                 .recipe("plugins/textpy.wasm", &python)
                 .display(),
-            "componentize-py -d wit -w plugin componentize -p plugins/textpy -p sdk/python app -o plugins/textpy.wasm"
+            "componentize-py -d wit -w full componentize -p plugins/textpy -p sdk/python app -o plugins/textpy.wasm"
         );
         let js = Sources {
             paths: vec!["plugins/textjs".into()],
             module_root: Some(".".into()),
+            ..Sources::default()
         };
         assert_eq!(
             Language::JavaScript

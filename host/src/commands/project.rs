@@ -18,7 +18,7 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 pub(super) use super::language::Language;
-use super::language::Sources;
+use super::language::{Sources, world_of};
 
 /// At most this many lines of compiler output per failed build.
 const MAX_ERROR_LINES: usize = 40;
@@ -156,9 +156,13 @@ impl Project {
                 self.target_dir.join(format!("{}.wasm", self.id))
             }
         };
+        let sources = Sources {
+            world: Some(world_of(&self.dir)),
+            ..Sources::default()
+        };
         let recipe = self
             .language
-            .recipe(&output_path.to_string_lossy(), &Sources::default());
+            .recipe(&output_path.to_string_lossy(), &sources);
         let program = match self.language.toolchain() {
             Some(toolchain) => toolchain.find()?.into_os_string(),
             None => cargo(),
