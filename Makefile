@@ -20,7 +20,7 @@ COMPONENTIZE_QJS := $(JS_TOOLCHAIN)/node_modules/.bin/componentize-qjs
 # search paths), {module} and {module_root} (JavaScript), {output}.
 RECIPES := host/src/commands/templates/build
 PY_RECIPE = $(subst componentize-py,$(COMPONENTIZE_PY),$(subst {world},full,$(subst {paths},$(1),$(subst {output},$(2),$(shell cat $(RECIPES)/python)))))
-JS_RECIPE = $(subst componentize-qjs,$(COMPONENTIZE_QJS),$(subst {module},$(1)/app.js,$(subst {module_root},--module-root .,$(subst {output},$(2),$(shell cat $(RECIPES)/js)))))
+JS_RECIPE = $(subst componentize-qjs,$(COMPONENTIZE_QJS),$(subst {world},$(3),$(subst {module},$(1)/app.js,$(subst {module_root},--module-root .,$(subst {output},$(2),$(shell cat $(RECIPES)/js))))))
 
 serve: plugins
 	cargo run --release -p toolhost -- serve --plugins plugins
@@ -133,7 +133,7 @@ plugins/textpy.wasm: plugins/textpy/app.py sdk/python/toolhost_plugin.py wit/plu
 
 # The JavaScript example: its module imports the helper (sdk/js).
 plugins/textjs.wasm: plugins/textjs/app.js sdk/js/toolhost.js wit/plugin.wit $(RECIPES)/js | $(COMPONENTIZE_QJS)
-	$(call JS_RECIPE,plugins/textjs,$@.tmp)
+	$(call JS_RECIPE,plugins/textjs,$@.tmp,full)
 	mv $@.tmp $@
 
 target:

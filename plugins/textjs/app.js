@@ -6,7 +6,7 @@
 // which runs
 //
 //   target/toolchains/js/node_modules/.bin/componentize-qjs --sync --wit wit \
-//     --world plugin --js plugins/textjs/app.js --module-root . -o plugins/textjs.wasm
+//     --world full --js plugins/textjs/app.js --module-root . -o plugins/textjs.wasm
 //
 // (`--sync`: the host does not enable component-model async; `--module-root .`
 // lets this file import the helper from ../../sdk/js). Then try it:
@@ -20,7 +20,7 @@
 // types each tool's `args` from its input schema.
 // @ts-check
 
-import { tool, exportTools, ToolError } from "../../sdk/js/toolhost.js";
+import { tool, exportPlugin, defineResource, definePrompt, ToolError } from "../../sdk/js/toolhost.js";
 
 // --- change_case ---------------------------------------------------------------
 
@@ -135,4 +135,31 @@ const findAll = tool({
   },
 });
 
-export const tools = exportTools(changeCase, findAll);
+// --- A resource template and a prompt (contract 0.2.0) ------------------------
+
+const caseOf = defineResource({
+  uri: "case://snake/{text}",
+  name: "snake-case",
+  description: "A text (as a URL part) in snake_case",
+  mimeType: "text/plain",
+  read: ({ text }) => words(decodeURIComponent(text)).map((w) => w.toLowerCase()).join("_"),
+});
+
+const rename = definePrompt({
+  name: "rename",
+  description: "Asks the model for a better name for an identifier",
+  arguments: [
+    { name: "identifier", description: "The name to improve", required: true },
+    { name: "style", description: "camel, snake or kebab" },
+  ],
+  get: ({ identifier, style = "camel" }) => `Suggest a clearer ${style}-case name for \`${identifier}\`.`,
+  complete: { style: (typed) => ["camel", "snake", "kebab"].filter((s) => s.startsWith(typed)) },
+});
+
+// Everything the component exports (the `full` world): the tools, and the
+// resource and prompt above.
+export const { tools, resources, prompts, completion } = exportPlugin({
+  tools: [changeCase, findAll],
+  resources: [caseOf],
+  prompts: [rename],
+});

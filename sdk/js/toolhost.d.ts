@@ -198,6 +198,62 @@ export interface ToolsExport {
 
 export function exportTools(...tools: (Tool<any, any> | readonly Tool<any, any>[])[]): ToolsExport;
 
+// --- Resources and prompts (contract 0.2.0) -------------------------------------
+
+/** Suggestions for a variable or argument from what the user typed. */
+export type Completer = (typed: string) => readonly string[];
+
+export interface ResourceDefinition {
+  /** An absolute URI; `{name}` parts make it a template. */
+  readonly uri: string;
+  readonly name?: string;
+  readonly title?: string;
+  readonly description: string;
+  readonly mimeType?: string;
+  /** The template's variables (none for a fixed URI); a string is text,
+   * bytes a blob. Throw `new ToolError("NOT_FOUND", ..)` for none. */
+  readonly read: (vars: Record<string, string>) => string | Uint8Array;
+  readonly complete?: Readonly<Record<string, Completer>>;
+}
+
+export interface Resource extends ResourceDefinition {
+  readonly template: boolean;
+}
+
+export function defineResource(definition: ResourceDefinition): Resource;
+
+export interface PromptDefinition {
+  readonly name: string;
+  readonly title?: string;
+  readonly description: string;
+  readonly arguments?: readonly { name: string; title?: string; description?: string; required?: boolean }[];
+  /** The messages: a string (one user message), a block, `content(..)`,
+   * or a list of blocks and `user(..)` / `assistant(..)` messages. */
+  readonly get: (args: Record<string, string>) => string | Block | Output | readonly (Block | Message)[];
+  readonly complete?: Readonly<Record<string, Completer>>;
+}
+
+export interface Prompt extends PromptDefinition {}
+
+export interface Message {
+  readonly role: "user" | "assistant";
+  readonly block: Block;
+}
+
+export function definePrompt(definition: PromptDefinition): Prompt;
+export function user(value: string | Block): Message;
+export function assistant(value: string | Block): Message;
+export function readResource(resources: readonly Resource[], uri: string): string | Uint8Array;
+export function getPrompt(prompts: readonly Prompt[], name: string, args?: Record<string, string>): Message[];
+
+/** Every export of the `full` world:
+ * `export const { tools, resources, prompts, completion } = exportPlugin({..})`. */
+export function exportPlugin(plugin: {
+  readonly tools: readonly Tool<any, any>[];
+  readonly resources?: readonly (Resource | ResourceDefinition)[];
+  readonly prompts?: readonly (Prompt | PromptDefinition)[];
+}): { tools: ToolsExport; resources: object; prompts: object; completion: object };
+
 // --- Schema builders -----------------------------------------------------------
 
 type Keywords = { readonly description?: string; readonly [keyword: string]: unknown };

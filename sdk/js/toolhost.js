@@ -434,6 +434,141 @@ export function exportTools(...definitions) {
   });
 }
 
+// --- Resources and prompts (contract 0.2.0) -----------------------------------
+
+const VARIABLE = /\{(\w+)\}/g;
+
+/** Declares a resource: `{ uri, name?, title?, description, mimeType?,
+ * read(vars), complete? }`. A `uri` with `{name}` parts is a template and
+ * `read` gets those parts as an object; it returns a string (text) or bytes
+ * (a blob), or throws `new ToolError("NOT_FOUND", ..)`. `complete` maps a
+ * variable to a function from what the user typed to suggestions. */
+export function defineResource({ uri, name, title, description, mimeType, read, complete = {} }) {
+  const where = `resource ${JSON.stringify(uri)}`;
+  if (typeof uri !== "string" || !/^[A-Za-z][A-Za-z0-9+.-]*:./.test(uri)) fail(where, "needs an absolute URI");
+  if (typeof description !== "string" || !description.trim()) fail(where, "needs a description");
+  if (typeof read !== "function") fail(where, "needs read(vars): the function that reads it");
+  const variables = [...uri.matchAll(VARIABLE)].map((m) => m[1]);
+  const pattern = new RegExp(`^${uri.split(VARIABLE).map((part, i) =>
+    i % 2 ? `(?<${part}>[^/?#]+)` : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("")}$`);
+  return Object.freeze({
+    uri,
+    template: variables.length > 0,
+    name: name ?? uri,
+    title: optionalString(title, `${where} title`),
+    description,
+    mimeType: optionalString(mimeType, `${where} mimeType`),
+    read,
+    complete,
+    match: (candidate) => (variables.length ? pattern.exec(candidate)?.groups ?? null : candidate === uri ? {} : null),
+  });
+}
+
+/** Declares a prompt: `{ name, title?, description, arguments: [{ name,
+ * description?, required? }], get(args), complete? }`. `get` returns a
+ * string (one user message), a block, `content(..)`, or a list of blocks and
+ * `user(..)` / `assistant(..)` messages. */
+export function definePrompt({ name, title, description, arguments: args = [], get, complete = {} }) {
+  const where = `prompt ${JSON.stringify(name)}`;
+  if (typeof name !== "string" || !NAME.test(name)) fail(where, `a name must match ${NAME.source}`);
+  if (typeof description !== "string" || !description.trim()) fail(where, "needs a description");
+  if (typeof get !== "function") fail(where, "needs get(args): the function that builds the messages");
+  const argumentsList = args.map((a) => ({
+    name: String(a.name),
+    title: optionalString(a.title, `${where} argument title`),
+    description: optionalString(a.description, `${where} argument description`),
+    required: Boolean(a.required),
+  }));
+  return Object.freeze({ name, title: optionalString(title, `${where} title`), description, arguments: argumentsList, get, complete });
+}
+
+/** One message of a prompt from the user (a string or a block). */
+export function user(value) {
+  return Object.freeze({ role: "user", block: typeof value === "string" ? text(value) : value });
+}
+
+/** One message of a prompt from the assistant. */
+export function assistant(value) {
+  return Object.freeze({ role: "assistant", block: typeof value === "string" ? text(value) : value });
+}
+
+function messagesOf(value) {
+  if (value instanceof Output) value = value.content;
+  const list = Array.isArray(value) ? value : [value];
+  return list.map((item) => (item?.role ? item : user(item)));
+}
+
+/** Reads a resource as the host does (for tests): its body. */
+export function readResource(resources, uri) {
+  for (const r of resources) {
+    const vars = r.match(uri);
+    if (vars) return r.read(vars);
+  }
+  throw new ToolError("NOT_FOUND", `there is no resource at ${uri}`, { uri });
+}
+
+/** Gets a prompt as the host does (for tests): its messages. */
+export function getPrompt(prompts, name, args = {}) {
+  const p = prompts.find((candidate) => candidate.name === name);
+  if (!p) throw new ToolError("NOT_FOUND", `there is no prompt named ${name}`);
+  return messagesOf(p.get(args));
+}
+
+/** Everything an app exports, for the `full` world: `export const { tools,
+ * resources, prompts, completion } = exportPlugin({ tools: [..],
+ * resources: [..], prompts: [..] })`. (`toolhost dev` builds an app that
+ * calls `exportPlugin` for the `full` world, one that calls only
+ * `exportTools` for `plugin`.) */
+export function exportPlugin({ tools = [], resources = [], prompts = [] } = {}) {
+  const declared = resources.map((r) => (r.match ? r : defineResource(r)));
+  const promptList = prompts.map((p) => (Object.isFrozen(p) && p.get ? p : definePrompt(p)));
+  const body = (value) => (typeof value === "string"
+    ? { tag: "text", val: value }
+    : { tag: "blob", val: bytes(value, "resource body") });
+  const listing = (r) => ({ name: r.name, title: r.title, description: r.description, mimeType: r.mimeType });
+  return Object.freeze({
+    tools: exportTools(...tools),
+    resources: Object.freeze({
+      listResources: () => declared.filter((r) => !r.template).map((r) => ({ uri: r.uri, ...listing(r) })),
+      listTemplates: () => declared.filter((r) => r.template).map((r) => ({ uriTemplate: r.uri, ...listing(r) })),
+      readResource(uri) {
+        try {
+          const r = declared.find((candidate) => candidate.match(uri));
+          const value = readResource(declared, uri);
+          return [{ uri, mimeType: r.mimeType, body: body(value) }];
+        } catch (error) {
+          throw toWitError(error);
+        }
+      },
+    }),
+    prompts: Object.freeze({
+      listPrompts: () => promptList.map((p) => ({ name: p.name, title: p.title, description: p.description, arguments: p.arguments })),
+      getPrompt(name, args) {
+        try {
+          const messages = getPrompt(promptList, name, Object.fromEntries(args));
+          return { description: null, messages: messages.map((m) => ({ role: m.role, content: { tag: m.block.tag, val: m.block.val } })) };
+        } catch (error) {
+          throw toWitError(error);
+        }
+      },
+    }),
+    completion: Object.freeze({
+      complete(ref, argument, value) {
+        const owner = ref.tag === "prompt"
+          ? promptList.find((p) => p.name === ref.val)
+          : declared.find((r) => r.uri === ref.val);
+        let values = [];
+        try {
+          values = (owner?.complete?.[argument]?.(value) ?? []).map(String);
+        } catch {
+          values = [];
+        }
+        return { values: values.slice(0, 100), total: values.length, hasMore: values.length > 100 };
+      },
+    }),
+  });
+}
+
 // --- Host services -----------------------------------------------------------
 
 /** The `[config]` values the plugin's policy grants. */

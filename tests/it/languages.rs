@@ -92,8 +92,17 @@ fn python_and_javascript_examples_answer_over_rest_and_mcp() {
         assert_eq!(slug.status, 200, "{}", slug.json);
         assert_eq!(slug.json["contents"][0]["text"], "hello-world");
         let prompts = server.get("/prompts").json;
+        let prompt = |name: &str| {
+            prompts["prompts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == name)
+                .cloned()
+                .unwrap_or_else(|| panic!("no prompt {name}: {prompts}"))
+        };
         assert_eq!(
-            prompts["prompts"][0]["arguments"],
+            prompt("summarize")["arguments"],
             json!([
                 {"name": "text", "description": "The text to summarize", "required": true},
                 {"name": "style", "description": "How the summary reads", "required": false},
@@ -115,6 +124,22 @@ fn python_and_javascript_examples_answer_over_rest_and_mcp() {
             json!(["bullet points"]),
             "{completed}"
         );
+
+        // JavaScript: the same, declared with exportPlugin (world full).
+        let snake = server.get("/resources/case%3A%2F%2Fsnake%2FHello%20World");
+        assert_eq!(snake.status, 200, "{}", snake.json);
+        assert_eq!(snake.json["contents"][0]["text"], "hello_world");
+        assert_eq!(prompt("rename")["arguments"][1]["required"], false);
+        let renamed = server.post("/prompts/rename", r#"{"identifier":"tmp2"}"#);
+        assert_eq!(
+            renamed.json["messages"][0]["content"]["text"],
+            "Suggest a clearer camel-case name for `tmp2`."
+        );
+        let message = json!({"jsonrpc": "2.0", "id": 1, "method": "completion/complete", "params": {
+            "ref": {"type": "ref/prompt", "name": "rename"},
+            "argument": {"name": "style", "value": "s"}}});
+        let (_, _, completed) = crate::mcp::rpc(server, message, &[]);
+        assert!(completed.contains(r#""values":["snake"]"#), "{completed}");
 
         // JavaScript: text, structured, business error.
         let snake = server.call(

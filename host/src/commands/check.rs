@@ -32,6 +32,16 @@ impl CheckOptions {
                 for tool in &plugin.tools {
                     println!("  {:<24} {}", tool.name, tool.description);
                 }
+                let catalog = &plugin.catalog;
+                for resource in &catalog.resources {
+                    println!("  resource {}", resource.uri);
+                }
+                for template in &catalog.templates {
+                    println!("  resource template {}", template.template);
+                }
+                for prompt in &catalog.prompts {
+                    println!("  prompt {}", prompt.name);
+                }
                 println!(
                     "granted: {}",
                     serde_json::to_string_pretty(&report.granted)?

@@ -28,19 +28,32 @@ pub(super) enum Language {
 pub(super) struct Sources {
     pub(super) paths: Vec<String>,
     pub(super) module_root: Option<String>,
-    /// The WIT world a Python build targets (`{world}`): `full` (tools,
-    /// resources, prompts, completion) by default; `plugin` for a project
-    /// whose `wit/plugin.wit` predates contract 0.2.0 ([`world_of`]).
+    /// The WIT world the build targets (`{world}`), as [`world_of`] finds
+    /// it; by default `full` for Python, `plugin` for JavaScript.
     pub(super) world: Option<&'static str>,
 }
 
-/// The world to build a project in `dir` for: `plugin` when its own
-/// `wit/plugin.wit` has no `full` world (a project made before contract
-/// 0.2.0 builds as it always did), else `full`.
-pub(super) fn world_of(dir: &Path) -> &'static str {
-    match std::fs::read_to_string(dir.join("wit/plugin.wit")) {
-        Ok(wit) if !wit.contains("world full") => "plugin",
-        _ => "full",
+/// The world to build a project in `dir` for: `full` (tools, resources,
+/// prompts, completion) or `plugin` (tools only). `plugin` when the
+/// project's own `wit/plugin.wit` has no `full` world (a project made
+/// before contract 0.2.0 builds as it always did); for JavaScript also
+/// unless `app.js` exports with `exportPlugin(..)` (an app must export every
+/// interface of its world, and one that calls only `exportTools` exports
+/// `tools`). Python apps get the other exports from the helper library.
+pub(super) fn world_of(language: Language, dir: &Path) -> &'static str {
+    let wit_has_full = match std::fs::read_to_string(dir.join("wit/plugin.wit")) {
+        Ok(wit) => wit.contains("world full"),
+        Err(_) => true,
+    };
+    let exports_all = match language {
+        Language::JavaScript => std::fs::read_to_string(dir.join("app.js"))
+            .is_ok_and(|app| app.contains("exportPlugin(")),
+        _ => true,
+    };
+    if wit_has_full && exports_all {
+        "full"
+    } else {
+        "plugin"
     }
 }
 
@@ -100,7 +113,13 @@ impl Language {
         for word in words {
             match word {
                 "{output}" => args.push(output.to_string()),
-                "{world}" => args.push(sources.world.unwrap_or("full").to_string()),
+                "{world}" => {
+                    let default = match self {
+                        Language::JavaScript => "plugin",
+                        _ => "full",
+                    };
+                    args.push(sources.world.unwrap_or(default).to_string());
+                }
                 "{paths}" => {
                     let paths = if sources.paths.is_empty() {
                         vec![".".to_string()]
@@ -211,20 +230,28 @@ mod tests {
     #[test]
     fn a_project_made_before_0_2_0_builds_for_its_own_world() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(world_of(dir.path()), "full");
+        assert_eq!(world_of(Language::Python, dir.path()), "full");
+        assert_eq!(world_of(Language::JavaScript, dir.path()), "plugin");
+        std::fs::write(
+            dir.path().join("app.js"),
+            "export const { tools } = exportPlugin({})",
+        )
+        .unwrap();
+        assert_eq!(world_of(Language::JavaScript, dir.path()), "full");
         std::fs::create_dir(dir.path().join("wit")).unwrap();
         std::fs::write(
             dir.path().join("wit/plugin.wit"),
             "package toolhost:plugin@0.1.0;\nworld plugin { export tools; }\n",
         )
         .unwrap();
-        assert_eq!(world_of(dir.path()), "plugin");
+        assert_eq!(world_of(Language::Python, dir.path()), "plugin");
+        assert_eq!(world_of(Language::JavaScript, dir.path()), "plugin");
         std::fs::write(
             dir.path().join("wit/plugin.wit"),
             include_str!("../../../wit/plugin.wit"),
         )
         .unwrap();
-        assert_eq!(world_of(dir.path()), "full");
+        assert_eq!(world_of(Language::Python, dir.path()), "full");
         let sources = Sources {
             world: Some("plugin"),
             ..Sources::default()
@@ -274,13 +301,13 @@ mod tests {
         let js = Sources {
             paths: vec!["plugins/textjs".into()],
             module_root: Some(".".into()),
-            ..Sources::default()
+            world: Some("full"),
         };
         assert_eq!(
             Language::JavaScript
                 .recipe("plugins/textjs.wasm", &js)
                 .display(),
-            "componentize-qjs --sync --wit wit --world plugin --js plugins/textjs/app.js --module-root . -o plugins/textjs.wasm"
+            "componentize-qjs --sync --wit wit --world full --js plugins/textjs/app.js --module-root . -o plugins/textjs.wasm"
         );
     }
 }

@@ -225,7 +225,15 @@ impl NewOptions {
         let library = name.replace('-', "_");
         let build = self
             .lang
-            .recipe(&format!("target/{library}.wasm"), &Sources::default())
+            .recipe(
+                &format!("target/{library}.wasm"),
+                // The scaffold is a 0.2.0 project (its app exports every
+                // interface of the `full` world).
+                &Sources {
+                    world: Some("full"),
+                    ..Sources::default()
+                },
+            )
             .display();
         let test = self.lang.test_command();
         match self.lang {

@@ -157,7 +157,7 @@ impl Project {
             }
         };
         let sources = Sources {
-            world: Some(world_of(&self.dir)),
+            world: Some(world_of(self.language, &self.dir)),
             ..Sources::default()
         };
         let recipe = self

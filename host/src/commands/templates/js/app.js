@@ -9,7 +9,7 @@
 // See toolhost.js. The engine is QuickJS: no Node APIs, no fetch.
 // @ts-check
 
-import { tool, exportTools, ToolError } from "./toolhost.js";
+import { tool, definePrompt, exportPlugin, ToolError } from "./toolhost.js";
 
 const greet = tool({
   name: "__NAME__",
@@ -31,5 +31,18 @@ const greet = tool({
   },
 });
 
-// What the component exports: the host lists and calls the tools through it.
-export const tools = exportTools(greet);
+// A prompt (contract 0.2.0): a template a client offers its user.
+// Resources are declared the same way, with defineResource({ uri, .. }).
+const greeting = definePrompt({
+  name: "__NAME___prompt",
+  description: "Asks the model for a warm greeting.",
+  arguments: [{ name: "name", description: "Who to greet", required: true }],
+  get: ({ name }) => `Write a short, warm greeting for ${name}.`,
+});
+
+// What the component exports: the host lists and calls the tools (and
+// gets the prompt) through these.
+export const { tools, resources, prompts, completion } = exportPlugin({
+  tools: [greet],
+  prompts: [greeting],
+});
