@@ -46,7 +46,7 @@ pub struct Settings {
     /// The one-admin shortcut: every route but `/health` needs
     /// `Authorization: Bearer` with this token (or one of `tokens_file`).
     pub token: Option<String>,
-    /// A TOML file of people, their tokens and roles (`front/auth.rs`),
+    /// A TOML file of people, their tokens and roles (`front/auth/`),
     /// reloaded when it changes.
     pub tokens_file: Option<std::path::PathBuf>,
     /// How long a client may take to send a header; also the keep-alive
@@ -65,7 +65,7 @@ pub struct Settings {
     pub cors_origins: Vec<String>,
     /// The least role that may read `GET /metrics` (with tokens).
     pub(crate) metrics_role: Role,
-    /// OAuth 2.1 access tokens from this issuer (`front/oauth.rs`), beside
+    /// OAuth 2.1 access tokens from this issuer (`front/oauth/`), beside
     /// or instead of tokens.
     pub oauth: Option<OAuthSettings>,
 }

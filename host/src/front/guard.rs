@@ -7,7 +7,7 @@
 //!   `127.0.0.1`, `::1`) plus the address toolhost listens on, so a web page
 //!   on another site cannot reach a local toolhost through a rebound DNS
 //!   name. Refused with 403; a request with two `Host` headers with 400.
-//! - Who is asking (`auth.rs`, the one place a token is checked): with
+//! - Who is asking (`auth/`, the one place a token is checked): with
 //!   `--token` or `--tokens`, every route of a router guarded with a role
 //!   needs `Authorization: Bearer <token>` of a person holding at least
 //!   that role (`/health` is on a router guarded without). No or an
@@ -195,7 +195,7 @@ pub(crate) async fn check(
                         format!(
                             "{name:?} may not do this: it needs the {} role (OAuth scope {})",
                             needs.as_str(),
-                            crate::front::oauth::scope_of(needs)
+                            crate::front::auth::scope_of(needs)
                         ),
                     ),
                 };

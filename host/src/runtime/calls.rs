@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
-use super::bindings::Plugin;
 use super::compiler;
 use super::executor::{self, Cancel, Refusal};
+use super::exports::Plugin;
 use super::failure::{root_cause, tail};
 use super::sandbox::Sandbox;
 use super::{

@@ -43,9 +43,9 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
 use super::allocator::release_free_memory;
-use super::bindings::{self, PluginPre};
 use super::cache::ArtifactCache;
 use super::executor::lower_thread_priority;
+use super::exports::{self, PluginPre};
 use super::failure::{CompileError, root_cause};
 use super::sandbox::Sandbox;
 
@@ -120,7 +120,7 @@ impl Compiler {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)?;
-        bindings::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
+        exports::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
         Ok(Compiler {
             tier,
             engine,

@@ -29,9 +29,9 @@
 //! call path (`list-tools`, `call-tool`: stores made ready, run on the
 //! executor, outcomes settled) as methods of the same [`Runtime`]. The
 //! other parts are files of their own, and none of them reaches back up:
-//! - `bindings.rs`: the contract's generated bindings, each export found
-//!   on its own; `asks.rs`: `read-resource`, `get-prompt` and `complete`
-//!   on the call path;
+//! - `bindings.rs`: the contract's generated bindings; `exports.rs`: a
+//!   component's exports, each found on its own; `asks.rs`:
+//!   `read-resource`, `get-prompt` and `complete` on the call path;
 //! - `compiler.rs`: both compilers, the tier-up from baseline to optimised
 //!   code, and the optimiser (given the compilers and the cache, not the
 //!   runtime); `cache.rs`: compiled code on disk;
@@ -53,6 +53,7 @@ mod calls;
 mod client;
 mod compiler;
 mod executor;
+mod exports;
 mod failure;
 mod grants;
 mod log_capture;
@@ -90,7 +91,6 @@ pub use self::bindings::exports::toolhost::plugin0_1_0::tools::{
 };
 
 pub use self::asks::{Answer, Ask};
-pub(crate) use self::bindings::Provides;
 /// What 0.2.0's optional exports declare (`wit/plugin.wit`), as plain data.
 pub use self::bindings::completion::{Completions, Reference as CompletionRef};
 pub use self::bindings::prompts::{
@@ -100,6 +100,7 @@ pub use self::bindings::resources::{
     Contents as ResourceContents, Resource as DeclaredResource,
     ResourceTemplate as DeclaredTemplate,
 };
+pub(crate) use self::exports::Provides;
 
 /// Everything a plugin declares when it is loaded.
 #[derive(Debug, Default)]

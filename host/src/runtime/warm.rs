@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 
 use wasmtime::Store;
 
-use super::bindings::Plugin;
 use super::compiler::Code;
+use super::exports::Plugin;
 use super::sandbox::Sandbox;
 
 /// An instance between calls, with its store.

@@ -15,6 +15,7 @@
 #![allow(deprecated)]
 
 mod catalog;
+mod client;
 pub(crate) mod http;
 mod idle;
 pub(crate) mod jsonrpc;
@@ -24,14 +25,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
-    CompleteRequestParams, CompleteResult, ErrorCode as RpcErrorCode, GetPromptRequestParams,
-    GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ErrorCode as RpcErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -40,6 +39,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use tracing::Instrument;
 
+use self::client::{SessionClient, severity};
+
 use crate::call::accounting::CALL_META;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::invoke;
@@ -47,7 +48,6 @@ use crate::front::lists::ToolLists;
 use crate::front::trace::{self, TraceParent};
 use crate::registry::Registry;
 use crate::registry::events::LoadEventKind;
-use crate::runtime::{ClientChannel, LogLevel};
 
 /// One MCP session's handler. Streamable HTTP makes one per session and
 /// stdio one per process, so per-session state (the log level) lives here.
@@ -391,120 +391,4 @@ fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
         .map_err(|e| McpError::internal_error(format!("result envelope: {e}"), None))?;
     result.result_type = Some(ResultType::COMPLETE);
     Ok(result)
-}
-
-/// What a plugin's `client` import reaches during one MCP call.
-struct SessionClient {
-    peer: Peer<RoleServer>,
-    progress_token: Option<ProgressToken>,
-    log_level: Arc<Mutex<LoggingLevel>>,
-}
-
-#[wasmtime_wasi::async_trait]
-impl ClientChannel for SessionClient {
-    async fn log(&self, level: LogLevel, message: String) {
-        let threshold = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
-        if severity(logging_level(level)) < severity(threshold) {
-            return;
-        }
-        let level = logging_level(level);
-        let _ = self
-            .peer
-            .notify_logging_message(LoggingMessageNotificationParam::new(level, json!(message)))
-            .await;
-    }
-
-    async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        let Some(token) = &self.progress_token else {
-            return;
-        };
-        let params = json!({ "progressToken": token, "progress": progress, "total": total, "message": message });
-        if let Ok(params) = serde_json::from_value::<ProgressNotificationParam>(strip_nulls(params))
-        {
-            let _ = self.peer.notify_progress(params).await;
-        }
-    }
-
-    async fn create_message(&self, params: String) -> Result<String, String> {
-        let supported = self.client_supports(|c| c.sampling.is_some());
-        relay(supported, "sampling/createMessage", &params, |params| {
-            self.peer.create_message(params)
-        })
-        .await
-    }
-
-    async fn elicit(&self, params: String) -> Result<String, String> {
-        let supported = self.client_supports(|c| c.elicitation.is_some());
-        relay(supported, "elicitation/create", &params, |params| {
-            self.peer.create_elicitation(params)
-        })
-        .await
-    }
-}
-
-impl SessionClient {
-    fn client_supports(&self, capability: impl Fn(&ClientCapabilities) -> bool) -> bool {
-        self.peer
-            .peer_info()
-            .is_some_and(|info| capability(&info.capabilities))
-    }
-}
-
-/// Relays one request of a plugin to the client: the capability is
-/// checked, the plugin's JSON params parsed into the SDK's type, the answer
-/// returned as JSON. Every failure is a sentence for the plugin.
-async fn relay<Params, Answer, Sent>(
-    supported: bool,
-    method: &str,
-    params: &str,
-    send: impl FnOnce(Params) -> Sent,
-) -> Result<String, String>
-where
-    Params: serde::de::DeserializeOwned,
-    Answer: serde::Serialize,
-    Sent: Future<Output = Result<Answer, rmcp::ServiceError>>,
-{
-    if !supported {
-        return Err(format!("the client does not support {method}"));
-    }
-    let params: Params =
-        serde_json::from_str(params).map_err(|e| format!("invalid {method} params: {e}"))?;
-    let answer = send(params)
-        .await
-        .map_err(|e| format!("{method} failed: {e}"))?;
-    serde_json::to_string(&answer).map_err(|e| e.to_string())
-}
-
-fn strip_nulls(mut value: Value) -> Value {
-    if let Some(object) = value.as_object_mut() {
-        object.retain(|_, v| !v.is_null());
-    }
-    value
-}
-
-/// Syslog order, least severe first (rmcp's level type has no ordering).
-fn severity(level: LoggingLevel) -> u8 {
-    match level {
-        LoggingLevel::Debug => 0,
-        LoggingLevel::Info => 1,
-        LoggingLevel::Notice => 2,
-        LoggingLevel::Warning => 3,
-        LoggingLevel::Error => 4,
-        LoggingLevel::Critical => 5,
-        LoggingLevel::Alert => 6,
-        LoggingLevel::Emergency => 7,
-    }
-}
-
-fn logging_level(level: LogLevel) -> LoggingLevel {
-    match level {
-        LogLevel::Debug => LoggingLevel::Debug,
-        LogLevel::Info => LoggingLevel::Info,
-        LogLevel::Notice => LoggingLevel::Notice,
-        LogLevel::Warning => LoggingLevel::Warning,
-        LogLevel::Error => LoggingLevel::Error,
-        LogLevel::Critical => LoggingLevel::Critical,
-        LogLevel::Alert => LoggingLevel::Alert,
-        LogLevel::Emergency => LoggingLevel::Emergency,
-    }
 }

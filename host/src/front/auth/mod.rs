@@ -36,15 +36,19 @@
 //! validated as OAuth 2.1 asks (`oauth.rs`), its scopes giving its role;
 //! tokens files and OAuth combine. [`Authority`] is what the guard asks.
 
-use std::path::{Path, PathBuf};
+mod file;
+
+use std::path::Path;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use serde::Deserialize;
+
+use self::file::{read_tokens, watch_file};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::front::oauth::{OAuth, scope_of};
+use crate::front::oauth::{Grant, OAuth, SCOPE_ADMIN, SCOPE_CALL, SCOPE_METRICS, SCOPE_PUBLISH};
 
 /// What a person may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
@@ -78,6 +82,7 @@ pub(crate) struct Identity {
 struct Person {
     name: String,
     role: Role,
+    /// The SHA-256 of their token.
     digest: [u8; 32],
 }
 
@@ -122,15 +127,10 @@ impl Authority {
             .validate(presented)
             .await
             .map_err(Refusal::InvalidToken)?;
-        match grant.role {
-            Some(role) if role >= needs => Ok(Some(Identity {
-                name: grant.name,
-                role,
-            })),
-            _ => Err(Refusal::NotAllowed {
-                name: grant.name,
-                needs,
-            }),
+        let (name, role) = person_of(&grant);
+        match role {
+            Some(role) if role >= needs => Ok(Some(Identity { name, role })),
+            _ => Err(Refusal::NotAllowed { name, needs }),
         }
     }
 
@@ -157,6 +157,35 @@ impl Authority {
     }
 }
 
+/// The scope that grants `role` (with OAuth).
+pub(crate) fn scope_of(role: Role) -> &'static str {
+    match role {
+        Role::Admin => SCOPE_ADMIN,
+        Role::Publisher => SCOPE_PUBLISH,
+        Role::Caller => SCOPE_CALL,
+        Role::Metrics => SCOPE_METRICS,
+    }
+}
+
+/// The person an access token names and the highest role its scopes give
+/// (`None`: none of this server's scopes). The name is the subject when it
+/// is a valid person's name (it is then their namespace), else `oauth-`
+/// and 12 hex digits of its SHA-256.
+fn person_of(grant: &Grant) -> (String, Option<Role>) {
+    let role = [Role::Metrics, Role::Caller, Role::Publisher, Role::Admin]
+        .into_iter()
+        .filter(|role| grant.scopes.iter().any(|scope| scope == scope_of(*role)))
+        .max();
+    let name = if is_valid_person(&grant.subject) {
+        grant.subject.clone()
+    } else {
+        let digest = Sha256::digest(grant.subject.as_bytes());
+        let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+        format!("oauth-{hex}")
+    };
+    (name, role)
+}
+
 /// A quoted-string's content: no quotes or backslashes, printable ASCII.
 fn quoted(text: &str) -> String {
     text.chars()
@@ -179,23 +208,6 @@ pub(crate) struct People {
     people: Arc<ArcSwap<Option<Vec<Person>>>>,
     /// Kept alive for hot reload of the tokens file.
     _watch: Option<notify::RecommendedWatcher>,
-}
-
-/// The tokens file's shape.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TokensFile {
-    #[serde(default)]
-    token: Vec<TokenEntry>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TokenEntry {
-    name: String,
-    secret: Option<String>,
-    sha256: Option<String>,
-    role: Role,
 }
 
 impl People {
@@ -281,52 +293,6 @@ impl Identity {
     }
 }
 
-/// Reads and checks a tokens file.
-fn read_tokens(file: &Path) -> anyhow::Result<Vec<Person>> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| anyhow::anyhow!("cannot read the tokens file {}: {e}", file.display()))?;
-    let parsed: TokensFile = toml::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("the tokens file {} is not valid: {e}", file.display()))?;
-    let mut people = Vec::with_capacity(parsed.token.len());
-    for entry in parsed.token {
-        let bad = |why: &str| {
-            anyhow::anyhow!(
-                "the tokens file {}: token {:?}: {why}",
-                file.display(),
-                entry.name
-            )
-        };
-        if !is_valid_person(&entry.name) {
-            return Err(bad(
-                "a name is 1 to 64 letters, digits, `_` or `-`, starting with a letter",
-            ));
-        }
-        if people
-            .iter()
-            .any(|person: &Person| person.name == entry.name)
-        {
-            return Err(bad("the name is given twice"));
-        }
-        let digest: [u8; 32] = match (&entry.secret, &entry.sha256) {
-            (Some(secret), None) if secret.len() >= 16 => Sha256::digest(secret.as_bytes()).into(),
-            (Some(_), None) => return Err(bad("a secret needs at least 16 characters")),
-            (None, Some(hex)) => {
-                decode_digest(hex).ok_or_else(|| bad("sha256 must be 64 hexadecimal digits"))?
-            }
-            _ => return Err(bad("give exactly one of secret and sha256")),
-        };
-        if people.iter().any(|person: &Person| person.digest == digest) {
-            return Err(bad("two people hold the same token"));
-        }
-        people.push(Person {
-            name: entry.name,
-            role: entry.role,
-            digest,
-        });
-    }
-    Ok(people)
-}
-
 /// A person's name: what a namespace and the logs will carry.
 pub(crate) fn is_valid_person(name: &str) -> bool {
     (1..=64).contains(&name.len())
@@ -336,68 +302,11 @@ pub(crate) fn is_valid_person(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
 }
 
-fn decode_digest(hex: &str) -> Option<[u8; 32]> {
-    let hex = hex.trim();
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut digest = [0u8; 32];
-    for (i, byte) in digest.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(digest)
-}
-
-/// Watches the tokens file's folder (editors and `mv` replace the file)
-/// and reloads it on change; a file that fails keeps the people in force.
-fn watch_file(
-    file: PathBuf,
-    people: Arc<ArcSwap<Option<Vec<Person>>>>,
-    read: impl Fn(&Path) -> anyhow::Result<Vec<Person>> + Send + 'static,
-) -> anyhow::Result<notify::RecommendedWatcher> {
-    use notify::Watcher as _;
-    let name = file.file_name().map(|name| name.to_os_string());
-    let watched = file.clone();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        let Ok(event) = event else { return };
-        let ours = event
-            .paths
-            .iter()
-            .any(|path| path.file_name().map(|n| n.to_os_string()) == name);
-        let changes = matches!(
-            event.kind,
-            notify::EventKind::Create(_)
-                | notify::EventKind::Modify(_)
-                | notify::EventKind::Access(notify::event::AccessKind::Close(
-                    notify::event::AccessMode::Write
-                ))
-        );
-        if !(ours && changes) {
-            return;
-        }
-        match read(&watched) {
-            Ok(next) => {
-                tracing::info!(file = %watched.display(), people = next.len(), "tokens file reloaded");
-                people.store(Arc::new(Some(next)));
-            }
-            Err(error) => {
-                tracing::warn!(error = %format!("{error:#}"), "tokens file refused; the people already known stay in force");
-            }
-        }
-    })?;
-    let folder = file
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    watcher.watch(folder, notify::RecursiveMode::NonRecursive)?;
-    Ok(watcher)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn people(text: &str) -> anyhow::Result<Vec<Person>> {
+    pub(super) fn people(text: &str) -> anyhow::Result<Vec<Person>> {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tokens.toml");
         std::fs::write(&file, text).unwrap();
@@ -441,32 +350,22 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_file_says_why() {
-        let cases = [
-            (
-                "[[token]]\nname = \"a\"\nrole = \"caller\"\n",
-                "exactly one",
-            ),
-            (
-                "[[token]]\nname = \"a\"\nsecret = \"short\"\nrole = \"caller\"\n",
-                "16 characters",
-            ),
-            (
-                "[[token]]\nname = \"../x\"\nsecret = \"0123456789abcdefg\"\nrole = \"caller\"\n",
-                "a name is",
-            ),
-            (
-                "[[token]]\nname = \"a\"\nsecret = \"0123456789abcdefg\"\nrole = \"root\"\n",
-                "not valid",
-            ),
-            (
-                "[[token]]\nname = \"a\"\nsha256 = \"zz\"\nrole = \"caller\"\n",
-                "64 hexadecimal",
-            ),
-        ];
-        for (text, why) in cases {
-            let error = format!("{:#}", people(text).err().unwrap());
-            assert!(error.contains(why), "{text}: {error}");
-        }
+    fn scopes_map_onto_roles_and_subjects_onto_names() {
+        let grant = |subject: &str, scopes: &[&str]| Grant {
+            subject: subject.into(),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+        };
+        assert_eq!(
+            person_of(&grant("ada", &["openid", "tools:call"])),
+            ("ada".into(), Some(Role::Caller))
+        );
+        assert_eq!(
+            person_of(&grant("ada", &["tools:call", "plugins:publish"])).1,
+            Some(Role::Publisher)
+        );
+        assert_eq!(person_of(&grant("ada", &["admin"])).1, Some(Role::Admin));
+        assert_eq!(person_of(&grant("ada", &["openid"])).1, None);
+        let (odd, _) = person_of(&grant("user@example.com/../x", &[]));
+        assert!(odd.starts_with("oauth-") && is_valid_person(&odd), "{odd}");
     }
 }

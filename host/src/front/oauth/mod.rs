@@ -3,11 +3,8 @@
 //! API). `auth.rs` asks this module about a bearer token that no person
 //! of the tokens file holds; nothing else does.
 //!
-//! - One issuer (`--auth-issuer`) and one audience (`--auth-audience`).
-//!   Its signing keys come from `--auth-jwks`, or from the `jwks_uri` of
-//!   the issuer's metadata (RFC 8414 `oauth-authorization-server`, then
-//!   OpenID `openid-configuration`), whose `issuer` must be the one
-//!   configured. HTTPS only, but for loopback issuers.
+//! - One issuer (`--auth-issuer`) and one audience (`--auth-audience`);
+//!   its signing keys: `keys.rs`.
 //! - A token is a JWT signed with an asymmetric algorithm (RS256/384/512,
 //!   PS256/384/512, ES256/384, EdDSA) by a key of that set: `alg: none`
 //!   and the HMAC algorithms are refused, the key's type and its `alg`, when
@@ -16,38 +13,30 @@
 //! - The keys are fetched once at start and again when a token names a
 //!   `kid` they lack (rotation), at most once every 10 s: tokens with
 //!   made-up key ids cannot make toolhost hammer the issuer.
-//! - Scopes (`scope`, space-separated, or an `scp` list) map onto the
-//!   roles: `admin`, `plugins:publish` (publisher), `tools:call` (caller),
-//!   `metrics:read` (metrics); the highest one held counts. The person is
-//!   the token's `sub` (or `client_id`) when it is a valid person's name
-//!   (it is then their namespace), else `oauth-` and 12 hex digits of its
-//!   SHA-256.
+//! - Scopes (`scope`, space-separated, or an `scp` list) and the subject
+//!   (`sub`, or `client_id`) are handed to `auth.rs`, which makes them a
+//!   role and a person.
 //! - `/.well-known/oauth-protected-resource` (RFC 9728) names the
 //!   resource, the issuer and the scopes; refusals point at it from
 //!   `WWW-Authenticate` (`auth.rs` and `guard.rs` write those).
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+mod keys;
 
-use arc_swap::ArcSwap;
+use std::sync::Arc;
+
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use base64::Engine as _;
-use jsonwebtoken::jwk::{Jwk, JwkSet, PublicKeyUse};
+use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
-use crate::front::auth::{Role, is_valid_person};
+use self::keys::Keys;
 
-/// The least time between two fetches of the issuer's keys.
-const REFETCH_AFTER: Duration = Duration::from_secs(10);
-/// Largest metadata or key set read from the issuer.
-const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
 /// Clock skew allowed on `exp` and `nbf`.
 const LEEWAY_SECS: u64 = 30;
 
@@ -63,23 +52,19 @@ pub struct OAuthSettings {
     pub jwks: Option<String>,
 }
 
-/// The resource server: its settings and the issuer's keys as last fetched.
+/// The resource server: its settings and the issuer's keys.
 pub(crate) struct OAuth {
     settings: OAuthSettings,
-    client: reqwest::Client,
-    keys: ArcSwap<JwkSet>,
-    /// When the keys were last fetched or tried; held while fetching, so
-    /// that requests waiting for the same new key share one fetch.
-    fetched: tokio::sync::Mutex<Option<Instant>>,
+    keys: Keys,
 }
 
-/// What a valid token grants.
+/// What a valid token grants; `auth.rs` makes it a person and a role.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Grant {
-    /// The person: `sub` (or `client_id`), made a valid person's name.
-    pub(crate) name: String,
-    /// The highest role its scopes give; `None` when they give none.
-    pub(crate) role: Option<Role>,
+    /// `sub`, or `client_id` without one.
+    pub(crate) subject: String,
+    /// `scope` (space-separated) and `scp` (a list or a string) together.
+    pub(crate) scopes: Vec<String>,
 }
 
 /// The claims read from a token beyond those `jsonwebtoken` checks.
@@ -91,40 +76,23 @@ struct Claims {
     scp: Option<Value>,
 }
 
-/// The scope that grants `role`.
-pub(crate) fn scope_of(role: Role) -> &'static str {
-    match role {
-        Role::Admin => "admin",
-        Role::Publisher => "plugins:publish",
-        Role::Caller => "tools:call",
-        Role::Metrics => "metrics:read",
-    }
-}
-
-/// Every scope a token may carry, in the order the metadata lists them.
-const SCOPES: [Role; 4] = [Role::Caller, Role::Publisher, Role::Admin, Role::Metrics];
+/// The scopes this server knows, one per role (`auth.rs` maps them).
+pub(crate) const SCOPE_CALL: &str = "tools:call";
+pub(crate) const SCOPE_PUBLISH: &str = "plugins:publish";
+pub(crate) const SCOPE_ADMIN: &str = "admin";
+pub(crate) const SCOPE_METRICS: &str = "metrics:read";
+const SCOPES: [&str; 4] = [SCOPE_CALL, SCOPE_PUBLISH, SCOPE_ADMIN, SCOPE_METRICS];
 
 impl OAuth {
     /// Checks the URLs and builds the client; no request is made yet.
     pub(crate) fn new(settings: OAuthSettings) -> anyhow::Result<Arc<OAuth>> {
-        check_url("--auth-issuer", &settings.issuer)?;
-        if let Some(jwks) = &settings.jwks {
-            check_url("--auth-jwks", jwks)?;
-        }
         anyhow::ensure!(
             !settings.audience.trim().is_empty(),
             "--auth-audience is empty: give this server's identifier, best its public URL"
         );
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
         Ok(Arc::new(OAuth {
+            keys: Keys::new(&settings)?,
             settings,
-            client,
-            keys: ArcSwap::from_pointee(JwkSet { keys: Vec::new() }),
-            fetched: tokio::sync::Mutex::new(None),
         }))
     }
 
@@ -133,7 +101,7 @@ impl OAuth {
     pub(crate) fn prefetch(self: &Arc<Self>) {
         let oauth = self.clone();
         tokio::spawn(async move {
-            oauth.refetch(None).await;
+            oauth.keys.refetch(None).await;
         });
     }
 
@@ -158,7 +126,7 @@ impl OAuth {
             .map_err(|e| format!("the token's header is not valid: {e}"))?
             .kid;
         let mut keys = self.candidates(kid.as_deref(), algorithm);
-        if keys.is_empty() && self.refetch(kid.as_deref()).await {
+        if keys.is_empty() && self.keys.refetch(kid.as_deref()).await {
             keys = self.candidates(kid.as_deref(), algorithm);
         }
         if keys.is_empty() {
@@ -186,7 +154,7 @@ impl OAuth {
     /// The issuer's keys that may have signed a token with `kid` and
     /// `algorithm`.
     fn candidates(&self, kid: Option<&str>, algorithm: Algorithm) -> Vec<DecodingKey> {
-        let keys = self.keys.load();
+        let keys = self.keys.current();
         keys.keys
             .iter()
             .filter(|jwk| kid.is_none() || jwk.common.key_id.as_deref() == kid)
@@ -194,107 +162,6 @@ impl OAuth {
             .filter_map(|jwk| DecodingKey::from_jwk(jwk).ok())
             .filter(|key| key.family() == algorithm.family())
             .collect()
-    }
-
-    /// Fetches the keys again unless that was done or tried in the last
-    /// [`REFETCH_AFTER`]; whether the set now has `kid` (any key when
-    /// `None`).
-    async fn refetch(&self, kid: Option<&str>) -> bool {
-        let has = |keys: &JwkSet| match kid {
-            Some(kid) => keys.find(kid).is_some(),
-            None => !keys.keys.is_empty(),
-        };
-        let mut fetched = self.fetched.lock().await;
-        // Another request may have fetched it while this one waited.
-        if has(&self.keys.load()) {
-            return true;
-        }
-        if fetched.is_some_and(|at| at.elapsed() < REFETCH_AFTER) {
-            return false;
-        }
-        *fetched = Some(Instant::now());
-        match self.fetch_keys().await {
-            Ok(keys) => {
-                tracing::info!(issuer = %self.settings.issuer, keys = keys.keys.len(), "fetched the issuer's signing keys");
-                let found = has(&keys);
-                self.keys.store(Arc::new(keys));
-                found
-            }
-            Err(error) => {
-                tracing::warn!(issuer = %self.settings.issuer, error = %format!("{error:#}"), "cannot fetch the issuer's signing keys");
-                false
-            }
-        }
-    }
-
-    async fn fetch_keys(&self) -> anyhow::Result<JwkSet> {
-        let jwks = match &self.settings.jwks {
-            Some(jwks) => jwks.clone(),
-            None => self.discover_jwks().await?,
-        };
-        let document = self.get_json(&jwks).await?;
-        serde_json::from_value(document)
-            .map_err(|e| anyhow::anyhow!("{jwks} is not a JSON Web Key Set: {e}"))
-    }
-
-    /// The `jwks_uri` of the issuer's metadata: RFC 8414's well-known
-    /// document first, OpenID Connect's second.
-    async fn discover_jwks(&self) -> anyhow::Result<String> {
-        let issuer = self.settings.issuer.trim_end_matches('/');
-        let url = reqwest::Url::parse(issuer)?;
-        let origin = url.origin().ascii_serialization();
-        let path = url.path().trim_end_matches('/');
-        let places = [
-            format!("{origin}/.well-known/oauth-authorization-server{path}"),
-            format!("{issuer}/.well-known/openid-configuration"),
-        ];
-        let mut errors = Vec::new();
-        for place in places {
-            match self.get_json(&place).await {
-                Ok(metadata) => {
-                    let named = metadata["issuer"].as_str().unwrap_or_default();
-                    anyhow::ensure!(
-                        named.trim_end_matches('/') == issuer,
-                        "{place} names the issuer {named:?}, not {:?}",
-                        self.settings.issuer
-                    );
-                    let jwks = metadata["jwks_uri"]
-                        .as_str()
-                        .ok_or_else(|| anyhow::anyhow!("{place} has no jwks_uri"))?;
-                    check_url("the issuer's jwks_uri", jwks)?;
-                    return Ok(jwks.to_string());
-                }
-                Err(error) => errors.push(format!("{error:#}")),
-            }
-        }
-        anyhow::bail!(
-            "the issuer's metadata was not found (give --auth-jwks): {}",
-            errors.join("; ")
-        )
-    }
-
-    async fn get_json(&self, url: &str) -> anyhow::Result<Value> {
-        let mut response = self
-            .client
-            .get(url)
-            .header(header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|e| anyhow::anyhow!("GET {url}: {e}"))?;
-        anyhow::ensure!(
-            response.status().is_success(),
-            "GET {url}: {}",
-            response.status()
-        );
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await? {
-            body.extend_from_slice(&chunk);
-            anyhow::ensure!(
-                body.len() <= MAX_DOCUMENT_BYTES,
-                "GET {url}: larger than {MAX_DOCUMENT_BYTES} bytes"
-            );
-        }
-        serde_json::from_slice(&body).map_err(|e| anyhow::anyhow!("GET {url}: not JSON: {e}"))
     }
 
     /// What a client is told about a token that failed.
@@ -348,7 +215,7 @@ impl OAuth {
         json!({
             "resource": self.resource(host),
             "authorization_servers": [self.settings.issuer],
-            "scopes_supported": SCOPES.map(scope_of),
+            "scopes_supported": SCOPES,
             "bearer_methods_supported": ["header"],
             "resource_name": "toolhost",
         })
@@ -389,27 +256,6 @@ fn audience_url(audience: &str) -> Option<reqwest::Url> {
     reqwest::Url::parse(audience)
         .ok()
         .filter(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some())
-}
-
-/// HTTPS, or plain HTTP to this machine only.
-fn check_url(flag: &str, text: &str) -> anyhow::Result<()> {
-    let url = reqwest::Url::parse(text).map_err(|e| anyhow::anyhow!("{flag} {text:?}: {e}"))?;
-    let loopback = match url.host_str() {
-        Some("localhost") => true,
-        Some(host) => host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback()),
-        None => false,
-    };
-    match url.scheme() {
-        "https" => Ok(()),
-        "http" if loopback => Ok(()),
-        _ => anyhow::bail!(
-            "{flag} {text:?}: an issuer is reached over https (plain http only on loopback)"
-        ),
-    }
 }
 
 /// The token's `alg`, read before anything else: `none` and the HMAC
@@ -470,19 +316,10 @@ fn grant(claims: Claims) -> Grant {
         }
         _ => {}
     }
-    let role = SCOPES
-        .into_iter()
-        .filter(|role| scopes.iter().any(|scope| scope == scope_of(*role)))
-        .max();
-    let subject = claims.sub.or(claims.client_id).unwrap_or_default();
-    let name = if is_valid_person(&subject) {
-        subject
-    } else {
-        let digest = Sha256::digest(subject.as_bytes());
-        let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
-        format!("oauth-{hex}")
-    };
-    Grant { name, role }
+    Grant {
+        subject: claims.sub.or(claims.client_id).unwrap_or_default(),
+        scopes,
+    }
 }
 
 #[cfg(test)]
@@ -517,36 +354,18 @@ mod tests {
     }
 
     #[test]
-    fn scopes_map_onto_roles_and_subjects_onto_names() {
-        let claims = |sub: Option<&str>, scope: Option<&str>, scp: Option<Value>| Claims {
-            sub: sub.map(str::to_string),
-            client_id: None,
+    fn scopes_come_from_scope_and_scp() {
+        let claims = |scope: Option<&str>, scp: Option<Value>| Claims {
+            sub: None,
+            client_id: Some("agent".into()),
             scope: scope.map(str::to_string),
             scp,
         };
-        let call = grant(claims(Some("ada"), Some("openid tools:call"), None));
-        assert_eq!((call.name.as_str(), call.role), ("ada", Some(Role::Caller)));
-        let publish = grant(claims(
-            Some("ada"),
-            Some("tools:call plugins:publish"),
-            None,
-        ));
-        assert_eq!(publish.role, Some(Role::Publisher));
-        let listed = grant(claims(Some("ada"), None, Some(json!(["admin"]))));
-        assert_eq!(listed.role, Some(Role::Admin));
-        let nothing = grant(claims(Some("ada"), Some("openid"), None));
-        assert_eq!(nothing.role, None);
-        let odd = grant(claims(Some("user@example.com/../x"), None, None));
-        assert!(odd.name.starts_with("oauth-") && is_valid_person(&odd.name));
-    }
-
-    #[test]
-    fn only_https_or_loopback_issuers() {
-        assert!(check_url("f", "https://id.example.com").is_ok());
-        assert!(check_url("f", "http://127.0.0.1:9/").is_ok());
-        assert!(check_url("f", "http://localhost/").is_ok());
-        assert!(check_url("f", "http://id.example.com").is_err());
-        assert!(check_url("f", "file:///etc/passwd").is_err());
+        let both = grant(claims(Some("openid tools:call"), Some(json!(["admin"]))));
+        assert_eq!(both.subject, "agent");
+        assert_eq!(both.scopes, ["openid", "tools:call", "admin"]);
+        let text = grant(claims(None, Some(json!("a b"))));
+        assert_eq!(text.scopes, ["a", "b"]);
     }
 
     #[test]
