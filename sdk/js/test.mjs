@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import {
   tool, exportTools, ToolError, ClientError, text, image, audio, link, resource, content, result, s,
   config, log, createMessage, elicit, progress, _setWitImportsForTesting,
+  defineResource, definePrompt, exportPlugin, user, assistant,
 } from "./toolhost.js";
 
 const NO_ARGS = { type: "object" };
@@ -257,4 +258,48 @@ test("host services without a host, and with stubs", () => {
   } finally {
     _setWitImportsForTesting();
   }
+});
+
+test("exportPlugin: resources, templates, prompts and completion in the WIT shapes", () => {
+  const plugin = exportPlugin({
+    tools: [tool({ name: "t", description: "A test tool", input: NO_ARGS, run: () => "ok" })],
+    resources: [
+      defineResource({ uri: "test://static", description: "fixed", mimeType: "text/plain", read: () => "static" }),
+      defineResource({
+        uri: "test://item/{id}/data",
+        description: "a template",
+        read: ({ id }) => {
+          if (id === "none") throw new ToolError("NOT_FOUND", "no such item");
+          return new Uint8Array([id.length]);
+        },
+        complete: { id: (typed) => ["1", "12"].filter((v) => v.startsWith(typed)) },
+      }),
+    ],
+    prompts: [definePrompt({
+      name: "p",
+      description: "a prompt",
+      arguments: [{ name: "topic", description: "what about", required: true }, { name: "style" }],
+      get: ({ topic, style = "short" }) => [user(`${style} text on ${topic}`), assistant(image([1], "image/png"))],
+    })],
+  });
+  assert.deepEqual(plugin.resources.listResources().map((r) => r.uri), ["test://static"]);
+  assert.deepEqual(plugin.resources.listTemplates().map((r) => r.uriTemplate), ["test://item/{id}/data"]);
+  assert.deepEqual(plugin.resources.readResource("test://static"), [
+    { uri: "test://static", mimeType: "text/plain", body: { tag: "text", val: "static" } },
+  ]);
+  assert.deepEqual(plugin.resources.readResource("test://item/abc/data")[0].body, { tag: "blob", val: new Uint8Array([3]) });
+  for (const missing of ["test://item//data", "test://item/1/2/data", "test://item/none/data", "test://other"]) {
+    assert.throws(() => plugin.resources.readResource(missing), { code: "NOT_FOUND" }, missing);
+  }
+  const listed = plugin.prompts.listPrompts()[0];
+  assert.deepEqual(listed.arguments.map((a) => [a.name, a.required]), [["topic", true], ["style", false]]);
+  const got = plugin.prompts.getPrompt("p", [["topic", "rust"]]);
+  assert.deepEqual(got.messages.map((m) => m.role), ["user", "assistant"]);
+  assert.deepEqual(got.messages[0].content, { tag: "text", val: "short text on rust" });
+  assert.throws(() => plugin.prompts.getPrompt("nope", []), { code: "NOT_FOUND" });
+  const completed = plugin.completion.complete({ tag: "resource-template", val: "test://item/{id}/data" }, "id", "1", []);
+  assert.deepEqual(completed, { values: ["1", "12"], total: 2, hasMore: false });
+  assert.deepEqual(plugin.completion.complete({ tag: "prompt", val: "p" }, "style", "", []).values, []);
+  assert.throws(() => definePrompt({ name: "bad name", description: "x", get: () => "" }), /a name must match/);
+  assert.throws(() => defineResource({ uri: "no-scheme", description: "x", read: () => "" }), /absolute URI/);
 });

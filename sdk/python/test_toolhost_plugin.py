@@ -402,5 +402,56 @@ class HostServicesTest(unittest.TestCase):
             tp.create_message({"messages": [], "maxTokens": 1})
 
 
+@tp.resource("test://static", mime_type="text/plain")
+def t_static() -> str:
+    """A fixed resource."""
+    return "static"
+
+
+@tp.resource("test://item/{id}/data")
+def t_item(id: str) -> bytes:
+    """A template."""
+    if id == "boom":
+        raise KeyError(id)
+    return id.encode()
+
+
+@tp.prompt(complete={"style": lambda typed: [s for s in ("short", "long") if s.startswith(typed)]})
+def t_prompt(topic: str, style: str = "short") -> list:
+    """A prompt.
+
+    Args:
+        topic: What about
+        style: How long
+    """
+    return [tp.user(f"{style} text on {topic}"), tp.assistant(tp.image(b"png", "image/png"))]
+
+
+class CatalogTest(unittest.TestCase):
+    def test_resources_read_by_uri_and_template(self):
+        self.assertEqual(tp.read_resource("test://static"), "static")
+        self.assertEqual(tp.read_resource("test://item/42/data"), b"42")
+        for missing in ("test://item//data", "test://item/1/2/data", "test://nope"):
+            with self.assertRaises(tp.ToolError) as error:
+                tp.read_resource(missing)
+            self.assertEqual(error.exception.code, "NOT_FOUND", missing)
+        with self.assertRaises(tp.ToolError) as error:
+            tp.read_resource("test://item/boom/data")
+        self.assertEqual(error.exception.code, "INTERNAL_ERROR")
+        self.assertIn("resource test://item/boom/data: KeyError", error.exception.message)
+
+    def test_prompts_take_their_parameters_as_arguments(self):
+        spec = tp.prompts["t_prompt"]
+        self.assertEqual(spec.arguments, [("topic", "What about", True), ("style", "How long", False)])
+        messages = tp.get_prompt("t_prompt", {"topic": "rust"})
+        self.assertEqual([m.role for m in messages], ["user", "assistant"])
+        self.assertEqual(messages[0].block.fields["text"], "short text on rust")
+        self.assertEqual(spec.complete["style"]("l"), ["long"])
+
+    def test_a_resource_needs_its_variables_as_parameters(self):
+        with self.assertRaises(TypeError):
+            tp.resource("test://x/{a}", description="x")(lambda b: "x")
+
+
 if __name__ == "__main__":
     unittest.main()

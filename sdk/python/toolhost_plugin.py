@@ -471,14 +471,22 @@ def call(name: str, arguments: str | dict = "{}") -> Content:
         except ValueError as error:
             raise ToolError("INVALID_ARGUMENTS", f"the arguments are not JSON: {error}") from None
     kwargs = _convert_fields(arguments, _fields(spec.function), "")
+    return _guarded(lambda: _result(spec.function(**kwargs)))
+
+
+def _guarded(run: Any, what: str | None = None) -> Any:
+    """Runs a plugin's function: a ``ToolError`` passes, any other exception
+    is ``INTERNAL_ERROR`` with the end of its traceback (the whole of it on
+    stderr, the host's log), its message prefixed with ``what``."""
     try:
-        return _result(spec.function(**kwargs))
+        return run()
     except ToolError:
         raise
     except Exception as error:
         lines = _print_traceback(error)
         details = {"error": type(error).__name__, "traceback": "".join(lines[-8:]).strip()}
-        raise ToolError("INTERNAL_ERROR", f"{type(error).__name__}: {error}", details) from error
+        message = f"{type(error).__name__}: {error}"
+        raise ToolError("INTERNAL_ERROR", f"{what}: {message}" if what else message, details) from error
 
 
 def _print_traceback(error: BaseException) -> list[str]:
@@ -621,21 +629,12 @@ def _find_resource(uri: str) -> tuple[ResourceSpec, dict]:
     raise ToolError("NOT_FOUND", f"there is no resource at {uri}", {"uri": uri})
 
 
-def _guarded(what: str, run: Any) -> Any:
-    try:
-        return run()
-    except ToolError:
-        raise
-    except Exception as error:
-        lines = _print_traceback(error)
-        details = {"error": type(error).__name__, "traceback": "".join(lines[-8:]).strip()}
-        raise ToolError("INTERNAL_ERROR", f"{what}: {type(error).__name__}: {error}", details) from error
 
 
 def read_resource(uri: str) -> str | bytes:
     """Reads a resource as the host does; raises ``ToolError`` (``NOT_FOUND``)."""
     spec, values = _find_resource(uri)
-    body = _guarded(f"resource {uri}", lambda: spec.function(**values))
+    body = _guarded(lambda: spec.function(**values), f"resource {uri}")
     if not isinstance(body, (str, bytes, bytearray)):
         raise ToolError("INVALID_RESOURCE", f"resource {uri} must return str or bytes")
     return body
@@ -646,7 +645,7 @@ def get_prompt(name: str, arguments: dict | None = None) -> list[Message]:
     spec = prompts.get(name)
     if spec is None:
         raise ToolError("NOT_FOUND", f"there is no prompt named {name!r}")
-    return _messages(_guarded(f"prompt {name}", lambda: spec.function(**(arguments or {}))))
+    return _messages(_guarded(lambda: spec.function(**(arguments or {})), f"prompt {name}"))
 
 
 # --- The WIT glue --------------------------------------------------------------
