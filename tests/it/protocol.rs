@@ -261,7 +261,7 @@ fn bad_tools_call_params_are_invalid_params_over_stdio() {
     let _ = child.wait();
 }
 
-fn initialize(server: &Server) -> String {
+pub(crate) fn initialize(server: &Server) -> String {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
     let answer = mcp(server, "POST", body, "");
     assert_eq!(answer.status, 200, "{}\n{}", answer.headers, answer.body);

@@ -269,3 +269,36 @@ fn a_client_hears_of_updated_resources_and_changed_lists() {
         "{report}"
     );
 }
+
+/// A session's subscriptions are bounded: templates make URIs endless.
+#[test]
+fn a_session_subscribes_to_a_thousand_resources_at_most() {
+    let dir = plugin_dir(&[&example("conformance")]);
+    let server = Server::start(dir.path(), &[]);
+    let session = crate::protocol::initialize(&server);
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Protocol-Version", "2025-11-25"),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(rpc(&server, initialized, &headers).0, 202);
+    let subscribe = |n: usize| {
+        let uri = format!("test://template/{n}/data");
+        let message = json!({"jsonrpc": "2.0", "id": n, "method": "resources/subscribe", "params": {"uri": uri}});
+        rpc(&server, message, &headers).2
+    };
+    for n in 0..1000 {
+        let answer = subscribe(n);
+        assert!(answer.contains(r#""result":{}"#), "{n}: {answer}");
+    }
+    let refused = subscribe(1000);
+    assert!(
+        refused.contains("-32602") && refused.contains("1000 resources at most"),
+        "{refused}"
+    );
+    // Subscribing again to one already held is fine, and a URI no plugin
+    // serves is refused as not found.
+    assert!(subscribe(5).contains(r#""result":{}"#));
+    let message = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "test://nothing"}});
+    assert!(rpc(&server, message, &headers).2.contains("-32002"));
+}

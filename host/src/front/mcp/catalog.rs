@@ -28,12 +28,29 @@ use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::registry::{CatalogChange, Registry};
 
-/// The URIs one session subscribed to.
-pub(crate) type Subscriptions = Arc<Mutex<HashSet<String>>>;
+/// How many resource URIs one session may subscribe to: templates make
+/// URIs endless, and a session's memory is bounded.
+const MAX_SUBSCRIPTIONS: usize = 1000;
 
-/// Adds what the loaded plugins offer to `capabilities`.
-pub(crate) fn offer(registry: &Registry, capabilities: &mut ServerCapabilities) {
+/// One session's view of resources and prompts: what it was offered when it
+/// started (only those lists' changes are announced to it) and the URIs it
+/// subscribed to.
+#[derive(Default)]
+pub(crate) struct SessionCatalog {
+    offered: Mutex<(bool, bool)>,
+    subscriptions: Mutex<HashSet<String>>,
+}
+
+/// Adds what the loaded plugins offer to `capabilities`, and remembers it
+/// for the session.
+pub(crate) fn offer(
+    registry: &Registry,
+    session: &SessionCatalog,
+    capabilities: &mut ServerCapabilities,
+) {
     let offered = catalog::offered(registry);
+    *session.offered.lock().unwrap_or_else(|e| e.into_inner()) =
+        (offered.resources, offered.prompts);
     if offered.resources {
         let mut resources = ResourcesCapability::default();
         resources.subscribe = Some(true);
@@ -117,10 +134,11 @@ pub(crate) async fn complete(
     )
 }
 
-/// `resources/subscribe`: a URI no plugin serves is refused (-32002).
+/// `resources/subscribe`: a URI no plugin serves is refused (-32002), and
+/// so is one past [`MAX_SUBSCRIPTIONS`] (-32602).
 pub(crate) fn subscribe(
     registry: &Registry,
-    subscriptions: &Subscriptions,
+    session: &SessionCatalog,
     uri: String,
 ) -> Result<(), McpError> {
     if registry.snapshot().resource(&uri).is_none() {
@@ -130,38 +148,49 @@ pub(crate) fn subscribe(
             Some(json!({ "uri": uri })),
         )));
     }
-    subscriptions
+    let mut subscriptions = session
+        .subscriptions
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(uri);
+        .unwrap_or_else(|e| e.into_inner());
+    if subscriptions.len() >= MAX_SUBSCRIPTIONS && !subscriptions.contains(&uri) {
+        return Err(rpc_error(Envelope::host_error(
+            ErrorCode::InvalidRequest,
+            format!("a session may subscribe to {MAX_SUBSCRIPTIONS} resources at most"),
+            Some(json!({ "maxSubscriptions": MAX_SUBSCRIPTIONS })),
+        )));
+    }
+    subscriptions.insert(uri);
     Ok(())
 }
 
-pub(crate) fn unsubscribe(subscriptions: &Subscriptions, uri: &str) {
-    subscriptions
+pub(crate) fn unsubscribe(session: &SessionCatalog, uri: &str) {
+    session
+        .subscriptions
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .remove(uri);
 }
 
-/// Tells the session what changed since `seen`: the lists, and each
-/// subscribed URI whose plugin was replaced (or is gone).
+/// Tells the session what changed since `seen`: the lists it was offered,
+/// and each subscribed URI whose plugin was replaced (or is gone).
 pub(crate) async fn announce(
     peer: &Peer<RoleServer>,
     registry: &Registry,
-    subscriptions: &Subscriptions,
+    session: &SessionCatalog,
     seen: &mut CatalogChange,
     now: CatalogChange,
 ) -> Result<(), rmcp::service::ServiceError> {
-    if now.resources != seen.resources {
+    let (resources, prompts) = *session.offered.lock().unwrap_or_else(|e| e.into_inner());
+    if resources && now.resources != seen.resources {
         peer.notify_resource_list_changed().await?;
     }
-    if now.prompts != seen.prompts {
+    if prompts && now.prompts != seen.prompts {
         peer.notify_prompt_list_changed().await?;
     }
     if now.updates != seen.updates {
         let snapshot = registry.snapshot();
-        let subscribed: Vec<String> = subscriptions
+        let subscribed: Vec<String> = session
+            .subscriptions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()

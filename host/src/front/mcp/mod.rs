@@ -61,8 +61,9 @@ pub(crate) struct McpFront {
     /// Set once the client sends `logging/setLevel`: only then is it told
     /// about rejected plugin files.
     logging_enabled: Arc<AtomicBool>,
-    /// The resource URIs this session subscribed to.
-    subscriptions: catalog::Subscriptions,
+    /// What this session was offered of resources and prompts, and the
+    /// URIs it subscribed to.
+    catalog: Arc<catalog::SessionCatalog>,
     /// Cancelled when the last clone of this handler is dropped, that is,
     /// when the session ends (closed, deleted or expired): the session's
     /// notification task ends with it instead of waiting for the next
@@ -84,7 +85,7 @@ impl McpFront {
             lists,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
             logging_enabled: Arc::new(AtomicBool::new(false)),
-            subscriptions: Arc::default(),
+            catalog: Arc::default(),
             _end_session: Arc::new(session_ended.clone().drop_guard()),
             session_ended,
         }
@@ -104,7 +105,7 @@ impl McpFront {
         let mut catalog_changes = self.registry.catalog_changes();
         let mut seen = catalog_changes.borrow_and_update().clone();
         let mut events = self.registry.events();
-        let (registry, subscriptions) = (self.registry.clone(), self.subscriptions.clone());
+        let (registry, session) = (self.registry.clone(), self.catalog.clone());
         let (ended, logging_enabled, log_level) = (
             self.session_ended.clone(),
             self.logging_enabled.clone(),
@@ -121,7 +122,7 @@ impl McpFront {
                     changed = catalog_changes.changed() => match changed {
                         Ok(()) => {
                             let now = catalog_changes.borrow_and_update().clone();
-                            catalog::announce(&peer, &registry, &subscriptions, &mut seen, now).await
+                            catalog::announce(&peer, &registry, &session, &mut seen, now).await
                         }
                         Err(_) => return,
                     },
@@ -162,7 +163,7 @@ impl ServerHandler for McpFront {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
-        catalog::offer(&self.registry, &mut capabilities);
+        catalog::offer(&self.registry, &self.catalog, &mut capabilities);
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -272,7 +273,7 @@ impl ServerHandler for McpFront {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        catalog::subscribe(&self.registry, &self.subscriptions, request.uri)
+        catalog::subscribe(&self.registry, &self.catalog, request.uri)
     }
 
     async fn unsubscribe(
@@ -280,7 +281,7 @@ impl ServerHandler for McpFront {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        catalog::unsubscribe(&self.subscriptions, &request.uri);
+        catalog::unsubscribe(&self.catalog, &request.uri);
         Ok(())
     }
 
