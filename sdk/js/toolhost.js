@@ -3,6 +3,9 @@
 //
 //   componentize-qjs --sync --wit wit --world plugin --js app.js -o app.wasm
 //
+// (`--world full` for an app that exports with `exportPlugin`: tools,
+// resources, prompts and completion; see "Resources and prompts" below.)
+//
 // An app declares tools and exports them as the WIT `tools` interface:
 //
 //   import { tool, exportTools, ToolError } from "./toolhost.js";

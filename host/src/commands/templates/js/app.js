@@ -1,7 +1,7 @@
 // __NAME__: a toolhost plugin in JavaScript (QuickJS, via componentize-qjs).
 //
 // Live while you edit: `toolhost dev` (rebuilds on save and serves it).
-// Build once: componentize-qjs --sync --wit wit --world plugin --js app.js -o target/__ID__.wasm
+// Build once: componentize-qjs --sync --wit wit --world full --js app.js -o target/__ID__.wasm
 // Test: node --test test.mjs
 //
 // A tool is a JSON Schema for its arguments and a `run` function: a string
