@@ -502,3 +502,30 @@ fn access_tokens_from_an_issuer_are_validated_and_scoped() {
     assert_eq!(asked["grant_type"], "client_credentials");
     assert_eq!(asked["resource"], format!("http://{host}"), "{asked:?}");
 }
+
+/// Flags that cannot work are refused before anything loads or listens.
+#[test]
+fn an_issuer_over_plain_http_elsewhere_is_refused_at_start() {
+    let dir = plugin_dir(&[&example("echo")]);
+    for (flags, says) in [
+        (
+            ["--auth-issuer", "http://id.example.com", "--auth-audience", "x"],
+            "over https",
+        ),
+        (
+            ["--auth-issuer", "https://id.example.com", "--auth-audience", " "],
+            "--auth-audience is empty",
+        ),
+    ] {
+        let output = Command::new(crate::support::toolhost_bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--plugins"])
+            .arg(dir.path())
+            .args(flags)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{flags:?}: {stderr}");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+        assert!(!stderr.contains("listening"), "{flags:?}: {stderr}");
+    }
+}

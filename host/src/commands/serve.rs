@@ -105,6 +105,10 @@ pub(super) struct ServeOptions {
 
 impl ServeOptions {
     pub(super) async fn run(self) -> anyhow::Result<()> {
+        // Flags that cannot work are refused before anything loads.
+        if let Some(oauth) = &self.settings().oauth {
+            oauth.check()?;
+        }
         let dir = &self.host.plugins;
         if !dir.exists() {
             std::fs::create_dir_all(dir)?;
@@ -131,6 +135,10 @@ impl ServeOptions {
             (None, false) => Some(DEFAULT_LISTEN.parse()?),
             (None, true) => None,
         };
+        let settings = self.settings();
+        if let Some(oauth) = &settings.oauth {
+            oauth.check()?;
+        }
         let shutdown = CancellationToken::new();
         tokio::spawn(cancel_on_signal(shutdown.clone()));
 
@@ -149,11 +157,7 @@ impl ServeOptions {
                     listener.local_addr()?
                 );
                 let stop = shutdown.clone();
-                Some(host.serve(
-                    listener,
-                    self.settings(),
-                    async move { stop.cancelled().await },
-                ))
+                Some(host.serve(listener, settings, async move { stop.cancelled().await }))
             }
             None => None,
         };

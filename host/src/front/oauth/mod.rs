@@ -52,6 +52,23 @@ pub struct OAuthSettings {
     pub jwks: Option<String>,
 }
 
+impl OAuthSettings {
+    /// Whether the flags can work: HTTPS issuer and key set URLs (plain
+    /// HTTP on loopback only) and an audience. `toolhost serve` asks before
+    /// it listens.
+    pub(crate) fn check(&self) -> anyhow::Result<()> {
+        keys::check_url("--auth-issuer", &self.issuer)?;
+        if let Some(jwks) = &self.jwks {
+            keys::check_url("--auth-jwks", jwks)?;
+        }
+        anyhow::ensure!(
+            !self.audience.trim().is_empty(),
+            "--auth-audience is empty: give this server's identifier, best its public URL"
+        );
+        Ok(())
+    }
+}
+
 /// The resource server: its settings and the issuer's keys.
 pub(crate) struct OAuth {
     settings: OAuthSettings,
@@ -86,10 +103,7 @@ const SCOPES: [&str; 4] = [SCOPE_CALL, SCOPE_PUBLISH, SCOPE_ADMIN, SCOPE_METRICS
 impl OAuth {
     /// Checks the URLs and builds the client; no request is made yet.
     pub(crate) fn new(settings: OAuthSettings) -> anyhow::Result<Arc<OAuth>> {
-        anyhow::ensure!(
-            !settings.audience.trim().is_empty(),
-            "--auth-audience is empty: give this server's identifier, best its public URL"
-        );
+        settings.check()?;
         Ok(Arc::new(OAuth {
             keys: Keys::new(&settings)?,
             settings,
