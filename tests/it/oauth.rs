@@ -509,11 +509,21 @@ fn an_issuer_over_plain_http_elsewhere_is_refused_at_start() {
     let dir = plugin_dir(&[&example("echo")]);
     for (flags, says) in [
         (
-            ["--auth-issuer", "http://id.example.com", "--auth-audience", "x"],
+            [
+                "--auth-issuer",
+                "http://id.example.com",
+                "--auth-audience",
+                "x",
+            ],
             "over https",
         ),
         (
-            ["--auth-issuer", "https://id.example.com", "--auth-audience", " "],
+            [
+                "--auth-issuer",
+                "https://id.example.com",
+                "--auth-audience",
+                " ",
+            ],
             "--auth-audience is empty",
         ),
     ] {
