@@ -35,6 +35,19 @@ impl Drop for Killed {
     }
 }
 
+impl Killed {
+    /// Starts `command` with its output discarded; `what` names it in the
+    /// error (`make bench` installs both programs this section runs).
+    fn spawn(command: &mut Command, what: &str) -> anyhow::Result<Killed> {
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| anyhow::anyhow!("running {what} (make bench installs it): {e}"))?;
+        Ok(Killed(child))
+    }
+}
+
 fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
@@ -51,18 +64,15 @@ fn registry(work: &Path) -> anyhow::Result<(Killed, String)> {
             work.join("registry-store").display()
         ),
     )?;
-    let child = Command::new("docker-registry")
-        .arg("serve")
-        .arg(&config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("running docker-registry (make bench installs it): {e}"))?;
+    let child = Killed::spawn(
+        Command::new("docker-registry").arg("serve").arg(&config),
+        "docker-registry",
+    )?;
     let up: SocketAddr = address.parse()?;
     wait_until_for(Duration::from_secs(20), || {
         request(up, "GET", "/v2/", "").is_ok_and(|(status, _)| status == 200)
     })?;
-    Ok((Killed(child), address))
+    Ok((child, address))
 }
 
 fn push(file: &Path, target: &str, key: &Path) -> anyhow::Result<()> {
@@ -120,16 +130,11 @@ fn haproxy(work: &Path, backends: &[SocketAddr]) -> anyhow::Result<(Killed, Sock
     } else {
         "haproxy"
     };
-    let child = Command::new(program)
-        .arg("-db")
-        .arg("-f")
-        .arg(&path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("running haproxy (make bench installs it): {e}"))?;
+    let child = Killed::spawn(
+        Command::new(program).arg("-db").arg("-f").arg(&path),
+        "haproxy",
+    )?;
     let address: SocketAddr = format!("127.0.0.1:{port}").parse()?;
-    let child = Killed(child);
     // Every replica up in haproxy's checks: a call reaches each.
     wait_until_for(Duration::from_secs(20), || {
         (0..backends.len() * 2).all(|_| {

@@ -501,13 +501,18 @@ function messagesOf(value) {
   return list.map((item) => (item?.role ? item : user(item)));
 }
 
-/** Reads a resource as the host does (for tests): its body. */
-export function readResource(resources, uri) {
+/** The resource that serves `uri` and what it read. */
+function read(resources, uri) {
   for (const r of resources) {
     const vars = r.match(uri);
-    if (vars) return r.read(vars);
+    if (vars) return { resource: r, value: r.read(vars) };
   }
   throw new ToolError("NOT_FOUND", `there is no resource at ${uri}`, { uri });
+}
+
+/** Reads a resource as the host does (for tests): its body. */
+export function readResource(resources, uri) {
+  return read(resources, uri).value;
 }
 
 /** Gets a prompt as the host does (for tests): its messages. */
@@ -536,8 +541,7 @@ export function exportPlugin({ tools = [], resources = [], prompts = [] } = {}) 
       listTemplates: () => declared.filter((r) => r.template).map((r) => ({ uriTemplate: r.uri, ...listing(r) })),
       readResource(uri) {
         try {
-          const r = declared.find((candidate) => candidate.match(uri));
-          const value = readResource(declared, uri);
+          const { resource: r, value } = read(declared, uri);
           return [{ uri, mimeType: r.mimeType, body: body(value) }];
         } catch (error) {
           throw toWitError(error);

@@ -631,13 +631,17 @@ def _find_resource(uri: str) -> tuple[ResourceSpec, dict]:
 
 
 
-def read_resource(uri: str) -> str | bytes:
-    """Reads a resource as the host does; raises ``ToolError`` (``NOT_FOUND``)."""
+def _read(uri: str) -> tuple[ResourceSpec, str | bytes]:
     spec, values = _find_resource(uri)
     body = _guarded(lambda: spec.function(**values), f"resource {uri}")
     if not isinstance(body, (str, bytes, bytearray)):
         raise ToolError("INVALID_RESOURCE", f"resource {uri} must return str or bytes")
-    return body
+    return spec, body
+
+
+def read_resource(uri: str) -> str | bytes:
+    """Reads a resource as the host does; raises ``ToolError`` (``NOT_FOUND``)."""
+    return _read(uri)[1]
 
 
 def get_prompt(name: str, arguments: dict | None = None) -> list[Message]:
@@ -707,8 +711,7 @@ class Resources(getattr(_exports, "Resources", object)):
 
     def read_resource(self, uri: str) -> list:
         try:
-            spec, _ = _find_resource(uri)
-            body = read_resource(uri)
+            spec, body = _read(uri)
         except ToolError as error:
             raise _wit_error(error) from None
         body = (_wit.ResourceBody_Text(body) if isinstance(body, str)

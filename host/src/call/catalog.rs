@@ -136,9 +136,7 @@ pub(crate) async fn get_prompt(
     };
     let prompt = plugin
         .catalog
-        .prompts
-        .iter()
-        .find(|p| p.name == name)
+        .prompt(name)
         .ok_or_else(|| wrong_answer(name))?;
     let mut given = Vec::new();
     let mut problems = Vec::new();
@@ -221,9 +219,7 @@ pub(crate) async fn complete(
             };
             let declared = plugin
                 .catalog
-                .prompts
-                .iter()
-                .find(|p| p.name == name)
+                .prompt(&name)
                 .map(|p| p.declared.clone())
                 .unwrap_or_default();
             (

@@ -117,6 +117,7 @@ impl DevOptions {
                 let folder = absolute(&self.serve.host.plugins)?;
                 std::fs::create_dir_all(&folder)
                     .with_context(|| format!("cannot create {}", folder.display()))?;
+                self.serve.check()?;
                 let host = Host::open(self.serve.host_config()).await?;
                 let served = host.clone();
                 let serve = self.serve;

@@ -105,10 +105,7 @@ pub(super) struct ServeOptions {
 
 impl ServeOptions {
     pub(super) async fn run(self) -> anyhow::Result<()> {
-        // Flags that cannot work are refused before anything loads.
-        if let Some(oauth) = &self.settings().oauth {
-            oauth.check()?;
-        }
+        self.check()?;
         let dir = &self.host.plugins;
         if !dir.exists() {
             std::fs::create_dir_all(dir)?;
@@ -116,6 +113,15 @@ impl ServeOptions {
         }
         let host = Host::open(self.host_config()).await?;
         self.serve(host).await
+    }
+
+    /// Refuses flags that cannot work, before anything loads or listens
+    /// (`serve` and `dev` ask first).
+    pub(super) fn check(&self) -> anyhow::Result<()> {
+        match &self.settings().oauth {
+            Some(oauth) => oauth.check(),
+            None => Ok(()),
+        }
     }
 
     /// The host `serve` opens: the folder watched.
@@ -136,9 +142,6 @@ impl ServeOptions {
             (None, true) => None,
         };
         let settings = self.settings();
-        if let Some(oauth) = &settings.oauth {
-            oauth.check()?;
-        }
         let shutdown = CancellationToken::new();
         tokio::spawn(cancel_on_signal(shutdown.clone()));
 

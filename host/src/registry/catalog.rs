@@ -162,6 +162,11 @@ impl Catalog {
         resources.chain(templates).chain(prompts)
     }
 
+    /// The prompt clients name `name` (its served name).
+    pub(crate) fn prompt(&self, name: &str) -> Option<&Prompt> {
+        self.prompts.iter().find(|p| p.name == name)
+    }
+
     /// Whether it serves any resource, fixed or by template.
     pub(crate) fn serves_resources(&self) -> bool {
         !self.resources.is_empty() || !self.templates.is_empty()

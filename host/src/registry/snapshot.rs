@@ -161,7 +161,7 @@ impl Snapshot {
     /// The plugin that serves prompt `name` (as clients name it).
     pub(crate) fn prompt(&self, name: &str) -> Option<Arc<LoadedPlugin>> {
         self.serving()
-            .find(|plugin| plugin.catalog.prompts.iter().any(|p| p.name == name))
+            .find(|plugin| plugin.catalog.prompt(name).is_some())
             .cloned()
     }
 
