@@ -18,7 +18,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::call::errors::ErrorCode;
+use crate::call::errors::{ErrorCode, is_valid_code};
 use crate::registry::tools::Tool;
 use crate::runtime::{ContentBlock, PluginError, PluginOutput, ResourceBody};
 
@@ -52,6 +52,15 @@ pub(crate) struct ErrorBody {
     /// The host code, when the host (not the plugin) detected the failure.
     #[serde(skip)]
     pub(crate) host_code: Option<ErrorCode>,
+}
+
+impl ErrorBody {
+    /// The outcome the call ledger (and so metrics and the dashboard)
+    /// counts: the host's code, or [`ErrorCode::ToolError`] for every code
+    /// of a plugin's own, so that a plugin cannot make up label values.
+    pub(crate) fn outcome(&self) -> &'static str {
+        self.host_code.unwrap_or(ErrorCode::ToolError).as_str()
+    }
 }
 
 impl Envelope {
@@ -101,6 +110,20 @@ impl Envelope {
         let details = error
             .details
             .map(|text| serde_json::from_str(&text).unwrap_or(Value::String(text)));
+        if !is_valid_code(&error.code) {
+            // Kept in the details, cut, so a client still learns what the
+            // plugin meant; never a code (nor a metric label) of its own.
+            let mut kept = json!({ "pluginCode": truncate(&error.code, MAX_KEPT_CODE_BYTES) });
+            if let Some(details) = details {
+                kept["details"] = details;
+            }
+            return Self::error(ErrorBody {
+                code: ErrorCode::ToolError.as_str().to_string(),
+                message: error.message,
+                details: Some(kept),
+                host_code: Some(ErrorCode::ToolError),
+            });
+        }
         Self::error(ErrorBody {
             code: error.code,
             message: error.message,
@@ -147,6 +170,9 @@ impl Envelope {
         }
     }
 }
+
+/// How much of a plugin's invalid error code is kept in the details.
+const MAX_KEPT_CODE_BYTES: usize = 64;
 
 /// The largest answer the host passes on: a result (every content block,
 /// with its JSON framing, and the structured data together) or a tool
@@ -442,5 +468,39 @@ mod tests {
             envelope.content,
             vec![json!({"type":"text","text":"Error: m"})]
         );
+    }
+
+    #[test]
+    fn a_plugin_code_that_breaks_the_rule_becomes_tool_error_with_the_code_cut() {
+        let long = "x".repeat(1 << 20);
+        for (code, kept) in [("not-a-code", "not-a-code"), (long.as_str(), &long[..64])] {
+            let envelope = Envelope::tool_error(
+                PluginError {
+                    code: code.into(),
+                    message: "m".into(),
+                    details: Some(r#"{"n":1}"#.into()),
+                },
+                "t",
+            );
+            assert_eq!(envelope.http_status(), 422);
+            let error = envelope.error.unwrap();
+            assert_eq!(error.code, "TOOL_ERROR");
+            assert_eq!(error.outcome(), "TOOL_ERROR");
+            assert_eq!(
+                error.details,
+                Some(json!({ "pluginCode": kept, "details": { "n": 1 } }))
+            );
+        }
+        let valid = Envelope::tool_error(
+            PluginError {
+                code: "DIVISION_BY_ZERO".into(),
+                message: "m".into(),
+                details: None,
+            },
+            "t",
+        );
+        let error = valid.error.unwrap();
+        assert_eq!(error.code, "DIVISION_BY_ZERO");
+        assert_eq!(error.outcome(), "TOOL_ERROR");
     }
 }

@@ -85,6 +85,30 @@ error_codes! {
     /// plugins or bytes (which, and the numbers, in the details); nothing
     /// was written.
     QuotaExceeded = "QUOTA_EXCEEDED",
+    /// The plugin reported an error whose code breaks the rule for codes
+    /// ([`is_valid_code`]); the code it gave, cut to 64 bytes, is in
+    /// `details.pluginCode`. Metrics and the dashboard also count every
+    /// plugin's own codes under this one.
+    ToolError = "TOOL_ERROR",
+    /// The client sent its request body too slowly: a pause longer than
+    /// the header timeout, or the whole body past `--body-timeout-secs`.
+    RequestTimeout = "REQUEST_TIMEOUT",
+    /// A request a browser can send from any page without asking first
+    /// (`text/plain`, a form) to a server without tokens: refused, so that
+    /// other sites' pages cannot run tools on it.
+    UnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE",
+}
+
+/// Whether `code` may be an error code on the wire: a capital letter, then
+/// up to 63 capitals, digits or `_` (`DIVISION_BY_ZERO`). The host's own
+/// codes follow it; a plugin's code that does not becomes
+/// [`ErrorCode::ToolError`].
+pub(crate) fn is_valid_code(code: &str) -> bool {
+    (1..=64).contains(&code.len())
+        && code.starts_with(|c: char| c.is_ascii_uppercase())
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// HTTP status for a plugin's own (business) tool error.
@@ -101,11 +125,15 @@ impl ErrorCode {
             | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::QuotaExceeded => 409,
+            ErrorCode::RequestTimeout => 408,
+            ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::Unauthorized => 401,
             ErrorCode::Forbidden => 403,
             ErrorCode::Busy => 503,
             ErrorCode::PayloadTooLarge => 413,
-            ErrorCode::InvalidArguments | ErrorCode::PluginRejected => 422,
+            ErrorCode::InvalidArguments | ErrorCode::PluginRejected | ErrorCode::ToolError => {
+                TOOL_ERROR_HTTP_STATUS
+            }
             ErrorCode::PluginTrapped
             | ErrorCode::InvalidPluginOutput
             | ErrorCode::ResultTooLarge
@@ -157,7 +185,8 @@ impl ErrorCode {
             | ErrorCode::Busy
             | ErrorCode::PluginTrapped
             | ErrorCode::InvalidPluginOutput
-            | ErrorCode::ResultTooLarge => 1,
+            | ErrorCode::ResultTooLarge
+            | ErrorCode::ToolError => 1,
             _ => 2,
         }
     }
@@ -184,5 +213,18 @@ mod tests {
         }
         let row = format!("| *the plugin's own code* | {TOOL_ERROR_HTTP_STATUS} |");
         assert!(readme.contains(&row), "README lacks the row {row}");
+    }
+
+    #[test]
+    fn every_host_code_follows_the_rule_plugin_codes_are_held_to() {
+        for &code in ErrorCode::ALL {
+            assert!(is_valid_code(code.as_str()), "{code}");
+        }
+        for good in ["A", "DIVISION_BY_ZERO", "E2", &"A".repeat(64)] {
+            assert!(is_valid_code(good), "{good}");
+        }
+        for bad in ["", "a", "_A", "1A", "A-B", "A B", "Ä", &"A".repeat(65)] {
+            assert!(!is_valid_code(bad), "{bad}");
+        }
     }
 }

@@ -109,13 +109,13 @@ pub async fn call_tool(
         .instrument(span.clone())
         .await;
     envelope.meta = Some(Box::new(CallMeta::new(started.elapsed(), usage.as_ref())));
-    let outcome = match &envelope.error {
-        None => "ok".to_string(),
-        Some(error) => error.code.clone(),
-    };
+    let outcome = envelope
+        .error
+        .as_ref()
+        .map_or("ok", |error| error.outcome());
     registry.ledger().record(
         plugin.as_deref().map(|plugin| (name, plugin.id.as_str())),
-        &outcome,
+        outcome,
         started.elapsed(),
         usage.as_ref(),
     );
@@ -123,7 +123,7 @@ pub async fn call_tool(
     // default level, formatting them into the span cost ~5 % of a REST
     // echo call (perf), for nothing anyone reads.
     if tracing::enabled!(tracing::Level::DEBUG) {
-        span.record("outcome", outcome.as_str());
+        span.record("outcome", outcome);
         span.record("duration_ms", started.elapsed().as_secs_f64() * 1e3);
         if let Some(usage) = &usage {
             span.record("cpu_ms", usage.cpu.as_secs_f64() * 1e3);

@@ -175,6 +175,20 @@ impl Ledger {
             .clone()
     }
 
+    /// Forgets the counts of every tool `served` says is no longer served
+    /// (its plugin was removed, or its new version dropped the tool): a
+    /// plugin's series go with the plugin. The unknown-tool entry and the
+    /// method-named entries of resources and prompts (`resources/read`)
+    /// stay.
+    pub(crate) fn forget_unserved(&self, served: impl Fn(&str) -> bool) {
+        let mut tools = self.tools.write().unwrap_or_else(|e| e.into_inner());
+        let before = tools.len();
+        tools.retain(|tool, _| tool == UNKNOWN_TOOL || tool.contains('/') || served(tool));
+        if tools.len() != before {
+            self.version.fetch_add(1, Ordering::Release);
+        }
+    }
+
     /// How many calls have been recorded: changes whenever one is.
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
@@ -308,6 +322,19 @@ mod tests {
         assert!((0.5..=2.5).contains(&p50), "{p50}");
         let p95 = echo.recent_p95_ms.unwrap();
         assert!((2.5..=5.0).contains(&p95), "{p95}");
+    }
+
+    #[test]
+    fn a_tool_no_longer_served_is_forgotten() {
+        let ledger = Ledger::default();
+        let ms = Duration::from_millis;
+        ledger.record(Some(("gone", "bob/x")), "TOOL_ERROR", ms(1), None);
+        ledger.record(Some(("kept", "ada/y")), "ok", ms(1), None);
+        ledger.record(Some(("resources/read", "bob/x")), "ok", ms(1), None);
+        ledger.record(None, "TOOL_NOT_FOUND", ms(0), None);
+        ledger.forget_unserved(|tool| tool == "kept");
+        let tools: Vec<String> = ledger.activity().into_iter().map(|a| a.tool).collect();
+        assert_eq!(tools, ["", "kept", "resources/read"]);
     }
 
     #[test]
