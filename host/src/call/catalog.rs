@@ -22,6 +22,22 @@ use crate::runtime::{Answer, Ask, CompletionRef, Role};
 /// Completion values returned at most (MCP's cap).
 const MAX_COMPLETIONS: usize = 100;
 
+/// Refuses a URI longer than `max_bytes` (`--max-uri-bytes`) before it is
+/// looked up, kept or echoed back.
+pub(crate) fn check_uri(uri: &str, max_bytes: usize) -> Result<(), Envelope> {
+    if uri.len() <= max_bytes {
+        return Ok(());
+    }
+    Err(Envelope::host_error(
+        ErrorCode::InvalidRequest,
+        format!(
+            "the resource URI is {} bytes, over the limit of {max_bytes} (--max-uri-bytes)",
+            uri.len()
+        ),
+        Some(json!({ "uriBytes": uri.len(), "limitBytes": max_bytes })),
+    ))
+}
+
 /// `resources/list`: every fixed resource, in plugin order.
 pub(crate) fn list_resources(registry: &Registry) -> Value {
     let snapshot = registry.snapshot();
@@ -85,12 +101,10 @@ pub(crate) async fn read_resource(registry: &Arc<Registry>, uri: &str) -> Result
             Some(json!({ "uri": uri })),
         )
     };
-    let Some(plugin) = registry.snapshot().resource(uri) else {
+    let Some((plugin, declared)) = registry.snapshot().resource(uri) else {
         return Err(not_found());
     };
-    let ask = Ask::ReadResource {
-        uri: uri.to_string(),
-    };
+    let ask = Ask::ReadResource { uri: declared };
     let what = format!("resource {uri:?}");
     let Answer::Contents(answer) = run(registry, &plugin, ask, &what).await? else {
         return Err(wrong_answer(&what));
@@ -106,9 +120,13 @@ pub(crate) async fn read_resource(registry: &Arc<Registry>, uri: &str) -> Result
     if size > MAX_RESULT_BYTES {
         return Err(too_large(&what, size));
     }
+    let namespace = crate::registry::layout::namespace_of(&plugin.id);
     let contents = contents
         .into_iter()
-        .map(|c| resource_contents(c.uri, c.mime_type, c.body))
+        .map(|c| {
+            let uri = plugin.catalog.served_uri(namespace, c.uri);
+            resource_contents(uri, c.mime_type, c.body)
+        })
         .collect::<Result<Vec<Value>, String>>()
         .map_err(|problem| invalid(&what, &problem))?;
     Ok(json!({ "contents": contents }))
@@ -229,15 +247,18 @@ pub(crate) async fn complete(
             )
         }
         Completing::Template(template) => {
-            let Some(plugin) = snapshot
-                .serving()
-                .find(|p| p.catalog.templates.iter().any(|t| t.template == template))
-                .cloned()
-            else {
+            let Some((plugin, declared)) = snapshot.serving().find_map(|p| {
+                let t = p
+                    .catalog
+                    .templates
+                    .iter()
+                    .find(|t| t.template == template)?;
+                Some((p.clone(), t.declared.clone()))
+            }) else {
                 return Ok(empty);
             };
             let what = format!("URI template {template:?}");
-            (plugin, CompletionRef::ResourceTemplate(template), what)
+            (plugin, CompletionRef::ResourceTemplate(declared), what)
         }
     };
     if !plugin.catalog.completion {
@@ -296,16 +317,16 @@ async fn run(
         .await;
     let result =
         outcome.map_err(|failure| failure_envelope(what, json!({ "plugin": plugin.id }), failure));
-    let code = match &result {
-        Ok(_) => "ok".to_string(),
+    let outcome = match &result {
+        Ok(_) => "ok",
         Err(envelope) => envelope
             .error
             .as_ref()
-            .map_or_else(String::new, |e| e.code.clone()),
+            .map_or(ErrorCode::HostError.as_str(), |e| e.outcome()),
     };
     registry.ledger().record(
         Some((method, &plugin.id)),
-        &code,
+        outcome,
         started.elapsed(),
         usage.as_ref(),
     );

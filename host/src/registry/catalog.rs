@@ -1,8 +1,21 @@
 //! A plugin's resources, resource templates and prompts (contract 0.2.0),
 //! checked when it is loaded and kept as clients list them: the rules for
-//! URIs, templates and prompt names, the namespace rule for prompt names
-//! (`<namespace>__<name>`, as for tools), and which URI a template
-//! matches. Which plugin holds a URI or a prompt name is the snapshot's.
+//! URIs, templates and prompt names, the namespace rules, which URI a
+//! template matches, and whether two plugins' URIs overlap. Which plugin
+//! holds a URI or a prompt name is the snapshot's.
+//!
+//! Namespaces: a plugin in namespace `ada` serves its prompts as
+//! `ada__<name>` (as its tools), and its resources under the authority
+//! `ada`: `scheme:rest` is served as `scheme://ada/rest` (a leading `//`
+//! of `rest` dropped), so `text://slug/{t}` becomes `text://ada/slug/{t}`.
+//! The plugin is asked with the URI it declared; clients only ever see the
+//! served one. So no publisher can serve a URI another person's (or the
+//! top level's) plugin serves, except a top-level plugin that names
+//! `ada` as its authority, and the top level goes first.
+//!
+//! Overlap is decided by matching, not by spelling: two templates overlap
+//! when some URI matches both (`test://t/{id}/data` and `test://t/{x}/data`
+//! do), and a fixed URI overlaps a template that matches it.
 
 use serde_json::{Map, Value, json};
 
@@ -25,7 +38,10 @@ pub(crate) struct Catalog {
 /// One resource with a fixed URI.
 #[derive(Debug)]
 pub(crate) struct Resource {
+    /// The URI clients read (in a namespace, under its authority).
     pub(crate) uri: String,
+    /// The URI the plugin declared, which it is asked by.
+    pub(crate) declared: String,
     /// As `resources/list` and `GET /resources` show it.
     pub(crate) listing: Map<String, Value>,
 }
@@ -33,13 +49,17 @@ pub(crate) struct Resource {
 /// One URI template and its parts.
 #[derive(Debug)]
 pub(crate) struct Template {
+    /// The template clients see (in a namespace, under its authority).
     pub(crate) template: String,
     parts: Vec<Part>,
+    /// The template the plugin declared, and its parts.
+    pub(crate) declared: String,
+    declared_parts: Vec<Part>,
     /// As `resources/templates/list` shows it.
     pub(crate) listing: Map<String, Value>,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Part {
     Literal(String),
     Variable(String),
@@ -63,6 +83,12 @@ pub(crate) struct Prompt {
 pub enum CatalogError {
     #[error("resource URI {0:?} is not an absolute URI of at most 512 characters")]
     BadUri(String),
+    #[error("resource URI {0:?} is served as {1:?} in its namespace, longer than 512 characters")]
+    UriTooLongInNamespace(String, String),
+    #[error(
+        "title {0:?} contains a bidirectional control character, which can make text read other than it is"
+    )]
+    BidiTitle(String),
     #[error(
         "URI template {0:?} is not valid: `{{name}}` parts (letters, digits, `_`), not two in a row"
     )]
@@ -111,17 +137,17 @@ impl Catalog {
             ..Catalog::default()
         };
         for declared in std::mem::take(&mut description.resources) {
-            let resource = resource(declared)?;
+            let resource = resource(declared, namespace)?;
             if catalog.resources.iter().any(|r| r.uri == resource.uri) {
                 return Err(CatalogError::Twice {
                     kind: "resource URI",
-                    name: resource.uri,
+                    name: resource.declared,
                 });
             }
             catalog.resources.push(resource);
         }
         for declared in std::mem::take(&mut description.templates) {
-            let template = template(declared)?;
+            let template = template(declared, namespace)?;
             if catalog
                 .templates
                 .iter()
@@ -129,7 +155,7 @@ impl Catalog {
             {
                 return Err(CatalogError::Twice {
                     kind: "URI template",
-                    name: template.template,
+                    name: template.declared,
                 });
             }
             catalog.templates.push(template);
@@ -147,19 +173,82 @@ impl Catalog {
         Ok(catalog)
     }
 
-    /// The names this plugin claims, each as `kind name`, for the
-    /// snapshot to keep unique across plugins.
-    pub(crate) fn claims(&self) -> impl Iterator<Item = String> + '_ {
-        let resources = self
-            .resources
+    /// What this plugin and `other` both claim, if anything: a prompt
+    /// name, a fixed URI both serve, a fixed URI the other's template
+    /// matches, or two templates some URI matches both of. Described for
+    /// the refusal, and whether it is the very same name or URI.
+    pub(crate) fn overlap(&self, other: &Catalog) -> Option<(String, bool)> {
+        if let Some(prompt) = self
+            .prompts
             .iter()
-            .map(|r| format!("resource {:?}", r.uri));
-        let templates = self
-            .templates
-            .iter()
-            .map(|t| format!("URI template {:?}", t.template));
-        let prompts = self.prompts.iter().map(|p| format!("prompt {:?}", p.name));
-        resources.chain(templates).chain(prompts)
+            .find(|p| other.prompt(&p.name).is_some())
+        {
+            return Some((format!("prompt {:?}", prompt.name), true));
+        }
+        let fixed = |r: &Resource| format!("resource {:?}", r.uri);
+        let templated = |t: &Template| format!("URI template {:?}", t.template);
+        for mine in &self.resources {
+            if other.resources.iter().any(|theirs| theirs.uri == mine.uri) {
+                return Some((fixed(mine), true));
+            }
+            if let Some(theirs) = other
+                .templates
+                .iter()
+                .find(|t| t.matches(&mine.uri).is_some())
+            {
+                return Some((
+                    format!("{} (matched by {})", fixed(mine), templated(theirs)),
+                    false,
+                ));
+            }
+        }
+        for mine in &self.templates {
+            if other.templates.iter().any(|t| t.template == mine.template) {
+                return Some((templated(mine), true));
+            }
+            if let Some(theirs) = other
+                .resources
+                .iter()
+                .find(|r| mine.matches(&r.uri).is_some())
+            {
+                return Some((
+                    format!("{} (matching {})", templated(mine), fixed(theirs)),
+                    false,
+                ));
+            }
+            if let Some(theirs) = other
+                .templates
+                .iter()
+                .find(|t| overlaps(&mine.parts, &t.parts))
+            {
+                return Some((
+                    format!("{} (overlapping {})", templated(mine), templated(theirs)),
+                    false,
+                ));
+            }
+        }
+        None
+    }
+
+    /// The URI the plugin declared for the served `uri` it serves: a fixed
+    /// URI first, then the first template that matches it.
+    pub(crate) fn declared_uri(&self, uri: &str) -> Option<String> {
+        if let Some(resource) = self.resources.iter().find(|r| r.uri == uri) {
+            return Some(resource.declared.clone());
+        }
+        self.templates.iter().find_map(|template| {
+            let values = template.matches(uri)?;
+            Some(template.expand_declared(&values))
+        })
+    }
+
+    /// The served form of a URI the plugin wrote in an answer (a read's
+    /// contents): under the namespace's authority, as its URIs are listed.
+    pub(crate) fn served_uri(&self, namespace: Option<&str>, uri: String) -> String {
+        match namespace {
+            Some(namespace) if is_absolute_uri(&uri) => in_namespace(namespace, &uri),
+            _ => uri,
+        }
     }
 
     /// The prompt clients name `name` (its served name).
@@ -178,6 +267,21 @@ impl Catalog {
 }
 
 impl Template {
+    /// The URI the plugin declared for a served URI whose variables are
+    /// `values` (as [`Template::matches`] gave them).
+    fn expand_declared(&self, values: &[(String, String)]) -> String {
+        self.declared_parts
+            .iter()
+            .map(|part| match part {
+                Part::Literal(literal) => literal.as_str(),
+                Part::Variable(name) => values
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or("", |(_, value)| value.as_str()),
+            })
+            .collect()
+    }
+
     /// The variables `uri` gives this template's parts, if it matches: a
     /// variable stands for one or more characters other than `/`, `?` and
     /// `#`, up to the next literal part.
@@ -206,31 +310,56 @@ impl Template {
     }
 }
 
-fn resource(declared: DeclaredResource) -> Result<Resource, CatalogError> {
+fn resource(declared: DeclaredResource, namespace: Option<&str>) -> Result<Resource, CatalogError> {
     if !is_absolute_uri(&declared.uri) {
         return Err(CatalogError::BadUri(declared.uri));
     }
+    check_title(declared.title.as_deref())?;
+    let uri = served(namespace, &declared.uri)?;
     let listing = listing(
-        ("uri", &declared.uri),
+        ("uri", &uri),
         declared.name,
         declared.title,
         declared.description,
         declared.mime_type,
     );
     Ok(Resource {
-        uri: declared.uri,
+        uri,
+        declared: declared.uri,
         listing,
     })
 }
 
-fn template(declared: DeclaredTemplate) -> Result<Template, CatalogError> {
+fn template(declared: DeclaredTemplate, namespace: Option<&str>) -> Result<Template, CatalogError> {
     let text = declared.uri_template;
-    let bad = || CatalogError::BadTemplate(text.clone());
     if !is_absolute_uri(&text) {
-        return Err(bad());
+        return Err(CatalogError::BadTemplate(text));
     }
+    check_title(declared.title.as_deref())?;
+    let declared_parts = parts(&text)?;
+    let template = served(namespace, &text)?;
+    let parts = parts(&template)?;
+    let listing = listing(
+        ("uriTemplate", &template),
+        declared.name,
+        declared.title,
+        declared.description,
+        declared.mime_type,
+    );
+    Ok(Template {
+        template,
+        parts,
+        declared: text,
+        declared_parts,
+        listing,
+    })
+}
+
+/// A template's literal and variable parts.
+fn parts(text: &str) -> Result<Vec<Part>, CatalogError> {
+    let bad = || CatalogError::BadTemplate(text.to_string());
     let mut parts = Vec::new();
-    let mut rest = text.as_str();
+    let mut rest = text;
     while !rest.is_empty() {
         match rest.find('{') {
             Some(0) => {
@@ -254,18 +383,151 @@ fn template(declared: DeclaredTemplate) -> Result<Template, CatalogError> {
             }
         }
     }
-    let listing = listing(
-        ("uriTemplate", &text),
-        declared.name,
-        declared.title,
-        declared.description,
-        declared.mime_type,
-    );
-    Ok(Template {
-        template: text,
-        parts,
-        listing,
+    Ok(parts)
+}
+
+/// A declared URI or template as served in `namespace` (as is at the top
+/// level), refused when that makes it too long.
+fn served(namespace: Option<&str>, uri: &str) -> Result<String, CatalogError> {
+    let Some(namespace) = namespace else {
+        return Ok(uri.to_string());
+    };
+    let served = in_namespace(namespace, uri);
+    if served.chars().count() > MAX_URI_CHARS {
+        return Err(CatalogError::UriTooLongInNamespace(uri.to_string(), served));
+    }
+    Ok(served)
+}
+
+/// `scheme:rest` under the authority `namespace`: `scheme://namespace/`
+/// then `rest` without its leading `//`.
+fn in_namespace(namespace: &str, uri: &str) -> String {
+    let (scheme, rest) = uri.split_once(':').unwrap_or((uri, ""));
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    format!("{scheme}://{namespace}/{rest}")
+}
+
+/// Bidirectional embedding, override and isolate controls (and the marks):
+/// text with them can display other than it reads.
+fn check_title(title: Option<&str>) -> Result<(), CatalogError> {
+    match title {
+        Some(title) if has_bidi_control(title) => Err(CatalogError::BidiTitle(title.to_string())),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `text` holds a bidirectional control character.
+pub(crate) fn has_bidi_control(text: &str) -> bool {
+    text.chars().any(|c| {
+        matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
     })
+}
+
+/// Whether some URI matches both templates (a fixed URI is a template of
+/// literals alone). A variable stands for one or more characters other
+/// than `/`, `?` and `#`; the search walks both patterns side by side
+/// over the characters they name and one character neither names.
+fn overlaps(a: &[Part], b: &[Part]) -> bool {
+    let (a, b) = (tokens(a), tokens(b));
+    // Literal heads and tails that differ settle it at once (URIs of other
+    // schemes, authorities or namespaces).
+    let head = |t: &[Token]| -> Vec<char> {
+        t.iter()
+            .map_while(|t| match t {
+                Token::Char(c) => Some(*c),
+                Token::Var => None,
+            })
+            .collect()
+    };
+    let tail = |t: &[Token]| -> Vec<char> {
+        t.iter()
+            .rev()
+            .map_while(|t| match t {
+                Token::Char(c) => Some(*c),
+                Token::Var => None,
+            })
+            .collect()
+    };
+    let agree = |x: &[char], y: &[char]| x.iter().zip(y).all(|(p, q)| p == q);
+    if !agree(&head(&a), &head(&b)) || !agree(&tail(&a), &tail(&b)) {
+        return false;
+    }
+    let mut alphabet: Vec<char> = a
+        .iter()
+        .chain(&b)
+        .filter_map(|t| match t {
+            Token::Char(c) => Some(*c),
+            Token::Var => None,
+        })
+        .collect();
+    alphabet.push('\u{E000}'); // one character neither pattern names
+    alphabet.sort_unstable();
+    alphabet.dedup();
+    // A state is (position, inside a variable that has taken a character).
+    let start = ((0usize, false), (0usize, false));
+    let mut seen = std::collections::HashSet::from([start]);
+    let mut queue = vec![start];
+    while let Some((sa, sb)) = queue.pop() {
+        if accepts(&a, sa) && accepts(&b, sb) {
+            return true;
+        }
+        for &c in &alphabet {
+            for na in step(&a, sa, c) {
+                for nb in step(&b, sb, c) {
+                    if seen.insert((na, nb)) {
+                        queue.push((na, nb));
+                    }
+                }
+            }
+        }
+    }
+    false
+}
+
+#[derive(Clone, Copy)]
+enum Token {
+    Char(char),
+    Var,
+}
+
+fn tokens(parts: &[Part]) -> Vec<Token> {
+    parts
+        .iter()
+        .flat_map(|part| match part {
+            Part::Literal(literal) => literal.chars().map(Token::Char).collect::<Vec<_>>(),
+            Part::Variable(_) => vec![Token::Var],
+        })
+        .collect()
+}
+
+type State = (usize, bool);
+
+fn in_variable(c: char) -> bool {
+    !matches!(c, '/' | '?' | '#')
+}
+
+/// Where `state` goes on `c`: inside a variable it may take `c` too, or
+/// end and let the next token take it.
+fn step(tokens: &[Token], (at, inside): State, c: char) -> Vec<State> {
+    let from = |at: usize| match tokens.get(at) {
+        Some(Token::Char(x)) if *x == c => Some((at + 1, false)),
+        Some(Token::Var) if in_variable(c) => Some((at, true)),
+        _ => None,
+    };
+    if inside {
+        let stay = in_variable(c).then_some((at, true));
+        stay.into_iter().chain(from(at + 1)).collect()
+    } else {
+        from(at).into_iter().collect()
+    }
+}
+
+fn accepts(tokens: &[Token], (at, inside): State) -> bool {
+    if inside {
+        at + 1 == tokens.len()
+    } else {
+        at == tokens.len()
+    }
 }
 
 fn prompt(declared: DeclaredPrompt, namespace: Option<&str>) -> Result<Prompt, CatalogError> {
@@ -273,6 +535,7 @@ fn prompt(declared: DeclaredPrompt, namespace: Option<&str>) -> Result<Prompt, C
     if !is_valid_tool_name(&name) {
         return Err(CatalogError::BadPromptName(name));
     }
+    check_title(declared.title.as_deref())?;
     let served = match namespace {
         None if name.contains("__") => return Err(CatalogError::ReservedSeparator(name)),
         None => name.clone(),
@@ -375,7 +638,7 @@ mod tests {
 
     #[test]
     fn templates_match_their_variables() {
-        let t = template(declared_template("test://template/{id}/data")).unwrap();
+        let t = template(declared_template("test://template/{id}/data"), None).unwrap();
         assert_eq!(
             t.matches("test://template/123/data"),
             Some(vec![("id".into(), "123".into())])
@@ -388,7 +651,7 @@ mod tests {
         ] {
             assert_eq!(t.matches(other), None, "{other}");
         }
-        let two = template(declared_template("w://{city}/on/{day}")).unwrap();
+        let two = template(declared_template("w://{city}/on/{day}"), None).unwrap();
         assert_eq!(
             two.matches("w://oslo/on/monday").unwrap(),
             vec![
@@ -404,8 +667,92 @@ mod tests {
             "a://{}",
             "a://{a-b}",
         ] {
-            assert!(template(declared_template(bad)).is_err(), "{bad}");
+            assert!(template(declared_template(bad), None).is_err(), "{bad}");
         }
+    }
+
+    fn catalog(namespace: Option<&str>, fixed: &[&str], templates: &[&str]) -> Catalog {
+        let mut description = Description::default();
+        for uri in fixed {
+            description.resources.push(DeclaredResource {
+                uri: uri.to_string(),
+                name: "r".into(),
+                title: None,
+                description: None,
+                mime_type: None,
+            });
+        }
+        for text in templates {
+            description.templates.push(declared_template(text));
+        }
+        Catalog::build(&mut description, namespace, &ToolListLimits::DEFAULT).unwrap()
+    }
+
+    #[test]
+    fn overlap_is_found_by_matching_not_by_spelling() {
+        let admin = catalog(
+            None,
+            &["test://static-text"],
+            &["test://template/{id}/data"],
+        );
+        let cases: [(&[&str], &[&str]); 5] = [
+            (&[], &["test://template/{x}/data"]),
+            (&["test://template/7/data"], &[]),
+            (&["test://static-text"], &[]),
+            (&[], &["test://{a}/{b}/data"]),
+            (&[], &["test://template/{x}/{y}"]),
+        ];
+        for (fixed, templates) in cases {
+            let other = catalog(None, fixed, templates);
+            assert!(other.overlap(&admin).is_some(), "{fixed:?} {templates:?}");
+            assert!(admin.overlap(&other).is_some(), "{fixed:?} {templates:?}");
+        }
+        let apart: [(&[&str], &[&str]); 4] = [
+            (&["test://template/7/other"], &[]),
+            (&[], &["test://template/{x}/more/data"]),
+            (&[], &["other://template/{x}/data"]),
+            (&[], &["test://templates/{x}"]),
+        ];
+        for (fixed, templates) in apart {
+            let other = catalog(None, fixed, templates);
+            assert_eq!(other.overlap(&admin), None, "{fixed:?} {templates:?}");
+        }
+    }
+
+    #[test]
+    fn a_namespace_serves_its_uris_under_its_authority() {
+        let bob = catalog(
+            Some("bob"),
+            &["test://static-text", "urn:isbn:1"],
+            &["test://template/{x}/data"],
+        );
+        let served: Vec<&str> = bob.resources.iter().map(|r| r.uri.as_str()).collect();
+        assert_eq!(served, ["test://bob/static-text", "urn://bob/isbn:1"]);
+        assert_eq!(bob.templates[0].template, "test://bob/template/{x}/data");
+        assert_eq!(
+            bob.templates[0].listing["uriTemplate"],
+            "test://bob/template/{x}/data"
+        );
+        // The plugin is asked by what it declared.
+        assert_eq!(
+            bob.declared_uri("test://bob/template/42/data").as_deref(),
+            Some("test://template/42/data")
+        );
+        assert_eq!(
+            bob.declared_uri("test://bob/static-text").as_deref(),
+            Some("test://static-text")
+        );
+        assert_eq!(bob.declared_uri("test://static-text"), None);
+        // Nothing it serves overlaps the top level's same URIs.
+        let admin = catalog(
+            None,
+            &["test://static-text"],
+            &["test://template/{id}/data"],
+        );
+        assert_eq!(bob.overlap(&admin), None);
+        // Unless the top level serves under bob's authority.
+        let squatting_admin = catalog(None, &[], &["test://{who}/static-text"]);
+        assert!(bob.overlap(&squatting_admin).is_some());
     }
 
     #[test]

@@ -168,7 +168,7 @@ pub(crate) fn namespace_of(id: &str) -> Option<&str> {
 /// A namespace folder's name (a person's name, as the tokens file gives
 /// it): 1 to 24 letters, digits, `_` or `-`, starting with a letter, and
 /// never `__` (which separates a namespace from a tool name) nor a trailing
-/// `_`.
+/// `_`, nor ending in [`DATA_FOLDER_SUFFIX`].
 pub(crate) fn is_valid_namespace(name: &str) -> bool {
     (1..=24).contains(&name.len())
         && name.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -177,7 +177,13 @@ pub(crate) fn is_valid_namespace(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
         && !name.contains("__")
         && !name.ends_with('_')
+        && !name.ends_with(DATA_FOLDER_SUFFIX)
 }
+
+/// The suffix kept for plugins' data folders beside them (`users-data`
+/// for `users.wasm`, as docs/plugins.md shows): never a namespace, so no
+/// person can publish into one.
+pub(crate) const DATA_FOLDER_SUFFIX: &str = "-data";
 
 /// The stem of a plugin file: `*.wasm` files that are not hidden (editors
 /// and copy tools park hidden temporary files beside the real one).

@@ -37,10 +37,15 @@ impl Registry {
     /// Swaps in `next`, tells listeners if the tool list changed, and sends
     /// one event per outcome with the plugin's report as it now stands.
     fn swap_in(&self, before: &Snapshot, mut next: Snapshot, mut outcomes: Vec<(String, Outcome)>) {
-        // A version that waited for a tool name now free is admitted too.
-        for id in next.admit_waiting() {
-            if !outcomes.iter().any(|(known, _)| *known == id) {
-                outcomes.push((id, Outcome::Admitted));
+        // A version that waited for a name or URI now free is admitted
+        // too (taking it from any plugin that goes after it).
+        let (admitted, displaced) = next.admit_waiting();
+        for (ids, outcome) in [(admitted, Outcome::Admitted), (displaced, Outcome::Refused)] {
+            for id in ids {
+                match outcomes.iter_mut().find(|(known, _)| *known == id) {
+                    Some((_, known)) => *known = outcome,
+                    None => outcomes.push((id, outcome)),
+                }
             }
         }
         for (id, record) in next.plugins() {
@@ -72,6 +77,8 @@ impl Registry {
             .collect();
         let next = Arc::new(next);
         self.current.store(next.clone());
+        self.ledger
+            .forget_unserved(|tool| next.tool(tool).is_some());
         if tool_list_changed {
             self.tool_list_version.send_modify(|version| *version += 1);
         }
@@ -108,13 +115,15 @@ impl Registry {
 
     /// Loads every plugin file in `dir` and drops plugins whose files are
     /// gone, then returns. The files go through the one load path
-    /// ([`Registry::load`]) as one batch, applied in name order, so "first"
-    /// in a tool-name conflict is deterministic at start-up.
+    /// ([`Registry::load`]) as one batch; who goes first in a name or URI
+    /// conflict is decided by the claim order (`snapshot.rs`), never by
+    /// load order.
     pub(crate) async fn scan(self: &Arc<Self>, dir: &Path) -> std::io::Result<()> {
         let _ = self
             .folder
             .set(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
         let layout = self.layout.get_or_init(|| layout::Layout::new(dir));
+        remove_publish_leftovers(layout);
         let mut paths = layout.files().await?;
         let known: Vec<PathBuf> = self
             .snapshot()
@@ -192,7 +201,14 @@ impl Registry {
         let before = self.snapshot();
         let mut next = (*before).clone();
         let mut outcomes = Vec::new();
-        for ((id, path, generation), verdict) in jobs.into_iter().zip(verdicts) {
+        // Plugins that go first for a name or URI are applied first, so a
+        // start-up scan admits them without taking another out of service.
+        let mut batch: Vec<_> = jobs.into_iter().zip(verdicts).collect();
+        batch.sort_by_key(|(_, verdict)| match verdict {
+            Some(Verdict::Loaded(plugin)) => (0, plugin.claim_order()),
+            _ => (1, (true, std::time::SystemTime::UNIX_EPOCH, String::new())),
+        });
+        for ((id, path, generation), verdict) in batch {
             let Some(verdict) = verdict else { continue };
             if !self.finish(&id, generation) {
                 tracing::info!(plugin = %id, "a newer version arrived while loading; this one is dropped");
@@ -207,9 +223,7 @@ impl Registry {
                 });
                 continue;
             }
-            if let Some(outcome) = apply(&mut next, &id, &path, verdict) {
-                outcomes.push((id, outcome));
-            }
+            apply(&mut next, &id, &path, verdict, &mut outcomes);
         }
         self.swap_in(&before, next, outcomes);
     }
@@ -263,28 +277,44 @@ enum Outcome {
     Removed,
 }
 
-/// Applies one file's verdict to a snapshot being built, and says what it
-/// did (nothing, for a file that is unchanged).
-fn apply(next: &mut Snapshot, id: &str, path: &Path, verdict: Verdict) -> Option<Outcome> {
+/// Applies one file's verdict to a snapshot being built, and adds what it
+/// did to `outcomes` (nothing, for a file that is unchanged; a plugin
+/// taken out of service by the one admitted, too).
+fn apply(
+    next: &mut Snapshot,
+    id: &str,
+    path: &Path,
+    verdict: Verdict,
+    outcomes: &mut Vec<(String, Outcome)>,
+) {
+    let mut tell =
+        |id: &str, outcome: Outcome| match outcomes.iter_mut().find(|(known, _)| known == id) {
+            Some((_, known)) => *known = outcome,
+            None => outcomes.push((id.to_string(), outcome)),
+        };
     match verdict {
-        Verdict::Unchanged | Verdict::Retry(_) => None,
+        Verdict::Unchanged | Verdict::Retry(_) => {}
         Verdict::Gone => {
-            next.plugin_report(id)?;
+            if next.plugin_report(id).is_none() {
+                return;
+            }
             tracing::info!(plugin = %id, "plugin removed");
             next.remove(id);
-            Some(Outcome::Removed)
+            tell(id, Outcome::Removed);
         }
         Verdict::Loaded(plugin) => {
             let names: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
             let from_cache = plugin.compiled.from_cache;
             tracing::info!(plugin = %id, hash = %&plugin.version.content_hash[..12], from_cache, tools = ?names, "plugin loaded");
-            next.admit(Arc::new(*plugin));
-            Some(Outcome::Admitted)
+            for displaced in next.admit(Arc::new(*plugin)) {
+                tell(&displaced, Outcome::Refused);
+            }
+            tell(id, Outcome::Admitted);
         }
         Verdict::Refused { version, reason } => {
             tracing::warn!(plugin = %id, %reason, "plugin rejected");
             next.reject(id, path, version, Arc::new(reason));
-            Some(Outcome::Refused)
+            tell(id, Outcome::Refused);
         }
     }
 }
@@ -368,6 +398,21 @@ async fn judge(
             ..plugin
         })),
         Err(reason) => Verdict::Refused { version, reason },
+    }
+}
+
+/// Removes what a publish cut short by a stop left behind (an upload in
+/// progress, a version kept aside): hidden files, never plugins.
+fn remove_publish_leftovers(layout: &layout::Layout) {
+    let folders = std::iter::once(layout.root().to_path_buf()).chain(layout.namespace_dirs());
+    for folder in folders {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            if crate::registry::publish::is_publish_leftover(&name.to_string_lossy()) {
+                tracing::info!(file = %entry.path().display(), "removing what a stopped publish left");
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
     }
 }
 

@@ -60,6 +60,10 @@ pub enum LoadError {
     /// served by another plugin (`what` says which, e.g. `prompt "greet"`).
     #[error("{what} is already provided by plugin {holder:?}")]
     Taken { what: String, holder: String },
+    /// One of its URIs or templates overlaps another plugin's: some URI
+    /// would be served by both.
+    #[error("{what} overlaps what plugin {holder:?} serves: some URI would be served by both")]
+    Overlaps { what: String, holder: String },
 }
 
 /// A plugin that passed every check and can serve calls.
@@ -70,6 +74,10 @@ pub struct LoadedPlugin {
     pub(crate) loaded_at: SystemTime,
     /// Who published this version over HTTP, and when (RFC 3339).
     pub(crate) published: Option<(String, String)>,
+    /// When the plugin was first published (kept across its versions), or
+    /// for a file dropped by hand, the file's time: who goes first when two
+    /// plugins claim one name or URI (see `snapshot.rs`).
+    pub(crate) since: SystemTime,
     pub compiled: CompiledPlugin,
     pub grants: Arc<Grants>,
     /// Bounds this plugin's concurrent calls: its policy's `max_concurrent`,
@@ -88,6 +96,19 @@ pub struct LoadedPlugin {
     pub(crate) schema_warnings: Vec<SchemaWarning>,
     /// Declared last, so dropped last: see [`ReleaseOnDrop`].
     pub(crate) _release: ReleaseOnDrop,
+}
+
+impl LoadedPlugin {
+    /// The order in which plugins claim names and URIs, smallest first:
+    /// the top level before namespaces, then the one first published (or
+    /// dropped), then by id. Load order never decides.
+    pub(crate) fn claim_order(&self) -> (bool, SystemTime, String) {
+        (
+            crate::registry::layout::namespace_of(&self.id).is_some(),
+            self.since,
+            self.id.clone(),
+        )
+    }
 }
 
 /// Gives freed heap memory back to the kernel when the plugin that holds
@@ -124,6 +145,9 @@ pub(crate) struct PluginSource {
     pub(crate) version: Version,
     /// Who published it over HTTP, and when (see `publish.rs`).
     pub(crate) published: Option<(String, String)>,
+    /// When it was first published, or the file's time (see
+    /// [`LoadedPlugin::since`]).
+    pub(crate) since: SystemTime,
 }
 
 /// Reads a plugin file and its policy: the file beside it, or else, for a
@@ -166,6 +190,7 @@ pub(crate) async fn with_policy(
     Ok(PluginSource {
         policy_file,
         published: published_by(path),
+        since: first_published(path),
         version: Version {
             content_hash: content_hash(&wasm),
             policy_hash: policy.as_deref().map(|text| content_hash(text.as_bytes())),
@@ -184,6 +209,30 @@ pub(crate) fn published_by(file: &Path) -> Option<(String, String)> {
         record["by"].as_str()?.to_string(),
         record["at"].as_str()?.to_string(),
     ))
+}
+
+/// When the plugin at `file` was first published: the record's `first`
+/// (kept across versions by `publish.rs`), or its `at`; for a file dropped
+/// by hand (or a plugin from a registry), the file's creation time, else
+/// its policy file's, else its modification time.
+pub(crate) fn first_published(file: &Path) -> SystemTime {
+    let recorded = std::fs::read_to_string(published_file(file))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|record| {
+            let at = record.get("first").or_else(|| record.get("at"))?.as_str()?;
+            humantime::parse_rfc3339_weak(at).ok()
+        });
+    recorded
+        .or_else(|| {
+            [file.to_path_buf(), policy::policy_path(file)]
+                .iter()
+                .find_map(|path| {
+                    let metadata = std::fs::metadata(path).ok()?;
+                    metadata.created().or_else(|_| metadata.modified()).ok()
+                })
+        })
+        .unwrap_or_else(SystemTime::now)
 }
 
 /// `.<name>.published` beside the plugin: hidden, so never a plugin.
@@ -281,6 +330,7 @@ pub(crate) async fn load(
         version: source.version,
         loaded_at: SystemTime::now(),
         published: source.published,
+        since: source.since,
         compiled,
         permits: Arc::new(tokio::sync::Semaphore::new(max_concurrent)),
         max_concurrent,

@@ -46,6 +46,37 @@ pub(crate) struct Rejection {
     pub(super) waiting: Option<Arc<LoadedPlugin>>,
 }
 
+/// What `candidate` claims that `holder` claims too, as `candidate`'s
+/// refusal: a tool name, then a prompt name or URI.
+fn conflict(candidate: &LoadedPlugin, holder: &LoadedPlugin) -> Option<LoadError> {
+    let tool = candidate
+        .tools
+        .iter()
+        .find(|tool| holder.tools.iter().any(|t| t.name == tool.name));
+    if let Some(tool) = tool {
+        return Some(LoadError::NameTaken {
+            tool: tool.name.clone(),
+            holder: holder.id.clone(),
+        });
+    }
+    catalog_conflict(candidate, holder)
+}
+
+fn catalog_conflict(candidate: &LoadedPlugin, holder: &LoadedPlugin) -> Option<LoadError> {
+    let (what, same) = candidate.catalog.overlap(&holder.catalog)?;
+    let holder = holder.id.clone();
+    Some(if same {
+        LoadError::Taken { what, holder }
+    } else {
+        LoadError::Overlaps { what, holder }
+    })
+}
+
+/// Whether `a` goes before `b` for a name or URI both claim.
+fn goes_first(a: &LoadedPlugin, b: &LoadedPlugin) -> bool {
+    a.claim_order() < b.claim_order()
+}
+
 impl Snapshot {
     pub fn tool(&self, name: &str) -> Option<&ServedTool> {
         self.tools.get(name)
@@ -107,30 +138,38 @@ impl Snapshot {
             .is_some_and(|record| record.serving.is_some())
     }
 
-    /// What another serving plugin already holds of `candidate`'s tool
-    /// names, resource URIs, URI templates and prompt names, if anything.
-    fn conflict(&self, candidate: &LoadedPlugin) -> Option<LoadError> {
+    /// Every serving plugin that claims something `candidate` claims (a
+    /// tool name, a prompt name, a URI either would serve), each with the
+    /// refusal `candidate` would get for it.
+    fn conflicts(&self, candidate: &LoadedPlugin) -> Vec<(Arc<LoadedPlugin>, LoadError)> {
         let id = &candidate.id;
-        let tool = candidate.tools.iter().find_map(|tool| {
-            let holder = self.tools.get(&tool.name)?;
-            (holder.plugin.id != *id).then(|| LoadError::NameTaken {
-                tool: tool.name.clone(),
-                holder: holder.plugin.id.clone(),
-            })
-        });
-        if tool.is_some() || candidate.catalog.is_empty() {
-            return tool;
+        let mut found: Vec<(Arc<LoadedPlugin>, LoadError)> = Vec::new();
+        for tool in &candidate.tools {
+            let Some(holder) = self.tools.get(&tool.name) else {
+                continue;
+            };
+            if holder.plugin.id != *id && !found.iter().any(|(p, _)| p.id == holder.plugin.id) {
+                found.push((
+                    holder.plugin.clone(),
+                    LoadError::NameTaken {
+                        tool: tool.name.clone(),
+                        holder: holder.plugin.id.clone(),
+                    },
+                ));
+            }
         }
-        let claims: Vec<String> = candidate.catalog.claims().collect();
-        self.serving()
-            .filter(|other| other.id != *id)
-            .find_map(|other| {
-                let what = other.catalog.claims().find(|c| claims.contains(c))?;
-                Some(LoadError::Taken {
-                    what,
-                    holder: other.id.clone(),
-                })
-            })
+        if candidate.catalog.is_empty() {
+            return found;
+        }
+        for other in self.serving().filter(|other| other.id != *id) {
+            if found.iter().any(|(p, _)| p.id == other.id) {
+                continue;
+            }
+            if let Some(reason) = catalog_conflict(candidate, other) {
+                found.push((other.clone(), reason));
+            }
+        }
+        found
     }
 
     /// Every serving plugin version.
@@ -140,22 +179,13 @@ impl Snapshot {
             .filter_map(|record| record.serving.as_ref())
     }
 
-    /// The plugin that serves resource `uri`: a fixed URI first, then
-    /// the first template that matches it.
-    pub(crate) fn resource(&self, uri: &str) -> Option<Arc<LoadedPlugin>> {
-        let fixed =
-            |plugin: &&Arc<LoadedPlugin>| plugin.catalog.resources.iter().any(|r| r.uri == uri);
-        let templated = |plugin: &&Arc<LoadedPlugin>| {
-            plugin
-                .catalog
-                .templates
-                .iter()
-                .any(|template| template.matches(uri).is_some())
-        };
+    /// The plugin that serves resource `uri` and the URI it declared for
+    /// it (its own, which it is asked by): a fixed URI first, then the
+    /// first template that matches it. Plugins' URIs never overlap (see
+    /// [`Snapshot::admit`]), so at most one serves any URI.
+    pub(crate) fn resource(&self, uri: &str) -> Option<(Arc<LoadedPlugin>, String)> {
         self.serving()
-            .find(fixed)
-            .or_else(|| self.serving().find(templated))
-            .cloned()
+            .find_map(|plugin| Some((plugin.clone(), plugin.catalog.declared_uri(uri)?)))
     }
 
     /// The plugin that serves prompt `name` (as clients name it).
@@ -182,11 +212,42 @@ impl Snapshot {
         ]
     }
 
-    /// Puts a valid version in service, unless one of its tool names (or
-    /// resource URIs, templates, prompt names) is held by another plugin.
-    pub(super) fn admit(&mut self, candidate: Arc<LoadedPlugin>) {
+    /// Puts a valid version in service, unless a plugin that goes before
+    /// it ([`goes_first`]) holds one of its tool names, prompt names or
+    /// URIs: then it waits, naming the holder, and is admitted by itself
+    /// once that is free. Plugins it goes before that hold what it claims
+    /// are taken out of service (they wait in turn); their ids are
+    /// returned. Load order never decides: the top level goes first, then
+    /// the plugin published first.
+    pub(super) fn admit(&mut self, candidate: Arc<LoadedPlugin>) -> Vec<String> {
         let id = candidate.id.clone();
-        let conflict = self.conflict(&candidate);
+        let mut conflicts = self.conflicts(&candidate);
+        let blocker = conflicts
+            .iter()
+            .enumerate()
+            .filter(|(_, (holder, _))| goes_first(holder, &candidate))
+            .min_by(|(_, (a, _)), (_, (b, _))| a.claim_order().cmp(&b.claim_order()))
+            .map(|(index, _)| index);
+        if let Some(index) = blocker {
+            let (_, reason) = conflicts.swap_remove(index);
+            self.wait(&candidate, reason);
+            return Vec::new();
+        }
+        let mut displaced = Vec::new();
+        for (holder, _) in conflicts {
+            // The holder now waits for the newcomer, as a newcomer would.
+            let reason = conflict(&holder, &candidate).unwrap_or(LoadError::Taken {
+                what: "what it serves".into(),
+                holder: id.clone(),
+            });
+            tracing::warn!(plugin = %holder.id, by = %id, "plugin taken out of service: a plugin that goes first claims what it serves");
+            self.tools.retain(|_, entry| entry.plugin.id != holder.id);
+            if let Some(record) = self.plugins.get_mut(&holder.id) {
+                record.serving = None;
+            }
+            self.wait(&holder, reason);
+            displaced.push(holder.id.clone());
+        }
         let record = self
             .plugins
             .entry(id.clone())
@@ -195,15 +256,6 @@ impl Snapshot {
                 serving: None,
                 rejected: None,
             });
-        if let Some(reason) = conflict {
-            record.rejected = Some(Rejection {
-                version: candidate.version.clone(),
-                reason: Arc::new(reason),
-                at: SystemTime::now(),
-                waiting: Some(candidate),
-            });
-            return;
-        }
         record.serving = Some(candidate.clone());
         record.rejected = None;
         self.tools.retain(|_, entry| entry.plugin.id != id);
@@ -214,6 +266,25 @@ impl Snapshot {
             };
             self.tools.insert(tool.name.clone(), entry);
         }
+        displaced
+    }
+
+    /// Records `candidate` as valid but waiting for what `reason` names.
+    fn wait(&mut self, candidate: &Arc<LoadedPlugin>, reason: LoadError) {
+        let record = self
+            .plugins
+            .entry(candidate.id.clone())
+            .or_insert_with(|| PluginRecord {
+                file: candidate.file.clone(),
+                serving: None,
+                rejected: None,
+            });
+        record.rejected = Some(Rejection {
+            version: candidate.version.clone(),
+            reason: Arc::new(reason),
+            at: SystemTime::now(),
+            waiting: Some(candidate.clone()),
+        });
     }
 
     pub(super) fn reject(
@@ -244,31 +315,35 @@ impl Snapshot {
         self.tools.retain(|_, entry| entry.plugin.id != id);
     }
 
-    /// Retries versions that waited for a tool name, oldest first, until
-    /// none more can be admitted; returns the ids admitted.
-    pub(super) fn admit_waiting(&mut self) -> Vec<String> {
+    /// Retries versions that wait for a name or URI, the one that goes
+    /// first first, until none more can be admitted; returns the ids
+    /// admitted and the ids taken out of service meanwhile.
+    pub(super) fn admit_waiting(&mut self) -> (Vec<String>, Vec<String>) {
         let mut admitted_ids = Vec::new();
-        loop {
-            let mut waiting: Vec<(SystemTime, Arc<LoadedPlugin>)> = self
+        let mut displaced_ids = Vec::new();
+        // Each round admits one plugin, and only ever over plugins that go
+        // after it; the bound is a guard, not a rule.
+        for _ in 0..=2 * self.plugins.len() {
+            let mut waiting: Vec<Arc<LoadedPlugin>> = self
                 .plugins
                 .values()
-                .filter_map(|record| {
-                    let rejection = record.rejected.as_ref()?;
-                    Some((rejection.at, rejection.waiting.clone()?))
-                })
+                .filter_map(|record| record.rejected.as_ref()?.waiting.clone())
                 .collect();
-            waiting.sort_by_key(|(at, _)| *at);
-            let admitted = waiting
-                .into_iter()
-                .find(|(_, candidate)| self.conflict(candidate).is_none());
-            match admitted {
-                Some((_, candidate)) => {
-                    admitted_ids.push(candidate.id.clone());
-                    self.admit(candidate);
-                }
-                None => return admitted_ids,
-            }
+            waiting.sort_by_key(|plugin| plugin.claim_order());
+            let admitted = waiting.into_iter().find(|candidate| {
+                !self
+                    .conflicts(candidate)
+                    .iter()
+                    .any(|(holder, _)| goes_first(holder, candidate))
+            });
+            let Some(candidate) = admitted else { break };
+            admitted_ids.push(candidate.id.clone());
+            displaced_ids.extend(self.admit(candidate));
         }
+        admitted_ids.retain(|id| self.is_serving(id));
+        displaced_ids.retain(|id| !self.is_serving(id));
+        displaced_ids.dedup();
+        (admitted_ids, displaced_ids)
     }
 
     /// Whether this version (plugin and policy bytes) is what the plugin

@@ -86,6 +86,11 @@ pub enum ToolListError {
     #[error("tool name {name:?} is listed twice")]
     Duplicate { name: String },
     #[error(
+        "tool {name:?}: its title contains a bidirectional control character, which can \
+         make text read other than it is"
+    )]
+    BidiTitle { name: String },
+    #[error(
         "tool name {name:?} contains \"__\", which separates a namespace from a tool \
          name: only a plugin in a namespace folder serves such names"
     )]
@@ -201,6 +206,13 @@ pub(crate) fn build_tools(
         if !seen.insert(spec.name.clone()) {
             return Err(ToolListError::Duplicate { name: spec.name });
         }
+        if spec
+            .title
+            .as_deref()
+            .is_some_and(crate::registry::catalog::has_bidi_control)
+        {
+            return Err(ToolListError::BidiTitle { name: spec.name });
+        }
         tools.push(build_tool(spec)?);
     }
     Ok(tools)
@@ -313,6 +325,9 @@ pub(crate) mod tests {
         assert!(reason(vec![spec("a b", OBJECT)]).contains(r#""a b" is invalid"#));
         assert!(reason(vec![spec("a", OBJECT), spec("a", OBJECT)]).contains("listed twice"));
         assert!(reason(vec![spec("a", "{")]).contains("not valid JSON"));
+        let mut bidi = spec("a", OBJECT);
+        bidi.title = Some("safe\u{202E}txt.exe".into());
+        assert!(reason(vec![bidi]).contains("bidirectional control"));
         assert!(reason(vec![spec("a", r#"{"type":"string"}"#)]).contains(r#""type": "object""#));
         assert!(
             reason(vec![spec("a", r#"{"type":"object","minProperties":-1}"#)])
