@@ -9,36 +9,88 @@
 //! A PUT answers once the plugin has loaded or been refused: 201 (new) or
 //! 200 (replaced) with its report, the tools under the names clients see;
 //! 422 `PLUGIN_REJECTED` with the loader's reason while the version that
-//! served keeps serving. Every check (names, role, content type, size)
-//! comes before anything is written: a refused request writes nothing.
-//! The writing and waiting are the registry's (`registry/publish.rs`).
+//! served keeps serving. Every check (names, role, content type, declared
+//! size) comes before anything is written, and the body is streamed to
+//! disk with its size and the namespace's share checked as it comes: a
+//! refused request leaves nothing. One person sends at most
+//! `--max-uploads-per-person` bodies at once (another waits up to
+//! [`UPLOAD_WAIT`] for a turn, then gets 503 `BUSY` unread). The writing
+//! and loading are the registry's (`registry/publish.rs`).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use http_body_util::BodyExt;
 use serde_json::json;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
+use crate::front::body;
 use crate::front::guard::Requester;
 use crate::front::http::json_response;
 use crate::registry::Registry;
 use crate::registry::layout::is_valid_namespace;
-use crate::registry::publish::{PublishError, Published};
+use crate::registry::publish::{PublishError, Published, Upload};
+use crate::registry::report::PluginReport;
+
+/// How long an upload past the person's `--max-uploads-per-person` waits
+/// for one of theirs to finish before it is refused.
+const UPLOAD_WAIT: Duration = Duration::from_secs(10);
 
 /// What publishing needs.
 #[derive(Clone)]
 struct PublishState {
     registry: Arc<Registry>,
     max_plugin_bytes: usize,
+    uploads: Arc<Uploads>,
 }
 
-pub(crate) fn router(registry: Arc<Registry>, max_plugin_bytes: usize) -> Router {
+/// Each person's uploads in progress.
+struct Uploads {
+    per_person: usize,
+    slots: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+impl Uploads {
+    /// A turn for `person` to send a body, waiting up to [`UPLOAD_WAIT`].
+    async fn turn(&self, person: &str) -> Result<OwnedSemaphorePermit, Response> {
+        let slots = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.retain(|_, slot| slot.available_permits() < self.per_person);
+            slots
+                .entry(person.to_string())
+                .or_insert_with(|| Arc::new(Semaphore::new(self.per_person)))
+                .clone()
+        };
+        match tokio::time::timeout(UPLOAD_WAIT, slots.acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(Envelope::host_error(
+                ErrorCode::Busy,
+                format!(
+                    "{person:?} is already sending {} uploads, the most one person may at once \
+                     (--max-uploads-per-person); send this one when one of them is done",
+                    self.per_person
+                ),
+                Some(json!({ "maxUploadsPerPerson": self.per_person })),
+            )
+            .into_response()),
+        }
+    }
+}
+
+pub(crate) fn router(
+    registry: Arc<Registry>,
+    max_plugin_bytes: usize,
+    max_uploads_per_person: usize,
+) -> Router {
     Router::new()
         .route(
             "/plugins/{name}",
@@ -51,6 +103,10 @@ pub(crate) fn router(registry: Arc<Registry>, max_plugin_bytes: usize) -> Router
         .with_state(PublishState {
             registry,
             max_plugin_bytes,
+            uploads: Arc::new(Uploads {
+                per_person: max_uploads_per_person,
+                slots: Mutex::default(),
+            }),
         })
 }
 
@@ -77,7 +133,7 @@ fn plugin_id(
         return Err(refuse_boxed(
             ErrorCode::InvalidRequest,
             "a namespace is 1 to 24 letters, digits, `_` or `-`, starting with a letter, \
-             without `__`",
+             without `__`, not ending in `-data` (kept for plugins' data folders)",
         ));
     }
     if !is_valid_plugin_name(name) {
@@ -91,8 +147,15 @@ fn plugin_id(
         .as_ref()
         .map_or_else(|| "local".to_string(), |identity| identity.name.clone());
     if write && !requester.is_none_or(|requester| requester.may_publish(namespace)) {
+        let no_namespace = identity
+            .as_ref()
+            .is_some_and(|identity| identity.namespace.is_none());
         let whom = identity.map_or_else(String::new, |identity| identity.name);
         let message = match namespace {
+            Some(_) if no_namespace => format!(
+                "{whom:?} has no namespace to publish into: their access token's namespace \
+                 claim (--auth-namespace-claim) is missing or cannot be a namespace name"
+            ),
             Some(namespace) => format!(
                 "{whom:?} may not publish into namespace {namespace:?}: a publisher \
                  publishes into their own namespace, an admin into any"
@@ -113,7 +176,7 @@ fn refuse_boxed(code: ErrorCode, message: &str) -> Box<Response> {
 }
 
 fn refuse(code: ErrorCode, message: &str) -> Response {
-    axum::response::IntoResponse::into_response(Envelope::host_error(code, message, None))
+    Envelope::host_error(code, message, None).into_response()
 }
 
 async fn report_top(
@@ -142,12 +205,15 @@ fn report(
         Ok(id) => id,
         Err(refusal) => return *refusal,
     };
-    let mut report = state.registry.plugins_report();
-    if !requester.as_ref().is_none_or(Requester::is_admin) {
-        report = report.without_paths();
-    }
-    match report.plugin(&id) {
-        Some(plugin) => json_response(200, plugin),
+    let report = state.registry.plugins_report();
+    match report.plugin(&id).cloned() {
+        Some(plugin) => {
+            let plugin = match &requester {
+                Some(requester) => requester.sees_plugin(plugin),
+                None => plugin,
+            };
+            json_response(200, &plugin)
+        }
         None => refuse(
             ErrorCode::NotFound,
             &format!("no plugin {id:?} is loaded here"),
@@ -205,42 +271,65 @@ async fn publish(
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
     if declared.is_some_and(|length| length > limit as u64) {
-        return axum::response::IntoResponse::into_response(Envelope::payload_too_large(limit));
+        return Envelope::payload_too_large(limit).into_response();
     }
-    let Ok(wasm) = axum::body::to_bytes(Body::new(body), limit).await else {
-        return axum::response::IntoResponse::into_response(Envelope::payload_too_large(limit));
+    let _turn = match state.uploads.turn(&by).await {
+        Ok(turn) => turn,
+        Err(busy) => return busy,
     };
-    let admin = requester.as_ref().is_none_or(Requester::is_admin);
-    let shown = |report: crate::registry::report::PluginReport| {
-        if admin {
-            report
-        } else {
-            crate::registry::report::PluginsReport {
-                folder: None,
-                plugins: vec![report],
-            }
-            .without_paths()
-            .plugins
-            .remove(0)
-        }
+    let upload = match receive(&state.registry, &id, Body::new(body), limit).await {
+        Ok(upload) => upload,
+        Err(refusal) => return refusal,
     };
-    match state.registry.publish(&id, &wasm, &by).await {
+    let shown = |report: PluginReport| match &requester {
+        Some(requester) => requester.sees_plugin(report),
+        None => report,
+    };
+    match state.registry.publish(upload, &by).await {
         Ok(Published::Live { report, created }) => {
             json_response(if created { 201 } else { 200 }, &shown(report))
         }
         Ok(Published::Refused { report }) => {
+            let report = shown(report);
             let reason = report.reason.clone().unwrap_or_default();
             let envelope = Envelope::host_error(
                 ErrorCode::PluginRejected,
                 format!("plugin {id:?} was refused: {reason}"),
-                Some(json!({ "plugin": id, "reason": reason, "report": shown(report) })),
+                Some(json!({ "plugin": id, "reason": reason, "report": report })),
             );
-            axum::response::IntoResponse::into_response(envelope)
+            envelope.into_response()
         }
         Err(error) => publish_failure(&id, error),
     }
 }
 
+/// The body, written to disk as it comes (`registry/publish.rs`'s
+/// [`Upload`]): refused at the first piece over the size limit or the
+/// namespace's share, or when it comes too slowly; then nothing is left.
+async fn receive(
+    registry: &Arc<Registry>,
+    id: &str,
+    mut body: Body,
+    limit: usize,
+) -> Result<Upload, Response> {
+    let mut upload = registry
+        .upload(id, limit as u64)
+        .await
+        .map_err(|error| publish_failure(id, error))?;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|error| body::unread(&error, limit).into_response())?;
+        if let Ok(piece) = frame.into_data() {
+            upload.write(&piece).await.map_err(|error| match error {
+                PublishError::TooLarge { .. } => Envelope::payload_too_large(limit).into_response(),
+                other => publish_failure(id, other),
+            })?;
+        }
+    }
+    Ok(upload)
+}
+
+/// Whether the body is declared a component (media types are
+/// case-insensitive: `APPLICATION/WASM` too).
 fn is_wasm(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
@@ -249,7 +338,7 @@ fn is_wasm(headers: &HeaderMap) -> bool {
             value
                 .split(';')
                 .next()
-                .is_some_and(|kind| kind.trim() == "application/wasm")
+                .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/wasm"))
         })
 }
 
@@ -268,11 +357,12 @@ fn publish_failure(id: &str, error: PublishError) -> Response {
                 "limit": over.limit,
             })),
         );
-        return axum::response::IntoResponse::into_response(envelope);
+        return envelope.into_response();
     }
     let code = match error {
         PublishError::OverShare(_) => ErrorCode::QuotaExceeded,
         PublishError::NotFound(_) => ErrorCode::NotFound,
+        PublishError::TooLarge { .. } => ErrorCode::PayloadTooLarge,
         PublishError::NoFolder | PublishError::Write(_) | PublishError::Timeout => {
             ErrorCode::HostError
         }

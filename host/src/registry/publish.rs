@@ -1,38 +1,58 @@
 //! Publishing: a component handed over by a front (an HTTP upload) is
-//! written into the plugin folder and the answer waits for its load
-//! outcome. The watcher stays the one path into the registry, so a
-//! published plugin loads exactly as a dropped file does, and a restart
-//! serves what was published.
+//! received into the plugin folder, put in place, and loaded through the
+//! one load path, and the answer is its load outcome. A published plugin
+//! loads exactly as a dropped file does, and a restart serves what was
+//! published.
 //!
-//! - The file is written beside its final name (hidden, so never taken for
-//!   a plugin) and renamed over it: the watcher never reads half a file.
+//! - An [`Upload`] is written as it arrives, under a hidden name beside its
+//!   final place (never taken for a plugin), its size and the namespace's
+//!   share checked at every piece: nothing is held in memory, and an
+//!   upload over a limit stops there and leaves nothing. Dropped before it
+//!   is published (the client went away, a check failed), it is removed.
+//! - [`Registry::publish`] runs in a task of its own: the client hanging
+//!   up, or the answer timing out, never skips the clean-up of a refused
+//!   version.
+//! - The file is renamed into place and loaded at once (the watcher's
+//!   event for it finds the same bytes and changes nothing), so a host
+//!   with no watcher publishes too.
 //! - Publishes and removals of one plugin are serialised: the last one
 //!   wins whole, and every answer is the outcome of its own bytes. In a
 //!   namespace they are serialised over the whole namespace, so that its
 //!   share of plugins and bytes ([`shares`](crate::registry::shares)) is
 //!   checked against what is there, and a publish over it writes nothing.
-//! - A version the loader refuses is answered with the reason, and the
-//!   file it replaced is put back, so what serves is what is on disk (a
-//!   restart serves it too); a plugin refused on its first publish leaves
-//!   no file behind.
+//! - A version the loader refuses (or that waits for a name another
+//!   plugin holds, or does not settle within [`LOAD_DEADLINE`]) is
+//!   answered with the reason, and the file it replaced (kept aside as a
+//!   hard link) is put back, so what serves is what is on disk (a restart
+//!   serves it too); a plugin refused on its first publish leaves no file
+//!   behind.
 //! - Who published what, and when, is logged and kept beside the file
-//!   (`.<name>.published`, hidden), for `/plugins`.
+//!   (`.<name>.published`, hidden), for `/plugins`, with when the plugin
+//!   was first published: the first publisher goes first when two plugins
+//!   claim one name or URI (`snapshot.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::registry::Registry;
-use crate::registry::events::{LoadEvent, LoadEventKind};
+use crate::registry::events::LoadEvent;
 use crate::registry::layout::namespace_of;
-use crate::registry::loader::{content_hash, published_file};
+use crate::registry::loader::published_file;
 use crate::registry::report::{PluginReport, PluginState};
-use crate::registry::shares::{OverShare, check_storage};
+use crate::registry::shares::{OverShare, PersonShares, storage_in_use};
 
 /// How long a publish waits for its load outcome.
 const LOAD_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Names the hidden files of uploads in progress and of versions kept
+/// aside, unique within the process.
+static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// What became of a publish.
 #[derive(Debug)]
@@ -53,10 +73,68 @@ pub(crate) enum PublishError {
     NotFound(String),
     #[error("cannot write into the plugin folder: {0}")]
     Write(#[source] std::io::Error),
-    #[error("the plugin did not finish loading within {} s", LOAD_DEADLINE.as_secs())]
+    #[error("the plugin did not finish loading within {} s; what served before serves on", LOAD_DEADLINE.as_secs())]
     Timeout,
+    #[error("the component is over the {limit}-byte limit")]
+    TooLarge { limit: u64 },
     #[error(transparent)]
     OverShare(#[from] OverShare),
+}
+
+/// A component being received into the plugin folder (see the module
+/// documentation). Removed when dropped unless published.
+pub(crate) struct Upload {
+    id: String,
+    folder: PathBuf,
+    /// The plugin's file name (`x.wasm`).
+    name: String,
+    /// Where it is written as it arrives.
+    temp: PathBuf,
+    file: Option<tokio::fs::File>,
+    hasher: Sha256,
+    size: u64,
+    limit: u64,
+    /// The namespace's share, and what it holds besides this plugin.
+    share: Option<(String, PersonShares, u64, u64)>,
+    /// Whether `temp` still needs removing.
+    owns_temp: bool,
+}
+
+impl Upload {
+    /// Adds the next piece, refusing one that takes the component past the
+    /// size limit or the namespace past its share (the upload is then to
+    /// be dropped: nothing stays).
+    pub(crate) async fn write(&mut self, piece: &[u8]) -> Result<(), PublishError> {
+        self.size += piece.len() as u64;
+        if self.size > self.limit {
+            return Err(PublishError::TooLarge { limit: self.limit });
+        }
+        if let Some((namespace, shares, plugins, bytes)) = &self.share {
+            shares.check(namespace, *plugins, bytes + self.size)?;
+        }
+        self.hasher.update(piece);
+        let file = self.file.as_mut().ok_or(PublishError::NoFolder)?;
+        file.write_all(piece).await.map_err(PublishError::Write)
+    }
+
+    /// Flushes what was written to disk, and gives the content hash.
+    async fn finish(&mut self) -> Result<String, PublishError> {
+        let Some(mut file) = self.file.take() else {
+            return Err(PublishError::NoFolder);
+        };
+        file.flush().await.map_err(PublishError::Write)?;
+        file.sync_all().await.map_err(PublishError::Write)?;
+        let hash = std::mem::take(&mut self.hasher).finalize();
+        Ok(hash.iter().map(|byte| format!("{byte:02x}")).collect())
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        if self.owns_temp {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
 }
 
 impl Registry {
@@ -75,114 +153,247 @@ impl Registry {
         locks.entry(key).or_default().clone()
     }
 
-    /// Writes `wasm` as plugin `id` (`name` or `namespace/name`, already
-    /// validated) and waits for its load outcome. `by` is who published it.
-    pub(crate) async fn publish(
-        &self,
-        id: &str,
-        wasm: &[u8],
-        by: &str,
-    ) -> Result<Published, PublishError> {
-        let lock = self.publish_lock(id);
-        let _serialised = lock.lock().await;
+    /// Starts receiving plugin `id` (`name` or `namespace/name`, already
+    /// validated) of at most `limit` bytes.
+    pub(crate) async fn upload(&self, id: &str, limit: u64) -> Result<Upload, PublishError> {
         let file = self.file_of(id)?;
         let folder = file.parent().ok_or(PublishError::NoFolder)?.to_path_buf();
         let name = file_name(&file);
-        if let Some(namespace) = namespace_of(id) {
-            check_storage(&self.shares, namespace, &folder, &name, wasm.len() as u64)?;
-        }
-        let hash = content_hash(wasm);
-        let before = self.plugins_report().plugin(id).cloned();
-        let previous = std::fs::read(&file).ok();
-        let record_file = published_file(&file);
-        let previous_record = std::fs::read(&record_file).ok();
-
-        // Listen before writing, so the outcome cannot slip past.
-        let mut events = self.events();
         tokio::fs::create_dir_all(&folder)
             .await
             .map_err(PublishError::Write)?;
-        // Who and when goes first, so the load that follows reads it.
-        let record = serde_json::json!({
-            "by": by,
-            "at": humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+        let share = namespace_of(id).map(|namespace| {
+            let (plugins, bytes) = storage_in_use(&folder, &name);
+            (namespace.to_string(), self.shares, plugins, bytes)
         });
-        write_atomically(
-            &folder,
-            &file_name(&record_file),
-            record.to_string().as_bytes(),
-        )
-        .await
-        .map_err(PublishError::Write)?;
-        write_atomically(&folder, &name, wasm)
+        if let Some((namespace, shares, plugins, bytes)) = &share {
+            shares.check(namespace, *plugins, *bytes)?;
+        }
+        let temp = folder.join(format!(
+            ".{name}.upload-{}-{}",
+            std::process::id(),
+            NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
+        ));
+        let created = tokio::fs::File::create(&temp)
             .await
             .map_err(PublishError::Write)?;
-        let report = match before.as_ref() {
-            // The same bytes as what serves (or was refused) load nothing
-            // new, so no event comes: the report is the outcome.
-            Some(report) if report.content_hash.as_deref() == Some(hash.as_str()) => report.clone(),
-            _ => self
-                .wait_for(&mut events, id, &hash)
-                .await
-                .ok_or(PublishError::Timeout)?,
-        };
-        if report.state == PluginState::Rejected {
-            tracing::warn!(plugin = %id, person = %by, reason = report.reason.as_deref().unwrap_or(""), "publish refused");
-            // Put back what served, or leave nothing behind.
-            let _ = match previous_record {
-                Some(bytes) => write_atomically(&folder, &file_name(&record_file), &bytes).await,
-                None => tokio::fs::remove_file(&record_file).await,
-            };
-            let restored = match previous {
-                Some(bytes) => write_atomically(&folder, &name, &bytes).await,
-                None => tokio::fs::remove_file(&file).await,
-            };
-            if let Err(error) = restored {
-                tracing::warn!(plugin = %id, %error, "cannot put back the version that served");
-            }
-            return Ok(Published::Refused { report });
-        }
-        tracing::info!(plugin = %id, person = %by, hash = %&hash[..12], "published");
-        Ok(Published::Live {
-            report: self.plugins_report().plugin(id).cloned().unwrap_or(report),
-            created: before.is_none(),
+        Ok(Upload {
+            id: id.to_string(),
+            folder,
+            name,
+            temp,
+            file: Some(created),
+            hasher: Sha256::new(),
+            size: 0,
+            limit,
+            share,
+            owns_temp: true,
         })
     }
 
-    /// Removes plugin `id` and waits until its tools are gone.
-    pub(crate) async fn unpublish(&self, id: &str, by: &str) -> Result<(), PublishError> {
+    /// Puts a received component in place as its plugin and answers with
+    /// its load outcome. `by` is who published it. Runs in a task of its
+    /// own: dropping the returned future (the client went away) does not
+    /// stop it, and a refused version is always cleaned up.
+    pub(crate) async fn publish(
+        self: &Arc<Self>,
+        upload: Upload,
+        by: &str,
+    ) -> Result<Published, PublishError> {
+        let registry = self.clone();
+        let by = by.to_string();
+        let task = tokio::spawn(async move { registry.publish_now(upload, &by).await });
+        task.await.unwrap_or_else(|error| {
+            Err(PublishError::Write(std::io::Error::other(format!(
+                "the publish did not finish: {error}"
+            ))))
+        })
+    }
+
+    async fn publish_now(
+        self: &Arc<Self>,
+        mut upload: Upload,
+        by: &str,
+    ) -> Result<Published, PublishError> {
+        let hash = upload.finish().await?;
+        let id = upload.id.clone();
+        let lock = self.publish_lock(&id);
+        let _serialised = lock.lock().await;
+        let (folder, name) = (upload.folder.clone(), upload.name.clone());
+        let file = folder.join(&name);
+        if let Some(namespace) = namespace_of(&id) {
+            let (plugins, bytes) = storage_in_use(&folder, &name);
+            self.shares.check(namespace, plugins, bytes + upload.size)?;
+        }
+        let before = self.plugins_report().plugin(&id).cloned();
+        let record_file = published_file(&file);
+        let previous_record = std::fs::read(&record_file).ok();
+        let kept = keep_aside(&file).map_err(PublishError::Write)?;
+
+        // Who and when goes first, so the load that follows reads it; when
+        // it was first published carries over from the version it replaces.
+        let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+        let first = kept
+            .as_ref()
+            .and(previous_record.as_deref())
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(bytes).ok())
+            .and_then(|record| {
+                let first = record.get("first").or_else(|| record.get("at"))?;
+                Some(first.as_str()?.to_string())
+            })
+            .unwrap_or_else(|| now.clone());
+        let record = serde_json::json!({ "by": by, "at": now, "first": first });
+        // Listen before the file is in place, so the outcome cannot slip past.
+        let mut events = self.events();
+        let placed = async {
+            write_atomically(
+                &folder,
+                &file_name(&record_file),
+                record.to_string().as_bytes(),
+            )
+            .await?;
+            tokio::fs::rename(&upload.temp, &file).await
+        };
+        if let Err(error) = placed.await {
+            put_back(
+                &file,
+                kept.as_deref(),
+                &record_file,
+                previous_record.as_deref(),
+            )
+            .await;
+            return Err(PublishError::Write(error));
+        }
+        upload.owns_temp = false;
+
+        let settled = tokio::time::timeout(
+            LOAD_DEADLINE,
+            self.settle(&mut events, &id, &file, &hash, before.as_ref()),
+        )
+        .await
+        .ok()
+        .flatten();
+        match settled {
+            Some(report) if report.state != PluginState::Rejected => {
+                if let Some(kept) = &kept {
+                    let _ = tokio::fs::remove_file(kept).await;
+                }
+                tracing::info!(plugin = %id, person = %by, hash = %&hash[..12], "published");
+                Ok(Published::Live {
+                    report: self.plugins_report().plugin(&id).cloned().unwrap_or(report),
+                    created: before.is_none(),
+                })
+            }
+            outcome => {
+                let reason = outcome
+                    .as_ref()
+                    .and_then(|report| report.reason.as_deref())
+                    .unwrap_or("it did not settle in time");
+                tracing::warn!(plugin = %id, person = %by, %reason, "publish refused");
+                put_back(
+                    &file,
+                    kept.as_deref(),
+                    &record_file,
+                    previous_record.as_deref(),
+                )
+                .await;
+                self.load(vec![file]).await;
+                match outcome {
+                    Some(report) => Ok(Published::Refused { report }),
+                    None => Err(PublishError::Timeout),
+                }
+            }
+        }
+    }
+
+    /// Loads the file just put in place and gives plugin `id`'s report once
+    /// the version with `hash` has settled: at once when it is the same
+    /// bytes as `before`, else after the load (or, when a load of the same
+    /// file by the watcher overtook this one, once that one tells).
+    async fn settle(
+        self: &Arc<Self>,
+        events: &mut tokio::sync::broadcast::Receiver<LoadEvent>,
+        id: &str,
+        file: &Path,
+        hash: &str,
+        before: Option<&PluginReport>,
+    ) -> Option<PluginReport> {
+        if let Some(report) = before
+            && report.content_hash.as_deref() == Some(hash)
+            && report.compiling.is_none()
+        {
+            return Some(report.clone());
+        }
+        // A task of its own: a publish that gives up waiting never cuts a
+        // load short.
+        let (registry, file) = (self.clone(), file.to_path_buf());
+        let _ = tokio::spawn(async move { registry.load(vec![file]).await }).await;
+        if let Some(report) = self.plugins_report().plugin(id)
+            && report.content_hash.as_deref() == Some(hash)
+            && report.compiling.is_none()
+        {
+            return Some(report.clone());
+        }
+        self.wait_for(events, id, hash).await
+    }
+
+    /// Removes plugin `id`; its tools are gone when this returns. Runs in a
+    /// task of its own, as [`Registry::publish`] does.
+    pub(crate) async fn unpublish(
+        self: &Arc<Self>,
+        id: &str,
+        by: &str,
+    ) -> Result<(), PublishError> {
+        let (registry, id, by) = (self.clone(), id.to_string(), by.to_string());
+        let task = tokio::spawn(async move { registry.unpublish_now(&id, &by).await });
+        task.await.unwrap_or_else(|error| {
+            Err(PublishError::Write(std::io::Error::other(format!(
+                "the removal did not finish: {error}"
+            ))))
+        })
+    }
+
+    async fn unpublish_now(self: &Arc<Self>, id: &str, by: &str) -> Result<(), PublishError> {
         let lock = self.publish_lock(id);
         let _serialised = lock.lock().await;
         let file = self.file_of(id)?;
         if self.plugins_report().plugin(id).is_none() || !file.exists() {
             return Err(PublishError::NotFound(id.to_string()));
         }
-        let mut events = self.events();
         tokio::fs::remove_file(&file)
             .await
             .map_err(PublishError::Write)?;
         let _ = tokio::fs::remove_file(published_file(&file)).await;
-        let removed = tokio::time::timeout(LOAD_DEADLINE, async {
-            loop {
-                match events.recv().await {
-                    Ok(event) if event.plugin == id && event.kind == LoadEventKind::Removed => {
-                        return true;
-                    }
-                    Ok(_) | Err(RecvError::Lagged(_)) => {
-                        if self.plugins_report().plugin(id).is_none() {
-                            return true;
-                        }
-                    }
-                    Err(RecvError::Closed) => return false,
-                }
-            }
-        })
-        .await;
-        if !matches!(removed, Ok(true)) {
-            return Err(PublishError::Timeout);
-        }
+        self.load(vec![file]).await;
         tracing::info!(plugin = %id, person = %by, "removed");
         Ok(())
+    }
+
+    /// The report on plugin `id` once the version with `hash` has settled
+    /// (a receiver that fell behind looks at the report instead).
+    async fn wait_for(
+        &self,
+        events: &mut tokio::sync::broadcast::Receiver<LoadEvent>,
+        id: &str,
+        hash: &str,
+    ) -> Option<PluginReport> {
+        loop {
+            match events.recv().await {
+                Ok(event) if event.plugin == id && event.settles(hash) => {
+                    return Some(event.report);
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => {
+                    if let Some(report) = self.plugins_report().plugin(id)
+                        && report.content_hash.as_deref() == Some(hash)
+                        && report.compiling.is_none()
+                    {
+                        return Some(report.clone());
+                    }
+                }
+                Err(RecvError::Closed) => return None,
+            }
+        }
     }
 }
 
@@ -192,48 +403,66 @@ fn file_name(file: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// Keeps the version at `file` aside under a hidden name (a hard link: no
+/// copy), to put back if the new one is refused; `None` when there is none.
+fn keep_aside(file: &Path) -> std::io::Result<Option<PathBuf>> {
+    if !file.exists() {
+        return Ok(None);
+    }
+    let kept = file.with_file_name(format!(
+        ".{}.previous-{}-{}",
+        file_name(file),
+        std::process::id(),
+        NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::hard_link(file, &kept)?;
+    Ok(Some(kept))
+}
+
+/// Puts back what `file` and its record were before a publish: the version
+/// kept aside, or nothing.
+async fn put_back(file: &Path, kept: Option<&Path>, record_file: &Path, record: Option<&[u8]>) {
+    let record_back = match (record, record_file.parent()) {
+        (Some(bytes), Some(folder)) => {
+            write_atomically(folder, &file_name(record_file), bytes).await
+        }
+        _ => remove_if_there(record_file).await,
+    };
+    let file_back = match kept {
+        Some(kept) => tokio::fs::rename(kept, file).await,
+        None => remove_if_there(file).await,
+    };
+    for error in [record_back.err(), file_back.err()].into_iter().flatten() {
+        tracing::warn!(file = %file.display(), %error, "cannot put back the version that served");
+    }
+}
+
+async fn remove_if_there(file: &Path) -> std::io::Result<()> {
+    match tokio::fs::remove_file(file).await {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
+}
+
 /// Writes `bytes` beside `folder/name` under a hidden name, then renames it
 /// over: readers see the old file or the new one, never half of one.
 async fn write_atomically(folder: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let temp = folder.join(format!(".{name}.upload-{}", std::process::id()));
+    let temp = folder.join(format!(
+        ".{name}.upload-{}-{}",
+        std::process::id(),
+        NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
+    ));
     tokio::fs::write(&temp, bytes).await?;
     let file = tokio::fs::File::open(&temp).await?;
     file.sync_all().await?;
     tokio::fs::rename(&temp, folder.join(name)).await
 }
 
-impl Registry {
-    /// The report on plugin `id` once the version with `hash` has settled
-    /// (a receiver that fell behind looks at the report instead).
-    async fn wait_for(
-        &self,
-        events: &mut tokio::sync::broadcast::Receiver<LoadEvent>,
-        id: &str,
-        hash: &str,
-    ) -> Option<PluginReport> {
-        tokio::time::timeout(LOAD_DEADLINE, async {
-            loop {
-                match events.recv().await {
-                    Ok(event) if event.plugin == id && event.settles(hash) => {
-                        return Some(event.report);
-                    }
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => {
-                        if let Some(report) = self.plugins_report().plugin(id)
-                            && report.content_hash.as_deref() == Some(hash)
-                            && report.compiling.is_none()
-                        {
-                            return Some(report.clone());
-                        }
-                    }
-                    Err(RecvError::Closed) => return None,
-                }
-            }
-        })
-        .await
-        .ok()
-        .flatten()
-    }
+/// Whether `name` is a hidden file a publish leaves while it runs (an
+/// upload in progress, a version kept aside): one found at start-up was
+/// left by a process that stopped midway, and is removed.
+pub(crate) fn is_publish_leftover(name: &str) -> bool {
+    name.starts_with('.') && (name.contains(".upload-") || name.contains(".wasm.previous-"))
 }
 
 #[cfg(test)]
@@ -253,5 +482,13 @@ mod tests {
                 .plugin_id(&published_file(file))
                 .is_none()
         );
+    }
+
+    #[test]
+    fn leftovers_are_told_from_plugins() {
+        assert!(is_publish_leftover(".echo.wasm.upload-12-3"));
+        assert!(is_publish_leftover(".echo.wasm.previous-12-3"));
+        assert!(!is_publish_leftover("echo.wasm"));
+        assert!(!is_publish_leftover(".echo.wasm.published"));
     }
 }

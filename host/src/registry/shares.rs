@@ -48,16 +48,32 @@ pub(crate) struct OverShare {
     pub(crate) limit: u64,
 }
 
-/// Checks that `folder` (namespace `namespace`) may take `incoming` bytes
-/// as its plugin file `file_name`, replacing what that file holds now.
-pub(crate) fn check_storage(
-    shares: &PersonShares,
-    namespace: &str,
-    folder: &Path,
-    file_name: &str,
-    incoming: u64,
-) -> Result<(), OverShare> {
-    let (mut plugins, mut bytes) = (1u64, incoming);
+impl PersonShares {
+    /// Refuses `namespace` holding `plugins` plugin files (a publish's
+    /// among them) of `bytes` bytes together.
+    pub(crate) fn check(&self, namespace: &str, plugins: u64, bytes: u64) -> Result<(), OverShare> {
+        let over = |what, would, limit| OverShare {
+            namespace: namespace.to_string(),
+            what,
+            would,
+            limit,
+        };
+        if plugins > self.max_plugins as u64 {
+            return Err(over("plugins", plugins, self.max_plugins as u64));
+        }
+        if bytes > self.max_bytes {
+            return Err(over("bytes", bytes, self.max_bytes));
+        }
+        Ok(())
+    }
+}
+
+/// What namespace folder `folder` would hold with its plugin file
+/// `file_name` published: the plugin files (that one counted once, whether
+/// it is there or not) and the bytes of the others. Hidden files (uploads
+/// in progress, records) do not count.
+pub(crate) fn storage_in_use(folder: &Path, file_name: &str) -> (u64, u64) {
+    let (mut plugins, mut bytes) = (1u64, 0u64);
     for entry in std::fs::read_dir(folder).into_iter().flatten().flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
@@ -67,19 +83,7 @@ pub(crate) fn check_storage(
         plugins += 1;
         bytes += entry.metadata().map(|m| m.len()).unwrap_or(0);
     }
-    let over = |what, would, limit| OverShare {
-        namespace: namespace.to_string(),
-        what,
-        would,
-        limit,
-    };
-    if plugins > shares.max_plugins as u64 {
-        return Err(over("plugins", plugins, shares.max_plugins as u64));
-    }
-    if bytes > shares.max_bytes {
-        return Err(over("bytes", bytes, shares.max_bytes));
-    }
-    Ok(())
+    (plugins, bytes)
 }
 
 /// Each namespace's call slots, made when first needed and kept for as
@@ -129,10 +133,14 @@ mod tests {
             max_bytes: 300,
             max_calls: None,
         };
-        check_storage(&shares, "ada", dir.path(), "b.wasm", 200).unwrap();
-        let over = check_storage(&shares, "ada", dir.path(), "c.wasm", 1).unwrap_err();
+        let check = |name: &str, incoming: u64| {
+            let (plugins, bytes) = storage_in_use(dir.path(), name);
+            shares.check("ada", plugins, bytes + incoming)
+        };
+        check("b.wasm", 200).unwrap();
+        let over = check("c.wasm", 1).unwrap_err();
         assert_eq!((over.what, over.would, over.limit), ("plugins", 3, 2));
-        let over = check_storage(&shares, "ada", dir.path(), "a.wasm", 201).unwrap_err();
+        let over = check("a.wasm", 201).unwrap_err();
         assert_eq!((over.what, over.would, over.limit), ("bytes", 301, 300));
     }
 }
