@@ -16,7 +16,9 @@
 //! - A keep-alive comment every 15 s, below common proxy timeouts.
 //!
 //! As with `/plugins`, only admins (and everyone on an open server) see
-//! server paths. The feed keeps the last [`KEPT`] events from the moment the
+//! server paths and other people's refusal reasons. A stream ends when its
+//! listener's token is taken out of the tokens file, or their access
+//! token expires. The feed keeps the last [`KEPT`] events from the moment the
 //! server starts, whether anyone listens or not; with no client connected
 //! it does nothing but that.
 
@@ -36,6 +38,9 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
+use futures_util::StreamExt;
+
+use crate::front::auth::Authority;
 use crate::front::guard::Requester;
 use crate::registry::Registry;
 use crate::registry::events::LoadEvent;
@@ -125,18 +130,29 @@ impl EventFeed {
 struct EventsState {
     registry: Arc<Registry>,
     feed: Arc<EventFeed>,
+    /// A stream ends when its listener's token is revoked.
+    authority: Arc<Authority>,
 }
 
-pub(crate) fn router(registry: Arc<Registry>, feed: Arc<EventFeed>) -> Router {
+pub(crate) fn router(
+    registry: Arc<Registry>,
+    feed: Arc<EventFeed>,
+    authority: Arc<Authority>,
+) -> Router {
     Router::new()
         .route("/events", get(events))
-        .with_state(EventsState { registry, feed })
+        .with_state(EventsState {
+            registry,
+            feed,
+            authority,
+        })
 }
 
 /// What one stream has sent so far.
 struct Stream {
     state: EventsState,
-    admin: bool,
+    /// Who listens: what they may see of the reports.
+    viewer: Requester,
     live: broadcast::Receiver<Numbered>,
     /// Events to send before listening (a replay, or a snapshot).
     queued: VecDeque<Event>,
@@ -152,7 +168,7 @@ async fn events(
     requester: Option<axum::Extension<Requester>>,
     headers: HeaderMap,
 ) -> Response {
-    let admin = requester.is_none_or(|axum::Extension(requester)| requester.is_admin());
+    let viewer = requester.map_or(Requester(None), |axum::Extension(requester)| requester);
     // Listen first, then read what is kept: nothing falls in between, and
     // what arrives twice is skipped by id.
     let live = state.feed.live.subscribe();
@@ -161,7 +177,7 @@ async fn events(
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.trim().parse::<u64>().ok());
     let mut stream = Stream {
-        admin,
+        viewer: viewer.clone(),
         live,
         queued: VecDeque::new(),
         last_id: 0,
@@ -181,10 +197,15 @@ async fn events(
         }
         None => stream.queue_snapshot(),
     }
+    let revoked = {
+        let (authority, listener) = (stream.state.authority.clone(), viewer.0.clone());
+        async move { authority.revoked(listener.as_ref()).await }
+    };
     let events = futures_util::stream::unfold(stream, |mut stream| async move {
         let event = stream.next().await?;
         Some((Ok::<_, Infallible>(event), stream))
-    });
+    })
+    .take_until(revoked);
     Sse::new(events)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
@@ -217,9 +238,7 @@ impl Stream {
     fn queue_load_event(&mut self, numbered: Numbered) {
         self.last_id = numbered.id;
         let mut event = numbered.event;
-        if !self.admin {
-            event.report = event.report.without_path();
-        }
+        event.report = self.viewer.sees_plugin(event.report);
         let kind = event.kind.as_str();
         let data = serde_json::to_string(&event).unwrap_or_default();
         self.queued.push_back(
@@ -233,12 +252,7 @@ impl Stream {
     fn queue_snapshot(&mut self) {
         self.queued.clear();
         self.last_id = self.state.feed.newest();
-        let report = self.state.registry.plugins_report();
-        let report = if self.admin {
-            report
-        } else {
-            report.without_paths()
-        };
+        let report = self.viewer.sees(self.state.registry.plugins_report());
         self.queued.push_back(
             Event::default()
                 .id(self.last_id.to_string())

@@ -16,6 +16,17 @@
 //!   the resource metadata and the scope needed). The person is handed to
 //!   the handlers as a [`Requester`].
 //!
+//! - Other sites' pages: a browser request from another site's page
+//!   (`Sec-Fetch-Site: cross-site` or `same-site`, which includes another
+//!   port of the same host) is refused with 403 unless its `Origin` is one
+//!   `--cors-origin` names: an `<img>`, a link or a form on any page can
+//!   then run no tool. Only the page itself (`/`) may be navigated to from
+//!   elsewhere.
+//! - On a server without tokens (one person on loopback), a body a browser
+//!   may send from any page without asking first (`text/plain`, a form, or
+//!   no `Content-Type`) is refused with 415: every route takes JSON or a
+//!   component, and a token-less server is not for other origins.
+//!
 //! The guard is a layer on each router, not a match on paths: the REST
 //! router's guard refuses with the usual JSON envelope, the MCP router's
 //! with a JSON-RPC error object ([`Refusals`]). After the checks, an
@@ -33,6 +44,7 @@ use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::front::auth::{Authority, Identity, Refusal, Role};
 use crate::front::cors::CorsOrigins;
+use crate::registry::report::{PluginReport, PluginsReport};
 
 #[derive(Clone)]
 pub(crate) struct GuardSettings {
@@ -53,6 +65,10 @@ pub(crate) struct GuardSettings {
     pub(crate) refusals: Refusals,
     /// Whether `Host` and `Origin` are checked (all routes but the probes).
     pub(crate) check_host: bool,
+    /// Whether a top-level navigation from another site may reach these
+    /// routes (the page at `/`); no other request from another site's page
+    /// may, unless `--cors-origin` names it.
+    pub(crate) navigable: bool,
 }
 
 /// The shape of a refusal, as the guarded router's clients read it.
@@ -72,6 +88,14 @@ impl GuardSettings {
             needs: None,
             writes_need: None,
             ..self.clone()
+        }
+    }
+
+    /// For the page: no token, and a link from another site may open it.
+    pub(crate) fn for_the_page(&self) -> GuardSettings {
+        GuardSettings {
+            navigable: true,
+            ..self.without_token()
         }
     }
 
@@ -115,16 +139,32 @@ impl Requester {
             Some(identity) => {
                 identity.role == Role::Admin
                     || (identity.role == Role::Publisher
-                        && namespace == Some(identity.name.as_str()))
+                        && namespace.is_some()
+                        && namespace == identity.namespace.as_deref())
             }
         }
     }
 
-    /// Whether the requester may see what only admins see (server paths).
-    pub(crate) fn is_admin(&self) -> bool {
-        self.0
-            .as_ref()
-            .is_none_or(|identity| identity.role == Role::Admin)
+    /// The plugins report as the requester may see it: whole for an admin
+    /// (and on an open server); for anyone else without server paths, and
+    /// with refusals' reasons for their own namespace only.
+    pub(crate) fn sees(&self, report: PluginsReport) -> PluginsReport {
+        match &self.0 {
+            Some(identity) if identity.role != Role::Admin => {
+                report.for_person(identity.namespace.as_deref())
+            }
+            _ => report,
+        }
+    }
+
+    /// One plugin's report as the requester may see it (see [`Self::sees`]).
+    pub(crate) fn sees_plugin(&self, report: PluginReport) -> PluginReport {
+        match &self.0 {
+            Some(identity) if identity.role != Role::Admin => {
+                report.for_person(identity.namespace.as_deref())
+            }
+            _ => report,
+        }
     }
 }
 
@@ -158,10 +198,29 @@ pub(crate) async fn check(
     {
         return refuse(mcp, ErrorCode::Forbidden, message);
     }
+    if settings.check_host
+        && let Err(message) = check_site(headers, &settings.cors_origins, settings.navigable)
+    {
+        return refuse(mcp, ErrorCode::Forbidden, message);
+    }
     let writes = !matches!(
         *request.method(),
         axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
     );
+    if writes
+        && settings.authority.is_open()
+        && let Some(kind) = simple_body(headers)
+    {
+        return refuse(
+            mcp,
+            ErrorCode::UnsupportedMediaType,
+            format!(
+                "a server without tokens takes no {kind} body, which any web page could send: \
+                 send Content-Type: application/json (curl --json '{{...}}', or -H \
+                 'Content-Type: application/json')"
+            ),
+        );
+    }
     let needs = match settings.writes_need {
         Some(role) if writes => Some(role),
         _ => settings.needs,
@@ -229,6 +288,58 @@ fn refuse(mcp: bool, code: ErrorCode, message: String) -> Response {
         return (status, axum::Json(body)).into_response();
     }
     Envelope::host_error(code, message, None).into_response()
+}
+
+/// Refuses a request a browser sent from another site's page (another
+/// host, or another port of this one: `Sec-Fetch-Site` says which) unless
+/// its `Origin` is one `--cors-origin` names, or it is a top-level
+/// navigation to a `navigable` route. Clients that are not browsers send
+/// no `Sec-Fetch-Site` and pass.
+fn check_site(headers: &HeaderMap, cors: &CorsOrigins, navigable: bool) -> Result<(), String> {
+    let value = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let Some(site) = value("sec-fetch-site") else {
+        return Ok(());
+    };
+    if !matches!(site, "cross-site" | "same-site") {
+        return Ok(());
+    }
+    if value("origin").is_some_and(|origin| cors.allows(origin)) {
+        return Ok(());
+    }
+    if navigable && value("sec-fetch-mode") == Some("navigate") {
+        return Ok(());
+    }
+    Err(format!(
+        "a request from another site's page ({site}) is not served here; a browser client \
+         on another origin needs that origin named with --cors-origin"
+    ))
+}
+
+/// The kind of a body any web page may send without a preflight (a CORS
+/// "simple" request): `text/plain`, a form, or one with no `Content-Type`.
+/// `None` for anything else, or no body.
+fn simple_body(headers: &HeaderMap) -> Option<&'static str> {
+    let Some(kind) = headers.get(header::CONTENT_TYPE) else {
+        let has_body = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|length| length.trim() != "0")
+            || headers.contains_key(header::TRANSFER_ENCODING);
+        return has_body.then_some("untyped");
+    };
+    let essence = kind
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match essence.as_str() {
+        "text/plain" => Some("text/plain"),
+        "application/x-www-form-urlencoded" | "multipart/form-data" => Some("form"),
+        _ => None,
+    }
 }
 
 /// `target_host` is the authority of an absolute-form request target; when

@@ -126,7 +126,7 @@ async fn me(requester: Option<axum::Extension<Requester>>) -> Response {
     match requester.and_then(|axum::Extension(requester)| requester.0) {
         Some(identity) => json_response(
             200,
-            &json!({ "name": identity.name, "role": identity.role.as_str(), "namespace": identity.name }),
+            &json!({ "name": identity.name, "role": identity.role.as_str(), "namespace": identity.namespace }),
         ),
         None => json_response(
             200,
@@ -135,17 +135,16 @@ async fn me(requester: Option<axum::Extension<Requester>>) -> Response {
     }
 }
 
-/// `GET /plugins`: server paths only for admins (and on an open server).
+/// `GET /plugins`: server paths and everyone's refusal reasons only for
+/// admins (and on an open server).
 async fn list_plugins(
     State(state): State<AppState>,
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
     let report = state.registry.plugins_report();
-    let admin = requester.is_none_or(|axum::Extension(requester)| requester.is_admin());
-    if admin {
-        json_response(200, &report)
-    } else {
-        json_response(200, &report.without_paths())
+    match requester {
+        Some(axum::Extension(requester)) => json_response(200, &requester.sees(report)),
+        None => json_response(200, &report),
     }
 }
 
@@ -195,7 +194,7 @@ pub(crate) async fn read_arguments(
     }
     let body = axum::body::to_bytes(body, limit)
         .await
-        .map_err(|_| Envelope::payload_too_large(limit))?;
+        .map_err(|error| crate::front::body::unread(&error, limit))?;
     invoke::parse_arguments(&body)
 }
 

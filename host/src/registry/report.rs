@@ -22,14 +22,14 @@ pub struct PluginsReport {
 }
 
 impl PluginsReport {
-    /// The report as someone who is not an admin sees it: no server paths
-    /// (the folder is left out, each file is its name alone).
-    pub(crate) fn without_paths(mut self) -> PluginsReport {
+    /// The report as someone who is not an admin sees it (see
+    /// [`PluginReport::for_person`]); the folder is left out.
+    pub(crate) fn for_person(mut self, namespace: Option<&str>) -> PluginsReport {
         self.folder = None;
         self.plugins = self
             .plugins
             .into_iter()
-            .map(PluginReport::without_path)
+            .map(|plugin| plugin.for_person(namespace))
             .collect();
         self
     }
@@ -41,14 +41,72 @@ impl PluginsReport {
 }
 
 impl PluginReport {
-    /// The report with its file as a name alone, for someone who is not an
-    /// admin.
-    pub(crate) fn without_path(mut self) -> PluginReport {
+    /// The report as a person who is not an admin sees it, `namespace`
+    /// being theirs: no server paths (the file is its name alone, granted
+    /// directories keep only their path inside the sandbox, paths in a
+    /// refusal's reason are cut to their last part), and why a plugin was
+    /// refused only for their own plugins: another person's reasons are
+    /// theirs and the admins'.
+    pub(crate) fn for_person(mut self, namespace: Option<&str>) -> PluginReport {
         if let Some(name) = std::path::Path::new(&self.file).file_name() {
             self.file = name.to_string_lossy().into_owned();
         }
+        if let Some(dirs) = self
+            .granted
+            .as_mut()
+            .and_then(|granted| granted.get_mut("dirs"))
+            .and_then(|dirs| dirs.as_array_mut())
+        {
+            for dir in dirs.iter_mut().filter_map(|dir| dir.as_object_mut()) {
+                dir.remove("host");
+            }
+        }
+        let own =
+            namespace.is_some() && crate::registry::layout::namespace_of(&self.id) == namespace;
+        if let Some(reason) = self.reason.take() {
+            self.reason = Some(if own {
+                without_paths(&reason)
+            } else {
+                "refused; only its publisher and admins see why".to_string()
+            });
+        }
         self
     }
+}
+
+/// `text` with every absolute path cut to its last part (`/srv/p/x.wasm`
+/// to `x.wasm`), for readers who are not to learn the server's layout.
+pub(crate) fn without_paths(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('/') {
+        let starts_path = at == 0
+            || rest[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_whitespace() || matches!(c, '"' | '\'' | '(' | '=' | '`'));
+        if !starts_path {
+            out.push_str(&rest[..=at]);
+            rest = &rest[at + 1..];
+            continue;
+        }
+        out.push_str(&rest[..at]);
+        let path = &rest[at..];
+        let end = path
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ')' | ',' | ';' | '`'))
+            .unwrap_or(path.len());
+        let (path, after) = path.split_at(end);
+        // A path's trailing `:` belongs to the sentence ("file /x: denied").
+        let (path, colon) = match path.strip_suffix(':') {
+            Some(path) => (path, ":"),
+            None => (path, ""),
+        };
+        out.push_str(path.rsplit('/').find(|part| !part.is_empty()).unwrap_or(""));
+        out.push_str(colon);
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// One plugin file and what became of it.
@@ -225,5 +283,26 @@ impl PluginReport {
                 .and_then(|plugin| plugin.published.as_ref().map(|(_, at)| at.clone())),
             compiling: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_cut_to_their_last_part() {
+        assert_eq!(
+            without_paths("cannot read the file /srv/plugins/bob/x.wasm: denied"),
+            "cannot read the file x.wasm: denied"
+        );
+        assert_eq!(
+            without_paths(r#"the policy file "/srv/p/x.toml" names "/etc" (a/b stays)"#),
+            r#"the policy file "x.toml" names "etc" (a/b stays)"#
+        );
+        assert_eq!(
+            without_paths("tool \"a/b\" is taken"),
+            "tool \"a/b\" is taken"
+        );
     }
 }

@@ -1,7 +1,14 @@
 //! The tokens file (`--tokens FILE`): its TOML shape, how it is read and
 //! checked (names, secrets of 16 characters or more, or their SHA-256, no
-//! two people with one token), and the watcher that reloads it when it
-//! changes, keeping the people in force when a new version is refused.
+//! two people with one token, at least one person, no name with the OAuth
+//! namespace prefix), and the watcher that reloads it when it changes.
+//!
+//! A reload is atomic in effect: the file is read once it has been quiet
+//! for [`SETTLE`] (`cp` and many editors truncate, then write), and a
+//! version that cannot be read, is empty or is invalid keeps the people in
+//! force, is logged with its reason and is read again every [`RETRY`] until
+//! it can be taken (or the next change comes). Operators should still
+//! write it by rename (`mv new tokens.toml`), which is atomic.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,8 +36,20 @@ struct TokenEntry {
     role: Role,
 }
 
-/// Reads and checks a tokens file.
-pub(super) fn read_tokens(file: &Path) -> anyhow::Result<Vec<Person>> {
+/// How long the file must be quiet before it is read.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(100);
+/// How often a refused version is read again, and how many times before
+/// only the next change is waited for (a file left broken is not polled
+/// for ever).
+const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+const RETRIES: u32 = 60;
+
+/// Reads and checks a tokens file. With OAuth, `reserved_prefix` is its
+/// namespace prefix, which no person's name may start with.
+pub(super) fn read_tokens(
+    file: &Path,
+    reserved_prefix: Option<&str>,
+) -> anyhow::Result<Vec<Person>> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| anyhow::anyhow!("cannot read the tokens file {}: {e}", file.display()))?;
     let parsed: TokensFile = toml::from_str(&text)
@@ -48,6 +67,13 @@ pub(super) fn read_tokens(file: &Path) -> anyhow::Result<Vec<Person>> {
             return Err(bad(
                 "a name is 1 to 64 letters, digits, `_` or `-`, starting with a letter",
             ));
+        }
+        if let Some(prefix) = reserved_prefix
+            && entry.name.starts_with(prefix)
+        {
+            return Err(bad(&format!(
+                "names starting with {prefix:?} are access-token holders' (--auth-namespace-prefix)"
+            )));
         }
         if people
             .iter()
@@ -72,6 +98,12 @@ pub(super) fn read_tokens(file: &Path) -> anyhow::Result<Vec<Person>> {
             digest,
         });
     }
+    anyhow::ensure!(
+        !people.is_empty(),
+        "the tokens file {} names nobody: it needs at least one [[token]] (a file being \
+         rewritten in place looks like this; write it elsewhere and rename it over)",
+        file.display()
+    );
     Ok(people)
 }
 
@@ -88,15 +120,18 @@ fn decode_digest(hex: &str) -> Option<[u8; 32]> {
 }
 
 /// Watches the tokens file's folder (editors and `mv` replace the file)
-/// and reloads it on change; a file that fails keeps the people in force.
+/// and reloads it once it has settled; a version that fails keeps the
+/// people in force and is read again every [`RETRY`]. Each reload taken
+/// bumps `changes`.
 pub(super) fn watch_file(
     file: PathBuf,
     people: Arc<ArcSwap<Option<Vec<Person>>>>,
+    changes: Arc<tokio::sync::watch::Sender<u64>>,
     read: impl Fn(&Path) -> anyhow::Result<Vec<Person>> + Send + 'static,
 ) -> anyhow::Result<notify::RecommendedWatcher> {
     use notify::Watcher as _;
     let name = file.file_name().map(|name| name.to_os_string());
-    let watched = file.clone();
+    let (touched, touches) = std::sync::mpsc::channel::<()>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let Ok(event) = event else { return };
         let ours = event
@@ -107,29 +142,72 @@ pub(super) fn watch_file(
             event.kind,
             notify::EventKind::Create(_)
                 | notify::EventKind::Modify(_)
+                | notify::EventKind::Remove(_)
                 | notify::EventKind::Access(notify::event::AccessKind::Close(
                     notify::event::AccessMode::Write
                 ))
         );
-        if !(ours && changes) {
-            return;
-        }
-        match read(&watched) {
-            Ok(next) => {
-                tracing::info!(file = %watched.display(), people = next.len(), "tokens file reloaded");
-                people.store(Arc::new(Some(next)));
-            }
-            Err(error) => {
-                tracing::warn!(error = %format!("{error:#}"), "tokens file refused; the people already known stay in force");
-            }
+        if ours && changes {
+            let _ = touched.send(());
         }
     })?;
     let folder = file
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    watcher.watch(folder, notify::RecursiveMode::NonRecursive)?;
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    watcher.watch(&folder, notify::RecursiveMode::NonRecursive)?;
+    // The watcher's sender lives in the watcher: once it is dropped (the
+    // server stops) the channel closes and this thread ends.
+    std::thread::Builder::new()
+        .name("tokens-file".into())
+        .spawn(move || reload_on_change(&file, &touches, &people, &changes, read))?;
     Ok(watcher)
+}
+
+/// The reloading loop: wait for a change, let the file settle, take it or
+/// keep what is in force and try again.
+fn reload_on_change(
+    file: &Path,
+    touches: &std::sync::mpsc::Receiver<()>,
+    people: &ArcSwap<Option<Vec<Person>>>,
+    changes: &tokio::sync::watch::Sender<u64>,
+    read: impl Fn(&Path) -> anyhow::Result<Vec<Person>>,
+) {
+    use std::sync::mpsc::RecvTimeoutError;
+    let mut retries = 0;
+    loop {
+        let next = if retries > 0 {
+            touches.recv_timeout(RETRY)
+        } else {
+            touches.recv().map_err(|_| RecvTimeoutError::Disconnected)
+        };
+        if next == Err(RecvTimeoutError::Disconnected) {
+            return;
+        }
+        // Settle: a burst of writes (truncate, then write) is read once.
+        loop {
+            match touches.recv_timeout(SETTLE) {
+                Ok(()) => continue,
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+        match read(file) {
+            Ok(next) => {
+                tracing::info!(file = %file.display(), people = next.len(), "tokens file reloaded");
+                people.store(Arc::new(Some(next)));
+                changes.send_modify(|version| *version += 1);
+                retries = 0;
+            }
+            Err(error) => {
+                if retries == 0 {
+                    tracing::warn!(error = %format!("{error:#}"), "tokens file refused; the people already known stay in force, and it is read again every second for a minute");
+                }
+                retries = if next.is_ok() { RETRIES } else { retries - 1 };
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -158,6 +236,11 @@ mod tests {
             (
                 "[[token]]\nname = \"a\"\nsha256 = \"zz\"\nrole = \"caller\"\n",
                 "64 hexadecimal",
+            ),
+            ("# nobody\n", "names nobody"),
+            (
+                "[[token]]\nname = \"oauth-ada\"\nsecret = \"0123456789abcdefg\"\nrole = \"caller\"\n",
+                "access-token holders'",
             ),
         ];
         for (text, why) in cases {

@@ -74,8 +74,20 @@ impl Role {
 /// The person behind a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Identity {
+    /// Who: logs and reports name them, and an MCP session answers only
+    /// to the name that opened it. A tokens-file person's name; a token
+    /// holder's namespace, or `oauth:` and a digest when it has none.
     pub(crate) name: String,
     pub(crate) role: Role,
+    /// Where they may publish (with the publisher role): a tokens-file
+    /// person's name, a token holder's mapped namespace; `None` when the
+    /// token's claim cannot name one.
+    pub(crate) namespace: Option<String>,
+    /// The SHA-256 of the token they presented: revoking it (taking it out
+    /// of the tokens file) ends what it opened.
+    pub(crate) token: [u8; 32],
+    /// When an access token expires; `None` for a tokens-file person.
+    pub(crate) expires: Option<std::time::SystemTime>,
 }
 
 /// One person as the tokens file names them.
@@ -127,10 +139,70 @@ impl Authority {
             .validate(presented)
             .await
             .map_err(Refusal::InvalidToken)?;
-        let (name, role) = person_of(&grant);
+        let token: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let (name, namespace, role) = person_of(&grant, oauth.namespace_prefix(), &token);
         match role {
-            Some(role) if role >= needs => Ok(Some(Identity { name, role })),
+            Some(role) if role >= needs => Ok(Some(Identity {
+                name,
+                role,
+                namespace,
+                token,
+                expires: Some(grant.expires),
+            })),
             _ => Err(Refusal::NotAllowed { name, needs }),
+        }
+    }
+
+    /// Whether nobody is named and no issuer is: every route is open (the
+    /// single-user default on loopback).
+    pub(crate) fn is_open(&self) -> bool {
+        self.oauth.is_none() && self.people.people.load().is_none()
+    }
+
+    /// Whether `identity`'s token is still held: a tokens-file person's is
+    /// until it is taken out of the file. An access token is never taken
+    /// back (it expires instead, and its holder comes back with a fresh
+    /// one, so an MCP session it opened lives on).
+    pub(crate) fn still_held(&self, identity: &Identity) -> bool {
+        identity.expires.is_some() || self.people.holds(identity)
+    }
+
+    /// A receiver that wakes when the tokens file is reloaded: then
+    /// [`Authority::still_valid`] may have changed.
+    pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.people.changes.subscribe()
+    }
+
+    /// Completes once a stream `identity` opened must end: its token was
+    /// taken out of the tokens file, or its access token expired (the
+    /// client opens the stream again with a fresh one). Never, for nobody
+    /// (an open server).
+    pub(crate) async fn revoked(&self, identity: Option<&Identity>) {
+        let Some(identity) = identity else {
+            return std::future::pending().await;
+        };
+        let mut changes = self.changes();
+        let expiry = async {
+            match identity.expires {
+                Some(at) => {
+                    let left = at
+                        .duration_since(std::time::SystemTime::now())
+                        .unwrap_or_default();
+                    tokio::time::sleep(left).await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let taken_back = async {
+            while self.still_held(identity) {
+                if changes.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::select! {
+            () = expiry => {}
+            () = taken_back => {}
         }
     }
 
@@ -167,23 +239,42 @@ pub(crate) fn scope_of(role: Role) -> &'static str {
     }
 }
 
-/// The person an access token names and the highest role its scopes give
-/// (`None`: none of this server's scopes). The name is the subject when it
-/// is a valid person's name (it is then their namespace), else `oauth-`
-/// and 12 hex digits of its SHA-256.
-fn person_of(grant: &Grant) -> (String, Option<Role>) {
+/// The person an access token names: their name, their namespace and
+/// the highest role its scopes give (`None`: none of this server's
+/// scopes). The namespace is `prefix` and the namespace claim's value when
+/// that makes a valid namespace; the tokens file names nobody with the
+/// prefix, so a token holder never takes a person's namespace, and two
+/// holders share one only when their claims are equal. Without one (no
+/// claim, or one that cannot be a namespace) they may not publish, and are
+/// named `oauth:` and a digest of their subject (of the token itself when
+/// it has no subject), which no namespace or person's name can be.
+fn person_of(
+    grant: &Grant,
+    prefix: &str,
+    token: &[u8; 32],
+) -> (String, Option<String>, Option<Role>) {
     let role = [Role::Metrics, Role::Caller, Role::Publisher, Role::Admin]
         .into_iter()
         .filter(|role| grant.scopes.iter().any(|scope| scope == scope_of(*role)))
         .max();
-    let name = if is_valid_person(&grant.subject) {
-        grant.subject.clone()
-    } else {
-        let digest = Sha256::digest(grant.subject.as_bytes());
-        let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
-        format!("oauth-{hex}")
+    let namespace = grant
+        .namespace
+        .as_ref()
+        .map(|value| format!("{prefix}{value}"))
+        .filter(|namespace| crate::registry::layout::is_valid_namespace(namespace));
+    let name = match &namespace {
+        Some(namespace) => namespace.clone(),
+        None if grant.subject.is_empty() => format!("oauth:token-{}", hex12(token)),
+        None => format!(
+            "oauth:{}",
+            hex12(&Sha256::digest(grant.subject.as_bytes()).into())
+        ),
     };
-    (name, role)
+    (name, namespace, role)
+}
+
+fn hex12(digest: &[u8; 32]) -> String {
+    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A quoted-string's content: no quotes or backslashes, printable ASCII.
@@ -206,28 +297,39 @@ fn bearer(authorization: Option<&str>) -> Option<&str> {
 pub(crate) struct People {
     /// Shared with the tokens file's watcher, which swaps in each reload.
     people: Arc<ArcSwap<Option<Vec<Person>>>>,
+    /// Bumped by the watcher on each reload taken.
+    changes: Arc<tokio::sync::watch::Sender<u64>>,
     /// Kept alive for hot reload of the tokens file.
     _watch: Option<notify::RecommendedWatcher>,
 }
 
 impl People {
     /// The people of `--token` (one admin) and `--tokens FILE` (watched
-    /// and reloaded on change); open when both are absent.
-    pub(crate) fn load(token: Option<&str>, file: Option<&Path>) -> anyhow::Result<Arc<People>> {
+    /// and reloaded on change); open when both are absent. With OAuth,
+    /// `reserved_prefix` is its namespace prefix: the file may name nobody
+    /// whose name starts with it.
+    pub(crate) fn load(
+        token: Option<&str>,
+        file: Option<&Path>,
+        reserved_prefix: Option<&str>,
+    ) -> anyhow::Result<Arc<People>> {
         let shortcut = token.map(|token| Person {
             name: "admin".into(),
             role: Role::Admin,
             digest: Sha256::digest(token.as_bytes()).into(),
         });
+        let changes = Arc::new(tokio::sync::watch::Sender::new(0));
         let Some(file) = file else {
             return Ok(Arc::new(People {
                 people: Arc::new(ArcSwap::from_pointee(shortcut.map(|person| vec![person]))),
+                changes,
                 _watch: None,
             }));
         };
         let admin = token.map(str::to_string);
+        let reserved = reserved_prefix.map(str::to_string);
         let read = move |file: &Path| -> anyhow::Result<Vec<Person>> {
-            let mut people = read_tokens(file)?;
+            let mut people = read_tokens(file, reserved.as_deref())?;
             if let Some(token) = &admin {
                 people.push(Person {
                     name: "admin".into(),
@@ -238,9 +340,10 @@ impl People {
             Ok(people)
         };
         let people = Arc::new(ArcSwap::from_pointee(Some(read(file)?)));
-        let watch = watch_file(file.to_path_buf(), people.clone(), read)?;
+        let watch = watch_file(file.to_path_buf(), people.clone(), changes.clone(), read)?;
         Ok(Arc::new(People {
             people,
+            changes,
             _watch: Some(watch),
         }))
     }
@@ -276,7 +379,22 @@ impl People {
         found.map(|person| Identity {
             name: person.name.clone(),
             role: person.role,
+            namespace: Some(person.name.clone()),
+            token: digest,
+            expires: None,
         })
+    }
+
+    /// Whether a tokens-file person still holds `identity`'s token.
+    fn holds(&self, identity: &Identity) -> bool {
+        self.people
+            .load()
+            .as_ref()
+            .iter()
+            .flat_map(|people| people.iter())
+            .any(|person| {
+                bool::from(person.digest.ct_eq(&identity.token)) && person.name == identity.name
+            })
     }
 }
 
@@ -310,7 +428,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tokens.toml");
         std::fs::write(&file, text).unwrap();
-        read_tokens(&file)
+        read_tokens(&file, Some("oauth-"))
     }
 
     #[test]
@@ -323,6 +441,7 @@ mod tests {
         .unwrap();
         let people = People {
             people: Arc::new(ArcSwap::from_pointee(Some(list))),
+            changes: Arc::default(),
             _watch: None,
         };
         let ada = people.check(Some("Bearer ada-secret-0123456789"), Role::Caller);
@@ -344,28 +463,56 @@ mod tests {
             );
         }
         assert_eq!(
-            People::load(None, None).unwrap().check(None, Role::Admin),
+            People::load(None, None, None)
+                .unwrap()
+                .check(None, Role::Admin),
             Ok(None)
         );
     }
 
     #[test]
-    fn scopes_map_onto_roles_and_subjects_onto_names() {
+    fn scopes_map_onto_roles_and_claims_onto_namespaces_that_cannot_collide() {
         let grant = |subject: &str, scopes: &[&str]| Grant {
             subject: subject.into(),
             scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            namespace: (!subject.is_empty()).then(|| subject.to_string()),
+            expires: std::time::SystemTime::now(),
         };
+        let token = [7u8; 32];
+        let person =
+            |subject: &str, scopes: &[&str]| person_of(&grant(subject, scopes), "oauth-", &token);
         assert_eq!(
-            person_of(&grant("ada", &["openid", "tools:call"])),
-            ("ada".into(), Some(Role::Caller))
+            person("ada", &["openid", "tools:call"]),
+            (
+                "oauth-ada".into(),
+                Some("oauth-ada".into()),
+                Some(Role::Caller)
+            )
         );
         assert_eq!(
-            person_of(&grant("ada", &["tools:call", "plugins:publish"])).1,
+            person("ada", &["tools:call", "plugins:publish"]).2,
             Some(Role::Publisher)
         );
-        assert_eq!(person_of(&grant("ada", &["admin"])).1, Some(Role::Admin));
-        assert_eq!(person_of(&grant("ada", &["openid"])).1, None);
-        let (odd, _) = person_of(&grant("user@example.com/../x", &[]));
-        assert!(odd.starts_with("oauth-") && is_valid_person(&odd), "{odd}");
+        assert_eq!(person("ada", &["admin"]).2, Some(Role::Admin));
+        assert_eq!(person("ada", &["openid"]).2, None);
+        // A subject that cannot be a namespace publishes nowhere, and its
+        // name is no namespace nor person's name.
+        for odd in ["user@example.com", "a-very-long-subject-of-a-uuid-kind"] {
+            let (name, namespace, _) = person(odd, &[]);
+            assert_eq!(namespace, None, "{odd}");
+            assert!(
+                name.starts_with("oauth:") && !is_valid_person(&name),
+                "{name}"
+            );
+        }
+        // What the old scheme hashed user@example.com to is a namespace of
+        // its own now, not that person's.
+        let (name, _, _) = person("user@example.com", &[]);
+        let (other, _, _) = person("oauth-b4c9a289323b", &[]);
+        assert_ne!(name, other);
+        // Without a subject, each token is someone of its own.
+        let (anonymous, namespace, _) = person("", &["tools:call"]);
+        assert_eq!(namespace, None);
+        assert_eq!(anonymous, format!("oauth:token-{}", hex12(&token)));
     }
 }

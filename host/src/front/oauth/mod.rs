@@ -50,7 +50,18 @@ pub struct OAuthSettings {
     pub audience: String,
     /// Where the issuer's keys are; by default its metadata's `jwks_uri`.
     pub jwks: Option<String>,
+    /// The claim whose value names a token holder's namespace (`sub` by
+    /// default; `preferred_username` reads better where the issuer has it).
+    pub namespace_claim: String,
+    /// Put before that value to make the namespace (`oauth-` by default),
+    /// so that no token's holder can take a tokens-file person's namespace:
+    /// the tokens file may not name anyone with this prefix.
+    pub namespace_prefix: String,
 }
+
+/// The defaults of `--auth-namespace-claim` and `--auth-namespace-prefix`.
+pub const DEFAULT_NAMESPACE_CLAIM: &str = "sub";
+pub const DEFAULT_NAMESPACE_PREFIX: &str = "oauth-";
 
 impl OAuthSettings {
     /// Whether the flags can work: HTTPS issuer and key set URLs (plain
@@ -65,6 +76,17 @@ impl OAuthSettings {
             !self.audience.trim().is_empty(),
             "--auth-audience is empty: give this server's identifier, best its public URL"
         );
+        anyhow::ensure!(
+            !self.namespace_claim.trim().is_empty(),
+            "--auth-namespace-claim is empty: name the claim that names a namespace (sub)"
+        );
+        anyhow::ensure!(
+            self.namespace_prefix.is_empty()
+                || crate::front::auth::is_valid_person(&self.namespace_prefix),
+            "--auth-namespace-prefix {:?} is not the start of a name: letters, digits, `_` or `-`, \
+             starting with a letter",
+            self.namespace_prefix
+        );
         Ok(())
     }
 }
@@ -78,10 +100,15 @@ pub(crate) struct OAuth {
 /// What a valid token grants; `auth.rs` makes it a person and a role.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Grant {
-    /// `sub`, or `client_id` without one.
+    /// `sub`, or `client_id` without one; empty without either.
     pub(crate) subject: String,
     /// `scope` (space-separated) and `scp` (a list or a string) together.
     pub(crate) scopes: Vec<String>,
+    /// The namespace claim's value (`--auth-namespace-claim`), when the
+    /// token has it as a string.
+    pub(crate) namespace: Option<String>,
+    /// When the token expires (`exp`).
+    pub(crate) expires: std::time::SystemTime,
 }
 
 /// The claims read from a token beyond those `jsonwebtoken` checks.
@@ -91,6 +118,10 @@ struct Claims {
     client_id: Option<String>,
     scope: Option<String>,
     scp: Option<Value>,
+    exp: Option<u64>,
+    /// Every other claim, for the namespace claim an operator names.
+    #[serde(flatten)]
+    other: serde_json::Map<String, Value>,
 }
 
 /// The scopes this server knows, one per role (`auth.rs` maps them).
@@ -158,7 +189,7 @@ impl OAuth {
         let mut last = String::new();
         for key in keys {
             match jsonwebtoken::decode::<Claims>(token, &key, &validation) {
-                Ok(data) => return Ok(grant(data.claims)),
+                Ok(data) => return Ok(grant(data.claims, &self.settings.namespace_claim)),
                 Err(error) => last = self.reason(&error),
             }
         }
@@ -207,6 +238,12 @@ impl OAuth {
             Some(url) => url.to_string(),
             None => format!("http://{host}"),
         }
+    }
+
+    /// What every token holder's namespace starts with
+    /// (`--auth-namespace-prefix`).
+    pub(crate) fn namespace_prefix(&self) -> &str {
+        &self.settings.namespace_prefix
     }
 
     /// Where the resource's metadata is (RFC 9728 3.1: the well-known path
@@ -313,7 +350,17 @@ fn fits(jwk: &Jwk, algorithm: Algorithm) -> bool {
     signing && named
 }
 
-fn grant(claims: Claims) -> Grant {
+fn grant(claims: Claims, namespace_claim: &str) -> Grant {
+    let namespace = match namespace_claim {
+        "sub" => claims.sub.clone(),
+        "client_id" => claims.client_id.clone(),
+        other => claims
+            .other
+            .get(other)
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    };
+    let expires = std::time::UNIX_EPOCH + std::time::Duration::from_secs(claims.exp.unwrap_or(0));
     let mut scopes: Vec<String> = claims
         .scope
         .as_deref()
@@ -333,6 +380,8 @@ fn grant(claims: Claims) -> Grant {
     Grant {
         subject: claims.sub.or(claims.client_id).unwrap_or_default(),
         scopes,
+        namespace,
+        expires,
     }
 }
 
@@ -374,12 +423,25 @@ mod tests {
             client_id: Some("agent".into()),
             scope: scope.map(str::to_string),
             scp,
+            exp: Some(10),
+            other: [("preferred_username".to_string(), json!("ada"))]
+                .into_iter()
+                .collect(),
         };
-        let both = grant(claims(Some("openid tools:call"), Some(json!(["admin"]))));
+        let both = grant(
+            claims(Some("openid tools:call"), Some(json!(["admin"]))),
+            "sub",
+        );
         assert_eq!(both.subject, "agent");
+        assert_eq!(both.namespace, None);
         assert_eq!(both.scopes, ["openid", "tools:call", "admin"]);
-        let text = grant(claims(None, Some(json!("a b"))));
+        let text = grant(claims(None, Some(json!("a b"))), "preferred_username");
         assert_eq!(text.scopes, ["a", "b"]);
+        assert_eq!(text.namespace.as_deref(), Some("ada"));
+        assert_eq!(
+            text.expires,
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(10)
+        );
     }
 
     #[test]
