@@ -11,7 +11,7 @@
 //! plugin has a prompt, `completions` when one of those also exports
 //! `completion`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
@@ -32,13 +32,86 @@ use crate::registry::{CatalogChange, Registry};
 /// URIs endless, and a session's memory is bounded.
 const MAX_SUBSCRIPTIONS: usize = 1000;
 
+/// What bounds subscriptions over every session: the longest URI, and
+/// how many one person may hold in all (with tokens), with what each
+/// person holds now.
+pub(crate) struct CatalogLimits {
+    pub(crate) max_uri_bytes: usize,
+    pub(crate) per_person: usize,
+    held: Mutex<HashMap<String, usize>>,
+}
+
+impl CatalogLimits {
+    pub(crate) fn new(max_uri_bytes: usize, per_person: usize) -> Arc<CatalogLimits> {
+        Arc::new(CatalogLimits {
+            max_uri_bytes,
+            per_person,
+            held: Mutex::default(),
+        })
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn release(&self, person: &str, count: usize) {
+        let mut held = self.held();
+        if let Some(now) = held.get_mut(person) {
+            *now = now.saturating_sub(count);
+            if *now == 0 {
+                held.remove(person);
+            }
+        }
+    }
+}
+
+impl Default for CatalogLimits {
+    fn default() -> Self {
+        CatalogLimits {
+            max_uri_bytes: crate::server::DEFAULT_MAX_URI_BYTES,
+            per_person: crate::server::DEFAULT_MAX_SUBSCRIPTIONS_PER_PERSON,
+            held: Mutex::default(),
+        }
+    }
+}
+
 /// One session's view of resources and prompts: what it was offered when it
 /// started (only those lists' changes are announced to it) and the URIs it
-/// subscribed to.
-#[derive(Default)]
+/// subscribed to, counted against its person's share until it ends.
 pub(crate) struct SessionCatalog {
     offered: Mutex<(bool, bool)>,
-    subscriptions: Mutex<HashSet<String>>,
+    subscriptions: Mutex<Subscriptions>,
+    limits: Arc<CatalogLimits>,
+}
+
+#[derive(Default)]
+struct Subscriptions {
+    uris: HashSet<String>,
+    /// Whose they are (the session's person, with tokens).
+    person: Option<String>,
+}
+
+impl SessionCatalog {
+    pub(crate) fn new(limits: Arc<CatalogLimits>) -> SessionCatalog {
+        SessionCatalog {
+            offered: Mutex::default(),
+            subscriptions: Mutex::default(),
+            limits,
+        }
+    }
+
+    fn subscriptions(&self) -> std::sync::MutexGuard<'_, Subscriptions> {
+        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for SessionCatalog {
+    fn drop(&mut self) {
+        let subscriptions = self.subscriptions();
+        if let Some(person) = &subscriptions.person {
+            self.limits.release(person, subscriptions.uris.len());
+        }
+    }
 }
 
 /// Adds what the loaded plugins offer to `capabilities`, and remembers it
@@ -81,8 +154,10 @@ pub(crate) fn list_prompts(registry: &Registry) -> Result<ListPromptsResult, Mcp
 
 pub(crate) async fn read_resource(
     registry: &Arc<Registry>,
+    session: &SessionCatalog,
     request: ReadResourceRequestParams,
 ) -> Result<ReadResourceResult, McpError> {
+    catalog::check_uri(&request.uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
     typed(
         catalog::read_resource(registry, &request.uri)
             .await
@@ -134,13 +209,17 @@ pub(crate) async fn complete(
     )
 }
 
-/// `resources/subscribe`: a URI no plugin serves is refused (-32002), and
-/// so is one past [`MAX_SUBSCRIPTIONS`] (-32602).
+/// `resources/subscribe`: a URI over `--max-uri-bytes` is refused
+/// (-32602), one no plugin serves (-32002), and one past
+/// [`MAX_SUBSCRIPTIONS`] for the session or `--max-subscriptions-per-person`
+/// for `person` over all their sessions (-32602).
 pub(crate) fn subscribe(
     registry: &Registry,
     session: &SessionCatalog,
     uri: String,
+    person: Option<&str>,
 ) -> Result<(), McpError> {
+    catalog::check_uri(&uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
     if registry.snapshot().resource(&uri).is_none() {
         return Err(rpc_error(Envelope::host_error(
             ErrorCode::ResourceNotFound,
@@ -148,27 +227,46 @@ pub(crate) fn subscribe(
             Some(json!({ "uri": uri })),
         )));
     }
-    let mut subscriptions = session
-        .subscriptions
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if subscriptions.len() >= MAX_SUBSCRIPTIONS && !subscriptions.contains(&uri) {
+    let mut subscriptions = session.subscriptions();
+    if subscriptions.uris.contains(&uri) {
+        return Ok(());
+    }
+    if subscriptions.uris.len() >= MAX_SUBSCRIPTIONS {
         return Err(rpc_error(Envelope::host_error(
             ErrorCode::InvalidRequest,
             format!("a session may subscribe to {MAX_SUBSCRIPTIONS} resources at most"),
             Some(json!({ "maxSubscriptions": MAX_SUBSCRIPTIONS })),
         )));
     }
-    subscriptions.insert(uri);
+    if let Some(person) = person {
+        let limits = &session.limits;
+        let mut held = limits.held();
+        let count = held.entry(person.to_string()).or_default();
+        if *count >= limits.per_person {
+            return Err(rpc_error(Envelope::host_error(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "{person:?} holds {count} resource subscriptions over their sessions, the \
+                     most one person may (--max-subscriptions-per-person {}); unsubscribe first",
+                    limits.per_person
+                ),
+                Some(json!({ "maxSubscriptionsPerPerson": limits.per_person })),
+            )));
+        }
+        *count += 1;
+        subscriptions.person = Some(person.to_string());
+    }
+    subscriptions.uris.insert(uri);
     Ok(())
 }
 
 pub(crate) fn unsubscribe(session: &SessionCatalog, uri: &str) {
-    session
-        .subscriptions
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(uri);
+    let mut subscriptions = session.subscriptions();
+    if subscriptions.uris.remove(uri)
+        && let Some(person) = &subscriptions.person
+    {
+        session.limits.release(person, 1);
+    }
 }
 
 /// Tells the session what changed since `seen`: the lists it was offered,
@@ -189,16 +287,10 @@ pub(crate) async fn announce(
     }
     if now.updates != seen.updates {
         let snapshot = registry.snapshot();
-        let subscribed: Vec<String> = session
-            .subscriptions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .cloned()
-            .collect();
+        let subscribed: Vec<String> = session.subscriptions().uris.iter().cloned().collect();
         for uri in subscribed {
             let updated = match snapshot.resource(&uri) {
-                Some(plugin) => now.replaced.contains(&plugin.id),
+                Some((plugin, _)) => now.replaced.contains(&plugin.id),
                 None => true,
             };
             if updated {

@@ -17,9 +17,12 @@
 //!   than `initialize` to the one-shot service, everything else to the
 //!   session service;
 //! - answers an unknown session with 404 and a JSON-RPC error, DELETE of an
-//!   open session with 204, and `initialize` past `--max-sessions` with 503;
-//! - ends a session after `--session-idle-secs` without a request, unless
-//!   a client listens on its GET stream (`idle.rs`);
+//!   open session with 204, and `initialize` past `--max-sessions` (or the
+//!   person's `--max-sessions-per-person`) with 503;
+//! - lets a session answer only to the person who opened it (anyone else
+//!   gets the 404 of an unknown session), and ends it after
+//!   `--session-idle-secs` without a request (unless a client listens on
+//!   its GET stream) or when its token is revoked (`sessions.rs`);
 //! - turns every plain-text refusal of rmcp (406, 415, 405, 400) into a
 //!   JSON-RPC error object with `Content-Type: application/json`.
 
@@ -41,10 +44,13 @@ use tower::ServiceExt;
 use serde_json::Value;
 
 use crate::call::envelope::TextFormat;
+use crate::front::auth::{Authority, Identity};
+use crate::front::guard::Requester;
 use crate::front::lists::ToolLists;
 use crate::front::mcp::McpFront;
-use crate::front::mcp::idle::Sessions;
+use crate::front::mcp::catalog::CatalogLimits;
 use crate::front::mcp::jsonrpc::{self, INVALID_REQUEST};
+use crate::front::mcp::sessions::Sessions;
 use crate::registry::Registry;
 
 type McpService = StreamableHttpService<McpFront, LocalSessionManager>;
@@ -62,8 +68,9 @@ struct Services {
     sessions: McpService,
     oneshot: McpService,
     manager: Arc<LocalSessionManager>,
-    /// Each session's use, and the task that ends idle ones.
-    idle: Arc<Sessions>,
+    /// Who holds each session, and the task that ends idle and revoked
+    /// ones.
+    held: Arc<Sessions>,
     max_body_bytes: usize,
     max_sessions: usize,
 }
@@ -75,6 +82,14 @@ pub(crate) struct McpHttpSettings {
     /// How many sessions may be open at once; `initialize` past it is
     /// refused with HTTP 503.
     pub(crate) max_sessions: usize,
+    /// How many of them one person may hold.
+    pub(crate) max_sessions_per_person: usize,
+    /// The longest resource URI, and how many subscriptions one person
+    /// may hold over their sessions.
+    pub(crate) max_uri_bytes: usize,
+    pub(crate) max_subscriptions_per_person: usize,
+    /// Who may use the server: a session ends when its token is revoked.
+    pub(crate) authority: Arc<Authority>,
     /// A session with no request for this long, and no client listening
     /// on its GET stream, is closed and its memory released.
     pub(crate) session_idle: Duration,
@@ -105,13 +120,19 @@ pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> (Rou
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = None;
     let manager = Arc::new(manager);
-    let idle = Sessions::start(
+    let held = Sessions::start(
         manager.clone(),
         settings.session_idle,
+        settings.max_sessions_per_person,
+        settings.authority.clone(),
         settings.shutdown.clone(),
     );
     // One set of tool lists for every session and both services.
     let lists = Arc::new(ToolLists::default());
+    let limits = CatalogLimits::new(
+        settings.max_uri_bytes,
+        settings.max_subscriptions_per_person,
+    );
     let service = |legacy_sessions: bool| {
         let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(settings.allowed_hosts.clone())
@@ -119,10 +140,21 @@ pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> (Rou
         config.json_response = !legacy_sessions;
         config.cancellation_token = settings.shutdown.clone();
         config.max_request_body_bytes = settings.max_body_bytes;
-        let (registry, text_format, lists) =
-            (registry.clone(), settings.text_format, lists.clone());
+        let (registry, text_format, lists, limits) = (
+            registry.clone(),
+            settings.text_format,
+            lists.clone(),
+            limits.clone(),
+        );
         StreamableHttpService::new(
-            move || Ok(McpFront::new(registry.clone(), text_format, lists.clone())),
+            move || {
+                Ok(McpFront::new(
+                    registry.clone(),
+                    text_format,
+                    lists.clone(),
+                    limits.clone(),
+                ))
+            },
             manager.clone(),
             config,
         )
@@ -131,7 +163,7 @@ pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> (Rou
         sessions: service(true),
         oneshot: service(false),
         manager: manager.clone(),
-        idle,
+        held,
         max_body_bytes: settings.max_body_bytes,
         max_sessions: settings.max_sessions,
     });
@@ -153,16 +185,22 @@ async fn dispatch(State(services): State<Arc<Services>>, request: Request) -> Re
 
 async fn post(services: &Services, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, services.max_body_bytes).await else {
-        return rpc_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            Value::Null,
-            INVALID_REQUEST,
-            &format!(
-                "Invalid Request: the body is larger than {} bytes",
-                services.max_body_bytes
-            ),
-        );
+    let bytes = match axum::body::to_bytes(body, services.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            let refusal = crate::front::body::unread(&error, services.max_body_bytes);
+            let status = StatusCode::from_u16(refusal.http_status())
+                .unwrap_or(StatusCode::PAYLOAD_TOO_LARGE);
+            let message = refusal
+                .error
+                .map_or_else(String::new, |error| error.message);
+            return rpc_error(
+                status,
+                Value::Null,
+                INVALID_REQUEST,
+                &format!("Invalid Request: {message}"),
+            );
+        }
     };
     let message = match jsonrpc::parse(&bytes) {
         Ok(message) => message,
@@ -183,37 +221,43 @@ async fn post(services: &Services, request: Request) -> Response {
             );
         }
     };
+    let requester = requester_of(&parts.extensions);
     let session = parts.headers.get(SESSION_HEADER).cloned();
     if let Some(id) = &session {
-        let known = match id.to_str() {
-            Ok(id) => services
-                .manager
-                .has_session(&id.to_string().into())
-                .await
-                .unwrap_or(false),
-            Err(_) => false,
+        let Some(id) = id
+            .to_str()
+            .ok()
+            .filter(|id| services.held.answers_to(id, requester.as_ref()))
+        else {
+            return session_not_found(message.get("id").cloned().unwrap_or(Value::Null));
         };
-        if !known {
+        if !services
+            .manager
+            .has_session(&id.to_string().into())
+            .await
+            .unwrap_or(false)
+        {
             return session_not_found(message.get("id").cloned().unwrap_or(Value::Null));
         }
-        if let Ok(id) = id.to_str() {
-            services.idle.used(id);
-        }
+        services.held.used(id);
     }
     let initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+    let mut opening = None;
     if session.is_none() && initialize {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let refuse =
+            |why: String| rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, SERVER_BUSY, &why);
         let open = services.manager.sessions.read().await.len();
         if open >= services.max_sessions {
-            return rpc_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                message.get("id").cloned().unwrap_or(Value::Null),
-                SERVER_BUSY,
-                &format!(
-                    "the server already has its maximum of {} sessions open; \
-                     close one (DELETE /mcp) or try again later",
-                    services.max_sessions
-                ),
-            );
+            return refuse(format!(
+                "the server already has its maximum of {} sessions open (--max-sessions); \
+                 close one (DELETE /mcp) or try again later",
+                services.max_sessions
+            ));
+        }
+        match services.held.open(requester.as_ref()) {
+            Ok(slot) => opening = Some(slot),
+            Err(why) => return refuse(why),
         }
     }
     let request = Request::from_parts(parts, Body::from(bytes));
@@ -223,16 +267,22 @@ async fn post(services: &Services, request: Request) -> Response {
         &services.sessions
     };
     let response = forward(target, request).await;
-    if session.is_none()
-        && initialize
+    if let Some(opening) = opening
         && let Some(opened) = response
             .headers()
             .get(SESSION_HEADER)
             .and_then(|id| id.to_str().ok())
     {
-        services.idle.used(opened);
+        services.held.opened(opened, requester, opening);
     }
     response
+}
+
+/// The identity the guard found for a request (`None` on an open server).
+fn requester_of(extensions: &axum::http::Extensions) -> Option<Identity> {
+    extensions
+        .get::<Requester>()
+        .and_then(|requester| requester.0.clone())
 }
 
 /// GET: the session's stream of server messages. While it is open, the
@@ -243,11 +293,18 @@ async fn listen(services: &Services, request: Request) -> Response {
         .get(SESSION_HEADER)
         .and_then(|id| id.to_str().ok())
         .map(str::to_string);
+    if let Some(id) = &session
+        && !services
+            .held
+            .answers_to(id, requester_of(request.extensions()).as_ref())
+    {
+        return session_not_found(Value::Null);
+    }
     let response = forward(&services.sessions, request).await;
     let Some(id) = session.filter(|_| response.status() == StatusCode::OK) else {
         return response;
     };
-    let listening = services.idle.listening(&id);
+    let listening = services.held.listening(&id);
     response.map(|body| {
         Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
             let _open = &listening;
@@ -256,7 +313,8 @@ async fn listen(services: &Services, request: Request) -> Response {
     })
 }
 
-/// Ends a session: 204 when it was open, 404 when there is no such session.
+/// Ends a session: 204 when it was open, 404 when there is no such session
+/// (or it is someone else's).
 async fn delete(services: &Services, request: Request) -> Response {
     let Some(id) = request
         .headers()
@@ -272,16 +330,19 @@ async fn delete(services: &Services, request: Request) -> Response {
         );
     };
     if !services
-        .manager
-        .has_session(&id.clone().into())
-        .await
-        .unwrap_or(false)
+        .held
+        .answers_to(&id, requester_of(request.extensions()).as_ref())
+        || !services
+            .manager
+            .has_session(&id.clone().into())
+            .await
+            .unwrap_or(false)
     {
         return session_not_found(Value::Null);
     }
     let response = forward(&services.sessions, request).await;
     if response.status() == StatusCode::ACCEPTED {
-        services.idle.ended(&id);
+        services.held.ended(&id);
         return StatusCode::NO_CONTENT.into_response();
     }
     response

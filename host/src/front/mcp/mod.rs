@@ -17,8 +17,8 @@
 mod catalog;
 mod client;
 pub(crate) mod http;
-mod idle;
 pub(crate) mod jsonrpc;
+mod sessions;
 pub(crate) mod stdio;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,6 +77,7 @@ impl McpFront {
         registry: Arc<Registry>,
         text_format: TextFormat,
         lists: Arc<ToolLists>,
+        limits: Arc<catalog::CatalogLimits>,
     ) -> Self {
         let session_ended = CancellationToken::new();
         McpFront {
@@ -85,7 +86,7 @@ impl McpFront {
             lists,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
             logging_enabled: Arc::new(AtomicBool::new(false)),
-            catalog: Arc::default(),
+            catalog: Arc::new(catalog::SessionCatalog::new(limits)),
             _end_session: Arc::new(session_ended.clone().drop_guard()),
             session_ended,
         }
@@ -263,7 +264,7 @@ impl ServerHandler for McpFront {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        catalog::read_resource(&self.registry, request)
+        catalog::read_resource(&self.registry, &self.catalog, request)
             .await
             .map(ReadResourceResponse::Complete)
     }
@@ -271,9 +272,15 @@ impl ServerHandler for McpFront {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        catalog::subscribe(&self.registry, &self.catalog, request.uri)
+        let person = requester(&context).map(|identity| identity.name.clone());
+        catalog::subscribe(
+            &self.registry,
+            &self.catalog,
+            request.uri,
+            person.as_deref(),
+        )
     }
 
     async fn unsubscribe(
@@ -347,6 +354,18 @@ impl ServerHandler for McpFront {
             }
         }
     }
+}
+
+/// Who sent the request (the guard's finding, carried in the HTTP request
+/// rmcp keeps): `None` on an open server and over stdio.
+fn requester(context: &RequestContext<RoleServer>) -> Option<&crate::front::auth::Identity> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()?
+        .extensions
+        .get::<crate::front::guard::Requester>()?
+        .0
+        .as_ref()
 }
 
 /// The envelope as MCP's answer. Failures with a JSON-RPC code (an unknown

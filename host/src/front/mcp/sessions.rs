@@ -1,16 +1,27 @@
-//! When an MCP session ends for want of use: after `--session-idle-secs`
-//! with no request on it, unless a client is listening on its GET stream.
-//! A client that only listens (an open GET stream, nothing else, as an
-//! agent waiting for `list_changed` does) keeps its session for as long as
-//! the stream is open; rmcp's own idle timer counts only messages, and
-//! would close such a session under the listener (the TypeScript SDK then
-//! gets -32001 and misses every later notification). The stream itself
-//! carries an SSE keep-alive comment every 15 s (rmcp's default), below
-//! common proxy timeouts.
+//! Who holds each MCP session, and when it ends.
 //!
-//! Sessions are looked at only when one could have expired: the reaper
-//! sleeps until the earliest deadline, or until the first session opens,
-//! so an idle server with no sessions does nothing.
+//! - Ownership: a session answers only to the person whose token opened
+//!   it; anyone else naming its id is told there is no such session (the
+//!   same answer as for an id never given out). One person may hold
+//!   `--max-sessions-per-person` sessions at once, so that one caller
+//!   cannot take every session (`--max-sessions`) from the rest.
+//! - Revocation: a session whose token is taken out of the tokens file is
+//!   ended with its streams. (A session opened with an access token lives
+//!   on when the token expires: its holder comes back with a fresh one,
+//!   and the session answers to them by name.)
+//! - Idleness: after `--session-idle-secs` with no request on it, unless a
+//!   client is listening on its GET stream. A client that only listens (an
+//!   open GET stream, nothing else, as an agent waiting for `list_changed`
+//!   does) keeps its session for as long as the stream is open; rmcp's own
+//!   idle timer counts only messages, and would close such a session under
+//!   the listener (the TypeScript SDK then gets -32001 and misses every
+//!   later notification). The stream itself carries an SSE keep-alive
+//!   comment every 15 s (rmcp's default), below common proxy timeouts.
+//!
+//! Sessions are looked at only when one could have expired or the tokens
+//! file changed: the reaper sleeps until the earliest deadline, or until
+//! a session opens or the tokens change, so an idle server with no
+//! sessions does nothing.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,19 +32,33 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// What is known of one session's use.
-struct Use {
+use crate::front::auth::{Authority, Identity};
+
+/// What is known of one session.
+struct Session {
     /// When the last request on it arrived, or its last stream closed.
     last: Instant,
     /// GET streams open on it now.
     listening: usize,
+    /// Who opened it (`None` on an open server).
+    owner: Option<Identity>,
 }
 
-/// The use of every open session, and the task that ends idle ones.
+/// Every open session, and the task that ends idle and revoked ones.
 pub(crate) struct Sessions {
     idle: Duration,
-    uses: Mutex<HashMap<String, Use>>,
+    max_per_person: usize,
+    authority: Arc<Authority>,
+    table: Mutex<Table>,
     changed: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct Table {
+    open: HashMap<String, Session>,
+    /// `initialize` requests in progress, by person: counted against their
+    /// share until the session they open is recorded (or they fail).
+    opening: HashMap<String, usize>,
 }
 
 /// Held while a GET stream is open on a session; dropped with the stream.
@@ -44,13 +69,33 @@ pub(crate) struct Listening {
 
 impl Drop for Listening {
     fn drop(&mut self) {
-        let mut uses = self.sessions.lock();
-        if let Some(session) = uses.get_mut(&self.id) {
+        let mut table = self.sessions.lock();
+        if let Some(session) = table.open.get_mut(&self.id) {
             session.listening = session.listening.saturating_sub(1);
             session.last = Instant::now();
         }
-        drop(uses);
+        drop(table);
         self.sessions.changed.notify_one();
+    }
+}
+
+/// A person's `initialize` in progress: it holds one of their session
+/// slots until [`Sessions::opened`] records the session, or it is dropped.
+pub(crate) struct Opening {
+    sessions: Arc<Sessions>,
+    person: Option<String>,
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        let Some(person) = &self.person else { return };
+        let mut table = self.sessions.lock();
+        if let Some(count) = table.opening.get_mut(person) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                table.opening.remove(person);
+            }
+        }
     }
 }
 
@@ -59,41 +104,95 @@ impl Sessions {
     pub(crate) fn start(
         manager: Arc<LocalSessionManager>,
         idle: Duration,
+        max_per_person: usize,
+        authority: Arc<Authority>,
         shutdown: CancellationToken,
     ) -> Arc<Sessions> {
         let sessions = Arc::new(Sessions {
             idle,
-            uses: Mutex::new(HashMap::new()),
+            max_per_person,
+            authority,
+            table: Mutex::new(Table::default()),
             changed: tokio::sync::Notify::new(),
         });
         tokio::spawn(reap(sessions.clone(), manager, shutdown));
         sessions
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Use>> {
-        self.uses.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A request arrived on session `id` (or opened it).
-    pub(crate) fn used(&self, id: &str) {
-        let mut uses = self.lock();
-        let new = !uses.contains_key(id);
-        let session = uses.entry(id.to_string()).or_insert(Use {
+    /// A slot for `owner`'s new session, or the refusal's message when
+    /// they hold their share already.
+    pub(crate) fn open(self: &Arc<Self>, owner: Option<&Identity>) -> Result<Opening, String> {
+        let person = owner.map(|identity| identity.name.clone());
+        if let Some(person) = &person {
+            let mut table = self.lock();
+            let held = table
+                .open
+                .values()
+                .filter(|session| session.owner.as_ref().is_some_and(|o| o.name == *person))
+                .count()
+                + table.opening.get(person).copied().unwrap_or(0);
+            if held >= self.max_per_person {
+                return Err(format!(
+                    "{person:?} already holds {held} MCP sessions, the most one person may \
+                     (--max-sessions-per-person {}); close one (DELETE /mcp) or let it expire",
+                    self.max_per_person
+                ));
+            }
+            *table.opening.entry(person.clone()).or_default() += 1;
+        }
+        Ok(Opening {
+            sessions: self.clone(),
+            person,
+        })
+    }
+
+    /// Session `id` was opened by `owner` (its slot was `opening`).
+    pub(crate) fn opened(&self, id: &str, owner: Option<Identity>, opening: Opening) {
+        let mut table = self.lock();
+        let session = table.open.entry(id.to_string()).or_insert(Session {
             last: Instant::now(),
             listening: 0,
+            owner: None,
         });
+        session.owner = owner;
         session.last = Instant::now();
-        drop(uses);
-        if new {
-            self.changed.notify_one();
+        drop(table);
+        drop(opening);
+        self.changed.notify_one();
+    }
+
+    /// Whether session `id` is open and answers to `requester`: the person
+    /// who opened it (anyone, on an open server).
+    pub(crate) fn answers_to(&self, id: &str, requester: Option<&Identity>) -> bool {
+        let table = self.lock();
+        let Some(session) = table.open.get(id) else {
+            // Not seen yet (rmcp opened it an instant ago): only an open
+            // server lets anyone in.
+            return requester.is_none();
+        };
+        match (&session.owner, requester) {
+            (Some(owner), Some(requester)) => owner.name == requester.name,
+            (None, None) => true,
+            _ => false,
+        }
+    }
+
+    /// A request arrived on session `id`.
+    pub(crate) fn used(&self, id: &str) {
+        if let Some(session) = self.lock().open.get_mut(id) {
+            session.last = Instant::now();
         }
     }
 
     /// A GET stream opened on session `id`; it counts until the returned
     /// guard is dropped.
     pub(crate) fn listening(self: &Arc<Self>, id: &str) -> Listening {
-        self.used(id);
-        if let Some(session) = self.lock().get_mut(id) {
+        if let Some(session) = self.lock().open.get_mut(id) {
+            session.last = Instant::now();
             session.listening += 1;
         }
         Listening {
@@ -104,35 +203,51 @@ impl Sessions {
 
     /// The session was ended by its client.
     pub(crate) fn ended(&self, id: &str) {
-        self.lock().remove(id);
+        self.lock().open.remove(id);
     }
 
-    /// The sessions past their deadline, and the earliest deadline of the
-    /// others that could expire.
+    /// The sessions to end now (idle past their deadline, or their token
+    /// revoked), and the earliest moment another could be due.
     fn due(&self, now: Instant) -> (Vec<String>, Option<Instant>) {
-        let uses = self.lock();
-        let mut expired = Vec::new();
+        let table = self.lock();
+        let mut ending = Vec::new();
         let mut next: Option<Instant> = None;
-        for (id, session) in uses.iter().filter(|(_, s)| s.listening == 0) {
+        let mut sooner = |deadline: Instant| {
+            next = Some(next.map_or(deadline, |next| next.min(deadline)));
+        };
+        for (id, session) in table.open.iter() {
+            if session
+                .owner
+                .as_ref()
+                .is_some_and(|owner| !self.authority.still_held(owner))
+            {
+                ending.push(id.clone());
+                continue;
+            }
+            if session.listening > 0 {
+                continue;
+            }
             let deadline = session.last + self.idle;
             if deadline <= now {
-                expired.push(id.clone());
+                ending.push(id.clone());
             } else {
-                next = Some(next.map_or(deadline, |next| next.min(deadline)));
+                sooner(deadline);
             }
         }
-        (expired, next)
+        (ending, next)
     }
 }
 
-/// Ends idle sessions as they expire, until the server shuts down.
+/// Ends idle and revoked sessions as they come due, until the server
+/// shuts down.
 async fn reap(live: Arc<Sessions>, manager: Arc<LocalSessionManager>, shutdown: CancellationToken) {
+    let mut tokens_changed = live.authority.changes();
     loop {
-        let (expired, next) = live.due(Instant::now());
-        for id in expired {
+        let (ending, next) = live.due(Instant::now());
+        for id in ending {
             live.ended(&id);
             let _ = manager.close_session(&id.clone().into()).await;
-            tracing::debug!(session = %id, "MCP session ended: idle");
+            tracing::debug!(session = %id, "MCP session ended: idle or its token revoked");
         }
         // Forget sessions their clients ended (DELETE, or rmcp on its own),
         // and adopt any open session not seen yet, so none outlives its
@@ -145,12 +260,13 @@ async fn reap(live: Arc<Sessions>, manager: Arc<LocalSessionManager>, shutdown: 
             .map(|id| id.to_string())
             .collect();
         {
-            let mut uses = live.lock();
-            uses.retain(|id, _| open.contains(id));
+            let mut table = live.lock();
+            table.open.retain(|id, _| open.contains(id));
             for id in open {
-                uses.entry(id).or_insert(Use {
+                table.open.entry(id).or_insert(Session {
                     last: Instant::now(),
                     listening: 0,
+                    owner: None,
                 });
             }
         }
@@ -158,6 +274,12 @@ async fn reap(live: Arc<Sessions>, manager: Arc<LocalSessionManager>, shutdown: 
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = changed => {}
+            () = async {
+                // The authority keeps its sender for as long as it lives.
+                if tokens_changed.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            } => {}
             () = async {
                 match next {
                     Some(deadline) => tokio::time::sleep_until(deadline).await,
