@@ -56,6 +56,19 @@ pub struct Settings {
     pub max_connections: usize,
     /// How many MCP sessions may be open at once.
     pub max_sessions: usize,
+    /// How many of them one person may hold (with tokens).
+    pub max_sessions_per_person: usize,
+    /// How many resource subscriptions one person may hold over all their
+    /// sessions (with tokens; each session holds 1,000 at most).
+    pub max_subscriptions_per_person: usize,
+    /// Longest resource URI a read or a subscription may name, in bytes.
+    pub max_uri_bytes: usize,
+    /// How long a request body may take to arrive whole (a pause longer
+    /// than `header_timeout` ends it sooner), for every request, with a
+    /// token or without.
+    pub body_timeout: Duration,
+    /// How many uploads (`PUT /plugins/...`) one person may send at once.
+    pub max_uploads_per_person: usize,
     /// How long an MCP session may go without a request.
     pub session_idle: Duration,
     /// Largest component a `PUT /plugins/...` may publish, in bytes.
@@ -70,6 +83,13 @@ pub struct Settings {
     pub oauth: Option<OAuthSettings>,
 }
 
+/// Defaults `toolhost serve`'s flags and [`Settings::default`] share.
+pub(crate) const DEFAULT_MAX_SESSIONS_PER_PERSON: usize = 100;
+pub(crate) const DEFAULT_MAX_SUBSCRIPTIONS_PER_PERSON: usize = 1000;
+pub(crate) const DEFAULT_MAX_URI_BYTES: usize = 2048;
+pub(crate) const DEFAULT_BODY_TIMEOUT_SECS: u64 = 60;
+pub(crate) const DEFAULT_MAX_UPLOADS_PER_PERSON: usize = 2;
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
@@ -81,6 +101,11 @@ impl Default for Settings {
             header_timeout: Duration::from_secs(10),
             max_connections: 1024,
             max_sessions: 1000,
+            max_sessions_per_person: DEFAULT_MAX_SESSIONS_PER_PERSON,
+            max_subscriptions_per_person: DEFAULT_MAX_SUBSCRIPTIONS_PER_PERSON,
+            max_uri_bytes: DEFAULT_MAX_URI_BYTES,
+            body_timeout: Duration::from_secs(DEFAULT_BODY_TIMEOUT_SECS),
+            max_uploads_per_person: DEFAULT_MAX_UPLOADS_PER_PERSON,
             session_idle: Duration::from_secs(300),
             max_plugin_bytes: 64 * 1024 * 1024,
             cors_origins: Vec::new(),
@@ -120,6 +145,21 @@ async fn serve(
     }
     allowed_hosts.extend(settings.allowed_hosts.iter().cloned());
 
+    let oauth = settings.oauth.clone().map(OAuth::new).transpose()?;
+    if let Some(oauth) = &oauth {
+        oauth.prefetch();
+    }
+    let authority = Arc::new(Authority {
+        people: People::load(
+            settings.token.as_deref(),
+            settings.tokens_file.as_deref(),
+            settings
+                .oauth
+                .as_ref()
+                .map(|oauth| oauth.namespace_prefix.as_str()),
+        )?,
+        oauth: oauth.clone(),
+    });
     let (mcp, open_sessions) = mcp_http::router(
         registry.clone(),
         McpHttpSettings {
@@ -127,6 +167,10 @@ async fn serve(
             allowed_hosts: allowed_hosts.clone(),
             max_body_bytes: settings.max_body_bytes,
             max_sessions: settings.max_sessions,
+            max_sessions_per_person: settings.max_sessions_per_person,
+            max_uri_bytes: settings.max_uri_bytes,
+            max_subscriptions_per_person: settings.max_subscriptions_per_person,
+            authority: authority.clone(),
             session_idle: settings.session_idle,
             shutdown: shutdown.clone(),
         },
@@ -134,21 +178,15 @@ async fn serve(
     let open_connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let cors_origins =
         Arc::new(CorsOrigins::parse(&settings.cors_origins).map_err(anyhow::Error::msg)?);
-    let oauth = settings.oauth.clone().map(OAuth::new).transpose()?;
-    if let Some(oauth) = &oauth {
-        oauth.prefetch();
-    }
     let guard = GuardSettings {
         cors_origins: cors_origins.clone(),
         allowed_hosts,
-        authority: Arc::new(Authority {
-            people: People::load(settings.token.as_deref(), settings.tokens_file.as_deref())?,
-            oauth: oauth.clone(),
-        }),
+        authority: authority.clone(),
         needs: Some(Role::Caller),
         writes_need: None,
         refusals: Refusals::Envelope,
         check_host: true,
+        navigable: false,
     };
     let guarded = |router: Router, settings: GuardSettings| {
         router.layer(axum::middleware::from_fn_with_state(
@@ -165,7 +203,7 @@ async fn serve(
         rest::health_router(registry.clone(), rest_settings),
         guard.for_probes(),
     )
-    .merge(guarded(ui::router(), guard.without_token()))
+    .merge(guarded(ui::router(), guard.for_the_page()))
     .merge(guarded(
         metrics::router(
             registry.clone(),
@@ -180,7 +218,11 @@ async fn serve(
         },
     ))
     .merge(guarded(
-        publish::router(registry.clone(), settings.max_plugin_bytes),
+        publish::router(
+            registry.clone(),
+            settings.max_plugin_bytes,
+            settings.max_uploads_per_person,
+        ),
         GuardSettings {
             writes_need: Some(Role::Publisher),
             ..guard.clone()
@@ -190,11 +232,16 @@ async fn serve(
         events::router(
             registry.clone(),
             EventFeed::start(&registry, shutdown.clone()),
+            authority.clone(),
         ),
         guard.clone(),
     ))
     .merge(guarded(
-        resources::router(registry.clone(), settings.max_body_bytes),
+        resources::router(
+            registry.clone(),
+            settings.max_body_bytes,
+            settings.max_uri_bytes,
+        ),
         guard.clone(),
     ))
     .merge(guarded(
@@ -213,10 +260,12 @@ async fn serve(
         .layer(axum::middleware::from_fn_with_state(
             cors_origins,
             cors::cors,
-        ));
+        ))
+        .layer(axum::middleware::from_fn(crate::front::http::finish));
     let limits = ConnectionLimits {
         header_timeout: settings.header_timeout,
         max_connections: settings.max_connections,
+        body_timeout: settings.body_timeout,
     };
     listener::serve(listener, app, limits, open_connections, shutdown).await?;
     Ok(())
@@ -229,7 +278,12 @@ pub(crate) async fn run_stdio(
     text_format: TextFormat,
 ) -> anyhow::Result<()> {
     tracing::info!("serving MCP on stdio");
-    let front = McpFront::new(registry, text_format, Default::default());
+    let front = McpFront::new(
+        registry,
+        text_format,
+        Default::default(),
+        Default::default(),
+    );
     let stdio = stdio::transport();
     let service = front.serve(stdio.transport).await?;
     service.waiting().await?;

@@ -54,6 +54,16 @@ pub(super) struct ServeOptions {
     /// `jwks_uri` of the issuer's metadata].
     #[arg(long, env = "TOOLHOST_AUTH_JWKS", requires = "auth_issuer")]
     auth_jwks: Option<String>,
+    /// The access-token claim whose value names its holder's namespace
+    /// (after --auth-namespace-prefix). A token whose claim is missing or
+    /// cannot be a namespace may call, not publish.
+    #[arg(long, env = "TOOLHOST_AUTH_NAMESPACE_CLAIM", default_value = crate::front::oauth::DEFAULT_NAMESPACE_CLAIM)]
+    auth_namespace_claim: String,
+    /// What every token holder's namespace starts with; the tokens file
+    /// may name nobody with it, so that no token takes a person's
+    /// namespace.
+    #[arg(long, env = "TOOLHOST_AUTH_NAMESPACE_PREFIX", default_value = crate::front::oauth::DEFAULT_NAMESPACE_PREFIX)]
+    auth_namespace_prefix: String,
     /// Another host name that Host and Origin headers may name (repeatable;
     /// comma-separated in the variable). Loopback names are always allowed.
     #[arg(
@@ -93,6 +103,26 @@ pub(super) struct ServeOptions {
     /// HTTP 503 with a JSON-RPC error.
     #[arg(long, env = "TOOLHOST_MAX_SESSIONS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
+    /// How many MCP sessions one person (token) may hold at once; their
+    /// `initialize` past it gets HTTP 503 naming this flag.
+    #[arg(long, env = "TOOLHOST_MAX_SESSIONS_PER_PERSON", default_value_t = crate::server::DEFAULT_MAX_SESSIONS_PER_PERSON as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions_per_person: u32,
+    /// How many resource subscriptions one person may hold over all their
+    /// MCP sessions (one session holds 1,000 at most).
+    #[arg(long, env = "TOOLHOST_MAX_SUBSCRIPTIONS_PER_PERSON", default_value_t = crate::server::DEFAULT_MAX_SUBSCRIPTIONS_PER_PERSON as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    max_subscriptions_per_person: u32,
+    /// Longest resource URI a read or subscription may name, in bytes.
+    #[arg(long, env = "TOOLHOST_MAX_URI_BYTES", default_value_t = crate::server::DEFAULT_MAX_URI_BYTES as u32, value_parser = clap::value_parser!(u32).range(64..))]
+    max_uri_bytes: u32,
+    /// How long a request body may take to arrive whole, in seconds, with
+    /// a token or without (a pause longer than --header-timeout-ms ends it
+    /// sooner); then 408 REQUEST_TIMEOUT and the connection is closed.
+    #[arg(long, env = "TOOLHOST_BODY_TIMEOUT_SECS", default_value_t = crate::server::DEFAULT_BODY_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    body_timeout_secs: u64,
+    /// How many uploads (PUT /plugins/...) one person may send at once;
+    /// one more gets 503 BUSY before its body is read.
+    #[arg(long, env = "TOOLHOST_MAX_UPLOADS_PER_PERSON", default_value_t = crate::server::DEFAULT_MAX_UPLOADS_PER_PERSON as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    max_uploads_per_person: u32,
     /// An MCP session that sends no request for this long, and has no
     /// client listening on its GET stream, is closed, in seconds.
     #[arg(long, env = "TOOLHOST_SESSION_IDLE_SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
@@ -194,6 +224,11 @@ impl ServeOptions {
             header_timeout: Duration::from_millis(self.header_timeout_ms),
             max_connections: self.max_connections as usize,
             max_sessions: self.max_sessions as usize,
+            max_sessions_per_person: self.max_sessions_per_person as usize,
+            max_subscriptions_per_person: self.max_subscriptions_per_person as usize,
+            max_uri_bytes: self.max_uri_bytes as usize,
+            body_timeout: Duration::from_secs(self.body_timeout_secs),
+            max_uploads_per_person: self.max_uploads_per_person as usize,
             session_idle: Duration::from_secs(self.session_idle_secs),
             max_plugin_bytes: (self.max_plugin_mib as usize) * 1024 * 1024,
             cors_origins: self.cors_origins.clone(),
@@ -202,6 +237,8 @@ impl ServeOptions {
                 issuer,
                 audience: self.auth_audience.clone().unwrap_or_default(),
                 jwks: self.auth_jwks.clone(),
+                namespace_claim: self.auth_namespace_claim.clone(),
+                namespace_prefix: self.auth_namespace_prefix.clone(),
             }),
         }
     }

@@ -2,11 +2,18 @@
 //! route (REST, the guard's refusals, the listener's connection-cap
 //! refusal) and so for CGI too: the status `errors.rs` gives the code, a
 //! JSON body, and the two fields seed 001 asks of every REST response.
+//! [`finish`] is the last layer every HTTP answer passes: a wrong method on
+//! any route gets the envelope too (with `Allow`), and every answer says
+//! `X-Content-Type-Options: nosniff`, so no browser reads a plugin's JSON
+//! as anything else.
 
-use axum::http::StatusCode;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::call::envelope::Envelope;
+use crate::call::errors::ErrorCode;
 
 /// `body` as JSON with `status` (500 if `status` is not a valid code).
 pub(crate) fn json_response(status: u16, body: &impl serde::Serialize) -> Response {
@@ -41,4 +48,29 @@ pub(crate) fn http_body(envelope: &Envelope) -> HttpBody<'_> {
         success: !envelope.is_error,
         timestamp: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
     }
+}
+
+/// The last layer of every HTTP answer (see the module documentation).
+pub(crate) async fn finish(request: Request, next: Next) -> Response {
+    let (method, path) = (request.method().clone(), request.uri().path().to_string());
+    let mut response = next.run(request).await;
+    if response.status() == StatusCode::METHOD_NOT_ALLOWED
+        && !response.headers().contains_key(header::CONTENT_TYPE)
+    {
+        let allow = response.headers().get(header::ALLOW).cloned();
+        response = Envelope::host_error(
+            ErrorCode::MethodNotAllowed,
+            format!("{path} does not take {method}"),
+            None,
+        )
+        .into_response();
+        if let Some(allow) = allow {
+            response.headers_mut().insert(header::ALLOW, allow);
+        }
+    }
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
 }

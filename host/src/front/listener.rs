@@ -18,6 +18,10 @@
 //!   then gets a 503 BUSY envelope and is closed. A
 //!   connection that never completes a request header holds its slot until
 //!   the header timeout, no longer.
+//! - Every request body on a clock (`body.rs`): a pause past the header
+//!   timeout, or the whole past `--body-timeout-secs`, ends it with 408,
+//!   with a token or without, so a trickling client holds its slot no
+//!   longer than that.
 //! - Graceful shutdown: on the shutdown signal it stops accepting, and open
 //!   connections get a short grace period to finish.
 
@@ -35,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
+use crate::front::body::{BodyLimits, timed};
 
 /// How long open connections may take to finish once shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -98,6 +103,8 @@ impl Drop for InFlight {
 pub(crate) struct ConnectionLimits {
     pub(crate) header_timeout: Duration,
     pub(crate) max_connections: usize,
+    /// How long a request body may take in all.
+    pub(crate) body_timeout: Duration,
 }
 
 /// Serves `app` on `listener` until `shutdown` is cancelled.
@@ -217,8 +224,12 @@ impl Server {
             },
         );
         let app = self.app.clone();
+        let body_limits = BodyLimits {
+            pause: self.limits.header_timeout,
+            whole: self.limits.body_timeout,
+        };
         let service = tower::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-            let request = request.map(axum::body::Body::new);
+            let request = request.map(|body| timed(body, body_limits));
             in_flight.fetch_add(1, Ordering::AcqRel);
             let guard = InFlight(in_flight.clone());
             let answered = answered.clone();

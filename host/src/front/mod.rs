@@ -2,7 +2,8 @@
 //! (`call::invoke`) and the envelope it returns back into that protocol.
 //! None of them touches a wasmtime type.
 //!
-//! - [`listener`]: the HTTP accept loop and its transport limits.
+//! - [`listener`]: the HTTP accept loop and its transport limits; [`body`]:
+//!   every request body's clock.
 //! - [`auth`]: who is asking (tokens, roles); the one place a token is checked.
 //! - [`cors`]: preflights and headers for the browser origins allowed.
 //! - [`guard`]: Host/Origin checks and the caller's identity, before any route.
@@ -19,6 +20,7 @@
 //! - [`cgi`]: one CGI/1.1 request through the REST router.
 
 pub(crate) mod auth;
+pub(crate) mod body;
 pub(crate) mod cgi;
 pub(crate) mod cors;
 pub(crate) mod events;

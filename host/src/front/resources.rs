@@ -31,9 +31,15 @@ use crate::registry::Registry;
 struct CatalogState {
     registry: Arc<Registry>,
     max_body_bytes: usize,
+    /// The longest URI a read may name (`--max-uri-bytes`).
+    max_uri_bytes: usize,
 }
 
-pub(crate) fn router(registry: Arc<Registry>, max_body_bytes: usize) -> Router {
+pub(crate) fn router(
+    registry: Arc<Registry>,
+    max_body_bytes: usize,
+    max_uri_bytes: usize,
+) -> Router {
     Router::new()
         .route("/resources", get(list_resources))
         .route("/resources/{*uri}", get(read_resource))
@@ -42,6 +48,7 @@ pub(crate) fn router(registry: Arc<Registry>, max_body_bytes: usize) -> Router {
         .with_state(CatalogState {
             registry,
             max_body_bytes,
+            max_uri_bytes,
         })
 }
 
@@ -53,6 +60,9 @@ async fn list_resources(State(state): State<CatalogState>) -> Response {
 }
 
 async fn read_resource(State(state): State<CatalogState>, Path(uri): Path<String>) -> Response {
+    if let Err(refusal) = catalog::check_uri(&uri, state.max_uri_bytes) {
+        return refusal.into_response();
+    }
     match catalog::read_resource(&state.registry, &uri).await {
         Ok(answer) => json_response(200, &answer),
         Err(envelope) => envelope.into_response(),
