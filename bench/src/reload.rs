@@ -110,7 +110,8 @@ pub(super) fn send_call(address: SocketAddr, tool: &str, body: &str) -> Option<T
     let mut stream = TcpStream::connect(address).ok()?;
     write!(
         stream,
-        "POST /tools/{tool} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /tools/{tool} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .ok()?;

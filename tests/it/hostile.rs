@@ -49,6 +49,7 @@ fn spinning_calls_beyond_the_cores_do_not_starve_the_front() {
             let base = server.base.clone();
             std::thread::spawn(move || {
                 let response = ureq::post(format!("{base}/tools/spin"))
+                    .header("Content-Type", "application/json")
                     .config()
                     .http_status_as_error(false)
                     .build()

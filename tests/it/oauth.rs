@@ -309,7 +309,8 @@ fn access_tokens_from_an_issuer_are_validated_and_scoped() {
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(answer.body["result"]["isError"], false, "{}", answer.body);
     let me = send(&server, "GET", "/me", Some(&call), "");
-    assert_eq!(me.body["name"], "ada", "{}", me.body);
+    assert_eq!(me.body["name"], "oauth-ada", "{}", me.body);
+    assert_eq!(me.body["namespace"], "oauth-ada", "{}", me.body);
     assert_eq!(me.body["role"], "caller", "{}", me.body);
     let rsa = rs.sign("rs-1", &claims("tools:call"));
     assert_eq!(
@@ -420,7 +421,13 @@ fn access_tokens_from_an_issuer_are_validated_and_scoped() {
     // A call-only token may not publish: 403 naming the scope, nothing written.
     let component = std::fs::read(example("echo")).unwrap();
     let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-    let refused = send(&server, "PUT", "/plugins/ada/mine", Some(&call), &component);
+    let refused = send(
+        &server,
+        "PUT",
+        "/plugins/oauth-ada/mine",
+        Some(&call),
+        &component,
+    );
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert_eq!(
         refused.challenge,
@@ -428,7 +435,7 @@ fn access_tokens_from_an_issuer_are_validated_and_scoped() {
             "Bearer error=\"insufficient_scope\", scope=\"plugins:publish\", resource_metadata=\"{metadata_url}\""
         )
     );
-    assert!(!dir.path().join("ada").exists());
+    assert!(!dir.path().join("oauth-ada").exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), before.len());
     // A token without any of the server's scopes may not even call.
     let openid = es.sign("es-1", &claims("openid profile"));
@@ -439,24 +446,21 @@ fn access_tokens_from_an_issuer_are_validated_and_scoped() {
         "{}",
         refused.challenge
     );
-    // plugins:publish publishes into the subject's own namespace.
+    // plugins:publish publishes into the subject's own namespace, under
+    // the OAuth prefix (`oauth-ada`), and nowhere else.
     let publisher = es.sign("es-1", &claims("tools:call plugins:publish"));
     let published = send(
         &server,
         "PUT",
-        "/plugins/ada/mine",
+        "/plugins/oauth-ada/mine",
         Some(&publisher),
         &component,
     );
     assert_eq!(published.status, 201, "{}", published.body);
-    let elsewhere = send(
-        &server,
-        "PUT",
-        "/plugins/bob/mine",
-        Some(&publisher),
-        &component,
-    );
-    assert_eq!(elsewhere.status, 403, "{}", elsewhere.body);
+    for elsewhere in ["/plugins/bob/mine", "/plugins/ada/mine"] {
+        let refused = send(&server, "PUT", elsewhere, Some(&publisher), &component);
+        assert_eq!(refused.status, 403, "{elsewhere}: {}", refused.body);
+    }
 
     // Rotation: a token signed by a key the issuer published since is
     // accepted once the keys are fetched again (at most every 10 s).
@@ -494,13 +498,182 @@ fn access_tokens_from_an_issuer_are_validated_and_scoped() {
     let report = crate::clients::run(command, "TypeScript SDK with OAuth");
     let mut tools: Vec<String> = serde_json::from_value(report["tools"].clone()).unwrap();
     tools.sort();
-    assert_eq!(tools, ["ada__echo", "echo"], "{report}");
+    assert_eq!(tools, ["echo", "oauth-ada__echo"], "{report}");
     let requests = issuer.token_requests.lock().unwrap().clone();
     let asked = requests
         .last()
         .expect("the SDK asked the issuer for a token");
     assert_eq!(asked["grant_type"], "client_credentials");
     assert_eq!(asked["resource"], format!("http://{host}"), "{asked:?}");
+}
+
+/// One identity, one namespace: a token holder's namespace is the prefix
+/// and their claim, so no subject takes a tokens-file person's namespace
+/// or another holder's, a subject that cannot be a namespace publishes
+/// nowhere, and neither does a token without one.
+#[test]
+fn token_holders_never_take_another_namespace() {
+    let keys = tempfile::tempdir().unwrap();
+    let es = Arc::new(Key::make(keys.path(), "es-1", Algorithm::ES256));
+    let issuer = start_issuer(es.clone(), vec![es.jwk()]);
+    let dir = plugin_dir(&[&example("echo")]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = config.path().join("tokens.toml");
+    const ADA: &str = "ada-secret-0123456789";
+    std::fs::write(
+        &tokens,
+        format!("[[token]]\nname = \"ada\"\nsecret = \"{ADA}\"\nrole = \"publisher\"\n"),
+    )
+    .unwrap();
+    let flags = |claim: &str| {
+        vec![
+            "--auth-issuer".to_string(),
+            issuer.base.clone(),
+            "--auth-audience".into(),
+            AUDIENCE.into(),
+            "--auth-namespace-claim".into(),
+            claim.into(),
+            "--tokens".into(),
+            tokens.to_str().unwrap().into(),
+        ]
+    };
+    let args = flags("sub");
+    let server = Server::start(
+        dir.path(),
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let component = std::fs::read(example("echo")).unwrap();
+    assert_eq!(
+        send(&server, "PUT", "/plugins/ada/keep", Some(ADA), &component).status,
+        201
+    );
+    let token = |claims: Value| es.sign("es-1", &claims);
+    let publisher = |extra: Value| {
+        let mut claims = json!({"iss": issuer.base, "aud": AUDIENCE,
+                                "scope": "tools:call plugins:publish",
+                                "iat": now(), "exp": now() + 300});
+        for (key, value) in extra.as_object().unwrap() {
+            claims[key] = value.clone();
+        }
+        token(claims)
+    };
+
+    // sub=ada is not the tokens file's ada.
+    let ada = publisher(json!({"sub": "ada"}));
+    let refused = send(&server, "DELETE", "/plugins/ada/keep", Some(&ada), "");
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(dir.path().join("ada/keep.wasm").exists());
+    assert_eq!(
+        send(&server, "PUT", "/plugins/ada/other", Some(&ada), &component).status,
+        403
+    );
+    // A subject that cannot be a namespace publishes nowhere, and the
+    // subject its old digest name was is a namespace of its own.
+    let odd = publisher(json!({"sub": "user@example.com"}));
+    let refused = send(
+        &server,
+        "PUT",
+        "/plugins/oauth-b4c9a289323b/x",
+        Some(&odd),
+        &component,
+    );
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no namespace"),
+        "{}",
+        refused.body
+    );
+    let lookalike = publisher(json!({"sub": "oauth-b4c9a289323b"}));
+    assert_eq!(
+        send(
+            &server,
+            "PUT",
+            "/plugins/oauth-b4c9a289323b/x",
+            Some(&lookalike),
+            &component
+        )
+        .status,
+        403
+    );
+    assert_eq!(
+        send(
+            &server,
+            "PUT",
+            "/plugins/oauth-oauth-b4c9a289323b/x",
+            Some(&lookalike),
+            &component
+        )
+        .status,
+        201
+    );
+    // Without a subject: may call, may not publish, shares nothing.
+    let nobody = publisher(json!({}));
+    assert_eq!(
+        send(&server, "POST", "/tools/echo", Some(&nobody), ECHO).status,
+        200
+    );
+    let me = send(&server, "GET", "/me", Some(&nobody), "");
+    assert_eq!(me.body["namespace"], Value::Null, "{}", me.body);
+    assert!(
+        me.body["name"].as_str().unwrap().starts_with("oauth:"),
+        "{}",
+        me.body
+    );
+    assert_eq!(
+        send(
+            &server,
+            "PUT",
+            "/plugins/oauth-anyone/x",
+            Some(&nobody),
+            &component
+        )
+        .status,
+        403
+    );
+    drop(server);
+
+    // Another claim names the namespace when the operator says so.
+    let args = flags("preferred_username");
+    let server = Server::start(
+        dir.path(),
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let named = publisher(
+        json!({"sub": "5b8f0c2e-4a1d-4e7f-9c3b-2d6a8e1f0a7c", "preferred_username": "grace"}),
+    );
+    let me = send(&server, "GET", "/me", Some(&named), "");
+    assert_eq!(me.body["namespace"], "oauth-grace", "{}", me.body);
+    assert_eq!(
+        send(
+            &server,
+            "PUT",
+            "/plugins/oauth-grace/x",
+            Some(&named),
+            &component
+        )
+        .status,
+        201
+    );
+    drop(server);
+
+    // The tokens file may name nobody with the prefix.
+    std::fs::write(
+        &tokens,
+        format!("[[token]]\nname = \"oauth-eve\"\nsecret = \"{ADA}\"\nrole = \"publisher\"\n"),
+    )
+    .unwrap();
+    let output = Command::new(crate::support::toolhost_bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--plugins"])
+        .arg(dir.path())
+        .args(flags("sub"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("--auth-namespace-prefix"), "{stderr}");
 }
 
 /// Flags that cannot work are refused before anything loads or listens.

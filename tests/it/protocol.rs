@@ -169,7 +169,8 @@ fn every_mcp_failure_is_a_json_rpc_error() {
     // REST: a path that is not UTF-8 is an envelope too.
     let answer = raw(
         &server,
-        "POST /tools/%FF HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+        "POST /tools/%FF HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: 2\r\nConnection: close\r\n\r\n{}",
     );
     assert_eq!(answer.status, 400, "{}", answer.body);
     assert_eq!(answer.json()["error"]["code"], "INVALID_REQUEST");

@@ -39,6 +39,7 @@ fn dropped_replaced_and_deleted_plugins_follow_the_folder() {
                 while !stop.load(Ordering::Relaxed) {
                     let mut response = agent
                         .post(format!("{base}/tools/add"))
+                        .header("Content-Type", "application/json")
                         .send(r#"{"a":20,"b":22}"#)
                         .unwrap();
                     let body = response.body_mut().read_to_string().unwrap();

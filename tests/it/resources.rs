@@ -198,8 +198,9 @@ fn resources_and_prompts_over_rest_and_mcp() {
         );
     }
 
-    // The same plugin in a namespace: its prompts are `ada__…`, but its
-    // URIs are served already, so it is refused with the reason.
+    // The same plugin in a namespace: its prompts are `ada__…` and its
+    // URIs live under the authority `ada`, so it serves beside the top
+    // level's, and each read reaches its own plugin.
     std::fs::create_dir(dir.path().join("ada")).unwrap();
     drop_in(
         &example("conformance"),
@@ -210,17 +211,41 @@ fn resources_and_prompts_over_rest_and_mcp() {
         s.settled_plugin("ada/conformance").is_some()
     });
     let report = server.settled_plugin("ada/conformance").unwrap();
-    assert_eq!(report["state"], "rejected", "{report}");
+    assert_eq!(report["state"], "loaded", "{report}");
+    let listed = server.get("/resources").json;
+    let uris: Vec<&str> = listed["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert!(uris.contains(&"test://static-text"), "{listed}");
+    assert!(uris.contains(&"test://ada/static-text"), "{listed}");
+    let templates = listed["resourceTemplates"].to_string();
+    assert!(
+        templates.contains("test://ada/template/{id}/data"),
+        "{listed}"
+    );
+    let read = server
+        .get("/resources/test%3A%2F%2Fada%2Ftemplate%2F9%2Fdata")
+        .json;
     assert_eq!(
-        report["reason"],
-        "resource \"test://static-text\" is already provided by plugin \"conformance\""
+        read["contents"][0]["uri"], "test://ada/template/9/data",
+        "{read}"
+    );
+    assert!(
+        read["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Data for ID: 9"),
+        "{read}"
     );
     assert_eq!(
         server.get("/prompts").json["prompts"]
             .as_array()
             .unwrap()
             .len(),
-        4
+        8
     );
 }
 

@@ -357,6 +357,7 @@ fn the_server_runs_in_process_from_a_listener_and_a_shutdown_signal() {
         (address, stop, server, host)
     });
     let mut response = ureq::post(format!("http://{address}/tools/echo"))
+        .header("Content-Type", "application/json")
         .send(r#"{"text":"in process"}"#)
         .unwrap();
     let body: serde_json::Value = response.body_mut().read_json().unwrap();

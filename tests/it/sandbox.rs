@@ -362,6 +362,7 @@ fn policy_limits_bound_concurrency_and_fuel_and_bad_policies_are_rejected() {
             .into();
         agent
             .post(format!("{base}/tools/sleep"))
+            .header("Content-Type", "application/json")
             .send("{}")
             .unwrap()
             .status()

@@ -403,6 +403,7 @@ impl Bystander {
             while served < Self::AT_LEAST || !flag.load(Ordering::Relaxed) {
                 match agent
                     .post(format!("{base}/tools/echo"))
+                    .header("Content-Type", "application/json")
                     .send(r#"{"text":"calm"}"#)
                 {
                     Ok(mut response) => {
