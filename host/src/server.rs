@@ -139,6 +139,7 @@ async fn serve(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
+    let registry_for_log = registry.clone();
     let mut allowed_hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
     if !local.ip().is_unspecified() {
         allowed_hosts.push(local.ip().to_string());
@@ -267,6 +268,13 @@ async fn serve(
         max_connections: settings.max_connections,
         body_timeout: settings.body_timeout,
     };
+    let snapshot = registry_for_log.snapshot();
+    tracing::info!(
+        folder = %registry_for_log.plugins_report().folder.unwrap_or_default(),
+        plugins = snapshot.plugins().count(),
+        tools = snapshot.tools().count(),
+        "toolhost listening on http://{local} (REST at /, MCP at /mcp)",
+    );
     listener::serve(listener, app, limits, open_connections, shutdown).await?;
     Ok(())
 }

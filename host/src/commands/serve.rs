@@ -162,8 +162,6 @@ impl ServeOptions {
     /// Serves an open host with these flags until Ctrl-C or SIGTERM (or,
     /// with `--stdio` alone, until the MCP client closes stdin).
     pub(super) async fn serve(&self, host: Host) -> anyhow::Result<()> {
-        let dir = &self.host.plugins;
-
         // With --stdio, HTTP runs only when asked for with --listen: an MCP
         // client that starts toolhost must not collide with a server on 8000.
         let listen = match (self.listen, self.stdio) {
@@ -177,18 +175,12 @@ impl ServeOptions {
 
         let http = match listen {
             Some(address) => {
-                // Bound now, so a port conflict is an immediate error.
+                // Bound now, so a port conflict is an immediate error. The
+                // server says it listens once its fronts are built (the
+                // tokens file read among them).
                 let listener = tokio::net::TcpListener::bind(address)
                     .await
                     .map_err(|e| anyhow::anyhow!("cannot listen on {address}: {e}"))?;
-                let snapshot = host.snapshot();
-                tracing::info!(
-                    folder = %dir.display(),
-                    plugins = snapshot.plugins().count(),
-                    tools = snapshot.tools().count(),
-                    "toolhost listening on http://{} (REST at /, MCP at /mcp)",
-                    listener.local_addr()?
-                );
                 let stop = shutdown.clone();
                 Some(host.serve(listener, settings, async move { stop.cancelled().await }))
             }

@@ -97,11 +97,12 @@ impl McpFront {
     ///   and the resource and prompt lists' and subscribed resources'
     ///   notifications (`catalog.rs`);
     /// - a `notifications/message` warning for each plugin file rejected,
-    ///   once the client has enabled logging, at or above its level.
+    ///   once the client has enabled logging, at or above its level, with
+    ///   the reason as `viewer` may read it (`/plugins`'s rule).
     ///
     /// Each session has its own task, so a slow or dead client delays no
     /// other.
-    fn forward_changes(&self, peer: Peer<RoleServer>) {
+    fn forward_changes(&self, peer: Peer<RoleServer>, viewer: crate::front::guard::Requester) {
         let mut changes = self.registry.tool_list_changes();
         let mut catalog_changes = self.registry.catalog_changes();
         let mut seen = catalog_changes.borrow_and_update().clone();
@@ -136,10 +137,13 @@ impl McpFront {
                             {
                                 continue;
                             }
+                            // Another person's reasons (and server paths)
+                            // are theirs and the admins'.
+                            let report = viewer.sees_plugin(rejected.report);
                             let data = json!({
                                 "event": "plugin rejected",
                                 "plugin": rejected.plugin,
-                                "reason": rejected.report.reason.unwrap_or_default(),
+                                "reason": report.reason.unwrap_or_default(),
                             });
                             let params = LoggingMessageNotificationParam::new(LoggingLevel::Warning, data)
                                 .with_logger("toolhost");
@@ -329,7 +333,15 @@ impl ServerHandler for McpFront {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.forward_changes(context.peer);
+        // Who opened the session: what they may read of rejections.
+        let viewer = crate::front::guard::Requester(
+            context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<crate::front::guard::Requester>())
+                .and_then(|requester| requester.0.clone()),
+        );
+        self.forward_changes(context.peer, viewer);
     }
 
     /// The stateless 2026-07-28 revision has no sessions to push to: clients
