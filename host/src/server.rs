@@ -286,12 +286,11 @@ pub(crate) async fn run_stdio(
     text_format: TextFormat,
 ) -> anyhow::Result<()> {
     tracing::info!("serving MCP on stdio");
-    let front = McpFront::new(
-        registry,
-        text_format,
-        Default::default(),
-        Default::default(),
+    let limits = crate::front::mcp::CatalogLimits::new(
+        DEFAULT_MAX_URI_BYTES,
+        DEFAULT_MAX_SUBSCRIPTIONS_PER_PERSON,
     );
+    let front = McpFront::new(registry, text_format, Default::default(), limits);
     let stdio = stdio::transport();
     let service = front.serve(stdio.transport).await?;
     service.waiting().await?;

@@ -19,7 +19,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::registry::tools::{ToolListLimits, is_valid_tool_name};
+use crate::registry::tools::{ToolListLimits, has_bidi_control, is_valid_tool_name};
 use crate::runtime::{DeclaredPrompt, DeclaredResource, DeclaredTemplate, Description};
 
 /// Longest resource URI or URI template.
@@ -414,13 +414,6 @@ fn check_title(title: Option<&str>) -> Result<(), CatalogError> {
         Some(title) if has_bidi_control(title) => Err(CatalogError::BidiTitle(title.to_string())),
         _ => Ok(()),
     }
-}
-
-/// Whether `text` holds a bidirectional control character.
-pub(crate) fn has_bidi_control(text: &str) -> bool {
-    text.chars().any(|c| {
-        matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
-    })
 }
 
 /// Whether some URI matches both templates (a fixed URI is a template of

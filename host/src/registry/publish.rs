@@ -254,14 +254,14 @@ impl Registry {
             .await?;
             tokio::fs::rename(&upload.temp, &file).await
         };
+        let before_publish = Previous {
+            file: &file,
+            kept: kept.as_deref(),
+            record_file: &record_file,
+            record: previous_record.as_deref(),
+        };
         if let Err(error) = placed.await {
-            put_back(
-                &file,
-                kept.as_deref(),
-                &record_file,
-                previous_record.as_deref(),
-            )
-            .await;
+            before_publish.put_back().await;
             return Err(PublishError::Write(error));
         }
         upload.owns_temp = false;
@@ -290,14 +290,8 @@ impl Registry {
                     .and_then(|report| report.reason.as_deref())
                     .unwrap_or("it did not settle in time");
                 tracing::warn!(plugin = %id, person = %by, %reason, "publish refused");
-                put_back(
-                    &file,
-                    kept.as_deref(),
-                    &record_file,
-                    previous_record.as_deref(),
-                )
-                .await;
-                self.load(vec![file]).await;
+                before_publish.put_back().await;
+                self.load(vec![file.clone()]).await;
                 match outcome {
                     Some(report) => Ok(Published::Refused { report }),
                     None => Err(PublishError::Timeout),
@@ -419,21 +413,31 @@ fn keep_aside(file: &Path) -> std::io::Result<Option<PathBuf>> {
     Ok(Some(kept))
 }
 
-/// Puts back what `file` and its record were before a publish: the version
-/// kept aside, or nothing.
-async fn put_back(file: &Path, kept: Option<&Path>, record_file: &Path, record: Option<&[u8]>) {
-    let record_back = match (record, record_file.parent()) {
-        (Some(bytes), Some(folder)) => {
-            write_atomically(folder, &file_name(record_file), bytes).await
+/// What a plugin's file and its publish record were before a publish: the
+/// version kept aside (or none), and the record's bytes (or none).
+struct Previous<'a> {
+    file: &'a Path,
+    kept: Option<&'a Path>,
+    record_file: &'a Path,
+    record: Option<&'a [u8]>,
+}
+
+impl Previous<'_> {
+    /// Puts them back.
+    async fn put_back(&self) {
+        let record_back = match (self.record, self.record_file.parent()) {
+            (Some(bytes), Some(folder)) => {
+                write_atomically(folder, &file_name(self.record_file), bytes).await
+            }
+            _ => remove_if_there(self.record_file).await,
+        };
+        let file_back = match self.kept {
+            Some(kept) => tokio::fs::rename(kept, self.file).await,
+            None => remove_if_there(self.file).await,
+        };
+        for error in [record_back.err(), file_back.err()].into_iter().flatten() {
+            tracing::warn!(file = %self.file.display(), %error, "cannot put back the version that served");
         }
-        _ => remove_if_there(record_file).await,
-    };
-    let file_back = match kept {
-        Some(kept) => tokio::fs::rename(kept, file).await,
-        None => remove_if_there(file).await,
-    };
-    for error in [record_back.err(), file_back.err()].into_iter().flatten() {
-        tracing::warn!(file = %file.display(), %error, "cannot put back the version that served");
     }
 }
 

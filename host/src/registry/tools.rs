@@ -68,6 +68,18 @@ pub(crate) fn is_valid_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
+/// Whether `text` holds a bidirectional control character (embedding,
+/// override, isolate, or a mark): text with one can display other than it
+/// reads, so no title may.
+pub(crate) fn has_bidi_control(text: &str) -> bool {
+    text.chars().any(|c| {
+        matches!(
+            c,
+            '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
+        )
+    })
+}
+
 /// Why a plugin's tool list is refused: a rule or a limit it breaks, and
 /// which tool, in a sentence for the plugin's author.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -206,11 +218,7 @@ pub(crate) fn build_tools(
         if !seen.insert(spec.name.clone()) {
             return Err(ToolListError::Duplicate { name: spec.name });
         }
-        if spec
-            .title
-            .as_deref()
-            .is_some_and(crate::registry::catalog::has_bidi_control)
-        {
+        if spec.title.as_deref().is_some_and(has_bidi_control) {
             return Err(ToolListError::BidiTitle { name: spec.name });
         }
         tools.push(build_tool(spec)?);

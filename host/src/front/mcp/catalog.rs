@@ -65,16 +65,6 @@ impl CatalogLimits {
     }
 }
 
-impl Default for CatalogLimits {
-    fn default() -> Self {
-        CatalogLimits {
-            max_uri_bytes: crate::server::DEFAULT_MAX_URI_BYTES,
-            per_person: crate::server::DEFAULT_MAX_SUBSCRIPTIONS_PER_PERSON,
-            held: Mutex::default(),
-        }
-    }
-}
-
 /// One session's view of resources and prompts: what it was offered when it
 /// started (only those lists' changes are announced to it) and the URIs it
 /// subscribed to, counted against its person's share until it ends.

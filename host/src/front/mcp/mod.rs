@@ -39,6 +39,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use tracing::Instrument;
 
+pub(crate) use self::catalog::CatalogLimits;
 use self::client::{SessionClient, severity};
 
 use crate::call::accounting::CALL_META;

@@ -80,9 +80,15 @@ impl OAuthSettings {
             !self.namespace_claim.trim().is_empty(),
             "--auth-namespace-claim is empty: name the claim that names a namespace (sub)"
         );
+        let starts_a_name = self
+            .namespace_prefix
+            .starts_with(|c: char| c.is_ascii_alphabetic())
+            && self
+                .namespace_prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
         anyhow::ensure!(
-            self.namespace_prefix.is_empty()
-                || crate::front::auth::is_valid_person(&self.namespace_prefix),
+            self.namespace_prefix.is_empty() || starts_a_name,
             "--auth-namespace-prefix {:?} is not the start of a name: letters, digits, `_` or `-`, \
              starting with a letter",
             self.namespace_prefix
