@@ -24,11 +24,13 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::net::TcpListener;
 
+use crate::call::Calls;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::invoke::{self, Front};
 use crate::oci::signature::VerifyKey;
 use crate::registry::events::LoadEvent;
-use crate::registry::loader::{self, LoadError, LoadedPlugin};
+use crate::registry::plugin::{self, LoadError, LoadedPlugin};
+use crate::registry::publish::Publishing;
 use crate::registry::report::PluginsReport;
 use crate::registry::shares::PersonShares;
 use crate::registry::sources::{self, SourceSettings};
@@ -127,9 +129,8 @@ fn source_settings(config: &HostConfig) -> anyhow::Result<SourceSettings> {
     };
     let (verify_key, verify_key_id) = match &config.verify_key {
         Some(path) => {
-            let pem = crate::oci::read_key(path).map_err(|e| anyhow::anyhow!(e))?;
-            let key = VerifyKey::from_pem(&pem, &path.display().to_string())
-                .map_err(|e| anyhow::anyhow!(e))?;
+            let pem = crate::oci::read_key(path)?;
+            let key = VerifyKey::from_pem(&pem, &path.display().to_string())?;
             (Some(key), Some(sources::key_id(&pem)))
         }
         None => (None, None),
@@ -163,12 +164,49 @@ async fn tell_optimised(
     }
 }
 
+/// Loads each plugin whose OCI registry has a new version for it (the
+/// sources' pollers say which), through the one load path.
+async fn load_new_versions(
+    mut paths: tokio::sync::mpsc::UnboundedReceiver<PathBuf>,
+    registry: std::sync::Weak<Registry>,
+) {
+    while let Some(path) = paths.recv().await {
+        match registry.upgrade() {
+            Some(registry) => registry.reload(path),
+            None => return,
+        }
+    }
+}
+
+/// Forgets the counts of tools no longer served, each time the tool list
+/// changes: a plugin's series go with the plugin (label values stay
+/// bounded by what is served).
+async fn forget_unserved_tools(
+    mut changes: tokio::sync::watch::Receiver<u64>,
+    registry: std::sync::Weak<Registry>,
+    calls: std::sync::Weak<Calls>,
+) {
+    while changes.changed().await.is_ok() {
+        let (Some(registry), Some(calls)) = (registry.upgrade(), calls.upgrade()) else {
+            return;
+        };
+        let snapshot = registry.snapshot();
+        calls
+            .ledger
+            .forget_unserved(|tool| snapshot.tool(tool).is_some());
+    }
+}
+
 /// A running host: its plugins loaded, its folder watched if asked.
 /// Clones share one host; dropping the last stops the watch (calls in
 /// flight finish).
 #[derive(Clone)]
 pub struct Host {
     registry: Arc<Registry>,
+    /// The call path's books: the ledger and each person's call slots.
+    calls: Arc<Calls>,
+    /// Publishing onto the folder: per-plugin locks, per-person shares.
+    publishing: Arc<Publishing>,
     _watch: Option<Arc<FolderWatch>>,
 }
 
@@ -185,9 +223,10 @@ impl Host {
             config.tier_up,
         )?;
         let optimised = runtime.optimised();
-        let sources = source_settings(&config)?;
-        let registry = Registry::new(runtime, config.list_limits, config.per_person, sources);
+        let (sources, new_versions) = sources::Sources::new(source_settings(&config)?);
+        let registry = Registry::new(runtime, config.list_limits, sources);
         tokio::spawn(tell_optimised(optimised, Arc::downgrade(&registry)));
+        tokio::spawn(load_new_versions(new_versions, Arc::downgrade(&registry)));
         let mut watch = None;
         // One spelling of every path from here on: the watcher's events,
         // the loader's ids and publishing's writes all compare paths under
@@ -209,8 +248,17 @@ impl Host {
                 anyhow::anyhow!("cannot read the plugin folder {}: {e}", folder.display())
             })?;
         }
+        let calls = Arc::new(Calls::new(&config.per_person, config.max_calls));
+        tokio::spawn(forget_unserved_tools(
+            registry.tool_list_changes(),
+            Arc::downgrade(&registry),
+            Arc::downgrade(&calls),
+        ));
+        let publishing = Publishing::new(registry.clone(), config.per_person);
         Ok(Host {
             registry,
+            calls,
+            publishing,
             _watch: watch,
         })
     }
@@ -220,6 +268,15 @@ impl Host {
     /// report. Subscribe before causing the change you wait for.
     pub fn events(&self) -> tokio::sync::broadcast::Receiver<LoadEvent> {
         self.registry.events()
+    }
+
+    /// Loads the plugin file at `path` (in the folder) now and answers
+    /// with its report once that load has settled, loaded or rejected
+    /// (`None`: the file is gone or is no plugin of the folder). Hot reload
+    /// does the same for every change it sees; this is for whoever wrote
+    /// the file and wants its outcome (`toolhost dev`).
+    pub async fn load(&self, path: PathBuf) -> Option<crate::registry::report::PluginReport> {
+        self.registry.load_settled(path).await
     }
 
     /// Every plugin file and its state: the `GET /plugins` report.
@@ -238,6 +295,12 @@ impl Host {
         &self.registry
     }
 
+    /// The call path's books: the one count of calls (the ledger) and each
+    /// person's call slots.
+    pub fn calls(&self) -> &Arc<Calls> {
+        &self.calls
+    }
+
     /// Calls one tool, as `toolhost call` does: the whole call path
     /// (look-up, argument check, call, normalise) into one envelope.
     pub async fn call(
@@ -248,6 +311,7 @@ impl Host {
     ) -> Envelope {
         invoke::call_tool(
             &self.registry,
+            &self.calls,
             tool,
             arguments,
             format,
@@ -266,13 +330,13 @@ impl Host {
             .unwrap_or("plugin")
             .to_string();
         let source =
-            loader::read_source(file, false)
+            plugin::read_source(file, false)
                 .await
                 .map_err(|error| LoadError::Unreadable {
                     file: file.to_path_buf(),
                     error,
                 })?;
-        loader::load(
+        plugin::load(
             self.registry.runtime(),
             self.registry.list_limits(),
             &id,
@@ -290,12 +354,17 @@ impl Host {
         settings: Settings,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        server::run(self.registry.clone(), listener, settings, shutdown).await
+        let served = server::Served {
+            registry: self.registry.clone(),
+            calls: self.calls.clone(),
+            publishing: self.publishing.clone(),
+        };
+        server::run(served, listener, settings, shutdown).await
     }
 
     /// Serves MCP on stdin/stdout until the client closes stdin.
     pub async fn serve_stdio(&self, text_format: TextFormat) -> anyhow::Result<()> {
-        server::run_stdio(self.registry.clone(), text_format).await
+        server::run_stdio(self.registry.clone(), self.calls.clone(), text_format).await
     }
 
     /// Answers one CGI/1.1 request on stdout through the REST routes; a
@@ -305,6 +374,11 @@ impl Host {
         text_format: TextFormat,
         max_body_bytes: usize,
     ) -> anyhow::Result<()> {
-        server::run_cgi(host.map(|host| host.registry), text_format, max_body_bytes).await
+        server::run_cgi(
+            host.map(|host| (host.registry, host.calls)),
+            text_format,
+            max_body_bytes,
+        )
+        .await
     }
 }

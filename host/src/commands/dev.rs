@@ -35,7 +35,7 @@ use clap::Args;
 use self::session::{say, watch_and_build};
 use self::target::{Server, Target};
 use super::project::Project;
-use super::push::{Publisher, ServerOptions};
+use super::remote::{Publisher, ServerOptions};
 use super::serve::{DEFAULT_LISTEN, ServeOptions};
 use crate::Host;
 
@@ -84,7 +84,7 @@ impl DevOptions {
             token: self.serve.token.clone(),
         };
         let mut serving = None;
-        let asked_for = plugins_given().then(|| absolute(&self.serve.host.plugins));
+        let asked_for = self.serve.host.plugins_given.as_deref().map(absolute);
         let remote = match (server.folder().await, asked_for) {
             (Some(folder), Some(Ok(asked))) if !same_folder(&folder, &asked) => {
                 // The folder asked for is not the one that server serves:
@@ -114,7 +114,7 @@ impl DevOptions {
                 (folder, Target::Remote(server))
             }
             None => {
-                let folder = absolute(&self.serve.host.plugins)?;
+                let folder = absolute(&self.serve.host.plugins())?;
                 std::fs::create_dir_all(&folder)
                     .with_context(|| format!("cannot create {}", folder.display()))?;
                 self.serve.check()?;
@@ -134,17 +134,6 @@ impl DevOptions {
 
         watch_and_build(project, folder, target, serving).await
     }
-}
-
-/// Whether the plugin folder was named on the command line or in the
-/// environment (and so must be the one built into), not defaulted. Only
-/// the long form exists, `--plugins DIR` or `--plugins=DIR`.
-fn plugins_given() -> bool {
-    std::env::var_os("TOOLHOST_PLUGINS").is_some()
-        || std::env::args_os().any(|arg| {
-            let arg = arg.to_string_lossy();
-            arg == "--plugins" || arg.starts_with("--plugins=")
-        })
 }
 
 /// Whether two paths name the same folder (one may not exist yet).

@@ -6,13 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::registry::events::LoadEventKind;
-use crate::registry::loader::{self, LoadError, LoadedPlugin, Version};
+use crate::registry::plugin::{self, LoadError, LoadedPlugin, Version};
 use crate::registry::report::{PluginReport, PluginState};
 use crate::registry::tools::ToolListLimits;
-use crate::registry::{Job, Registry, Snapshot};
+use crate::registry::{Registry, Snapshot, jobs};
 use crate::registry::{layout, policy, sources};
 use crate::runtime::Runtime;
 
@@ -77,8 +77,6 @@ impl Registry {
             .collect();
         let next = Arc::new(next);
         self.current.store(next.clone());
-        self.ledger
-            .forget_unserved(|tool| next.tool(tool).is_some());
         if tool_list_changed {
             self.tool_list_version.send_modify(|version| *version += 1);
         }
@@ -162,10 +160,32 @@ impl Registry {
             .into_iter()
             .filter_map(|path| {
                 let id = self.plugin_id(&path)?;
-                let generation = self.begin(&id, &path);
+                let generation = self.begin(&id, &path, Vec::new());
                 Some((id, path, generation))
             })
             .collect();
+        self.run(jobs).await;
+    }
+
+    /// Loads the file at `path` through the one load path and answers with
+    /// its plugin's report once that load (or a newer one of the same
+    /// plugin, which takes it over) has settled: `None` when there is no
+    /// such plugin (the file is gone, or is no plugin of the folder). The
+    /// one "wait for my outcome": publishing, `dev` and source polls ask
+    /// it; no deadline, no events to filter. The load runs in a task of its
+    /// own, so a caller that stops waiting never cuts it short.
+    pub(crate) async fn load_settled(self: &Arc<Self>, path: PathBuf) -> Option<PluginReport> {
+        let id = self.plugin_id(&path)?;
+        let (waiter, outcome) = tokio::sync::oneshot::channel();
+        let generation = self.begin(&id, &path, vec![waiter]);
+        let registry = self.clone();
+        tokio::spawn(async move { registry.run(vec![(id, path, generation)]).await });
+        outcome.await.ok().flatten()
+    }
+
+    /// Judges the begun `jobs` and applies their verdicts (see
+    /// [`Registry::load`]); whoever waits for a job that settled is told.
+    async fn run(self: &Arc<Self>, jobs: Vec<(String, PathBuf, u64)>) {
         let mut tasks = tokio::task::JoinSet::new();
         for (index, (id, path, generation)) in jobs.iter().cloned().enumerate() {
             let registry = self.clone();
@@ -174,11 +194,9 @@ impl Registry {
                     return (index, None);
                 };
                 // Superseded while it queued for a slot: not worth a compile.
-                if !registry.is_newest(&id, generation) {
+                if !registry.jobs.is_newest(&id, generation) {
                     return (index, None);
                 }
-                let person_slots =
-                    layout::namespace_of(&id).map(|namespace| registry.call_shares.of(namespace));
                 let verdict = judge(
                     &registry,
                     &registry.runtime,
@@ -186,7 +204,6 @@ impl Registry {
                     &registry.snapshot(),
                     &id,
                     &path,
-                    person_slots,
                 )
                 .await;
                 (index, Some(verdict))
@@ -208,24 +225,27 @@ impl Registry {
             Some(Verdict::Loaded(plugin)) => (0, plugin.claim_order()),
             _ => (1, (true, std::time::SystemTime::UNIX_EPOCH, String::new())),
         });
+        let mut settled = Vec::new();
         for ((id, path, generation), verdict) in batch {
             let Some(verdict) = verdict else { continue };
-            if !self.finish(&id, generation) {
+            let Some(finished) = self.jobs.finish(&id, generation) else {
                 tracing::info!(plugin = %id, "a newer version arrived while loading; this one is dropped");
                 continue;
-            }
+            };
+            self.loads.job_finished(&id, finished.took);
             if let Verdict::Retry(reason) = verdict {
                 tracing::warn!(plugin = %id, %reason, "cannot read the plugin now; retrying");
-                let registry = self.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(RETRY_AFTER).await;
-                    registry.reload(path);
-                });
+                self.retry_later(id, path, finished.waiters);
                 continue;
             }
             apply(&mut next, &id, &path, verdict, &mut outcomes);
+            settled.push((id, finished.waiters));
         }
         self.swap_in(&before, next, outcomes);
+        let now = self.snapshot();
+        for (id, waiters) in settled {
+            jobs::answer(waiters, now.plugin_report(&id));
+        }
     }
 
     /// The plugin id of a file of the folder (its stem outside one).
@@ -236,18 +256,24 @@ impl Registry {
         }
     }
 
-    /// Registers a new load of plugin `id` and returns its generation; an
-    /// older load of the same plugin is superseded from now on.
-    fn begin(&self, id: &str, path: &Path) -> u64 {
-        let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
-        self.lock_jobs().insert(
-            id.to_string(),
-            Job {
-                generation,
-                file: path.to_path_buf(),
-                started: Instant::now(),
-            },
-        );
+    /// Loads plugin `id` again after [`RETRY_AFTER`], under a new
+    /// generation, for the same `waiters`.
+    fn retry_later(self: &Arc<Self>, id: String, path: PathBuf, waiters: Vec<jobs::Waiter>) {
+        let registry = self.clone();
+        // Boxed: `run` starts this task, and a future cannot hold itself.
+        let retry: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
+            tokio::time::sleep(RETRY_AFTER).await;
+            let generation = registry.begin(&id, &path, waiters);
+            registry.run(vec![(id, path, generation)]).await;
+        });
+        tokio::spawn(retry);
+    }
+
+    /// Registers a new load of plugin `id` (with `waiters` for its
+    /// outcome) and returns its generation; an older load of the same
+    /// plugin is superseded from now on, its waiters taken over.
+    fn begin(&self, id: &str, path: &Path, waiters: Vec<jobs::Waiter>) -> u64 {
+        let generation = self.jobs.begin(id, path, waiters);
         let mut report = match self.snapshot().plugin_report(id) {
             Some(report) => report,
             None => PluginReport::compiling(id, &path.display().to_string()),
@@ -255,17 +281,6 @@ impl Registry {
         report.set_compiling(0);
         self.tell(LoadEventKind::Compiling, id, report);
         generation
-    }
-
-    /// Ends load `generation` of plugin `id` if it is still the newest, and
-    /// says whether it was (only then may its verdict be applied).
-    fn finish(&self, id: &str, generation: u64) -> bool {
-        let mut jobs = self.lock_jobs();
-        let newest = jobs.get(id).is_some_and(|job| job.generation == generation);
-        if newest && let Some(job) = jobs.remove(id) {
-            self.loads.job_finished(id, job.started.elapsed());
-        }
-        newest
     }
 }
 
@@ -327,14 +342,13 @@ async fn judge(
     before: &Snapshot,
     id: &str,
     path: &Path,
-    person_slots: Option<Arc<tokio::sync::Semaphore>>,
 ) -> Verdict {
     let namespaced = layout::namespace_of(id).is_some();
     let read = match sources::declared(path).await {
         Err(reason) => {
             return Verdict::Refused {
                 version: Version {
-                    content_hash: loader::content_hash(reason.as_bytes()),
+                    content_hash: plugin::content_hash(reason.as_bytes()),
                     policy_hash: None,
                 },
                 reason: LoadError::Policy {
@@ -351,15 +365,14 @@ async fn judge(
                     path.display()
                 ))
             } else {
-                let weak = Arc::downgrade(registry);
-                registry.sources.fetch(weak, id, path, spec).await
+                registry.sources.fetch(id, path, spec).await
             };
             match fetched {
-                Ok(wasm) => loader::with_policy(wasm, path, namespaced).await,
+                Ok(wasm) => plugin::with_policy(wasm, path, namespaced).await,
                 Err(reason) => {
                     return Verdict::Refused {
                         version: Version {
-                            content_hash: loader::content_hash(reason.as_bytes()),
+                            content_hash: plugin::content_hash(reason.as_bytes()),
                             policy_hash: None,
                         },
                         reason: LoadError::Source(reason),
@@ -369,7 +382,7 @@ async fn judge(
         }
         Ok(None) => {
             registry.sources.forget(id);
-            loader::read_source(path, namespaced).await
+            plugin::read_source(path, namespaced).await
         }
     };
     let source = match read {
@@ -392,11 +405,8 @@ async fn judge(
     if before.already_judged(id, &version) {
         return Verdict::Unchanged;
     }
-    match loader::load(runtime, limits, id, path, source).await {
-        Ok(plugin) => Verdict::Loaded(Box::new(LoadedPlugin {
-            person_slots,
-            ..plugin
-        })),
+    match plugin::load(runtime, limits, id, path, source).await {
+        Ok(plugin) => Verdict::Loaded(Box::new(plugin)),
         Err(reason) => Verdict::Refused { version, reason },
     }
 }

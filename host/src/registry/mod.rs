@@ -30,11 +30,11 @@
 
 pub(crate) mod catalog;
 pub mod events;
+mod jobs;
 pub mod layout;
-pub mod ledger;
 mod load;
-pub mod loader;
-pub(crate) mod loads;
+pub(crate) mod load_counts;
+pub mod plugin;
 pub(crate) mod policy;
 pub(crate) mod portability;
 pub(crate) mod publish;
@@ -45,27 +45,16 @@ pub(crate) mod sources;
 pub mod tools;
 pub(crate) mod watcher;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
-use std::time::Instant;
 
 use arc_swap::ArcSwap;
 
 use crate::registry::events::{LoadEvent, LoadEventKind};
 use crate::registry::report::{PluginReport, PluginsReport};
-use crate::registry::shares::{CallShares, PersonShares};
 pub use crate::registry::snapshot::{ServedTool, Snapshot};
 use crate::registry::tools::ToolListLimits;
 use crate::runtime::Runtime;
-
-/// A load job in progress for one plugin id.
-struct Job {
-    generation: u64,
-    file: PathBuf,
-    started: Instant,
-}
 
 /// How many files are compiled at once, over all loads.
 const PARALLEL_LOADS: usize = 4;
@@ -77,9 +66,8 @@ pub struct Registry {
     list_limits: ToolListLimits,
     /// Bounds how many plugins are compiled at once.
     load_slots: Arc<tokio::sync::Semaphore>,
-    /// The newest load job of each plugin id; an older one is superseded.
-    jobs: std::sync::Mutex<HashMap<String, Job>>,
-    generations: AtomicU64,
+    /// The newest load job of each plugin id, and who waits for it.
+    jobs: jobs::Jobs,
     /// Bumped each time the tool list a client would see changes. A watch
     /// channel keeps only the newest value, so a burst of changes reaches a
     /// slow listener as one.
@@ -95,15 +83,8 @@ pub struct Registry {
     folder: std::sync::OnceLock<PathBuf>,
     /// Which files in it are plugins, and their ids (set by the scan).
     layout: std::sync::OnceLock<layout::Layout>,
-    /// One lock per plugin being published or removed over HTTP.
-    publishing: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    /// What one person may hold and run (see [`shares`]).
-    shares: PersonShares,
-    call_shares: CallShares,
-    /// Every call's outcome and duration (see [`ledger`]).
-    ledger: ledger::Ledger,
     /// Every load outcome told, counted (see [`loads`]).
-    loads: loads::Loads,
+    loads: load_counts::Loads,
     /// Plugins whose policies name an OCI source (see [`sources`]).
     sources: Arc<sources::Sources>,
     /// Set once the first scan of the folder is done: every plugin, from a
@@ -115,20 +96,15 @@ impl Registry {
     pub(crate) fn new(
         runtime: Arc<Runtime>,
         list_limits: ToolListLimits,
-        shares: PersonShares,
-        sources: sources::SourceSettings,
+        sources: sources::Sources,
     ) -> Arc<Self> {
         Arc::new(Registry {
-            sources: Arc::new(sources::Sources::new(sources)),
+            sources: Arc::new(sources),
             scanned: std::sync::atomic::AtomicBool::new(false),
-            call_shares: CallShares::new(&shares, runtime.max_calls()),
-            ledger: ledger::Ledger::default(),
-            loads: loads::Loads::default(),
-            shares,
+            loads: load_counts::Loads::default(),
             list_limits,
             load_slots: Arc::new(tokio::sync::Semaphore::new(PARALLEL_LOADS)),
-            jobs: std::sync::Mutex::new(HashMap::new()),
-            generations: AtomicU64::new(0),
+            jobs: jobs::Jobs::default(),
             current: ArcSwap::from_pointee(Snapshot::default()),
             writer: tokio::sync::Mutex::new(()),
             runtime,
@@ -137,7 +113,6 @@ impl Registry {
             events: tokio::sync::broadcast::Sender::new(events::EVENT_BUFFER),
             folder: std::sync::OnceLock::new(),
             layout: std::sync::OnceLock::new(),
-            publishing: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -145,19 +120,14 @@ impl Registry {
         &self.runtime
     }
 
+    /// Where plugin `id`'s file lives in the folder, once one is scanned.
+    pub(crate) fn plugin_file(&self, id: &str) -> Option<PathBuf> {
+        Some(self.layout.get()?.root().join(format!("{id}.wasm")))
+    }
+
     /// The count of load outcomes, which metrics read.
-    pub(crate) fn loads(&self) -> &loads::Loads {
+    pub(crate) fn loads(&self) -> &load_counts::Loads {
         &self.loads
-    }
-
-    /// The one count of calls, which activity, events and metrics read.
-    pub fn ledger(&self) -> &ledger::Ledger {
-        &self.ledger
-    }
-
-    /// The call slots one namespace's tools share (see [`shares`]).
-    pub(crate) fn call_shares(&self) -> &CallShares {
-        &self.call_shares
     }
 
     /// How much one plugin may list.
@@ -196,16 +166,6 @@ impl Registry {
         self.current.load_full()
     }
 
-    fn lock_jobs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Job>> {
-        self.jobs.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn is_newest(&self, id: &str, generation: u64) -> bool {
-        self.lock_jobs()
-            .get(id)
-            .is_some_and(|job| job.generation == generation)
-    }
-
     /// Sends one event; nobody listening is fine.
     fn tell(&self, kind: LoadEventKind, id: &str, report: PluginReport) {
         self.loads.record(kind, id, &report);
@@ -234,13 +194,12 @@ impl Registry {
     /// list` report it, with the load jobs in progress.
     pub(crate) fn plugins_report(&self) -> PluginsReport {
         let mut plugins = self.snapshot().plugins_report();
-        let jobs = self.lock_jobs();
-        for (id, job) in jobs.iter() {
-            let elapsed_ms = job.started.elapsed().as_millis() as u64;
-            match plugins.iter_mut().find(|plugin| plugin.id == *id) {
+        for (id, file, elapsed) in self.jobs.in_progress() {
+            let elapsed_ms = elapsed.as_millis() as u64;
+            match plugins.iter_mut().find(|plugin| plugin.id == id) {
                 Some(plugin) => plugin.set_compiling(elapsed_ms),
                 None => {
-                    let mut plugin = PluginReport::compiling(id, &job.file.display().to_string());
+                    let mut plugin = PluginReport::compiling(&id, &file.display().to_string());
                     plugin.set_compiling(elapsed_ms);
                     plugins.push(plugin);
                 }

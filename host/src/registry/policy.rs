@@ -38,7 +38,7 @@
 //! beside it (one that does is refused, so that which bytes serve is never
 //! in doubt). See `registry/sources.rs`.
 //!
-//! `reuse_instance` trades isolation for speed (README, "Reusing an
+//! `reuse_instance` trades isolation for speed (docs/security.md, "Reusing an
 //! instance"): calls of the plugin may then see what earlier calls left in
 //! its memory. Without it, every call gets a fresh instance.
 

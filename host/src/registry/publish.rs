@@ -12,17 +12,17 @@
 //! - [`Registry::publish`] runs in a task of its own: the client hanging
 //!   up, or the answer timing out, never skips the clean-up of a refused
 //!   version.
-//! - The file is renamed into place and loaded at once (the watcher's
-//!   event for it finds the same bytes and changes nothing), so a host
-//!   with no watcher publishes too.
+//! - The file is renamed into place and loaded at once through the one
+//!   load path, which answers with the outcome
+//!   ([`Registry::load_settled`]; the watcher's event for it finds the same
+//!   bytes and changes nothing), so a host with no watcher publishes too.
 //! - Publishes and removals of one plugin are serialised: the last one
 //!   wins whole, and every answer is the outcome of its own bytes. In a
 //!   namespace they are serialised over the whole namespace, so that its
 //!   share of plugins and bytes ([`shares`](crate::registry::shares)) is
 //!   checked against what is there, and a publish over it writes nothing.
 //! - A version the loader refuses (or that waits for a name another
-//!   plugin holds, or does not settle within [`LOAD_DEADLINE`]) is
-//!   answered with the reason, and the file it replaced (kept aside as a
+//!   plugin holds) is answered with the reason, and the file it replaced (kept aside as a
 //!   hard link) is put back, so what serves is what is on disk (a restart
 //!   serves it too); a plugin refused on its first publish leaves no file
 //!   behind.
@@ -34,21 +34,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
-use tokio::sync::broadcast::error::RecvError;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use crate::registry::Registry;
-use crate::registry::events::LoadEvent;
 use crate::registry::layout::namespace_of;
-use crate::registry::loader::published_file;
+use crate::registry::plugin::published_file;
 use crate::registry::report::{PluginReport, PluginState};
 use crate::registry::shares::{OverShare, PersonShares, storage_in_use};
-
-/// How long a publish waits for its load outcome.
-const LOAD_DEADLINE: Duration = Duration::from_secs(120);
 
 /// Names the hidden files of uploads in progress and of versions kept
 /// aside, unique within the process.
@@ -73,8 +70,10 @@ pub(crate) enum PublishError {
     NotFound(String),
     #[error("cannot write into the plugin folder: {0}")]
     Write(#[source] std::io::Error),
-    #[error("the plugin did not finish loading within {} s; what served before serves on", LOAD_DEADLINE.as_secs())]
-    Timeout,
+    #[error(
+        "the file went away while it loaded (removed or replaced by hand); what served before serves on"
+    )]
+    Gone,
     #[error("the component is over the {limit}-byte limit")]
     TooLarge { limit: u64 },
     #[error(transparent)]
@@ -137,18 +136,36 @@ impl Drop for Upload {
     }
 }
 
-impl Registry {
+/// Publishing onto a registry's folder: who is publishing what now (one
+/// lock per plugin, or per namespace), and what one person may hold.
+pub(crate) struct Publishing {
+    registry: Arc<Registry>,
+    /// One lock per plugin being published or removed over HTTP (per
+    /// namespace in a namespace).
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// What one person may hold (see [`shares`](crate::registry::shares)).
+    shares: PersonShares,
+}
+
+impl Publishing {
+    pub(crate) fn new(registry: Arc<Registry>, shares: PersonShares) -> Arc<Publishing> {
+        Arc::new(Publishing {
+            registry,
+            locks: Mutex::default(),
+            shares,
+        })
+    }
+
     /// Where plugin `id` lives in the folder, if the registry serves one.
     fn file_of(&self, id: &str) -> Result<PathBuf, PublishError> {
-        let root = self.layout.get().ok_or(PublishError::NoFolder)?.root();
-        Ok(root.join(format!("{id}.wasm")))
+        self.registry.plugin_file(id).ok_or(PublishError::NoFolder)
     }
 
     /// The lock that serialises publishes of plugin `id`: its namespace's,
     /// or its own at the top level.
     fn publish_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let key = namespace_of(id).map_or_else(|| id.to_string(), |ns| format!("{ns}/"));
-        let mut locks = self.publishing.lock().unwrap_or_else(|e| e.into_inner());
+        let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
         locks.retain(|_, lock| Arc::strong_count(lock) > 1);
         locks.entry(key).or_default().clone()
     }
@@ -200,9 +217,9 @@ impl Registry {
         upload: Upload,
         by: &str,
     ) -> Result<Published, PublishError> {
-        let registry = self.clone();
+        let publishing = self.clone();
         let by = by.to_string();
-        let task = tokio::spawn(async move { registry.publish_now(upload, &by).await });
+        let task = tokio::spawn(async move { publishing.publish_now(upload, &by).await });
         task.await.unwrap_or_else(|error| {
             Err(PublishError::Write(std::io::Error::other(format!(
                 "the publish did not finish: {error}"
@@ -225,7 +242,7 @@ impl Registry {
             let (plugins, bytes) = storage_in_use(&folder, &name);
             self.shares.check(namespace, plugins, bytes + upload.size)?;
         }
-        let before = self.plugins_report().plugin(&id).cloned();
+        let before = self.registry.plugins_report().plugin(&id).cloned();
         let record_file = published_file(&file);
         let previous_record = std::fs::read(&record_file).ok();
         let kept = keep_aside(&file).map_err(PublishError::Write)?;
@@ -243,8 +260,6 @@ impl Registry {
             })
             .unwrap_or_else(|| now.clone());
         let record = serde_json::json!({ "by": by, "at": now, "first": first });
-        // Listen before the file is in place, so the outcome cannot slip past.
-        let mut events = self.events();
         let placed = async {
             write_atomically(
                 &folder,
@@ -266,13 +281,14 @@ impl Registry {
         }
         upload.owns_temp = false;
 
-        let settled = tokio::time::timeout(
-            LOAD_DEADLINE,
-            self.settle(&mut events, &id, &file, &hash, before.as_ref()),
-        )
-        .await
-        .ok()
-        .flatten();
+        // The same bytes as what serves (or was refused) load nothing new:
+        // the report is the outcome. Else the load path answers.
+        let settled = match before.as_ref() {
+            Some(report) if report.content_hash.as_deref() == Some(hash.as_str()) => {
+                Some(report.clone())
+            }
+            _ => self.registry.load_settled(file.clone()).await,
+        };
         match settled {
             Some(report) if report.state != PluginState::Rejected => {
                 if let Some(kept) = &kept {
@@ -280,7 +296,12 @@ impl Registry {
                 }
                 tracing::info!(plugin = %id, person = %by, hash = %&hash[..12], "published");
                 Ok(Published::Live {
-                    report: self.plugins_report().plugin(&id).cloned().unwrap_or(report),
+                    report: self
+                        .registry
+                        .plugins_report()
+                        .plugin(&id)
+                        .cloned()
+                        .unwrap_or(report),
                     created: before.is_none(),
                 })
             }
@@ -288,47 +309,16 @@ impl Registry {
                 let reason = outcome
                     .as_ref()
                     .and_then(|report| report.reason.as_deref())
-                    .unwrap_or("it did not settle in time");
+                    .unwrap_or("its file went away as it loaded");
                 tracing::warn!(plugin = %id, person = %by, %reason, "publish refused");
                 before_publish.put_back().await;
-                self.load(vec![file.clone()]).await;
+                self.registry.load_settled(file.clone()).await;
                 match outcome {
                     Some(report) => Ok(Published::Refused { report }),
-                    None => Err(PublishError::Timeout),
+                    None => Err(PublishError::Gone),
                 }
             }
         }
-    }
-
-    /// Loads the file just put in place and gives plugin `id`'s report once
-    /// the version with `hash` has settled: at once when it is the same
-    /// bytes as `before`, else after the load (or, when a load of the same
-    /// file by the watcher overtook this one, once that one tells).
-    async fn settle(
-        self: &Arc<Self>,
-        events: &mut tokio::sync::broadcast::Receiver<LoadEvent>,
-        id: &str,
-        file: &Path,
-        hash: &str,
-        before: Option<&PluginReport>,
-    ) -> Option<PluginReport> {
-        if let Some(report) = before
-            && report.content_hash.as_deref() == Some(hash)
-            && report.compiling.is_none()
-        {
-            return Some(report.clone());
-        }
-        // A task of its own: a publish that gives up waiting never cuts a
-        // load short.
-        let (registry, file) = (self.clone(), file.to_path_buf());
-        let _ = tokio::spawn(async move { registry.load(vec![file]).await }).await;
-        if let Some(report) = self.plugins_report().plugin(id)
-            && report.content_hash.as_deref() == Some(hash)
-            && report.compiling.is_none()
-        {
-            return Some(report.clone());
-        }
-        self.wait_for(events, id, hash).await
     }
 
     /// Removes plugin `id`; its tools are gone when this returns. Runs in a
@@ -338,8 +328,8 @@ impl Registry {
         id: &str,
         by: &str,
     ) -> Result<(), PublishError> {
-        let (registry, id, by) = (self.clone(), id.to_string(), by.to_string());
-        let task = tokio::spawn(async move { registry.unpublish_now(&id, &by).await });
+        let (publishing, id, by) = (self.clone(), id.to_string(), by.to_string());
+        let task = tokio::spawn(async move { publishing.unpublish_now(&id, &by).await });
         task.await.unwrap_or_else(|error| {
             Err(PublishError::Write(std::io::Error::other(format!(
                 "the removal did not finish: {error}"
@@ -351,43 +341,16 @@ impl Registry {
         let lock = self.publish_lock(id);
         let _serialised = lock.lock().await;
         let file = self.file_of(id)?;
-        if self.plugins_report().plugin(id).is_none() || !file.exists() {
+        if self.registry.plugins_report().plugin(id).is_none() || !file.exists() {
             return Err(PublishError::NotFound(id.to_string()));
         }
         tokio::fs::remove_file(&file)
             .await
             .map_err(PublishError::Write)?;
         let _ = tokio::fs::remove_file(published_file(&file)).await;
-        self.load(vec![file]).await;
+        self.registry.load_settled(file).await;
         tracing::info!(plugin = %id, person = %by, "removed");
         Ok(())
-    }
-
-    /// The report on plugin `id` once the version with `hash` has settled
-    /// (a receiver that fell behind looks at the report instead).
-    async fn wait_for(
-        &self,
-        events: &mut tokio::sync::broadcast::Receiver<LoadEvent>,
-        id: &str,
-        hash: &str,
-    ) -> Option<PluginReport> {
-        loop {
-            match events.recv().await {
-                Ok(event) if event.plugin == id && event.settles(hash) => {
-                    return Some(event.report);
-                }
-                Ok(_) => {}
-                Err(RecvError::Lagged(_)) => {
-                    if let Some(report) = self.plugins_report().plugin(id)
-                        && report.content_hash.as_deref() == Some(hash)
-                        && report.compiling.is_none()
-                    {
-                        return Some(report.clone());
-                    }
-                }
-                Err(RecvError::Closed) => return None,
-            }
-        }
     }
 }
 

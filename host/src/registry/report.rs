@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::registry::loader::LoadedPlugin;
+use crate::registry::plugin::LoadedPlugin;
 use crate::registry::policy;
 
 /// `GET /plugins`: every plugin file, by id.

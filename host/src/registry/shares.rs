@@ -7,15 +7,11 @@
 //!   namespace: the plugin files it would hold, and their size together,
 //!   counting the new version instead of the one it replaces. A file put
 //!   there by hand is the admin's doing and is not refused, but counts.
-//! - **Calls running at once**, over all the namespace's plugins: a call
-//!   past the share waits as for a slot, then gets `BUSY`, while other
-//!   people's calls still find slots under `--max-calls`.
+//! - **Calls running at once**, over all the namespace's plugins: what
+//!   [`PersonShares::max_calls`] says is counted where calls are made
+//!   (`call/slots.rs`).
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-
-use tokio::sync::Semaphore;
 
 /// Each person's share; see the module documentation.
 #[derive(Clone, Copy, Debug)]
@@ -84,37 +80,6 @@ pub(crate) fn storage_in_use(folder: &Path, file_name: &str) -> (u64, u64) {
         bytes += entry.metadata().map(|m| m.len()).unwrap_or(0);
     }
     (plugins, bytes)
-}
-
-/// Each namespace's call slots, made when first needed and kept for as
-/// long as the server runs (one per namespace folder there has been).
-pub(crate) struct CallShares {
-    per_person: usize,
-    slots: Mutex<HashMap<String, Arc<Semaphore>>>,
-}
-
-impl CallShares {
-    pub(crate) fn new(shares: &PersonShares, max_calls: usize) -> CallShares {
-        CallShares {
-            per_person: shares.max_calls.unwrap_or((max_calls / 4).max(1)),
-            slots: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// How many calls one namespace may run at once.
-    pub(crate) fn per_person(&self) -> usize {
-        self.per_person
-    }
-
-    /// The call slots of `namespace`: looked up once when one of its
-    /// plugins loads (`LoadedPlugin::person_slots`), never per call.
-    pub(crate) fn of(&self, namespace: &str) -> Arc<Semaphore> {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots
-            .entry(namespace.to_string())
-            .or_insert_with(|| Arc::new(Semaphore::new(self.per_person)))
-            .clone()
-    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::registry::loader::{LoadError, LoadedPlugin, Version};
+use crate::registry::plugin::{LoadError, LoadedPlugin, Version};
 use crate::registry::report::PluginReport;
 use crate::registry::tools::Tool;
 

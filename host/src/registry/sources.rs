@@ -13,9 +13,11 @@
 //!   the same key), and says so.
 //! - A tag is asked for its digest every `poll_secs` (a HEAD request; an
 //!   unchanged digest costs nothing more). A new digest goes through the
-//!   same load path as a dropped file: the old version serves until the new
-//!   one is loaded, and a rejected one never replaces it. A pinned
-//!   `@sha256:` reference is never polled once it serves.
+//!   same load path as a dropped file: the poller tells whoever listens
+//!   (the [`Host`](crate::Host), which asks the registry to load it; the
+//!   poller holds no registry), the old version serves until the new one
+//!   is loaded, and a rejected one never replaces it. A pinned `@sha256:`
+//!   reference is never polled once it serves.
 //! - A registry that is down, an unsigned artifact, a signature over
 //!   another digest or by another key: the previous version keeps
 //!   serving, and the reason is in `/plugins` (`source.error`). With
@@ -23,16 +25,15 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::oci::signature::{self, VerifyKey};
-use crate::oci::{self, Credentials, artifact};
-use crate::registry::Registry;
-use crate::registry::loader::MAX_PLUGIN_FILE_BYTES;
+use crate::oci::{self, Credentials, OciError, artifact};
+use crate::registry::plugin::MAX_PLUGIN_FILE_BYTES;
 use crate::registry::policy::SourceSpec;
 
 /// What OCI sources need from the host's configuration.
@@ -52,6 +53,8 @@ pub(crate) struct SourceSettings {
 pub(crate) struct Sources {
     settings: Arc<SourceSettings>,
     state: Mutex<HashMap<String, SourceState>>,
+    /// Where a poller sends the file path of a plugin with a new version.
+    new_versions: tokio::sync::mpsc::UnboundedSender<PathBuf>,
 }
 
 struct SourceState {
@@ -97,11 +100,18 @@ enum Checked {
 }
 
 impl Sources {
-    pub(crate) fn new(settings: SourceSettings) -> Self {
-        Sources {
+    /// The sources, and the paths of plugins whose registries have a new
+    /// version for them, to be loaded (the host reads them).
+    pub(crate) fn new(
+        settings: SourceSettings,
+    ) -> (Self, tokio::sync::mpsc::UnboundedReceiver<PathBuf>) {
+        let (new_versions, paths) = tokio::sync::mpsc::unbounded_channel();
+        let sources = Sources {
             settings: Arc::new(settings),
             state: Mutex::default(),
-        }
+            new_versions,
+        };
+        (sources, paths)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SourceState>> {
@@ -113,7 +123,6 @@ impl Sources {
     /// source is new (or its spec changed). Starts the poller.
     pub(crate) async fn fetch(
         self: &Arc<Self>,
-        registry: Weak<Registry>,
         id: &str,
         path: &Path,
         spec: SourceSpec,
@@ -151,13 +160,13 @@ impl Sources {
                             ));
                             entry.latest = Some(digest);
                         }
-                        None => entry.error = Some(reason),
+                        None => entry.error = Some(reason.to_string()),
                     },
                 }
                 let pinned = oci::parse_reference(&spec.oci)
                     .is_ok_and(|reference| reference.digest().is_some());
                 if !(pinned && entry.latest.is_some()) {
-                    entry.poller = Some(self.spawn_poller(registry, id, path, spec.clone()));
+                    entry.poller = Some(self.spawn_poller(id, path, spec.clone()));
                 }
                 let result = entry.latest.clone().ok_or(entry.error.clone());
                 state.insert(id.to_string(), entry);
@@ -199,7 +208,7 @@ impl Sources {
 
     /// Resolves `spec` and, for a digest other than `known`, verifies its
     /// signature (when required) and puts its component in the cache.
-    async fn check(&self, spec: &SourceSpec, known: Option<&str>) -> Result<Checked, String> {
+    async fn check(&self, spec: &SourceSpec, known: Option<&str>) -> Result<Checked, OciError> {
         let reference = oci::parse_reference(&spec.oci)?;
         let registry = reference.resolve_registry().to_string();
         let auth = self.settings.credentials.lookup(&registry).await;
@@ -209,7 +218,9 @@ impl Sources {
             return Ok(Checked::Unchanged);
         }
         let file = self.cached_file(&digest).ok_or_else(|| {
-            format!("the registry answered a digest that is not sha256: {digest}")
+            OciError::Artifact(format!(
+                "the registry answered a digest that is not sha256: {digest}"
+            ))
         })?;
         // A digest's signature by a key, once verified, stays valid (its
         // bytes cannot change): a restart does not ask the registry again.
@@ -221,8 +232,10 @@ impl Sources {
         if !file.exists() {
             let wasm =
                 artifact::pull(&client, &reference, &digest, &auth, MAX_PLUGIN_FILE_BYTES).await?;
-            write_whole(&file, &wasm)
-                .map_err(|e| format!("cannot keep the component in {}: {e}", file.display()))?;
+            write_whole(&file, &wasm).map_err(|source| OciError::Cache {
+                file: file.clone(),
+                source,
+            })?;
         }
         if let Some(key_id) = &self.settings.verify_key_id {
             let _ = write_whole(&file.with_extension("verified"), key_id.as_bytes());
@@ -268,13 +281,12 @@ impl Sources {
 
     /// Where the digest a reference last resolved to is written.
     fn resolved_file(&self, reference: &str) -> PathBuf {
-        let name = crate::registry::loader::content_hash(reference.as_bytes());
+        let name = crate::registry::plugin::content_hash(reference.as_bytes());
         self.settings.cache_dir.join("refs").join(name)
     }
 
     fn spawn_poller(
         self: &Arc<Self>,
-        registry: Weak<Registry>,
         id: &str,
         path: &Path,
         spec: SourceSpec,
@@ -284,8 +296,7 @@ impl Sources {
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(spec.poll).await;
-                let (Some(sources), Some(registry)) = (sources.upgrade(), registry.upgrade())
-                else {
+                let Some(sources) = sources.upgrade() else {
                     return;
                 };
                 let known = sources.lock().get(&id).and_then(|s| s.latest.clone());
@@ -305,9 +316,12 @@ impl Sources {
                         entry.error = None;
                         entry.latest = Some(digest);
                         drop(state);
-                        registry.reload(path.clone());
+                        if sources.new_versions.send(path.clone()).is_err() {
+                            return;
+                        }
                     }
                     Err(reason) => {
+                        let reason = reason.to_string();
                         if entry.error.as_deref() != Some(reason.as_str()) {
                             tracing::warn!(plugin = %id, source = %spec.oci, %reason, "the registry gave no new version");
                         }

@@ -10,7 +10,7 @@ use notify::{EventKind, RecursiveMode, Watcher as _};
 
 use super::target::{LOAD_DEADLINE, Target};
 use crate::commands::project::Project;
-use crate::commands::push::Outcome;
+use crate::commands::remote::Outcome;
 use crate::registry::report::PluginState;
 
 /// Quiet time after the last edit before a build starts: an editor's save
@@ -103,7 +103,7 @@ impl Session {
                 return;
             }
         };
-        let hash = crate::registry::loader::content_hash(&bytes);
+        let hash = crate::registry::plugin::content_hash(&bytes);
         if self.last_hash.as_deref() == Some(hash.as_str()) {
             say("built: the component is unchanged, nothing to reload".into());
             return;
@@ -138,11 +138,6 @@ impl Session {
             }
             return;
         }
-        // Listen before dropping, so the outcome cannot slip past.
-        let events = match &self.target {
-            Target::Local { host, .. } => Some(host.events()),
-            Target::Remote(_) | Target::Publish(_) => None,
-        };
         if let Err(error) = self.drop_in(&bytes) {
             say(format!(
                 "cannot write into {}: {error:#}",
@@ -154,7 +149,7 @@ impl Session {
         // bytes are dropped again on the next build.
         let Some(report) = self
             .target
-            .wait_for_load(events, &self.project.id, &hash)
+            .wait_for_load(self.plugin_file(), &self.project.id, &hash)
             .await
         else {
             say(format!(
@@ -209,8 +204,13 @@ impl Session {
         let id = &self.project.id;
         let temp = self.folder.join(format!(".{id}.wasm.dev-tmp"));
         std::fs::write(&temp, bytes)?;
-        std::fs::rename(&temp, self.folder.join(format!("{id}.wasm")))?;
+        std::fs::rename(&temp, self.plugin_file())?;
         Ok(())
+    }
+
+    /// Where the build is dropped.
+    fn plugin_file(&self) -> PathBuf {
+        self.folder.join(format!("{}.wasm", self.project.id))
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::Host;
-use crate::commands::push::{Publisher, request};
+use crate::commands::remote::{Publisher, request};
 use crate::registry::report::{PluginReport, PluginsReport};
 
 /// How long the server may take to load a new version.
@@ -32,47 +32,19 @@ impl Target {
         }
     }
 
-    /// The report on `id` once its version with `hash` has settled (loaded
-    /// or rejected), or `None` after [`LOAD_DEADLINE`].
+    /// The report on `id` once its version with `hash`, just written to
+    /// `file`, has settled (loaded or rejected): from the own host's load
+    /// path, or polled from another server's `/plugins` (`None` after
+    /// [`LOAD_DEADLINE`]).
     pub(super) async fn wait_for_load(
         &self,
-        events: Option<tokio::sync::broadcast::Receiver<crate::registry::events::LoadEvent>>,
+        file: std::path::PathBuf,
         id: &str,
         hash: &str,
     ) -> Option<PluginReport> {
-        match (self, events) {
-            (Target::Local { host, .. }, Some(mut events)) => {
-                let settled = async {
-                    // The same bytes as what already serves (or was refused)
-                    // are not loaded again, so no event comes for them.
-                    if let Some(report) = host.plugins().plugin(id)
-                        && settled(report, hash)
-                    {
-                        return Some(report.clone());
-                    }
-                    loop {
-                        match events.recv().await {
-                            Ok(event) if event.plugin == id && event.settles(hash) => {
-                                return Some(event.report);
-                            }
-                            Ok(_) => {}
-                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                                if let Some(report) = host.plugins().plugin(id)
-                                    && settled(report, hash)
-                                {
-                                    return Some(report.clone());
-                                }
-                            }
-                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-                        }
-                    }
-                };
-                tokio::time::timeout(LOAD_DEADLINE, settled)
-                    .await
-                    .ok()
-                    .flatten()
-            }
-            (target, _) => target.server().wait_for_load(id, hash).await,
+        match self {
+            Target::Local { host, .. } => host.load(file).await,
+            target => target.server().wait_for_load(id, hash).await,
         }
     }
 }

@@ -85,10 +85,6 @@ pub struct LoadedPlugin {
     /// never hold every slot.
     pub(crate) permits: Arc<tokio::sync::Semaphore>,
     pub(crate) max_concurrent: usize,
-    /// The call slots its person (namespace) shares over all their plugins
-    /// (`registry/shares.rs`), found once when it is loaded; `None` at the
-    /// top level.
-    pub(crate) person_slots: Option<Arc<tokio::sync::Semaphore>>,
     pub(crate) tools: Vec<Arc<Tool>>,
     /// Its resources, templates and prompts (contract 0.2.0).
     pub(crate) catalog: Catalog,
@@ -334,7 +330,6 @@ pub(crate) async fn load(
         compiled,
         permits: Arc::new(tokio::sync::Semaphore::new(max_concurrent)),
         max_concurrent,
-        person_slots: None,
         grants: Arc::new(grants),
         tools,
         catalog,
