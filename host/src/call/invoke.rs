@@ -19,17 +19,14 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
+use crate::call::Calls;
 use crate::call::accounting::CallMeta;
 use crate::call::envelope::{Envelope, TextFormat, schema_problems};
 use crate::call::errors::ErrorCode;
-use crate::registry::loader::LoadedPlugin;
-use crate::registry::{Registry, layout};
+use crate::call::slots::{BUSY_WAIT, slots};
+use crate::registry::Registry;
+use crate::registry::plugin::LoadedPlugin;
 use crate::runtime::{CallClient, CallFailure, CallUsage};
-
-/// How long a call waits for a free slot of a plugin that is at its
-/// `max_concurrent` limit (or for a free slot of the host) before it is
-/// refused as BUSY.
-const BUSY_WAIT: std::time::Duration = crate::runtime::QUEUE_WAIT;
 
 /// Parses a request body into an arguments object. An empty body means no
 /// arguments (`{}`), so `curl -X POST` works for tools that take none.
@@ -87,6 +84,7 @@ impl Front {
 /// Never fails: every outcome, good or bad, is an envelope.
 pub async fn call_tool(
     registry: &Arc<Registry>,
+    calls: &Calls,
     name: &str,
     arguments: Map<String, Value>,
     format: TextFormat,
@@ -105,7 +103,7 @@ pub async fn call_tool(
         peak_memory_bytes = tracing::field::Empty,
     );
     let started = Instant::now();
-    let (mut envelope, plugin, usage) = run_call(registry, name, arguments, format, client)
+    let (mut envelope, plugin, usage) = run_call(registry, calls, name, arguments, format, client)
         .instrument(span.clone())
         .await;
     envelope.meta = Some(Box::new(CallMeta::new(started.elapsed(), usage.as_ref())));
@@ -113,25 +111,13 @@ pub async fn call_tool(
         .error
         .as_ref()
         .map_or("ok", |error| error.outcome());
-    registry.ledger().record(
+    calls.settle(
+        &span,
         plugin.as_deref().map(|plugin| (name, plugin.id.as_str())),
         outcome,
-        started.elapsed(),
+        started,
         usage.as_ref(),
     );
-    // The closing fields and line are for debug logs and traces; at the
-    // default level, formatting them into the span cost ~5 % of a REST
-    // echo call (perf), for nothing anyone reads.
-    if tracing::enabled!(tracing::Level::DEBUG) {
-        span.record("outcome", outcome);
-        span.record("duration_ms", started.elapsed().as_secs_f64() * 1e3);
-        if let Some(usage) = &usage {
-            span.record("cpu_ms", usage.cpu.as_secs_f64() * 1e3);
-            span.record("fuel", usage.fuel);
-            span.record("peak_memory_bytes", usage.peak_memory_bytes);
-        }
-        span.in_scope(|| tracing::debug!("call ended"));
-    }
     envelope
 }
 
@@ -139,6 +125,7 @@ pub async fn call_tool(
 /// tool has that name), and what its code used (`None` when none ran).
 async fn run_call(
     registry: &Arc<Registry>,
+    calls: &Calls,
     name: &str,
     arguments: Map<String, Value>,
     format: TextFormat,
@@ -148,12 +135,13 @@ async fn run_call(
         return (tool_not_found(registry, name), None, None);
     };
     let plugin = entry.plugin.clone();
-    let (envelope, usage) = run_tool(registry, name, entry, arguments, format, client).await;
+    let (envelope, usage) = run_tool(registry, calls, name, entry, arguments, format, client).await;
     (envelope, Some(plugin), usage)
 }
 
 async fn run_tool(
     registry: &Arc<Registry>,
+    calls: &Calls,
     name: &str,
     entry: crate::registry::ServedTool,
     arguments: Map<String, Value>,
@@ -180,7 +168,7 @@ async fn run_tool(
 
     tracing::Span::current().record("plugin", entry.plugin.id.as_str());
     let plugin = &entry.plugin;
-    let _slots = match slots(registry, plugin).await {
+    let _slots = match slots(&calls.slots, plugin).await {
         Ok(slots) => slots,
         Err(busy) => return (busy, None),
     };
@@ -202,78 +190,6 @@ async fn run_tool(
         Err(failure) => call_failure(name, &entry.plugin.id, failure),
     });
     (envelope, usage)
-}
-
-/// The call slots a call of `plugin` holds while it runs: its person's
-/// (namespace's) share, if it is in one, and the plugin's own.
-pub(crate) struct Slots {
-    _person: Option<tokio::sync::OwnedSemaphorePermit>,
-    _plugin: tokio::sync::OwnedSemaphorePermit,
-}
-
-/// Takes the slots for one call of `plugin` (every kind: a tool, a
-/// resource read, a prompt, a completion), or the BUSY envelope.
-pub(crate) async fn slots(registry: &Registry, plugin: &LoadedPlugin) -> Result<Slots, Envelope> {
-    // A person (a namespace) runs calls up to their share over all their
-    // plugins, so that others' calls still find slots; a plugin up to its
-    // own (`max_concurrent`). A call over either waits briefly, then is
-    // refused as BUSY.
-    let deadline = Instant::now() + BUSY_WAIT;
-    let mut person_permit = None;
-    if let Some(slots) = &plugin.person_slots {
-        person_permit = Some(match slot(slots, deadline).await {
-            Some(permit) => permit,
-            None => {
-                let namespace = layout::namespace_of(&plugin.id).unwrap_or_default();
-                let share = registry.call_shares().per_person();
-                tracing::warn!(code = %ErrorCode::Busy, "namespace is at its share of {share} calls");
-                let busy = Envelope::host_error(
-                    ErrorCode::Busy,
-                    format!(
-                        "{namespace:?}'s tools are already running their share of {share} calls at once; try again"
-                    ),
-                    Some(json!({
-                        "plugin": plugin.id,
-                        "namespace": namespace,
-                        "maxCalls": share,
-                        "retryAfterMs": BUSY_WAIT.as_millis(),
-                    })),
-                );
-                return Err(busy);
-            }
-        });
-    }
-    let Some(permit) = slot(&plugin.permits, deadline).await else {
-        tracing::warn!(
-            code = %ErrorCode::Busy,
-            "plugin is at its maximum of {} calls",
-            plugin.max_concurrent
-        );
-        let busy = Envelope::host_error(
-            ErrorCode::Busy,
-            format!(
-                "plugin {:?} is already running its maximum of {} calls; try again",
-                plugin.id, plugin.max_concurrent
-            ),
-            Some(json!({ "plugin": plugin.id, "retryAfterMs": BUSY_WAIT.as_millis() })),
-        );
-        return Err(busy);
-    };
-    Ok(Slots {
-        _person: person_permit,
-        _plugin: permit,
-    })
-}
-
-/// A permit of `slots`, waiting until `deadline` at most.
-async fn slot(
-    slots: &Arc<tokio::sync::Semaphore>,
-    deadline: Instant,
-) -> Option<tokio::sync::OwnedSemaphorePermit> {
-    tokio::time::timeout_at(deadline.into(), slots.clone().acquire_owned())
-        .await
-        .ok()?
-        .ok()
 }
 
 pub(crate) fn tool_not_found(registry: &Registry, name: &str) -> Envelope {

@@ -44,8 +44,6 @@ use std::time::Duration;
 
 use wasmtime::Engine;
 
-use super::usage::thread_cpu_time;
-
 /// How much fuel (about one unit per wasm instruction) a store burns
 /// between yields: the length of a slice, well under a millisecond of
 /// optimised code. A call's first slice may run on its caller's thread;
@@ -318,4 +316,17 @@ pub(crate) fn lower_thread_priority(nice: i32) {
             libc::setpriority(libc::PRIO_PROCESS, tid, nice);
         }
     }
+}
+
+/// The CPU time the calling thread has used.
+pub(crate) fn thread_cpu_time() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec for the call to fill.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }

@@ -6,7 +6,7 @@
 //! call that trapped, timed out or ran out of memory or fuel never hands
 //! its instance on. The trade-off is isolation between calls of that one
 //! plugin: a call may see what an earlier call left in the instance's
-//! memory (README, "Reusing an instance").
+//! memory (docs/security.md, "Reusing an instance").
 //!
 //! Kept instances hold pool slots, so their number over all plugins is
 //! capped (the pool has room for that many beside `max_calls` running

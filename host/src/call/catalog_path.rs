@@ -10,13 +10,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
+use crate::call::Calls;
 use crate::call::envelope::{Envelope, MAX_RESULT_BYTES, content_block, resource_contents};
 use crate::call::errors::ErrorCode;
 use crate::call::invoke::failure_envelope;
-use crate::call::invoke::slots;
+use crate::call::slots::slots;
 use crate::registry::Registry;
-use crate::registry::loader::LoadedPlugin;
+use crate::registry::plugin::LoadedPlugin;
 use crate::runtime::{Answer, Ask, CompletionRef, Role};
 
 /// Completion values returned at most (MCP's cap).
@@ -93,7 +95,11 @@ pub(crate) fn offered(registry: &Registry) -> Offered {
 }
 
 /// `resources/read`: `{contents: [...]}`.
-pub(crate) async fn read_resource(registry: &Arc<Registry>, uri: &str) -> Result<Value, Envelope> {
+pub(crate) async fn read_resource(
+    registry: &Arc<Registry>,
+    calls: &Calls,
+    uri: &str,
+) -> Result<Value, Envelope> {
     let not_found = || {
         Envelope::host_error(
             ErrorCode::ResourceNotFound,
@@ -106,7 +112,7 @@ pub(crate) async fn read_resource(registry: &Arc<Registry>, uri: &str) -> Result
     };
     let ask = Ask::ReadResource { uri: declared };
     let what = format!("resource {uri:?}");
-    let Answer::Contents(answer) = run(registry, &plugin, ask, &what).await? else {
+    let Answer::Contents(answer) = run(registry, calls, &plugin, ask, &what).await? else {
         return Err(wrong_answer(&what));
     };
     let contents = answer.map_err(|error| match error.code.as_str() {
@@ -137,6 +143,7 @@ pub(crate) async fn read_resource(registry: &Arc<Registry>, uri: &str) -> Result
 /// plugin runs.
 pub(crate) async fn get_prompt(
     registry: &Arc<Registry>,
+    calls: &Calls,
     name: &str,
     arguments: Map<String, Value>,
 ) -> Result<Value, Envelope> {
@@ -187,7 +194,7 @@ pub(crate) async fn get_prompt(
         name: prompt.declared.clone(),
         arguments: given,
     };
-    let Answer::Prompt(answer) = run(registry, &plugin, ask, &what).await? else {
+    let Answer::Prompt(answer) = run(registry, calls, &plugin, ask, &what).await? else {
         return Err(wrong_answer(&what));
     };
     let result = answer.map_err(|error| Envelope::tool_error(error, &what))?;
@@ -223,6 +230,7 @@ pub(crate) enum Completing {
 /// reference no plugin completes gets no values, as MCP allows.
 pub(crate) async fn complete(
     registry: &Arc<Registry>,
+    calls: &Calls,
     reference: Completing,
     argument: String,
     value: String,
@@ -270,7 +278,7 @@ pub(crate) async fn complete(
         value,
         context,
     };
-    let Answer::Completions(completions) = run(registry, &plugin, ask, &what).await? else {
+    let Answer::Completions(completions) = run(registry, calls, &plugin, ask, &what).await? else {
         return Err(wrong_answer(&what));
     };
     let has_more = completions.has_more || completions.values.len() > MAX_COMPLETIONS;
@@ -292,6 +300,7 @@ pub(crate) async fn complete(
 /// templates make those endless).
 async fn run(
     registry: &Arc<Registry>,
+    calls: &Calls,
     plugin: &Arc<LoadedPlugin>,
     ask: Ask,
     what: &str,
@@ -302,18 +311,32 @@ async fn run(
         Ask::Complete { .. } => "completion/complete",
     };
     let started = Instant::now();
-    let _slots = match slots(registry, plugin).await {
+    let _slots = match slots(&calls.slots, plugin).await {
         Ok(slots) => slots,
         Err(busy) => {
-            registry
-                .ledger()
+            calls
+                .ledger
                 .record(Some((method, &plugin.id)), "BUSY", started.elapsed(), None);
             return Err(busy);
         }
     };
+    // The same span a tool call gets (`invoke.rs`): what was asked, of
+    // which plugin, and with debug logs, how it ended.
+    let span = tracing::info_span!(
+        "call",
+        tool = method,
+        plugin = %plugin.id,
+        asked = what,
+        outcome = tracing::field::Empty,
+        duration_ms = tracing::field::Empty,
+        cpu_ms = tracing::field::Empty,
+        fuel = tracing::field::Empty,
+        peak_memory_bytes = tracing::field::Empty,
+    );
     let (outcome, usage) = registry
         .runtime()
         .ask(&plugin.compiled, &plugin.grants, ask)
+        .instrument(span.clone())
         .await;
     let result =
         outcome.map_err(|failure| failure_envelope(what, json!({ "plugin": plugin.id }), failure));
@@ -324,10 +347,11 @@ async fn run(
             .as_ref()
             .map_or(ErrorCode::HostError.as_str(), |e| e.outcome()),
     };
-    registry.ledger().record(
+    calls.settle(
+        &span,
         Some((method, &plugin.id)),
         outcome,
-        started.elapsed(),
+        started,
         usage.as_ref(),
     );
     result
