@@ -11,14 +11,19 @@
 //!     │         watch), its load events, call, check, serve
 //!  server     the fronts assembled: HTTP (REST + MCP), MCP over stdio, CGI
 //!     │
-//!  front/     HTTP listener → rest | openapi | mcp (http, stdio) | cgi,
-//!     │         each router behind the guard (protocol in, envelope out;
-//!     │         never a wasmtime type)
+//!  front/     the protocols: rest | openapi | plugin routes | mcp
+//!     │         (streamable HTTP, stdio) | the page | cgi (protocol in,
+//!     │         envelope out; never a wasmtime type)
+//!  ops/       what operators read: metrics, traces, the event feed
+//!     │
+//!  edge/      between a socket and a front: the listener, each body's
+//!     │         clock, the guard (Host/Origin, other sites, who is
+//!     │         asking: auth, oauth), CORS, responses
 //!  call/      invoke: look up → validate arguments → call → normalize
 //!     │         into the one envelope, in one tracing span per call;
 //!     │         errors: the one code table
 //!  registry/  the live set of plugins: one load path (a generation per
-//!     │         file), load events, reports, loader, tools, portability
+//!     │         file), load events, reports, plugin files, tools, portability
 //!     │         (schema warnings), policy, watcher, sources (plugins from
 //!     │         OCI registries, polled) ─→ oci/ (artifact layout, cosign
 //!     │         signatures; also what `push … oci://` writes with)
@@ -37,9 +42,11 @@
 
 pub mod call;
 pub mod commands;
+mod edge;
 mod front;
 mod host;
 mod oci;
+mod ops;
 pub mod registry;
 pub mod runtime;
 pub mod server;
@@ -113,6 +120,45 @@ mod tests {
                     "docs/architecture.md names {word}, which does not exist"
                 );
             }
+        }
+    }
+
+    /// README is a new user's first hour: what one feature or operators
+    /// need goes to `docs/`, with a paragraph and a link.
+    #[test]
+    fn readme_is_a_first_hour_of_at_most_600_lines() {
+        let lines = include_str!("../../README.md").lines().count();
+        assert!(
+            lines <= 600,
+            "README has {lines} lines: move a section's detail to docs/"
+        );
+    }
+
+    /// The architecture's layout names every integration test module, as
+    /// its module table names every source file.
+    #[test]
+    fn the_map_names_every_integration_test_module() {
+        let architecture = std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md"),
+        )
+        .expect("docs/architecture.md");
+        let row = architecture
+            .lines()
+            .find(|line| line.starts_with("| `tests/it/` |"))
+            .expect("a layout row for tests/it/");
+        let tests = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/it");
+        for entry in std::fs::read_dir(&tests).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(module) = name.strip_suffix(".rs") else {
+                continue;
+            };
+            if module == "main" {
+                continue;
+            }
+            assert!(
+                row.contains(&format!("`{module}`")),
+                "docs/architecture.md's tests/it/ row does not name `{module}`"
+            );
         }
     }
 }

@@ -13,24 +13,26 @@ use rmcp::ServiceExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::call::Calls;
 use crate::call::envelope::TextFormat;
 use crate::call::invoke::Front;
-use crate::front::auth::{Authority, People, Role};
-use crate::front::cors::{self, CorsOrigins};
-use crate::front::events::{self, EventFeed};
-use crate::front::guard::{self, GuardSettings, LOOPBACK_HOSTS, Refusals};
-use crate::front::linger;
-use crate::front::listener::{self, ConnectionLimits};
+use crate::edge::auth::{Authority, People, Role};
+use crate::edge::cors::{self, CorsOrigins};
+use crate::edge::guard::{self, GuardSettings, LOOPBACK_HOSTS, Refusals};
+use crate::edge::linger;
+use crate::edge::listener::{self, ConnectionLimits};
+use crate::edge::oauth::{self, OAuth, OAuthSettings};
 use crate::front::mcp::McpFront;
-use crate::front::mcp::http::{self as mcp_http, McpHttpSettings};
 use crate::front::mcp::stdio;
-use crate::front::metrics::{self, HttpGauges};
-use crate::front::oauth::{self, OAuth, OAuthSettings};
-use crate::front::publish;
+use crate::front::mcp::streamable::{self as mcp_http, McpHttpSettings};
+use crate::front::plugin_routes;
 use crate::front::resources;
 use crate::front::rest::{self, RestSettings};
 use crate::front::ui;
+use crate::ops::feed::{self, EventFeed};
+use crate::ops::metrics::{self, HttpGauges};
 use crate::registry::Registry;
+use crate::registry::publish::Publishing;
 
 /// How the HTTP server answers. [`Settings::default`] gives the defaults
 /// `toolhost serve` documents.
@@ -83,7 +85,14 @@ pub struct Settings {
     pub oauth: Option<OAuthSettings>,
 }
 
-/// Defaults `toolhost serve`'s flags and [`Settings::default`] share.
+/// Defaults `toolhost serve`'s flags and [`Settings::default`] share:
+/// each written once.
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+pub(crate) const DEFAULT_HEADER_TIMEOUT_MS: u64 = 10_000;
+pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+pub(crate) const DEFAULT_MAX_SESSIONS: usize = 1000;
+pub(crate) const DEFAULT_SESSION_IDLE_SECS: u64 = 300;
+pub(crate) const DEFAULT_MAX_PLUGIN_MIB: usize = 64;
 pub(crate) const DEFAULT_MAX_SESSIONS_PER_PERSON: usize = 100;
 pub(crate) const DEFAULT_MAX_SUBSCRIPTIONS_PER_PERSON: usize = 1000;
 pub(crate) const DEFAULT_MAX_URI_BYTES: usize = 2048;
@@ -94,20 +103,20 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             text_format: TextFormat::Json,
-            max_body_bytes: 1024 * 1024,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
             token: None,
             tokens_file: None,
-            header_timeout: Duration::from_secs(10),
-            max_connections: 1024,
-            max_sessions: 1000,
+            header_timeout: Duration::from_millis(DEFAULT_HEADER_TIMEOUT_MS),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_sessions: DEFAULT_MAX_SESSIONS,
             max_sessions_per_person: DEFAULT_MAX_SESSIONS_PER_PERSON,
             max_subscriptions_per_person: DEFAULT_MAX_SUBSCRIPTIONS_PER_PERSON,
             max_uri_bytes: DEFAULT_MAX_URI_BYTES,
             body_timeout: Duration::from_secs(DEFAULT_BODY_TIMEOUT_SECS),
             max_uploads_per_person: DEFAULT_MAX_UPLOADS_PER_PERSON,
-            session_idle: Duration::from_secs(300),
-            max_plugin_bytes: 64 * 1024 * 1024,
+            session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
+            max_plugin_bytes: DEFAULT_MAX_PLUGIN_MIB * 1024 * 1024,
             cors_origins: Vec::new(),
             metrics_role: Role::Metrics,
             oauth: None,
@@ -115,10 +124,19 @@ impl Default for Settings {
     }
 }
 
+/// What every front is built on: the registry (what is served), the call
+/// path's books (the ledger, the call slots) and publishing.
+#[derive(Clone)]
+pub(crate) struct Served {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) calls: Arc<Calls>,
+    pub(crate) publishing: Arc<Publishing>,
+}
+
 /// Serves HTTP on `listener` until `shutdown` completes, then stops
 /// accepting, lets calls in flight finish and ends the MCP streams.
 pub(crate) async fn run(
-    registry: Arc<Registry>,
+    served: Served,
     listener: TcpListener,
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -129,11 +147,15 @@ pub(crate) async fn run(
         shutdown.await;
         cancel.cancel();
     });
-    serve(registry, listener, settings, token).await
+    serve(served, listener, settings, token).await
 }
 
 async fn serve(
-    registry: Arc<Registry>,
+    Served {
+        registry,
+        calls,
+        publishing,
+    }: Served,
     listener: TcpListener,
     settings: Settings,
     shutdown: CancellationToken,
@@ -163,6 +185,7 @@ async fn serve(
     });
     let (mcp, open_sessions) = mcp_http::router(
         registry.clone(),
+        calls.clone(),
         McpHttpSettings {
             text_format: settings.text_format,
             allowed_hosts: allowed_hosts.clone(),
@@ -201,16 +224,17 @@ async fn serve(
         front: Front::Rest,
     };
     let mut app = guarded(
-        rest::health_router(registry.clone(), rest_settings),
+        rest::health_router(registry.clone(), calls.clone(), rest_settings),
         guard.for_probes(),
     )
     .merge(guarded(ui::router(), guard.for_the_page()))
     .merge(guarded(
         metrics::router(
             registry.clone(),
+            calls.clone(),
             HttpGauges {
                 connections: open_connections.clone(),
-                sessions: open_sessions,
+                sessions: Box::new(move || open_sessions.count()),
             },
         ),
         GuardSettings {
@@ -219,8 +243,9 @@ async fn serve(
         },
     ))
     .merge(guarded(
-        publish::router(
+        plugin_routes::router(
             registry.clone(),
+            publishing,
             settings.max_plugin_bytes,
             settings.max_uploads_per_person,
         ),
@@ -230,8 +255,9 @@ async fn serve(
         },
     ))
     .merge(guarded(
-        events::router(
+        feed::router(
             registry.clone(),
+            calls.clone(),
             EventFeed::start(&registry, shutdown.clone()),
             authority.clone(),
         ),
@@ -240,13 +266,14 @@ async fn serve(
     .merge(guarded(
         resources::router(
             registry.clone(),
+            calls.clone(),
             settings.max_body_bytes,
             settings.max_uri_bytes,
         ),
         guard.clone(),
     ))
     .merge(guarded(
-        rest::router(registry, rest_settings),
+        rest::router(registry, calls, rest_settings),
         guard.clone(),
     ))
     .merge(guarded(mcp, guard.refusing_as(Refusals::JsonRpc)));
@@ -262,7 +289,7 @@ async fn serve(
             cors_origins,
             cors::cors,
         ))
-        .layer(axum::middleware::from_fn(crate::front::http::finish));
+        .layer(axum::middleware::from_fn(crate::edge::responses::finish));
     let limits = ConnectionLimits {
         header_timeout: settings.header_timeout,
         max_connections: settings.max_connections,
@@ -283,6 +310,7 @@ async fn serve(
 /// messages is ever written to stdout; logs go to stderr.
 pub(crate) async fn run_stdio(
     registry: Arc<Registry>,
+    calls: Arc<Calls>,
     text_format: TextFormat,
 ) -> anyhow::Result<()> {
     tracing::info!("serving MCP on stdio");
@@ -290,7 +318,7 @@ pub(crate) async fn run_stdio(
         DEFAULT_MAX_URI_BYTES,
         DEFAULT_MAX_SUBSCRIPTIONS_PER_PERSON,
     );
-    let front = McpFront::new(registry, text_format, Default::default(), limits);
+    let front = McpFront::new(registry, calls, text_format, Default::default(), limits);
     let stdio = stdio::transport();
     let service = front.serve(stdio.transport).await?;
     service.waiting().await?;
@@ -302,7 +330,7 @@ pub(crate) async fn run_stdio(
 /// the host could not be opened, with that failure as a HOST_ERROR
 /// envelope: the web server always gets an answer.
 pub(crate) async fn run_cgi(
-    registry: anyhow::Result<Arc<Registry>>,
+    host: anyhow::Result<(Arc<Registry>, Arc<Calls>)>,
     text_format: TextFormat,
     max_body_bytes: usize,
 ) -> anyhow::Result<()> {
@@ -311,5 +339,5 @@ pub(crate) async fn run_cgi(
         text_format,
         front: Front::Cgi,
     };
-    crate::front::cgi::run(registry, settings).await
+    crate::front::cgi::run(host, settings).await
 }

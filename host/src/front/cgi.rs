@@ -15,19 +15,21 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use tower::ServiceExt;
 
+use crate::call::Calls;
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
-use crate::front::http::http_body;
+use crate::edge::responses::http_body;
 use crate::front::rest::{self, RestSettings};
 use crate::registry::Registry;
 
-/// Answers the CGI request on stdout with `registry` (or, when loading it
-/// failed, with that failure as a HOST_ERROR envelope).
+/// Answers the CGI request on stdout with a host's registry and call
+/// books (or, when opening it failed, with that failure as a HOST_ERROR
+/// envelope).
 pub(crate) async fn run(
-    registry: anyhow::Result<Arc<Registry>>,
+    host: anyhow::Result<(Arc<Registry>, Arc<Calls>)>,
     settings: RestSettings,
 ) -> anyhow::Result<()> {
-    let (status, content_type, body) = match respond(registry, settings).await {
+    let (status, content_type, body) = match respond(host, settings).await {
         Ok(answer) => answer,
         Err(error) => {
             tracing::error!(error = %format!("{error:#}"), "answering with HOST_ERROR");
@@ -59,13 +61,13 @@ fn host_error_answer(error: &anyhow::Error) -> (StatusCode, String, axum::body::
 
 /// The status, content type and body of the answer to the CGI request.
 async fn respond(
-    registry: anyhow::Result<Arc<Registry>>,
+    host: anyhow::Result<(Arc<Registry>, Arc<Calls>)>,
     settings: RestSettings,
 ) -> anyhow::Result<(StatusCode, String, axum::body::Bytes)> {
     let max_body_bytes = settings.max_body_bytes;
-    let registry = registry?;
-    let router =
-        rest::health_router(registry.clone(), settings).merge(rest::router(registry, settings));
+    let (registry, calls) = host?;
+    let router = rest::health_router(registry.clone(), calls.clone(), settings)
+        .merge(rest::router(registry, calls, settings));
     let request = cgi_request(max_body_bytes)?;
     let response = router.oneshot(request).await?;
     let status = response.status();

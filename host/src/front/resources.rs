@@ -22,14 +22,16 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
-use crate::call::catalog;
-use crate::front::http::json_response;
+use crate::call::Calls;
+use crate::call::catalog_path;
+use crate::edge::responses::json_response;
 use crate::front::rest::read_arguments;
 use crate::registry::Registry;
 
 #[derive(Clone)]
 struct CatalogState {
     registry: Arc<Registry>,
+    calls: Arc<Calls>,
     max_body_bytes: usize,
     /// The longest URI a read may name (`--max-uri-bytes`).
     max_uri_bytes: usize,
@@ -37,6 +39,7 @@ struct CatalogState {
 
 pub(crate) fn router(
     registry: Arc<Registry>,
+    calls: Arc<Calls>,
     max_body_bytes: usize,
     max_uri_bytes: usize,
 ) -> Router {
@@ -47,30 +50,31 @@ pub(crate) fn router(
         .route("/prompts/{name}", post(get_prompt))
         .with_state(CatalogState {
             registry,
+            calls,
             max_body_bytes,
             max_uri_bytes,
         })
 }
 
 async fn list_resources(State(state): State<CatalogState>) -> Response {
-    let mut answer = catalog::list_resources(&state.registry);
+    let mut answer = catalog_path::list_resources(&state.registry);
     answer["resourceTemplates"] =
-        catalog::list_templates(&state.registry)["resourceTemplates"].take();
+        catalog_path::list_templates(&state.registry)["resourceTemplates"].take();
     json_response(200, &answer)
 }
 
 async fn read_resource(State(state): State<CatalogState>, Path(uri): Path<String>) -> Response {
-    if let Err(refusal) = catalog::check_uri(&uri, state.max_uri_bytes) {
+    if let Err(refusal) = catalog_path::check_uri(&uri, state.max_uri_bytes) {
         return refusal.into_response();
     }
-    match catalog::read_resource(&state.registry, &uri).await {
+    match catalog_path::read_resource(&state.registry, &state.calls, &uri).await {
         Ok(answer) => json_response(200, &answer),
         Err(envelope) => envelope.into_response(),
     }
 }
 
 async fn list_prompts(State(state): State<CatalogState>) -> Response {
-    json_response(200, &catalog::list_prompts(&state.registry))
+    json_response(200, &catalog_path::list_prompts(&state.registry))
 }
 
 async fn get_prompt(
@@ -83,7 +87,7 @@ async fn get_prompt(
         Ok(arguments) => arguments,
         Err(envelope) => return envelope.into_response(),
     };
-    match catalog::get_prompt(&state.registry, &name, arguments).await {
+    match catalog_path::get_prompt(&state.registry, &state.calls, &name, arguments).await {
         Ok(answer) => json_response(200, &answer),
         Err(envelope) => envelope.into_response(),
     }

@@ -21,13 +21,14 @@ use axum::routing::{get, post};
 use serde_json::json;
 use tracing::Instrument;
 
+use crate::call::Calls;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::errors::ErrorCode;
 use crate::call::invoke::{self, Front};
-use crate::front::guard::Requester;
-use crate::front::http::json_response;
+use crate::edge::guard::Requester;
+use crate::edge::responses::json_response;
 use crate::front::lists::ToolLists;
-use crate::front::trace::{self, TraceParent};
+use crate::ops::trace::{self, TraceParent};
 use crate::registry::Registry;
 
 /// What the REST front needs besides the registry.
@@ -42,6 +43,8 @@ pub(crate) struct RestSettings {
 #[derive(Clone)]
 struct AppState {
     registry: Arc<Registry>,
+    /// The call path's books (the ledger, the call slots).
+    calls: Arc<Calls>,
     settings: RestSettings,
     /// The manifest, made once per registry change.
     lists: Arc<ToolLists>,
@@ -49,13 +52,18 @@ struct AppState {
 
 /// `/health`: a router of its own, so that it can be guarded without the
 /// token (a load balancer's probe has none).
-pub(crate) fn health_router(registry: Arc<Registry>, settings: RestSettings) -> Router {
+pub(crate) fn health_router(
+    registry: Arc<Registry>,
+    calls: Arc<Calls>,
+    settings: RestSettings,
+) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(AppState {
             registry,
+            calls,
             settings,
             lists: Arc::default(),
         })
@@ -63,7 +71,7 @@ pub(crate) fn health_router(registry: Arc<Registry>, settings: RestSettings) -> 
 
 /// Every other REST route, with the envelope answers for unknown routes
 /// and wrong methods.
-pub(crate) fn router(registry: Arc<Registry>, settings: RestSettings) -> Router {
+pub(crate) fn router(registry: Arc<Registry>, calls: Arc<Calls>, settings: RestSettings) -> Router {
     Router::new()
         .route("/tools", get(list_tools))
         .route("/tools/{name}", post(call_tool).get(call_read_only_tool))
@@ -76,6 +84,7 @@ pub(crate) fn router(registry: Arc<Registry>, settings: RestSettings) -> Router 
         .layer(DefaultBodyLimit::disable())
         .with_state(AppState {
             registry,
+            calls,
             settings,
             lists: Arc::default(),
         })
@@ -194,7 +203,7 @@ pub(crate) async fn read_arguments(
     }
     let body = axum::body::to_bytes(body, limit)
         .await
-        .map_err(|error| crate::front::body::unread(&error, limit))?;
+        .map_err(|error| crate::edge::body::unread(&error, limit))?;
     invoke::parse_arguments(&body)
 }
 
@@ -339,6 +348,7 @@ async fn run(
     );
     let envelope = invoke::call_tool(
         &state.registry,
+        &state.calls,
         name,
         arguments,
         format,

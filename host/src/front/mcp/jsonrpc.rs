@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::call::envelope::json_kind as kind;
 
 pub(crate) const PARSE_ERROR: i64 = -32700;
-pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(crate) const INVALID_REQUEST: i64 = crate::edge::responses::JSON_RPC_INVALID_REQUEST;
 pub(crate) const INVALID_PARAMS: i64 = -32602;
 
 /// Why a message was refused, and the id to answer it with (`null` when
@@ -56,7 +56,7 @@ impl Rejection {
 
 /// A JSON-RPC 2.0 error response.
 pub(crate) fn error_response(id: Value, code: i64, message: &str) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+    crate::edge::responses::json_rpc_error(id, code, message)
 }
 
 /// Parses and checks one message's text.

@@ -14,12 +14,12 @@
 // still have them, and MCP clients use them.
 #![allow(deprecated)]
 
-mod catalog;
-mod client;
-pub(crate) mod http;
+mod catalog_methods;
 pub(crate) mod jsonrpc;
+mod session_client;
 mod sessions;
 pub(crate) mod stdio;
+pub(crate) mod streamable;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,14 +39,15 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use tracing::Instrument;
 
-pub(crate) use self::catalog::CatalogLimits;
-use self::client::{SessionClient, severity};
+pub(crate) use self::catalog_methods::CatalogLimits;
+use self::session_client::{SessionClient, severity};
 
+use crate::call::Calls;
 use crate::call::accounting::CALL_META;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::invoke;
 use crate::front::lists::ToolLists;
-use crate::front::trace::{self, TraceParent};
+use crate::ops::trace::{self, TraceParent};
 use crate::registry::Registry;
 use crate::registry::events::LoadEventKind;
 
@@ -55,6 +56,8 @@ use crate::registry::events::LoadEventKind;
 #[derive(Clone)]
 pub(crate) struct McpFront {
     registry: Arc<Registry>,
+    /// The call path's books (the ledger, the call slots).
+    calls: Arc<Calls>,
     text_format: TextFormat,
     /// The tool list, made once per registry change for every session.
     lists: Arc<ToolLists>,
@@ -64,7 +67,7 @@ pub(crate) struct McpFront {
     logging_enabled: Arc<AtomicBool>,
     /// What this session was offered of resources and prompts, and the
     /// URIs it subscribed to.
-    catalog: Arc<catalog::SessionCatalog>,
+    catalog: Arc<catalog_methods::SessionCatalog>,
     /// Cancelled when the last clone of this handler is dropped, that is,
     /// when the session ends (closed, deleted or expired): the session's
     /// notification task ends with it instead of waiting for the next
@@ -76,18 +79,20 @@ pub(crate) struct McpFront {
 impl McpFront {
     pub(crate) fn new(
         registry: Arc<Registry>,
+        calls: Arc<Calls>,
         text_format: TextFormat,
         lists: Arc<ToolLists>,
-        limits: Arc<catalog::CatalogLimits>,
+        limits: Arc<catalog_methods::CatalogLimits>,
     ) -> Self {
         let session_ended = CancellationToken::new();
         McpFront {
             registry,
+            calls,
             text_format,
             lists,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
             logging_enabled: Arc::new(AtomicBool::new(false)),
-            catalog: Arc::new(catalog::SessionCatalog::new(limits)),
+            catalog: Arc::new(catalog_methods::SessionCatalog::new(limits)),
             _end_session: Arc::new(session_ended.clone().drop_guard()),
             session_ended,
         }
@@ -103,7 +108,7 @@ impl McpFront {
     ///
     /// Each session has its own task, so a slow or dead client delays no
     /// other.
-    fn forward_changes(&self, peer: Peer<RoleServer>, viewer: crate::front::guard::Requester) {
+    fn forward_changes(&self, peer: Peer<RoleServer>, viewer: crate::edge::guard::Requester) {
         let mut changes = self.registry.tool_list_changes();
         let mut catalog_changes = self.registry.catalog_changes();
         let mut seen = catalog_changes.borrow_and_update().clone();
@@ -125,7 +130,7 @@ impl McpFront {
                     changed = catalog_changes.changed() => match changed {
                         Ok(()) => {
                             let now = catalog_changes.borrow_and_update().clone();
-                            catalog::announce(&peer, &registry, &session, &mut seen, now).await
+                            catalog_methods::announce(&peer, &registry, &session, &mut seen, now).await
                         }
                         Err(_) => return,
                     },
@@ -169,7 +174,7 @@ impl ServerHandler for McpFront {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
-        catalog::offer(&self.registry, &self.catalog, &mut capabilities);
+        catalog_methods::offer(&self.registry, &self.catalog, &mut capabilities);
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -236,6 +241,7 @@ impl ServerHandler for McpFront {
         );
         let envelope = invoke::call_tool(
             &self.registry,
+            &self.calls,
             &request.name,
             arguments,
             self.text_format,
@@ -253,7 +259,7 @@ impl ServerHandler for McpFront {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        catalog::list_resources(&self.registry)
+        catalog_methods::list_resources(&self.registry)
     }
 
     async fn list_resource_templates(
@@ -261,7 +267,7 @@ impl ServerHandler for McpFront {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        catalog::list_templates(&self.registry)
+        catalog_methods::list_templates(&self.registry)
     }
 
     async fn read_resource(
@@ -269,7 +275,7 @@ impl ServerHandler for McpFront {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        catalog::read_resource(&self.registry, &self.catalog, request)
+        catalog_methods::read_resource(&self.registry, &self.calls, &self.catalog, request)
             .await
             .map(ReadResourceResponse::Complete)
     }
@@ -280,7 +286,7 @@ impl ServerHandler for McpFront {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let person = requester(&context).map(|identity| identity.name.clone());
-        catalog::subscribe(
+        catalog_methods::subscribe(
             &self.registry,
             &self.catalog,
             request.uri,
@@ -293,7 +299,7 @@ impl ServerHandler for McpFront {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        catalog::unsubscribe(&self.catalog, &request.uri);
+        catalog_methods::unsubscribe(&self.catalog, &request.uri);
         Ok(())
     }
 
@@ -302,7 +308,7 @@ impl ServerHandler for McpFront {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        catalog::list_prompts(&self.registry)
+        catalog_methods::list_prompts(&self.registry)
     }
 
     async fn get_prompt(
@@ -310,7 +316,7 @@ impl ServerHandler for McpFront {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        catalog::get_prompt(&self.registry, request)
+        catalog_methods::get_prompt(&self.registry, &self.calls, request)
             .await
             .map(GetPromptResponse::Complete)
     }
@@ -320,7 +326,7 @@ impl ServerHandler for McpFront {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        catalog::complete(&self.registry, request).await
+        catalog_methods::complete(&self.registry, &self.calls, request).await
     }
 
     async fn set_level(
@@ -335,11 +341,11 @@ impl ServerHandler for McpFront {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // Who opened the session: what they may read of rejections.
-        let viewer = crate::front::guard::Requester(
+        let viewer = crate::edge::guard::Requester(
             context
                 .extensions
                 .get::<axum::http::request::Parts>()
-                .and_then(|parts| parts.extensions.get::<crate::front::guard::Requester>())
+                .and_then(|parts| parts.extensions.get::<crate::edge::guard::Requester>())
                 .and_then(|requester| requester.0.clone()),
         );
         self.forward_changes(context.peer, viewer);
@@ -371,12 +377,12 @@ impl ServerHandler for McpFront {
 
 /// Who sent the request (the guard's finding, carried in the HTTP request
 /// rmcp keeps): `None` on an open server and over stdio.
-fn requester(context: &RequestContext<RoleServer>) -> Option<&crate::front::auth::Identity> {
+fn requester(context: &RequestContext<RoleServer>) -> Option<&crate::edge::auth::Identity> {
     context
         .extensions
         .get::<axum::http::request::Parts>()?
         .extensions
-        .get::<crate::front::guard::Requester>()?
+        .get::<crate::edge::guard::Requester>()?
         .0
         .as_ref()
 }

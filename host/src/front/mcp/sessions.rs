@@ -32,7 +32,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::front::auth::{Authority, Identity};
+use crate::edge::auth::{Authority, Identity};
 
 /// What is known of one session.
 struct Session {

@@ -40,8 +40,9 @@ use tokio_util::sync::CancellationToken;
 
 use futures_util::StreamExt;
 
-use crate::front::auth::Authority;
-use crate::front::guard::Requester;
+use crate::call::Calls;
+use crate::edge::auth::Authority;
+use crate::edge::guard::Requester;
 use crate::registry::Registry;
 use crate::registry::events::LoadEvent;
 
@@ -129,6 +130,8 @@ impl EventFeed {
 #[derive(Clone)]
 struct EventsState {
     registry: Arc<Registry>,
+    /// The ledger the call summaries are read from.
+    calls: Arc<Calls>,
     feed: Arc<EventFeed>,
     /// A stream ends when its listener's token is revoked.
     authority: Arc<Authority>,
@@ -136,6 +139,7 @@ struct EventsState {
 
 pub(crate) fn router(
     registry: Arc<Registry>,
+    calls: Arc<Calls>,
     feed: Arc<EventFeed>,
     authority: Arc<Authority>,
 ) -> Router {
@@ -143,6 +147,7 @@ pub(crate) fn router(
         .route("/events", get(events))
         .with_state(EventsState {
             registry,
+            calls,
             feed,
             authority,
         })
@@ -181,7 +186,7 @@ async fn events(
         live,
         queued: VecDeque::new(),
         last_id: 0,
-        summarised: state.registry.ledger().version(),
+        summarised: state.calls.ledger().version(),
         summaries: tokio::time::interval_at(
             tokio::time::Instant::now() + SUMMARY_EVERY,
             SUMMARY_EVERY,
@@ -225,7 +230,7 @@ impl Stream {
                     Err(RecvError::Closed) => return None,
                 },
                 _ = self.summaries.tick() => {
-                    let version = self.state.registry.ledger().version();
+                    let version = self.state.calls.ledger().version();
                     if version != self.summarised {
                         self.summarised = version;
                         return Some(self.summary());
@@ -261,12 +266,12 @@ impl Stream {
         );
         // The activity so far, so that a new client need not wait for the
         // next summary.
-        self.summarised = self.state.registry.ledger().version();
+        self.summarised = self.state.calls.ledger().version();
         self.queued.push_back(self.summary());
     }
 
     fn summary(&self) -> Event {
-        let tools = self.state.registry.ledger().activity();
+        let tools = self.state.calls.ledger().activity();
         Event::default()
             .event("calls")
             .data(json!({ "tools": tools }).to_string())

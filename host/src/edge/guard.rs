@@ -42,8 +42,8 @@ use axum::response::{IntoResponse, Response};
 
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
-use crate::front::auth::{Authority, Identity, Refusal, Role};
-use crate::front::cors::CorsOrigins;
+use crate::edge::auth::{Authority, Identity, Refusal, Role};
+use crate::edge::cors::CorsOrigins;
 use crate::registry::report::{PluginReport, PluginsReport};
 
 #[derive(Clone)]
@@ -254,7 +254,7 @@ pub(crate) async fn check(
                         format!(
                             "{name:?} may not do this: it needs the {} role (OAuth scope {})",
                             needs.as_str(),
-                            crate::front::auth::scope_of(needs)
+                            crate::edge::auth::scope_of(needs)
                         ),
                     ),
                 };
@@ -280,9 +280,9 @@ pub(crate) async fn check(
 fn refuse(mcp: bool, code: ErrorCode, message: String) -> Response {
     if mcp {
         let status = StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
-        let body = crate::front::mcp::jsonrpc::error_response(
+        let body = crate::edge::responses::json_rpc_error(
             serde_json::Value::Null,
-            crate::front::mcp::jsonrpc::INVALID_REQUEST,
+            crate::edge::responses::JSON_RPC_INVALID_REQUEST,
             &message,
         );
         return (status, axum::Json(body)).into_response();

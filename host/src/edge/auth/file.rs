@@ -17,7 +17,7 @@ use arc_swap::ArcSwap;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::{Person, Role, is_valid_person};
+use super::person::{Person, Role, is_valid_person};
 
 /// The tokens file's shape.
 #[derive(Deserialize)]

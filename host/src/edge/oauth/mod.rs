@@ -142,7 +142,7 @@ impl OAuth {
     pub(crate) fn new(settings: OAuthSettings) -> anyhow::Result<Arc<OAuth>> {
         settings.check()?;
         Ok(Arc::new(OAuth {
-            keys: Keys::new(&settings)?,
+            keys: Keys::new(&settings.issuer, settings.jwks.as_deref())?,
             settings,
         }))
     }

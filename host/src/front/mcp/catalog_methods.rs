@@ -23,7 +23,8 @@ use rmcp::model::{
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Value, json};
 
-use crate::call::catalog::{self, Completing};
+use crate::call::Calls;
+use crate::call::catalog_path::{self, Completing};
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::registry::{CatalogChange, Registry};
@@ -111,7 +112,7 @@ pub(crate) fn offer(
     session: &SessionCatalog,
     capabilities: &mut ServerCapabilities,
 ) {
-    let offered = catalog::offered(registry);
+    let offered = catalog_path::offered(registry);
     *session.offered.lock().unwrap_or_else(|e| e.into_inner()) =
         (offered.resources, offered.prompts);
     if offered.resources {
@@ -131,25 +132,26 @@ pub(crate) fn offer(
 }
 
 pub(crate) fn list_resources(registry: &Registry) -> Result<ListResourcesResult, McpError> {
-    typed(catalog::list_resources(registry))
+    typed(catalog_path::list_resources(registry))
 }
 
 pub(crate) fn list_templates(registry: &Registry) -> Result<ListResourceTemplatesResult, McpError> {
-    typed(catalog::list_templates(registry))
+    typed(catalog_path::list_templates(registry))
 }
 
 pub(crate) fn list_prompts(registry: &Registry) -> Result<ListPromptsResult, McpError> {
-    typed(catalog::list_prompts(registry))
+    typed(catalog_path::list_prompts(registry))
 }
 
 pub(crate) async fn read_resource(
     registry: &Arc<Registry>,
+    calls: &Calls,
     session: &SessionCatalog,
     request: ReadResourceRequestParams,
 ) -> Result<ReadResourceResult, McpError> {
-    catalog::check_uri(&request.uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
+    catalog_path::check_uri(&request.uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
     typed(
-        catalog::read_resource(registry, &request.uri)
+        catalog_path::read_resource(registry, calls, &request.uri)
             .await
             .map_err(rpc_error)?,
     )
@@ -157,11 +159,12 @@ pub(crate) async fn read_resource(
 
 pub(crate) async fn get_prompt(
     registry: &Arc<Registry>,
+    calls: &Calls,
     request: GetPromptRequestParams,
 ) -> Result<GetPromptResult, McpError> {
     let arguments = request.arguments.unwrap_or_default();
     typed(
-        catalog::get_prompt(registry, &request.name, arguments)
+        catalog_path::get_prompt(registry, calls, &request.name, arguments)
             .await
             .map_err(rpc_error)?,
     )
@@ -169,6 +172,7 @@ pub(crate) async fn get_prompt(
 
 pub(crate) async fn complete(
     registry: &Arc<Registry>,
+    calls: &Calls,
     request: CompleteRequestParams,
 ) -> Result<CompleteResult, McpError> {
     let reference = match request.r#ref {
@@ -187,8 +191,9 @@ pub(crate) async fn complete(
         .map(|arguments| arguments.into_iter().collect())
         .unwrap_or_default();
     typed(
-        catalog::complete(
+        catalog_path::complete(
             registry,
+            calls,
             reference,
             request.argument.name,
             request.argument.value,
@@ -209,7 +214,7 @@ pub(crate) fn subscribe(
     uri: String,
     person: Option<&str>,
 ) -> Result<(), McpError> {
-    catalog::check_uri(&uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
+    catalog_path::check_uri(&uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
     if registry.snapshot().resource(&uri).is_none() {
         return Err(rpc_error(Envelope::host_error(
             ErrorCode::ResourceNotFound,

@@ -50,6 +50,16 @@ pub(crate) fn http_body(envelope: &Envelope) -> HttpBody<'_> {
     }
 }
 
+/// JSON-RPC 2.0's code for a request that is not a valid one: what a
+/// refusal at the edge is, over MCP.
+pub(crate) const JSON_RPC_INVALID_REQUEST: i64 = -32600;
+
+/// A JSON-RPC 2.0 error answer: for the edge's refusals on `/mcp` and the
+/// MCP front's own.
+pub(crate) fn json_rpc_error(id: serde_json::Value, code: i64, message: &str) -> serde_json::Value {
+    serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+}
+
 /// The last layer of every HTTP answer (see the module documentation).
 pub(crate) async fn finish(request: Request, next: Next) -> Response {
     let (method, path) = (request.method().clone(), request.uri().path().to_string());

@@ -33,12 +33,12 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
-use crate::front::body;
-use crate::front::guard::Requester;
-use crate::front::http::json_response;
+use crate::edge::body;
+use crate::edge::guard::Requester;
+use crate::edge::responses::json_response;
 use crate::registry::Registry;
 use crate::registry::layout::is_valid_namespace;
-use crate::registry::publish::{PublishError, Published, Upload};
+use crate::registry::publish::{PublishError, Published, Publishing, Upload};
 use crate::registry::report::PluginReport;
 
 /// How long an upload past the person's `--max-uploads-per-person` waits
@@ -49,6 +49,7 @@ const UPLOAD_WAIT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 struct PublishState {
     registry: Arc<Registry>,
+    publishing: Arc<Publishing>,
     max_plugin_bytes: usize,
     uploads: Arc<Uploads>,
 }
@@ -88,6 +89,7 @@ impl Uploads {
 
 pub(crate) fn router(
     registry: Arc<Registry>,
+    publishing: Arc<Publishing>,
     max_plugin_bytes: usize,
     max_uploads_per_person: usize,
 ) -> Router {
@@ -102,6 +104,7 @@ pub(crate) fn router(
         )
         .with_state(PublishState {
             registry,
+            publishing,
             max_plugin_bytes,
             uploads: Arc::new(Uploads {
                 per_person: max_uploads_per_person,
@@ -277,7 +280,7 @@ async fn publish(
         Ok(turn) => turn,
         Err(busy) => return busy,
     };
-    let upload = match receive(&state.registry, &id, Body::new(body), limit).await {
+    let upload = match receive(&state.publishing, &id, Body::new(body), limit).await {
         Ok(upload) => upload,
         Err(refusal) => return refusal,
     };
@@ -285,7 +288,7 @@ async fn publish(
         Some(requester) => requester.sees_plugin(report),
         None => report,
     };
-    match state.registry.publish(upload, &by).await {
+    match state.publishing.publish(upload, &by).await {
         Ok(Published::Live { report, created }) => {
             json_response(if created { 201 } else { 200 }, &shown(report))
         }
@@ -307,12 +310,12 @@ async fn publish(
 /// [`Upload`]): refused at the first piece over the size limit or the
 /// namespace's share, or when it comes too slowly; then nothing is left.
 async fn receive(
-    registry: &Arc<Registry>,
+    publishing: &Publishing,
     id: &str,
     mut body: Body,
     limit: usize,
 ) -> Result<Upload, Response> {
-    let mut upload = registry
+    let mut upload = publishing
         .upload(id, limit as u64)
         .await
         .map_err(|error| publish_failure(id, error))?;
@@ -363,7 +366,7 @@ fn publish_failure(id: &str, error: PublishError) -> Response {
         PublishError::OverShare(_) => ErrorCode::QuotaExceeded,
         PublishError::NotFound(_) => ErrorCode::NotFound,
         PublishError::TooLarge { .. } => ErrorCode::PayloadTooLarge,
-        PublishError::NoFolder | PublishError::Write(_) | PublishError::Timeout => {
+        PublishError::NoFolder | PublishError::Write(_) | PublishError::Gone => {
             ErrorCode::HostError
         }
     };
@@ -396,7 +399,7 @@ async fn remove(
         Ok(id) => id,
         Err(refusal) => return *refusal,
     };
-    match state.registry.unpublish(&id, &by).await {
+    match state.publishing.unpublish(&id, &by).await {
         Ok(()) => json_response(200, &json!({ "removed": id })),
         Err(error) => publish_failure(&id, error),
     }

@@ -11,13 +11,12 @@
 //!   the same timer while it waits for the next request). A response in
 //!   progress, such as an SSE stream, is not affected.
 //! - A connection cap (`--max-connections`, default 1024), so idle or slow
-//!   clients cannot take every file descriptor. At the cap, the oldest idle
-//!   keep-alive connection (one that has been answered and has no request
-//!   in flight) is closed to make room, as nginx does; when none is idle a
-//!   new connection waits up to 500 ms for any slot to come back, and only
-//!   then gets a 503 BUSY envelope and is closed. A
-//!   connection that never completes a request header holds its slot until
-//!   the header timeout, no longer.
+//!   clients cannot take every file descriptor. At the cap, the oldest
+//!   connection with no request in flight (an answered keep-alive one, or
+//!   one that has sent no whole request yet, silent or slow) is closed to
+//!   make room, as nginx does; when every one has a request in flight a new
+//!   connection waits up to 500 ms for any slot to come back, and only then
+//!   gets a 503 BUSY envelope and is closed.
 //! - Every request body on a clock (`body.rs`): a pause past the header
 //!   timeout, or the whole past `--body-timeout-secs`, ends it with 408,
 //!   with a token or without, so a trickling client holds its slot no
@@ -26,7 +25,7 @@
 //!   connections get a short grace period to finish.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -39,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
-use crate::front::body::{BodyLimits, timed};
+use crate::edge::body::{BodyLimits, timed};
 
 /// How long open connections may take to finish once shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -57,9 +56,6 @@ struct Open {
     /// Requests whose response has not been sent whole yet (an SSE stream
     /// counts until it ends).
     in_flight: Arc<AtomicUsize>,
-    /// Whether it has been answered at least once: a keep-alive connection
-    /// between requests, not one still sending its first header.
-    answered: Arc<AtomicBool>,
     evict: CancellationToken,
 }
 
@@ -75,13 +71,12 @@ impl Connections {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Closes the oldest idle keep-alive connection, if there is one.
+    /// Closes the oldest connection with no request in flight (idle
+    /// keep-alive, or not yet through its first request), if there is one.
     fn evict_oldest_idle(&self) {
         let open = self.lock();
         let idle = open.values().find(|connection| {
-            connection.answered.load(Ordering::Acquire)
-                && connection.in_flight.load(Ordering::Acquire) == 0
-                && !connection.evict.is_cancelled()
+            connection.in_flight.load(Ordering::Acquire) == 0 && !connection.evict.is_cancelled()
         });
         if let Some(connection) = idle {
             connection.evict.cancel();
@@ -212,14 +207,12 @@ impl Server {
     ) {
         let id = self.connections.next_id.fetch_add(1, Ordering::Relaxed);
         let in_flight = Arc::new(AtomicUsize::new(0));
-        let answered = Arc::new(AtomicBool::new(false));
         let evict = CancellationToken::new();
         self.open_connections.fetch_add(1, Ordering::Relaxed);
         self.connections.lock().insert(
             id,
             Open {
                 in_flight: in_flight.clone(),
-                answered: answered.clone(),
                 evict: evict.clone(),
             },
         );
@@ -232,11 +225,9 @@ impl Server {
             let request = request.map(|body| timed(body, body_limits));
             in_flight.fetch_add(1, Ordering::AcqRel);
             let guard = InFlight(in_flight.clone());
-            let answered = answered.clone();
             let call = tower::ServiceExt::oneshot(app.clone(), request);
             async move {
                 let response = call.await?;
-                answered.store(true, Ordering::Release);
                 // Counted until the body has been sent whole (or dropped).
                 Ok::<_, std::convert::Infallible>(response.map(|body| {
                     axum::body::Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
@@ -278,7 +269,8 @@ async fn refuse(mut stream: TcpStream, max_connections: usize) {
         format!("the server already has its maximum of {max_connections} connections open"),
         Some(serde_json::json!({ "maxConnections": max_connections, "retryAfterMs": 1000 })),
     );
-    let body = serde_json::to_string(&crate::front::http::http_body(&envelope)).unwrap_or_default();
+    let body =
+        serde_json::to_string(&crate::edge::responses::http_body(&envelope)).unwrap_or_default();
     let response = format!(
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",

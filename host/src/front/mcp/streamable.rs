@@ -43,12 +43,13 @@ use tower::ServiceExt;
 
 use serde_json::Value;
 
+use crate::call::Calls;
 use crate::call::envelope::TextFormat;
-use crate::front::auth::{Authority, Identity};
-use crate::front::guard::Requester;
+use crate::edge::auth::{Authority, Identity};
+use crate::edge::guard::Requester;
 use crate::front::lists::ToolLists;
 use crate::front::mcp::McpFront;
-use crate::front::mcp::catalog::CatalogLimits;
+use crate::front::mcp::catalog_methods::CatalogLimits;
 use crate::front::mcp::jsonrpc::{self, INVALID_REQUEST};
 use crate::front::mcp::sessions::Sessions;
 use crate::registry::Registry;
@@ -114,9 +115,13 @@ impl OpenSessions {
 }
 
 /// The MCP routes, and a reader of how many sessions they hold.
-pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> (Router, OpenSessions) {
+pub(crate) fn router(
+    registry: Arc<Registry>,
+    calls: Arc<Calls>,
+    settings: McpHttpSettings,
+) -> (Router, OpenSessions) {
     // rmcp's own idle timer counts messages only and would end a session
-    // whose client just listens: expiry is `idle.rs`'s.
+    // whose client just listens: expiry is `sessions.rs`'s.
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = None;
     let manager = Arc::new(manager);
@@ -140,8 +145,9 @@ pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> (Rou
         config.json_response = !legacy_sessions;
         config.cancellation_token = settings.shutdown.clone();
         config.max_request_body_bytes = settings.max_body_bytes;
-        let (registry, text_format, lists, limits) = (
+        let (registry, calls, text_format, lists, limits) = (
             registry.clone(),
+            calls.clone(),
             settings.text_format,
             lists.clone(),
             limits.clone(),
@@ -150,6 +156,7 @@ pub(crate) fn router(registry: Arc<Registry>, settings: McpHttpSettings) -> (Rou
             move || {
                 Ok(McpFront::new(
                     registry.clone(),
+                    calls.clone(),
                     text_format,
                     lists.clone(),
                     limits.clone(),
@@ -188,7 +195,7 @@ async fn post(services: &Services, request: Request) -> Response {
     let bytes = match axum::body::to_bytes(body, services.max_body_bytes).await {
         Ok(bytes) => bytes,
         Err(error) => {
-            let refusal = crate::front::body::unread(&error, services.max_body_bytes);
+            let refusal = crate::edge::body::unread(&error, services.max_body_bytes);
             let status = StatusCode::from_u16(refusal.http_status())
                 .unwrap_or(StatusCode::PAYLOAD_TOO_LARGE);
             let message = refusal

@@ -37,39 +37,20 @@
 //! tokens files and OAuth combine. [`Authority`] is what the guard asks.
 
 mod file;
+mod person;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use serde::Deserialize;
 
 use self::file::{read_tokens, watch_file};
+use self::person::Person;
+pub(crate) use self::person::Role;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::front::oauth::{Grant, OAuth, SCOPE_ADMIN, SCOPE_CALL, SCOPE_METRICS, SCOPE_PUBLISH};
-
-/// What a person may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Role {
-    Metrics,
-    Caller,
-    Publisher,
-    Admin,
-}
-
-impl Role {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Role::Metrics => "metrics",
-            Role::Caller => "caller",
-            Role::Publisher => "publisher",
-            Role::Admin => "admin",
-        }
-    }
-}
+use crate::edge::oauth::{Grant, OAuth, SCOPE_ADMIN, SCOPE_CALL, SCOPE_METRICS, SCOPE_PUBLISH};
 
 /// The person behind a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,14 +69,6 @@ pub(crate) struct Identity {
     pub(crate) token: [u8; 32],
     /// When an access token expires; `None` for a tokens-file person.
     pub(crate) expires: Option<std::time::SystemTime>,
-}
-
-/// One person as the tokens file names them.
-struct Person {
-    name: String,
-    role: Role,
-    /// The SHA-256 of their token.
-    digest: [u8; 32],
 }
 
 /// Why a request was not let through.
@@ -411,17 +384,9 @@ impl Identity {
     }
 }
 
-/// A person's name: what a namespace and the logs will carry.
-pub(crate) fn is_valid_person(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
-}
-
 #[cfg(test)]
 mod tests {
+    use super::person::is_valid_person;
     use super::*;
 
     pub(super) fn people(text: &str) -> anyhow::Result<Vec<Person>> {

@@ -1,8 +1,10 @@
-//! `GET /metrics`: the host's numbers in the Prometheus text format
-//! (OpenMetrics 1.0), encoded by `prometheus-client` from what the host
+//! `GET /metrics`: the host's numbers in OpenMetrics 1.0 for a client that
+//! asks for it (`Accept: application/openmetrics-text`, as Prometheus
+//! does), else in the classic Prometheus text format (0.0.4), which every
+//! other parser reads; encoded by `prometheus-client` from what the host
 //! already keeps. Nothing here counts anything: each scrape reads the call
-//! ledger (`registry/ledger.rs`, the one bookkeeping the dashboard reads
-//! too), the load counts (`registry/loads.rs`), the plugins report, the
+//! ledger (`call/ledger.rs`, the one bookkeeping the dashboard reads
+//! too), the load counts (`registry/load_counts.rs`), the plugins report, the
 //! executor's slots, the listener's connections and rmcp's sessions.
 //!
 //! Names follow Prometheus conventions: a `toolhost_` prefix, base units
@@ -49,50 +51,107 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::info::Info;
 
-use crate::front::mcp::http::OpenSessions;
+use crate::call::Calls;
+use crate::call::ledger::{BUCKETS, OutcomeHistogram, ToolActivity};
 use crate::registry::Registry;
-use crate::registry::ledger::{BUCKETS, OutcomeHistogram, ToolActivity};
-use crate::registry::loads::PluginLoads;
+use crate::registry::load_counts::PluginLoads;
 use crate::runtime::Tier;
 
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const CLASSIC: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Numbers only the HTTP front knows, read at scrape time.
 pub(crate) struct HttpGauges {
     /// Open HTTP connections (the listener counts them).
     pub(crate) connections: Arc<AtomicUsize>,
-    /// Open MCP sessions (rmcp's session manager holds them).
-    pub(crate) sessions: OpenSessions,
+    /// How many MCP sessions are open (the MCP front knows; `None` in the
+    /// instant one is being added or removed).
+    pub(crate) sessions: Box<dyn Fn() -> Option<usize> + Send + Sync>,
 }
 
-pub(crate) fn router(registry: Arc<Registry>, http: HttpGauges) -> Router {
+pub(crate) fn router(registry: Arc<Registry>, calls: Arc<Calls>, http: HttpGauges) -> Router {
     let mut metrics = prometheus_client::registry::Registry::default();
     metrics.register(
         "toolhost_build",
         "The running toolhost",
         Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
     );
-    metrics.register_collector(Box::new(HostCollector { registry, http }));
+    metrics.register_collector(Box::new(HostCollector {
+        registry,
+        calls,
+        http,
+    }));
     Router::new()
         .route("/metrics", get(scrape))
         .with_state(Arc::new(metrics))
 }
 
-async fn scrape(State(metrics): State<Arc<prometheus_client::registry::Registry>>) -> Response {
+async fn scrape(
+    State(metrics): State<Arc<prometheus_client::registry::Registry>>,
+    headers: axum::http::HeaderMap,
+) -> Response {
     let mut body = String::new();
     if let Err(error) = prometheus_client::encoding::text::encode(&mut body, &metrics) {
         tracing::warn!(%error, "cannot encode the metrics");
     }
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.contains("application/openmetrics-text"));
+    let (kind, body) = if openmetrics {
+        (OPENMETRICS, body)
+    } else {
+        (CLASSIC, classic(&body))
+    };
     (
-        [(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE))],
+        [(header::CONTENT_TYPE, HeaderValue::from_static(kind))],
         body,
     )
         .into_response()
 }
 
+/// OpenMetrics text as the classic Prometheus text format: a counter's
+/// family is named as its samples are (`x_total`), an info metric is a
+/// gauge (`x_info`), `unknown` is `untyped`, and no `# UNIT` or `# EOF`.
+fn classic(openmetrics: &str) -> String {
+    let renamed: std::collections::HashMap<&str, (String, &str)> = openmetrics
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.strip_prefix("# TYPE ")?.split(' ');
+            let (name, kind) = (words.next()?, words.next()?);
+            Some(match kind {
+                "counter" => (name, (format!("{name}_total"), "counter")),
+                "info" => (name, (format!("{name}_info"), "gauge")),
+                "unknown" => (name, (name.to_string(), "untyped")),
+                other => (name, (name.to_string(), other)),
+            })
+        })
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let described = ["# HELP ", "# TYPE "].into_iter().find_map(|prefix| {
+            let rest = line.strip_prefix(prefix)?;
+            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+            let (family, kind) = renamed.get(name)?;
+            Some(match prefix {
+                "# TYPE " => format!("# TYPE {family} {kind}"),
+                _ => format!("# HELP {family} {tail}"),
+            })
+        });
+        out.push_str(described.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
 /// Reads the host's own state on every scrape.
 struct HostCollector {
     registry: Arc<Registry>,
+    calls: Arc<Calls>,
     http: HttpGauges,
 }
 
@@ -130,7 +189,7 @@ impl EncodeMetric for LedgerHistogram<'_> {
 
 impl Collector for HostCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let activity = self.registry.ledger().activity();
+        let activity = self.calls.ledger().activity();
 
         per_outcome(
             &mut encoder,
@@ -274,7 +333,7 @@ impl Collector for HostCollector {
         )?)?;
 
         let runtime = self.registry.runtime();
-        let sessions = self.http.sessions.count();
+        let sessions = (self.http.sessions)();
         for (name, help, value) in [
             (
                 "toolhost_tools",
@@ -337,4 +396,24 @@ fn per_outcome(
 
 fn labels<'a>(tool: &'a str, plugin: &'a str, outcome: &'a str) -> [(&'static str, &'a str); 3] {
     [("tool", tool), ("plugin", plugin), ("outcome", outcome)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_classic_format_names_families_as_their_samples() {
+        let openmetrics = "# HELP toolhost_calls Tool calls.\n# TYPE toolhost_calls counter\n\
+             toolhost_calls_total{tool=\"echo\"} 3\n# HELP toolhost_build The running toolhost.\n\
+             # TYPE toolhost_build info\ntoolhost_build_info{version=\"0.1.0\"} 1\n\
+             # HELP toolhost_tools Tools served.\n# TYPE toolhost_tools gauge\ntoolhost_tools 2\n# EOF\n";
+        assert_eq!(
+            classic(openmetrics),
+            "# HELP toolhost_calls_total Tool calls.\n# TYPE toolhost_calls_total counter\n\
+             toolhost_calls_total{tool=\"echo\"} 3\n# HELP toolhost_build_info The running toolhost.\n\
+             # TYPE toolhost_build_info gauge\ntoolhost_build_info{version=\"0.1.0\"} 1\n\
+             # HELP toolhost_tools Tools served.\n# TYPE toolhost_tools gauge\ntoolhost_tools 2\n"
+        );
+    }
 }

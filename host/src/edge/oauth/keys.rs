@@ -12,8 +12,6 @@ use axum::http::header;
 use jsonwebtoken::jwk::JwkSet;
 use serde_json::Value;
 
-use super::OAuthSettings;
-
 /// The least time between two fetches of the issuer's keys.
 const REFETCH_AFTER: Duration = Duration::from_secs(10);
 /// Largest metadata or key set read from the issuer.
@@ -31,16 +29,17 @@ pub(super) struct Keys {
 }
 
 impl Keys {
-    /// Checks the URLs and builds the client; no request is made yet.
-    pub(super) fn new(settings: &OAuthSettings) -> anyhow::Result<Keys> {
+    /// The keys of `issuer`, from `jwks` or its metadata's; builds the
+    /// client, makes no request yet.
+    pub(super) fn new(issuer: &str, jwks: Option<&str>) -> anyhow::Result<Keys> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
         Ok(Keys {
-            issuer: settings.issuer.clone(),
-            jwks: settings.jwks.clone(),
+            issuer: issuer.to_string(),
+            jwks: jwks.map(str::to_string),
             client,
             set: ArcSwap::from_pointee(JwkSet { keys: Vec::new() }),
             fetched: tokio::sync::Mutex::new(None),
