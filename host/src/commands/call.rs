@@ -44,6 +44,7 @@ impl CallOptions {
             Ok(arguments) => {
                 invoke::call_tool(
                     host.registry(),
+                    host.calls(),
                     &self.tool,
                     arguments,
                     self.host.text_format,

@@ -24,7 +24,7 @@ impl ListOptions {
             return Ok(0);
         }
         if report.plugins.is_empty() {
-            println!("no plugins in {}", self.host.plugins.display());
+            println!("no plugins in {}", self.host.plugins().display());
         }
         for plugin in &report.plugins {
             print!("{}", table_row(plugin));

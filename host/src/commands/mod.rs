@@ -13,10 +13,13 @@ mod new;
 mod options;
 mod project;
 mod push;
+mod remote;
 mod serve;
 mod telemetry;
 
 use std::process::ExitCode;
+
+pub use self::serve::serve_in_process;
 
 use clap::{Parser, Subcommand};
 

@@ -15,12 +15,16 @@ use crate::registry::tools::ToolListLimits;
 use crate::runtime::{Limits, TierUp};
 use crate::{Host, HostConfig};
 
+/// The plugin folder when none is named.
+const DEFAULT_PLUGINS: &str = "plugins";
+
 /// Options every subcommand shares: where plugins are and how they run.
 #[derive(Args, Clone)]
 pub(crate) struct HostOptions {
-    /// The plugin folder (`*.wasm` files; not searched recursively).
-    #[arg(long, env = "TOOLHOST_PLUGINS", default_value = "plugins")]
-    pub(crate) plugins: PathBuf,
+    /// The plugin folder (`*.wasm` files; not searched recursively)
+    /// [default: plugins].
+    #[arg(long = "plugins", env = "TOOLHOST_PLUGINS")]
+    pub(crate) plugins_given: Option<PathBuf>,
     /// Wall-clock deadline of one call, in milliseconds.
     #[arg(long, env = "TOOLHOST_TIMEOUT_MS", default_value_t = HostConfig::LIMITS.timeout.as_millis() as u64)]
     timeout_ms: u64,
@@ -76,16 +80,24 @@ pub(crate) struct HostOptions {
 #[derive(Args, Clone, Copy)]
 pub(crate) struct HttpOptions {
     /// Largest request body accepted, in bytes.
-    #[arg(long, env = "TOOLHOST_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    #[arg(long, env = "TOOLHOST_MAX_BODY_BYTES", default_value_t = crate::server::DEFAULT_MAX_BODY_BYTES)]
     pub(crate) max_body_bytes: usize,
 }
 
 impl HostOptions {
+    /// The plugin folder: as given (on the command line or in
+    /// `TOOLHOST_PLUGINS`), else `plugins` in the working directory.
+    pub(crate) fn plugins(&self) -> PathBuf {
+        self.plugins_given
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_PLUGINS))
+    }
+
     /// The host these flags describe, for a server: watched with
     /// `debounce`, large plugins optimised in the background.
     pub(crate) fn config(&self, debounce: Duration) -> HostConfig {
         HostConfig {
-            folder: Some(self.plugins.clone()),
+            folder: Some(self.plugins()),
             limits: Limits {
                 timeout: Duration::from_millis(self.timeout_ms),
                 memory_bytes: self.memory_mib.saturating_mul(1024 * 1024),

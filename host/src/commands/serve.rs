@@ -10,8 +10,8 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use super::options::{HostOptions, HttpOptions};
-use crate::front::auth::Role;
-use crate::front::oauth::OAuthSettings;
+use crate::edge::auth::Role;
+use crate::edge::oauth::OAuthSettings;
 use crate::server::Settings;
 use crate::{Host, HostConfig};
 
@@ -57,12 +57,12 @@ pub(super) struct ServeOptions {
     /// The access-token claim whose value names its holder's namespace
     /// (after --auth-namespace-prefix). A token whose claim is missing or
     /// cannot be a namespace may call, not publish.
-    #[arg(long, env = "TOOLHOST_AUTH_NAMESPACE_CLAIM", default_value = crate::front::oauth::DEFAULT_NAMESPACE_CLAIM)]
+    #[arg(long, env = "TOOLHOST_AUTH_NAMESPACE_CLAIM", default_value = crate::edge::oauth::DEFAULT_NAMESPACE_CLAIM)]
     auth_namespace_claim: String,
     /// What every token holder's namespace starts with; the tokens file
     /// may name nobody with it, so that no token takes a person's
     /// namespace.
-    #[arg(long, env = "TOOLHOST_AUTH_NAMESPACE_PREFIX", default_value = crate::front::oauth::DEFAULT_NAMESPACE_PREFIX)]
+    #[arg(long, env = "TOOLHOST_AUTH_NAMESPACE_PREFIX", default_value = crate::edge::oauth::DEFAULT_NAMESPACE_PREFIX)]
     auth_namespace_prefix: String,
     /// Another host name that Host and Origin headers may name (repeatable;
     /// comma-separated in the variable). Loopback names are always allowed.
@@ -88,20 +88,20 @@ pub(super) struct ServeOptions {
     #[arg(long, env = "TOOLHOST_METRICS_ROLE", default_value = "metrics", value_parser = parse_role)]
     metrics_role: Role,
     /// How long a plugin file must be quiet before it is (re)loaded, in ms.
-    #[arg(long, env = "TOOLHOST_DEBOUNCE_MS", default_value_t = 50)]
+    #[arg(long, env = "TOOLHOST_DEBOUNCE_MS", default_value_t = crate::HostConfig::DEBOUNCE.as_millis() as u64)]
     debounce_ms: u64,
     /// How long a client may take to send a request's header, and how long
     /// an idle keep-alive connection stays open, in ms.
-    #[arg(long, env = "TOOLHOST_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
+    #[arg(long, env = "TOOLHOST_HEADER_TIMEOUT_MS", default_value_t = crate::server::DEFAULT_HEADER_TIMEOUT_MS)]
     header_timeout_ms: u64,
     /// How many HTTP connections may be open at once; at it the oldest idle
     /// keep-alive connection is closed to make room, and only when none is
     /// idle does a new one get 503 BUSY.
-    #[arg(long, env = "TOOLHOST_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "TOOLHOST_MAX_CONNECTIONS", default_value_t = crate::server::DEFAULT_MAX_CONNECTIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
     /// How many MCP sessions may be open at once; `initialize` past it gets
     /// HTTP 503 with a JSON-RPC error.
-    #[arg(long, env = "TOOLHOST_MAX_SESSIONS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "TOOLHOST_MAX_SESSIONS", default_value_t = crate::server::DEFAULT_MAX_SESSIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
     /// How many MCP sessions one person (token) may hold at once; their
     /// `initialize` past it gets HTTP 503 naming this flag.
@@ -125,18 +125,18 @@ pub(super) struct ServeOptions {
     max_uploads_per_person: u32,
     /// An MCP session that sends no request for this long, and has no
     /// client listening on its GET stream, is closed, in seconds.
-    #[arg(long, env = "TOOLHOST_SESSION_IDLE_SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = "TOOLHOST_SESSION_IDLE_SECS", default_value_t = crate::server::DEFAULT_SESSION_IDLE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     session_idle_secs: u64,
     /// Largest component `PUT /plugins/...` accepts, in MiB; a larger body
     /// gets 413 before anything is stored.
-    #[arg(long, env = "TOOLHOST_MAX_PLUGIN_MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=256))]
+    #[arg(long, env = "TOOLHOST_MAX_PLUGIN_MIB", default_value_t = crate::server::DEFAULT_MAX_PLUGIN_MIB as u64, value_parser = clap::value_parser!(u64).range(1..=256))]
     max_plugin_mib: u64,
 }
 
 impl ServeOptions {
     pub(super) async fn run(self) -> anyhow::Result<()> {
         self.check()?;
-        let dir = &self.host.plugins;
+        let dir = &self.host.plugins();
         if !dir.exists() {
             std::fs::create_dir_all(dir)?;
             tracing::info!(folder = %dir.display(), "created the plugin folder");
@@ -234,6 +234,35 @@ impl ServeOptions {
             }),
         }
     }
+}
+
+/// `toolhost serve FLAGS…` in this process, on `listener`, until
+/// `shutdown` completes: the same flags the binary takes, parsed and
+/// checked by the same code, the host opened and served as `serve` does.
+/// For programs that embed the server with a command line of their own,
+/// and for the integration tests, which then need no process per server.
+/// `--listen` and `--stdio` are the binary's (the listener is given).
+pub async fn serve_in_process(
+    flags: &[&str],
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    #[derive(clap::Parser)]
+    struct Serve {
+        #[command(flatten)]
+        options: ServeOptions,
+    }
+    let parsed = <Serve as clap::Parser>::try_parse_from(
+        std::iter::once("serve").chain(flags.iter().copied()),
+    )?;
+    let options = parsed.options;
+    anyhow::ensure!(
+        options.listen.is_none() && !options.stdio,
+        "--listen and --stdio are the binary's: this server serves the listener it is given"
+    );
+    options.check()?;
+    let host = Host::open(options.host_config()).await?;
+    host.serve(listener, options.settings(), shutdown).await
 }
 
 fn parse_role(text: &str) -> Result<Role, String> {

@@ -13,7 +13,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use serde_json::json;
 
-use super::{describe, sha256_digest};
+use super::{OciError, describe, sha256_digest};
 
 /// The config's media type in the wasm artifact layout.
 pub(crate) const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
@@ -29,7 +29,7 @@ pub(crate) async fn resolve(
     client: &Client,
     reference: &Reference,
     auth: &RegistryAuth,
-) -> Result<String, String> {
+) -> Result<String, OciError> {
     if let Some(digest) = reference.digest() {
         return Ok(digest.to_string());
     }
@@ -57,34 +57,38 @@ pub(crate) async fn pull(
     digest: &str,
     auth: &RegistryAuth,
     max_bytes: u64,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, OciError> {
     let at = pinned(reference, digest);
     let (raw, _) = client
         .pull_manifest_raw(&at, auth, &[OCI_IMAGE_MEDIA_TYPE])
         .await
         .map_err(|e| describe(&format!("cannot pull the manifest of {}", at.whole()), e))?;
     if raw.len() > MAX_MANIFEST_BYTES {
-        return Err(format!("the manifest of {} is too large", at.whole()));
+        return Err(OciError::Artifact(format!(
+            "the manifest of {} is too large",
+            at.whole()
+        )));
     }
     if sha256_digest(&raw) != digest {
-        return Err(format!(
+        return Err(OciError::Artifact(format!(
             "the registry's manifest for {} does not hash to its digest",
             at.whole()
-        ));
+        )));
     }
     let manifest: OciImageManifest = serde_json::from_slice(&raw).map_err(|e| {
-        format!(
+        OciError::Artifact(format!(
             "the manifest of {} is not an image manifest: {e}",
             at.whole()
-        )
+        ))
     })?;
-    let layer = check_layout(&manifest).map_err(|why| format!("{}: {why}", at.whole()))?;
+    let layer = check_layout(&manifest)
+        .map_err(|why| OciError::Artifact(format!("{}: {why}", at.whole())))?;
     if layer.size < 0 || layer.size as u64 > max_bytes {
-        return Err(format!(
+        return Err(OciError::Artifact(format!(
             "{}: the component is {} bytes, over the {max_bytes}-byte limit for plugins",
             at.whole(),
             layer.size
-        ));
+        )));
     }
     let mut wasm = Vec::with_capacity(layer.size as usize);
     client
@@ -92,11 +96,11 @@ pub(crate) async fn pull(
         .await
         .map_err(|e| describe(&format!("cannot pull the component of {}", at.whole()), e))?;
     if sha256_digest(&wasm) != layer.digest {
-        return Err(format!(
+        return Err(OciError::Artifact(format!(
             "the component of {} does not hash to its digest {}",
             at.whole(),
             layer.digest
-        ));
+        )));
     }
     Ok(wasm)
 }
@@ -145,7 +149,7 @@ pub(crate) async fn push(
     reference: &Reference,
     auth: &RegistryAuth,
     wasm: Vec<u8>,
-) -> Result<String, String> {
+) -> Result<String, OciError> {
     let layer = ImageLayer::new(wasm, LAYER_MEDIA_TYPE.to_string(), None);
     let config = Config::new(
         config_json(&sha256_digest(&layer.data)),
@@ -167,9 +171,9 @@ pub(crate) async fn push(
         .fetch_manifest_digest(reference, auth)
         .await
         .map_err(|e| {
-            format!(
+            OciError::Registry(format!(
                 "pushed, but cannot read back the digest of {}: {e}",
                 reference.whole()
-            )
+            ))
         })
 }

@@ -11,6 +11,36 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use oci_client::Reference;
+
+/// Why speaking to a registry, or checking what it served, failed: typed
+/// by what went wrong, each with the sentence a person reads (the plugin
+/// report's `source.error`, `push`'s refusal).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OciError {
+    /// The reference cannot be used: it names no registry, or is not one.
+    #[error("{0}")]
+    Reference(String),
+    /// The registry could not be reached, or refused a request.
+    #[error("{0}")]
+    Registry(String),
+    /// What the registry served is not a component in the wasm artifact
+    /// layout, is too large, or does not hash to its digest.
+    #[error("{0}")]
+    Artifact(String),
+    /// A signature is missing, covers another digest, or is another key's.
+    #[error("{0}")]
+    Signature(String),
+    /// A key that cannot be read or used.
+    #[error("{0}")]
+    Key(String),
+    /// A pulled component that cannot be kept in the cache.
+    #[error("cannot keep the component in {file}: {source}")]
+    Cache {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 
@@ -31,18 +61,18 @@ pub(crate) struct Credentials {
 /// is optional). The registry must be named: a reference that would fall
 /// back to Docker Hub is refused, so nothing is pulled from a registry the
 /// operator did not write down.
-pub(crate) fn parse_reference(text: &str) -> Result<Reference, String> {
+pub(crate) fn parse_reference(text: &str) -> Result<Reference, OciError> {
     let bare = text.strip_prefix("oci://").unwrap_or(text);
     let first = bare.split('/').next().unwrap_or_default();
     let names_registry =
         bare.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
     if !names_registry {
-        return Err(format!(
+        return Err(OciError::Reference(format!(
             "{text:?} does not name a registry (write oci://REGISTRY/REPOSITORY:TAG)"
-        ));
+        )));
     }
     bare.parse::<Reference>()
-        .map_err(|e| format!("{text:?} is not an OCI reference: {e}"))
+        .map_err(|e| OciError::Reference(format!("{text:?} is not an OCI reference: {e}")))
 }
 
 /// Whether `registry` (host, host:port or [v6]:port) is this machine: the
@@ -122,19 +152,19 @@ impl Credentials {
 
 /// A registry error in words, with what to do when it is a refusal of
 /// credentials.
-pub(crate) fn describe(what: &str, error: impl std::fmt::Display) -> String {
+pub(crate) fn describe(what: &str, error: impl std::fmt::Display) -> OciError {
     let text = error.to_string();
     let lower = text.to_lowercase();
     let refused = ["401", "403", "unauthorized", "not authorized", "denied"]
         .iter()
         .any(|word| lower.contains(word));
-    if refused {
+    OciError::Registry(if refused {
         format!(
             "{what}: the registry refused (it needs credentials this host does not have: `docker login` the registry, or name a config with --registry-config): {text}"
         )
     } else {
         format!("{what}: {text}")
-    }
+    })
 }
 
 /// `sha256:<hex>` → `<hex>`, for file names; `None` for anything else
@@ -155,8 +185,9 @@ pub(crate) fn sha256_digest(bytes: &[u8]) -> String {
 }
 
 /// A key file's text, with the file named in the error.
-pub(crate) fn read_key(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+pub(crate) fn read_key(path: &Path) -> Result<String, OciError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| OciError::Key(format!("cannot read {}: {e}", path.display())))
 }
 
 #[cfg(test)]

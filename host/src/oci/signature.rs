@@ -21,6 +21,7 @@ use sigstore::crypto::SigningScheme;
 use sigstore::crypto::signing_key::SigStoreKeyPair;
 use sigstore::registry::{Auth, ClientConfig, ClientProtocol, OciReference};
 
+use super::OciError;
 use super::artifact::pinned;
 
 /// The public key every OCI-sourced plugin must be signed with
@@ -41,9 +42,12 @@ impl std::fmt::Debug for VerifyKey {
 
 impl VerifyKey {
     /// Parses a PEM public key; the algorithm follows from the key.
-    pub(crate) fn from_pem(pem: &str, file: &str) -> Result<Self, String> {
-        let verifier = PublicKeyVerifier::try_from(pem.as_bytes())
-            .map_err(|e| format!("{file} is not a PEM public key cosign can verify with: {e}"))?;
+    pub(crate) fn from_pem(pem: &str, file: &str) -> Result<Self, OciError> {
+        let verifier = PublicKeyVerifier::try_from(pem.as_bytes()).map_err(|e| {
+            OciError::Key(format!(
+                "{file} is not a PEM public key cosign can verify with: {e}"
+            ))
+        })?;
         Ok(VerifyKey {
             verifier,
             file: file.to_string(),
@@ -51,21 +55,21 @@ impl VerifyKey {
     }
 }
 
-fn sigstore_client(registry: &str) -> Result<sigstore::cosign::Client, String> {
+fn sigstore_client(registry: &str) -> Result<sigstore::cosign::Client, OciError> {
     ClientBuilder::default()
         .with_oci_client_config(ClientConfig {
             protocol: ClientProtocol::HttpsExcept(super::plain_http(registry)),
             ..ClientConfig::default()
         })
         .build()
-        .map_err(|e| format!("cannot make a signature client: {e}"))
+        .map_err(|e| OciError::Registry(format!("cannot make a signature client: {e}")))
 }
 
-fn oci_reference(reference: &Reference) -> Result<OciReference, String> {
+fn oci_reference(reference: &Reference) -> Result<OciReference, OciError> {
     reference
         .whole()
         .parse()
-        .map_err(|e| format!("{}: {e}", reference.whole()))
+        .map_err(|e| OciError::Reference(format!("{}: {e}", reference.whole())))
 }
 
 /// The tag cosign keeps the signature of `digest` under.
@@ -82,14 +86,16 @@ pub(crate) async fn verify(
     digest: &str,
     auth: &RegistryAuth,
     key: &VerifyKey,
-) -> Result<(), String> {
+) -> Result<(), OciError> {
     let at = pinned(reference, digest);
     let image = oci_reference(&at)?;
     let mut client = sigstore_client(reference.resolve_registry())?;
     let layers = client
         .trusted_signature_layers(&Auth::from(auth), &image)
         .await
-        .map_err(|e| format!("cannot read the signatures of {}: {e}", at.whole()))?;
+        .map_err(|e| {
+            OciError::Registry(format!("cannot read the signatures of {}: {e}", at.whole()))
+        })?;
     let tag = signature_tag(digest);
     if layers.is_empty() {
         // sigstore drops a signature whose payload names another digest;
@@ -97,14 +103,14 @@ pub(crate) async fn verify(
         if let Some(other) = payload_digest_at(reference, &tag, auth).await
             && other != digest
         {
-            return Err(format!(
+            return Err(OciError::Signature(format!(
                 "the signature at tag {tag} is over another digest ({other}), not {digest}"
-            ));
+            )));
         }
-        return Err(format!(
+        return Err(OciError::Signature(format!(
             "{} is not signed: no cosign signature over {digest} (tag {tag})",
             at.whole()
-        ));
+        )));
     }
     let over_digest: Vec<&SignatureLayer> = layers
         .iter()
@@ -116,19 +122,19 @@ pub(crate) async fn verify(
             .critical
             .image
             .docker_manifest_digest;
-        return Err(format!(
+        return Err(OciError::Signature(format!(
             "the signature at tag {tag} is over another digest ({other}), not {digest}"
-        ));
+        )));
     }
     let signed = over_digest
         .iter()
         .any(|layer| key.verifier.verify(layer).unwrap_or(false));
     if !signed {
-        return Err(format!(
+        return Err(OciError::Signature(format!(
             "{} is signed, but not by the key in {}",
             at.whole(),
             key.file
-        ));
+        )));
     }
     Ok(())
 }
@@ -167,14 +173,16 @@ const SIMPLE_SIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesignin
 pub(crate) fn signing_key(
     pem: &str,
     password: &[u8],
-) -> Result<sigstore::crypto::signing_key::SigStoreSigner, String> {
+) -> Result<sigstore::crypto::signing_key::SigStoreSigner, OciError> {
     let pair = if pem.contains("ENCRYPTED") {
         SigStoreKeyPair::from_encrypted_pem(pem.as_bytes(), password).map_err(|e| {
-            format!("cannot decrypt the signing key (is COSIGN_PASSWORD right?): {e}")
+            OciError::Key(format!(
+                "cannot decrypt the signing key (is COSIGN_PASSWORD right?): {e}"
+            ))
         })?
     } else {
         SigStoreKeyPair::from_pem(pem.as_bytes())
-            .map_err(|e| format!("the signing key is not a PEM private key: {e}"))?
+            .map_err(|e| OciError::Key(format!("the signing key is not a PEM private key: {e}")))?
     };
     let schemes = [
         SigningScheme::ECDSA_P256_SHA256_ASN1,
@@ -185,7 +193,9 @@ pub(crate) fn signing_key(
     schemes
         .iter()
         .find_map(|scheme| pair.to_sigstore_signer(scheme).ok())
-        .ok_or_else(|| "the signing key's algorithm is not one cosign signs with".to_string())
+        .ok_or_else(|| {
+            OciError::Key("the signing key's algorithm is not one cosign signs with".to_string())
+        })
 }
 
 /// Signs manifest `digest` of `reference`'s repository and pushes the
@@ -196,7 +206,7 @@ pub(crate) async fn sign(
     digest: &str,
     auth: &RegistryAuth,
     signer: sigstore::crypto::signing_key::SigStoreSigner,
-) -> Result<String, String> {
+) -> Result<String, OciError> {
     let at = pinned(reference, digest);
     let image = oci_reference(&at)?;
     let mut client = sigstore_client(reference.resolve_registry())?;
@@ -204,25 +214,29 @@ pub(crate) async fn sign(
     let (signature_image, source_digest) = client
         .triangulate(&image, &sig_auth)
         .await
-        .map_err(|e| format!("cannot find {} to sign it: {e}", at.whole()))?;
+        .map_err(|e| OciError::Registry(format!("cannot find {} to sign it: {e}", at.whole())))?;
     if source_digest != digest {
-        return Err(format!(
+        return Err(OciError::Registry(format!(
             "the registry serves {source_digest} for {}, not {digest}",
             at.whole()
-        ));
+        )));
     }
     let mut layer = SignatureLayer::new_unsigned(&image, digest)
-        .map_err(|e| format!("cannot make the signature payload: {e}"))?;
+        .map_err(|e| OciError::Signature(format!("cannot make the signature payload: {e}")))?;
     // cosign names the repository, without tag or digest.
     layer.simple_signing.critical.identity.docker_reference =
         format!("{}/{}", reference.registry(), reference.repository());
     PrivateKeySigner::new_with_signer(signer)
         .add_constraint(&mut layer)
-        .map_err(|e| format!("cannot sign: {e}"))?;
+        .map_err(|e| OciError::Signature(format!("cannot sign: {e}")))?;
     client
         .push_signature(None, &sig_auth, &signature_image, vec![layer])
         .await
-        .map_err(|e| format!("cannot push the signature to {signature_image}: {e}"))?;
+        .map_err(|e| {
+            OciError::Registry(format!(
+                "cannot push the signature to {signature_image}: {e}"
+            ))
+        })?;
     Ok(signature_image.to_string())
 }
 
@@ -262,7 +276,8 @@ mod tests {
             assert!(!key.verifier.verify(&layer).unwrap());
         }
         let wrong = signing_key(&encrypted, b"wrong").unwrap_err();
-        assert!(wrong.contains("COSIGN_PASSWORD"), "{wrong}");
+        assert!(matches!(wrong, OciError::Key(_)), "{wrong}");
+        assert!(wrong.to_string().contains("COSIGN_PASSWORD"), "{wrong}");
         assert!(VerifyKey::from_pem("not a key", "k.pub").is_err());
     }
 }

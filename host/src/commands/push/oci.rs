@@ -22,7 +22,7 @@ pub(super) async fn push(
     if !target.starts_with("oci://") {
         bail!("{target:?} is not an OCI target: write oci://REGISTRY/REPOSITORY:TAG");
     }
-    let reference = oci::parse_reference(target).map_err(anyhow::Error::msg)?;
+    let reference = oci::parse_reference(target)?;
     if reference.digest().is_some() {
         bail!("push to a tag (oci://REGISTRY/REPOSITORY:TAG), not a digest");
     }
@@ -36,9 +36,9 @@ pub(super) async fn push(
     // The key first: a key that cannot be used pushes nothing.
     let signer = match sign_key {
         Some(path) => {
-            let pem = oci::read_key(path).map_err(anyhow::Error::msg)?;
+            let pem = oci::read_key(path)?;
             let password = std::env::var("COSIGN_PASSWORD").unwrap_or_default();
-            Some(signature::signing_key(&pem, password.as_bytes()).map_err(anyhow::Error::msg)?)
+            Some(signature::signing_key(&pem, password.as_bytes())?)
         }
         None => None,
     };
@@ -47,14 +47,10 @@ pub(super) async fn push(
     };
     let auth = credentials.lookup(reference.resolve_registry()).await;
     let client = oci::client_for(&reference);
-    let digest = artifact::push(&client, &reference, &auth, bytes)
-        .await
-        .map_err(anyhow::Error::msg)?;
+    let digest = artifact::push(&client, &reference, &auth, bytes).await?;
     println!("pushed {} ({digest})", reference.whole());
     if let Some(signer) = signer {
-        let signed = signature::sign(&reference, &digest, &auth, signer)
-            .await
-            .map_err(anyhow::Error::msg)?;
+        let signed = signature::sign(&reference, &digest, &auth, signer).await?;
         println!("signed: {signed}");
     }
     println!(
