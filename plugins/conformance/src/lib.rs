@@ -365,6 +365,17 @@ fn with_resources_and_prompts(tools: Tools) -> Tools {
             "test_prompt_with_embedded_resource",
             "A prompt with an embedded resource",
             |e: EmbeddedResource| {
+                // An embedded resource needs a URI: say so as a business
+                // error, not with an answer the host must refuse.
+                if !is_absolute_uri(&e.resource_uri) {
+                    return Err(ToolError::new(
+                        "INVALID_RESOURCE_URI",
+                        format!(
+                            "resourceUri must be an absolute URI such as test://example, not {:?}",
+                            e.resource_uri
+                        ),
+                    ));
+                }
                 Ok(Content::new()
                     .embedded_text(
                         &e.resource_uri,
@@ -383,6 +394,17 @@ fn with_resources_and_prompts(tools: Tools) -> Tools {
                     .text("Please analyze the image above."))
             },
         ))
+}
+
+/// `scheme:rest`, the scheme a letter then letters, digits, `+`, `-` or `.`.
+fn is_absolute_uri(uri: &str) -> bool {
+    uri.split_once(':').is_some_and(|(scheme, rest)| {
+        !rest.is_empty()
+            && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+    })
 }
 
 fn plugin() -> Tools {
