@@ -21,9 +21,9 @@
 // issuer's metadata, gets a token at its token endpoint and retries; then
 // it lists tools and calls echo.
 // `watch` reads the resource and prompt lists, subscribes to <uri>, prints
-// `subscribed`, and waits for notifications/resources/updated for it and
-// for both lists' list_changed (the test replaces, then removes, the
-// plugin), then gets a prompt and completes an argument before it ends.
+// `subscribed`, and waits for notifications/resources/updated for it
+// (printing `updated` at the first) and for both lists' list_changed (the
+// test replaces the plugin, then removes it once it reads `updated`), then gets a prompt and completes an argument before it ends.
 // Each prints one JSON line and exits non-zero on any failure.
 
 import { copyFileSync, renameSync, writeFileSync } from "node:fs";
@@ -190,6 +190,8 @@ async function watch(url, uri) {
     if (heard.updated.includes(uri) && heard.resourcesChanged > 0 && heard.promptsChanged > 0) done();
   };
   client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+    // Said once, so that the test may go on (remove the plugin) after it.
+    if (heard.updated.length === 0) console.log("updated");
     heard.updated.push(n.params.uri);
     check_done();
   });

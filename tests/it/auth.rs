@@ -60,7 +60,7 @@ fn people_with_tokens_and_roles_from_a_reloaded_file() {
             sha256_hex(BOB)
         ),
     );
-    let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let server = Server::process(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
 
     // No token, or one nobody holds: 401, as an envelope.
     for token in [None, Some("not-a-known-token-at-all")] {
@@ -94,7 +94,8 @@ fn people_with_tokens_and_roles_from_a_reloaded_file() {
         assert_eq!(status, 200, "{body}");
     }
 
-    // Only an admin sees server paths in /plugins.
+    // Only an admin sees server paths in /plugins: the raw JSON each is
+    // sent (a field absent for one, present for the other).
     let (_, as_ada) = request(&server, "GET", "/plugins", Some(ADA), "");
     assert!(as_ada.get("folder").is_none(), "{as_ada}");
     assert_eq!(as_ada["plugins"][0]["file"], "echo.wasm", "{as_ada}");

@@ -44,7 +44,7 @@ fn math() -> String {
 #[test]
 fn typescript_sdk_client_over_streamable_http() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::process(dir.path(), &[]);
     let mut command = ts_client();
     command.args(["http", &format!("{}/mcp", server.base)]);
     command.arg(dir.path()).arg(math());

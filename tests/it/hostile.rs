@@ -13,17 +13,16 @@ use crate::support::components::{
 };
 use crate::support::{Bystander, Server, assert_envelope, drop_in, example, fixture, plugin_dir};
 use serde_json::json;
+use toolhost::registry::report::PluginState;
+use toolhost::runtime::Tier;
 
 fn reason_of(server: &Server, id: &str) -> String {
-    server.plugin(id).unwrap()["reason"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
+    server.plugin(id).unwrap().reason.unwrap_or_default()
 }
 
-fn wait_for_state(server: &Server, id: &str, state: &str) {
-    server.wait_for(&format!("{id} to be {state}"), |s| {
-        s.plugin(id).is_some_and(|p| p["state"] == state)
+fn wait_for_state(server: &Server, id: &str, state: PluginState) {
+    server.wait_for(&format!("{id} to be {}", state.as_str()), |s| {
+        s.plugin(id).is_some_and(|p| p.state == state)
     });
 }
 
@@ -42,7 +41,7 @@ const STARVED: Duration = Duration::from_millis(50);
 fn spinning_calls_beyond_the_cores_do_not_starve_the_front() {
     let dir = plugin_dir(&[&example("echo"), &fixture("misbehave")]);
     // Long enough that every sample below is taken while the spinners run.
-    let server = Server::start(dir.path(), &["--timeout-ms", "12000"]);
+    let server = Server::process(dir.path(), &["--timeout-ms", "12000"]);
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let spinners: Vec<_> = (0..2 * cores)
         .map(|_| {
@@ -59,7 +58,13 @@ fn spinning_calls_beyond_the_cores_do_not_starve_the_front() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(500));
+    // Every spinner that can run does (all of them, or every slot) before
+    // the first sample.
+    let slots = crate::support::gauge(&server, "toolhost_executor_slots", None);
+    let spinning = (2 * cores as u64).min(slots);
+    server.wait_for("the spinners to run", |s| {
+        crate::support::calls_running(s, None) >= spinning
+    });
     let (mut health, mut echo) = (Vec::new(), Vec::new());
     for _ in 0..10 {
         let started = Instant::now();
@@ -88,7 +93,7 @@ fn spinning_calls_beyond_the_cores_do_not_starve_the_front() {
 #[test]
 fn one_memory_budget_covers_every_memory_of_a_call() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &["--memory-mib", "32"]);
+    let server = Server::process(dir.path(), &["--memory-mib", "32"]);
     let bystander = Bystander::start(&server);
     // Three memories of 12 MiB, each under the 32 MiB cap, 36 MiB together.
     write_plugin(
@@ -102,13 +107,13 @@ fn one_memory_budget_covers_every_memory_of_a_call() {
         dir.path(),
         "fits.wasm",
     );
-    wait_for_state(&server, "wide", "rejected");
+    wait_for_state(&server, "wide", PluginState::Rejected);
     assert!(
         reason_of(&server, "wide").contains("memory cap"),
         "{}",
         reason_of(&server, "wide")
     );
-    wait_for_state(&server, "fits", "loaded");
+    wait_for_state(&server, "fits", PluginState::Loaded);
     let response = server.call("ok", json!({}));
     assert_eq!((response.status, assert_envelope(&response)), (200, None));
     bystander.assert_unharmed();
@@ -117,7 +122,7 @@ fn one_memory_budget_covers_every_memory_of_a_call() {
 #[test]
 fn components_over_the_instance_or_memory_limits_are_rejected_at_load() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::process(dir.path(), &[]);
     let bystander = Bystander::start(&server);
     // 900: under the 1000 instances a component may declare at all.
     write_plugin(
@@ -130,8 +135,8 @@ fn components_over_the_instance_or_memory_limits_are_rejected_at_load() {
         dir.path(),
         "many_memories.wasm",
     );
-    wait_for_state(&server, "swarm", "rejected");
-    wait_for_state(&server, "many_memories", "rejected");
+    wait_for_state(&server, "swarm", PluginState::Rejected);
+    wait_for_state(&server, "many_memories", PluginState::Rejected);
     let (swarm, memories) = (
         reason_of(&server, "swarm"),
         reason_of(&server, "many_memories"),
@@ -144,8 +149,8 @@ fn components_over_the_instance_or_memory_limits_are_rejected_at_load() {
 #[test]
 fn tool_lists_past_the_limits_are_rejected() {
     let dir = plugin_dir(&[&example("echo"), &fixture("manytools")]);
-    let server = Server::start(dir.path(), &[]);
-    wait_for_state(&server, "manytools", "rejected");
+    let server = Server::process(dir.path(), &[]);
+    wait_for_state(&server, "manytools", PluginState::Rejected);
     let reason = reason_of(&server, "manytools");
     assert!(
         reason.contains("100000 tools, over the limit of 256"),
@@ -154,17 +159,17 @@ fn tool_lists_past_the_limits_are_rejected() {
     assert_eq!(server.tool_names(), ["echo"]);
     // The limits are settable.
     let small = plugin_dir(&[&example("math")]);
-    let strict = Server::start(small.path(), &["--max-tools", "2"]);
-    wait_for_state(&strict, "math", "rejected");
-    let lean = Server::start(small.path(), &["--max-tool-list-kib", "1"]);
-    wait_for_state(&lean, "math", "rejected");
+    let strict = Server::process(small.path(), &["--max-tools", "2"]);
+    wait_for_state(&strict, "math", PluginState::Rejected);
+    let lean = Server::process(small.path(), &["--max-tool-list-kib", "1"]);
+    wait_for_state(&lean, "math", PluginState::Rejected);
     assert!(reason_of(&lean, "math").contains("bytes, over the limit of 1024"));
 }
 
 #[test]
 fn every_answer_respects_the_result_limit() {
     let dir = plugin_dir(&[&example("echo"), &fixture("misbehave")]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::process(dir.path(), &[]);
     let bystander = Bystander::start(&server);
     for tool in ["huge_error", "many_blocks", "big_output"] {
         let response = server.call(tool, json!({}));
@@ -196,8 +201,8 @@ fn a_damaged_cache_entry_is_deleted_and_recompiled() {
     let cache_arg = cache.path().to_str().unwrap();
     let dir = plugin_dir(&[&example("echo")]);
     let start = || {
-        let server = Server::start(dir.path(), &["--cache-dir", cache_arg]);
-        wait_for_state(&server, "echo", "loaded");
+        let server = Server::process(dir.path(), &["--cache-dir", cache_arg]);
+        wait_for_state(&server, "echo", PluginState::Loaded);
         server
     };
     drop(start());
@@ -216,13 +221,13 @@ fn a_damaged_cache_entry_is_deleted_and_recompiled() {
     std::fs::write(&entry, &bytes).unwrap();
 
     let server = start();
-    assert_eq!(server.plugin("echo").unwrap()["fromCache"], false);
+    assert_eq!(server.plugin("echo").unwrap().from_cache, Some(false));
     assert!(server.log().contains("discarding damaged cache entry"));
     let response = server.call("echo", json!({"text": "whole"}));
     assert_eq!(response.json["content"][0]["text"], "whole");
     drop(server);
     // The entry was rewritten whole.
-    assert_eq!(start().plugin("echo").unwrap()["fromCache"], true);
+    assert_eq!(start().plugin("echo").unwrap().from_cache, Some(true));
 }
 
 /// Bytes this process has read through read(2) and friends, all files.
@@ -243,9 +248,9 @@ fn an_idle_server_reads_nothing() {
         .collect();
     let paths: Vec<&Path> = plugins.iter().map(|p| p.as_path()).collect();
     let dir = plugin_dir(&paths);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::process(dir.path(), &[]);
     for id in ["echo", "math", "users", "weather", "conformance"] {
-        wait_for_state(&server, id, "loaded");
+        wait_for_state(&server, id, PluginState::Loaded);
     }
     std::thread::sleep(Duration::from_millis(500));
     let before = bytes_read(server.pid());
@@ -257,7 +262,7 @@ fn an_idle_server_reads_nothing() {
 #[test]
 fn a_file_is_read_only_once_its_writer_is_done() {
     let dir = plugin_dir(&[]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::process(dir.path(), &[]);
     let bytes = std::fs::read(example("echo")).unwrap();
     let mut file = std::fs::File::create(dir.path().join("echo.wasm")).unwrap();
     // A slow copy: half, a pause far longer than the debounce, the rest.
@@ -266,7 +271,7 @@ fn a_file_is_read_only_once_its_writer_is_done() {
     std::thread::sleep(Duration::from_millis(700));
     file.write_all(&bytes[bytes.len() / 2..]).unwrap();
     drop(file);
-    wait_for_state(&server, "echo", "loaded");
+    wait_for_state(&server, "echo", PluginState::Loaded);
     assert!(
         !server.log().contains("plugin rejected"),
         "a half-written file was read: {}",
@@ -277,8 +282,8 @@ fn a_file_is_read_only_once_its_writer_is_done() {
 #[test]
 fn a_full_file_table_keeps_what_serves_and_retries() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &[]);
-    wait_for_state(&server, "echo", "loaded");
+    let server = Server::process(dir.path(), &[]);
+    wait_for_state(&server, "echo", PluginState::Loaded);
     let pid = server.pid().to_string();
     let prlimit = |limit: usize| {
         let status = std::process::Command::new("prlimit")
@@ -295,7 +300,7 @@ fn a_full_file_table_keeps_what_serves_and_retries() {
     prlimit(4096);
     let hash = crate::support::file_hash(&variant);
     server.wait_for("the new version", |s| {
-        s.plugin("echo").unwrap()["contentHash"] == hash.as_str()
+        s.plugin("echo").unwrap().content_hash.as_deref() == Some(hash.as_str())
     });
     assert!(
         !server.log().contains("plugin rejected"),
@@ -307,26 +312,28 @@ fn a_full_file_table_keeps_what_serves_and_retries() {
 #[test]
 fn a_slow_compile_does_not_hold_up_a_small_reload() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &["--no-cache"]);
-    wait_for_state(&server, "echo", "loaded");
+    let server = Server::process(dir.path(), &["--no-cache"]);
+    wait_for_state(&server, "echo", PluginState::Loaded);
     write_plugin(&plugin_slow_to_compile(40_000), dir.path(), "large.wasm");
     server.wait_for("the large plugin to compile", |s| {
-        s.plugin("large").is_some_and(|p| p["state"] == "compiling")
+        s.plugin("large")
+            .is_some_and(|p| p.state == PluginState::Compiling)
     });
     let variant = crate::support::variant_of(&example("echo"), "beside-large");
     drop_in(&variant, dir.path(), "echo.wasm");
     let hash = crate::support::file_hash(&variant);
     server.wait_for("the small reload", |s| {
-        s.plugin("echo").unwrap()["contentHash"] == hash.as_str()
+        s.plugin("echo").unwrap().content_hash.as_deref() == Some(hash.as_str())
     });
     let large = server.plugin("large").unwrap();
     assert!(
-        large.get("compiling").is_some(),
-        "the small plugin waited for the large one: {large}"
+        large.compiling.is_some(),
+        "the small plugin waited for the large one: {large:?}"
     );
     // It compiles for tens of seconds while other tests run beside it.
     server.wait_for_within("the large plugin", Duration::from_secs(180), |s| {
-        s.plugin("large").is_some_and(|p| p["state"] == "loaded")
+        s.plugin("large")
+            .is_some_and(|p| p.state == PluginState::Loaded)
     });
 }
 
@@ -339,8 +346,8 @@ fn a_granted_directory_that_is_gone_is_a_host_error() {
         "[[dirs]]\nhost = \"users-data\"\nguest = \"/data\"\nmode = \"read-write\"\n",
     )
     .unwrap();
-    let server = Server::start(dir.path(), &[]);
-    wait_for_state(&server, "users", "loaded");
+    let server = Server::process(dir.path(), &[]);
+    wait_for_state(&server, "users", PluginState::Loaded);
     std::fs::remove_dir(dir.path().join("users-data")).unwrap();
     let response = server.call("get_user", json!({"id": 1}));
     assert_eq!(
@@ -401,8 +408,8 @@ fn largest_mappings(pid: u32) -> String {
 /// and a large plugin (`large`, slow to compile) loaded and called once.
 fn server_with_a_large_plugin_called() -> (tempfile::TempDir, Server, f64) {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::start(dir.path(), &["--no-cache"]);
-    wait_for_state(&server, "echo", "loaded");
+    let server = Server::process(dir.path(), &["--no-cache"]);
+    wait_for_state(&server, "echo", PluginState::Loaded);
     std::thread::sleep(Duration::from_millis(300));
     let baseline = resident_mib(server.pid());
     write_plugin(
@@ -411,7 +418,8 @@ fn server_with_a_large_plugin_called() -> (tempfile::TempDir, Server, f64) {
         "large.wasm",
     );
     server.wait_for_within("the large plugin", Duration::from_secs(180), |s| {
-        s.plugin("large").is_some_and(|p| p["state"] == "loaded")
+        s.plugin("large")
+            .is_some_and(|p| p.state == PluginState::Loaded)
     });
     assert_eq!(server.call("ok", json!({})).status, 200);
     (dir, server, baseline)
@@ -425,7 +433,7 @@ fn memory_returns_near_its_baseline_after_a_large_plugin_is_removed() {
     let (dir, server, baseline) = server_with_a_large_plugin_called();
     server.wait_for_within("its optimised code", Duration::from_secs(180), |s| {
         s.plugin("large")
-            .is_some_and(|p| p["state"] == "loaded" && p["compiler"] == "optimized")
+            .is_some_and(|p| p.state == PluginState::Loaded && p.compiler == Some(Tier::Optimized))
     });
     let loaded = resident_mib(server.pid());
     std::fs::remove_file(dir.path().join("large.wasm")).unwrap();

@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use crate::support::{Server, example, plugin_dir, repo_root, toolhost_bin};
 use serde_json::{Value, json};
+use toolhost::registry::report::PluginState;
+use toolhost::runtime::Tier;
 
 /// The two examples, built once per test binary.
 fn language_examples() -> &'static [PathBuf; 2] {
@@ -63,7 +65,7 @@ fn python_and_javascript_examples_answer_over_rest_and_mcp() {
     server.wait_for("both examples", |s| {
         ["textpy", "textjs"]
             .iter()
-            .all(|id| s.plugin(id).is_some_and(|p| p["state"] == "loaded"))
+            .all(|id| s.plugin(id).is_some_and(|p| p.state == PluginState::Loaded))
     });
 
     let check = |server: &Server| {
@@ -171,12 +173,13 @@ fn python_and_javascript_examples_answer_over_rest_and_mcp() {
     // the same.
     for id in ["textpy", "textjs"] {
         let first = server.plugin(id).unwrap();
-        assert_eq!(first["fromCache"], false, "{first}");
+        assert_eq!(first.from_cache, Some(false), "{first:?}");
     }
     server.wait_for_within("the optimised code", Duration::from_secs(300), |s| {
-        ["textpy", "textjs"]
-            .iter()
-            .all(|id| s.plugin(id).is_some_and(|p| p["compiler"] == "optimized"))
+        ["textpy", "textjs"].iter().all(|id| {
+            s.plugin(id)
+                .is_some_and(|p| p.compiler == Some(Tier::Optimized))
+        })
     });
     check(&server);
 
@@ -202,11 +205,12 @@ fn python_and_javascript_examples_answer_over_rest_and_mcp() {
     let server = Server::start(dir.path(), &["--cache-dir", cache.path().to_str().unwrap()]);
     server.wait_for("both examples again", |s| {
         ["textpy", "textjs"].iter().all(|id| {
-            s.plugin(id)
-                .is_some_and(|p| p["state"] == "loaded" && p["compiler"] == "optimized")
+            s.plugin(id).is_some_and(|p| {
+                p.state == PluginState::Loaded && p.compiler == Some(Tier::Optimized)
+            })
         })
     });
-    assert_eq!(server.plugin("textpy").unwrap()["fromCache"], true);
+    assert_eq!(server.plugin("textpy").unwrap().from_cache, Some(true));
     check(&server);
 }
 

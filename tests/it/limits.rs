@@ -58,12 +58,28 @@ pub(crate) fn room(
     plugins: &[&Path],
     extra: &[&str],
 ) -> (tempfile::TempDir, tempfile::TempDir, Server) {
+    room_with(plugins, extra, Server::start)
+}
+
+/// [`room`] on the real binary, for tests that read the server's log.
+pub(crate) fn room_process(
+    plugins: &[&Path],
+    extra: &[&str],
+) -> (tempfile::TempDir, tempfile::TempDir, Server) {
+    room_with(plugins, extra, Server::process)
+}
+
+fn room_with(
+    plugins: &[&Path],
+    extra: &[&str],
+    start: fn(&Path, &[&str]) -> Server,
+) -> (tempfile::TempDir, tempfile::TempDir, Server) {
     let dir = plugin_dir(plugins);
     let config = tempfile::tempdir().unwrap();
     let tokens = room_tokens(config.path());
     let mut args = vec!["--tokens", tokens.to_str().unwrap()];
     args.extend_from_slice(extra);
-    let server = Server::start(dir.path(), &args);
+    let server = start(dir.path(), &args);
     (dir, config, server)
 }
 
@@ -559,7 +575,17 @@ fn uploads_stream_within_their_share_and_one_persons_are_capped() {
         let base = server.base.clone();
         std::thread::spawn(move || trickle(&base, head, wasm, piece, Duration::from_millis(200)))
     };
-    std::thread::sleep(Duration::from_millis(500));
+    // Under way once its hidden upload file is in bob's folder.
+    server.wait_for("bob's slow upload to be under way", |_| {
+        std::fs::read_dir(&bobs).is_ok_and(|entries| {
+            entries.flatten().any(|entry| {
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".slow.wasm.upload-")
+            })
+        })
+    });
     let (status, answer) = put(&server, "/plugins/bob/second", BOB, &example("echo"));
     assert_eq!(status, 503, "{answer}");
     assert_eq!(answer["error"]["code"], "BUSY");

@@ -373,7 +373,7 @@ fn json_logs_have_one_line_per_call_at_debug_and_none_by_default() {
             .collect()
     };
 
-    let quiet = Server::start(dir.path(), &["--log-format", "json"]);
+    let quiet = Server::process(dir.path(), &["--log-format", "json"]);
     quiet.call("echo", json!({"text": "one"}));
     quiet.call("echo", json!({"text": "two"}));
     let lines = lines_of(&quiet);
@@ -409,4 +409,73 @@ fn json_logs_have_one_line_per_call_at_debug_and_none_by_default() {
     );
     assert!(echo["fuel"].as_u64().unwrap() > 0, "{echo}");
     assert_eq!(calls[1]["span"]["outcome"], "TOOL_NOT_FOUND", "{calls:?}");
+}
+
+/// A client that does not ask for OpenMetrics gets the classic text
+/// format, which the official Python client's parser reads with every
+/// counter typed (OpenMetrics names a counter's family without `_total`,
+/// and a classic parser then reads its samples as untyped).
+#[test]
+fn metrics_answer_the_classic_text_format_unless_openmetrics_is_asked_for() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let server = Server::in_process(dir.path());
+    server.call("echo", json!({"text": "count me"}));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let get = |accept: Option<&str>| {
+        let mut request = agent.get(format!("{}/metrics", server.base));
+        if let Some(accept) = accept {
+            request = request.header("Accept", accept);
+        }
+        let mut response = request.call().unwrap();
+        let kind = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        (kind, response.body_mut().read_to_string().unwrap())
+    };
+    let (kind, open) = get(Some(
+        "application/openmetrics-text;version=1.0.0,text/plain;q=0.5",
+    ));
+    assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
+    assert!(open.ends_with("# EOF\n"), "{open}");
+    for accept in [Some("text/plain"), None] {
+        let (kind, text) = get(accept);
+        assert_eq!(
+            kind, "text/plain; version=0.0.4; charset=utf-8",
+            "{accept:?}"
+        );
+        assert!(!text.contains("# EOF"), "{text}");
+        let script = "import json, sys\n\
+            from prometheus_client.parser import text_string_to_metric_families\n\
+            kinds = {}\n\
+            for family in text_string_to_metric_families(sys.stdin.read()):\n\
+            \x20   for sample in family.samples:\n\
+            \x20       kinds[sample.name] = family.type\n\
+            print(json.dumps(kinds))\n";
+        let mut child = std::process::Command::new(crate::support::python_venv().join("python"))
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), text.as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "the parser failed on:\n{text}");
+        let kinds: Value = serde_json::from_slice(&output.stdout).unwrap();
+        for counter in [
+            "toolhost_calls_total",
+            "toolhost_load_events_total",
+            "toolhost_busy_refusals_total",
+        ] {
+            assert_eq!(kinds[counter], "counter", "{counter}: {kinds}");
+        }
+        assert_eq!(kinds["toolhost_build_info"], "gauge", "{kinds}");
+        assert_eq!(
+            kinds["toolhost_call_duration_seconds_bucket"], "histogram",
+            "{kinds}"
+        );
+    }
 }

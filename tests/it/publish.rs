@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::support::{Server, example, file_hash, plugin_dir, send, variant_of};
+use crate::support::{
+    Server, example, file_hash, plugin_as, plugin_dir, plugins_as, send, variant_of,
+};
+use toolhost::registry::report::PluginState;
 
 pub(crate) const ADMIN: &str = "bob-secret-0123456789";
 pub(crate) const ADA: &str = "ada-secret-0123456789";
@@ -361,22 +364,15 @@ fn publishing_over_http_with_people_and_roles() {
     );
     let on_disk = file_hash(&dir.path().join("racer/race.wasm"));
     assert!(variants.iter().any(|v| file_hash(v) == on_disk));
-    let (_, race) = send(&server, "GET", "/plugins/racer/race", Some(ADMIN), "", b"");
-    assert_eq!(race["contentHash"], on_disk, "{race}");
+    let race = plugin_as(&server, "racer/race", Some(ADMIN)).unwrap();
+    assert_eq!(race.content_hash, Some(on_disk), "{race:?}");
 
     // A restart serves what was published, and who published it.
     drop(server);
     let again = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
-    let (_, report) = send(
-        &again,
-        "GET",
-        "/plugins/carol/word_count",
-        Some(ADMIN),
-        "",
-        b"",
-    );
-    assert_eq!(report["tools"], json!(["carol__echo"]), "{report}");
-    assert_eq!(report["publishedBy"], "carol", "{report}");
+    let report = plugin_as(&again, "carol/word_count", Some(ADMIN)).unwrap();
+    assert_eq!(report.tools, ["carol__echo"], "{report:?}");
+    assert_eq!(report.published_by.as_deref(), Some("carol"), "{report:?}");
 }
 
 /// `toolhost push` and `toolhost dev --server`: an attendee publishes from
@@ -544,26 +540,28 @@ fn a_published_plugin_gets_only_what_its_namespace_policy_grants() {
     server.wait_for("the namespace policy to apply", |s| {
         read_env(s).contains("GREETING=granted-by-the-admin")
     });
-    let (_, plugins) = send(&server, "GET", "/plugins", Some(ADMIN), "", b"");
-    let ids: Vec<&str> = plugins["plugins"]
-        .as_array()
-        .unwrap()
+    let plugins = plugins_as(&server, Some(ADMIN));
+    let ids: Vec<&str> = plugins
+        .plugins
         .iter()
-        .map(|plugin| plugin["id"].as_str().unwrap())
+        .map(|plugin| plugin.id.as_str())
         .collect();
     assert_eq!(ids, ["ada/probe"], "the policy is not a plugin");
     // A broken namespace policy rejects the new version, naming that file;
     // the version that served serves on.
     std::fs::write(dir.path().join("ada/_namespace.toml"), "[env\n").unwrap();
-    let report = |s: &Server| send(s, "GET", "/plugins/ada/probe", Some(ADMIN), "", b"").1;
-    server.wait_for("the rejection", |s| report(s)["state"] == "rejected");
-    let report = report(&server);
+    let report = |s: &Server| plugin_as(s, "ada/probe", Some(ADMIN));
+    server.wait_for("the rejection", |s| {
+        report(s).is_some_and(|report| report.state == PluginState::Rejected)
+    });
+    let report = report(&server).unwrap();
     assert!(
-        report["reason"]
-            .as_str()
+        report
+            .reason
+            .as_deref()
             .unwrap()
             .contains("_namespace.toml"),
-        "{report}"
+        "{report:?}"
     );
     assert!(read_env(&server).contains("GREETING=granted-by-the-admin"));
 }
@@ -600,8 +598,12 @@ fn a_publish_while_the_previous_one_compiles_waits_its_turn() {
             serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
         (response.status().as_u16(), body, std::time::Instant::now())
     });
-    // Well inside the slow component's compile.
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Inside the slow component's compile: `/plugins` shows its load job.
+    server.wait_for("the slow component to compile", |s| {
+        crate::support::plugins_as(s, Some(ADA))
+            .plugin("ada/w")
+            .is_some_and(|p| p.compiling.is_some())
+    });
     let newer = variant_of(&example("echo"), "after-the-slow-one");
     let (status, report) = put(&server, "/plugins/ada/w", Some(ADA), &newer);
     let second_answered = std::time::Instant::now();

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::support::{Server, drop_in, example, fixture, plugin_dir, variant_of};
 use serde_json::json;
+use toolhost::registry::report::PluginState;
 
 #[test]
 fn dropped_replaced_and_deleted_plugins_follow_the_folder() {
@@ -52,7 +53,7 @@ fn dropped_replaced_and_deleted_plugins_follow_the_folder() {
             })
         })
         .collect();
-    let first_hash = server.plugin("math").unwrap()["contentHash"].clone();
+    let first_hash = server.plugin("math").unwrap().content_hash;
     for round in 0..3 {
         let variant = variant_of(&example("math"), &format!("v{round}"));
         if round == 1 {
@@ -63,7 +64,7 @@ fn dropped_replaced_and_deleted_plugins_follow_the_folder() {
         }
         let expected = server_hash_of(&variant);
         server.wait_for("the new version", |s| {
-            s.plugin("math").unwrap()["contentHash"] == expected
+            s.plugin("math").unwrap().content_hash.as_deref() == Some(expected.as_str())
         });
     }
     stop.store(true, Ordering::Relaxed);
@@ -80,7 +81,7 @@ fn dropped_replaced_and_deleted_plugins_follow_the_folder() {
         Vec::<String>::new(),
         "no call fails because of a reload"
     );
-    assert_ne!(server.plugin("math").unwrap()["contentHash"], first_hash);
+    assert_ne!(server.plugin("math").unwrap().content_hash, first_hash);
 
     // Delete: its tools are gone.
     std::fs::remove_file(dir.path().join("math.wasm")).unwrap();
@@ -93,7 +94,7 @@ fn dropped_replaced_and_deleted_plugins_follow_the_folder() {
     assert_eq!(server.tool_names(), ["echo"]);
 }
 
-fn server_hash_of(path: &std::path::Path) -> serde_json::Value {
+fn server_hash_of(path: &std::path::Path) -> String {
     use std::fmt::Write;
     let bytes = std::fs::read(path).unwrap();
     let digest = sha256(&bytes);
@@ -101,7 +102,7 @@ fn server_hash_of(path: &std::path::Path) -> serde_json::Value {
     for byte in digest {
         write!(hex, "{byte:02x}").unwrap();
     }
-    json!(hex)
+    hex
 }
 
 /// SHA-256 through the system's `sha256sum`, to check the server's hash
@@ -136,8 +137,8 @@ fn bad_files_are_rejected_with_reasons_and_lose_nothing() {
     let reason = |id: &str| {
         server.wait_for(id, |s| s.settled_plugin(id).is_some());
         let plugin = server.plugin(id).unwrap();
-        assert_eq!(plugin["state"], "rejected", "{plugin}");
-        plugin["reason"].as_str().unwrap().to_string()
+        assert_eq!(plugin.state, PluginState::Rejected, "{plugin:?}");
+        plugin.reason.unwrap()
     };
     assert!(
         reason("truncated").starts_with("invalid component"),
@@ -155,17 +156,17 @@ fn bad_files_are_rejected_with_reasons_and_lose_nothing() {
     let math = std::fs::read(example("math")).unwrap();
     std::fs::write(dir.path().join("math.wasm"), &math[..100]).unwrap();
     server.wait_for("math's rejection", |s| {
-        s.plugin("math").unwrap()["state"] == "rejected"
+        s.plugin("math").unwrap().state == PluginState::Rejected
     });
     let report = server.plugin("math").unwrap();
-    assert!(report["serving"]["contentHash"].is_string(), "{report}");
+    assert!(report.serving.is_some(), "{report:?}");
     assert_eq!(server.call("add", json!({"a": 1, "b": 1})).status, 200);
-    assert_eq!(report["tools"], json!(["add", "divide", "stats"]));
+    assert_eq!(report.tools, ["add", "divide", "stats"]);
 
     // Restoring it clears the rejection.
     drop_in(&example("math"), dir.path(), "math.wasm");
     server.wait_for("math's recovery", |s| {
-        s.plugin("math").unwrap()["state"] == "loaded"
+        s.plugin("math").unwrap().state == PluginState::Loaded
     });
 }
 
@@ -176,22 +177,23 @@ fn compiled_code_is_cached_and_unchanged_files_are_not_reloaded() {
     let dir = plugin_dir(&[&example("echo")]);
     let first = Server::start(dir.path(), &["--cache-dir", cache_dir]);
     let loaded = first.plugin("echo").unwrap();
-    assert_eq!(loaded["fromCache"], false, "a new cache compiles: {loaded}");
+    assert_eq!(
+        loaded.from_cache,
+        Some(false),
+        "a new cache compiles: {loaded:?}"
+    );
 
     // Copying the same bytes over the file changes nothing.
     std::fs::copy(example("echo"), dir.path().join("echo.wasm")).unwrap();
     drop_in(&example("math"), dir.path(), "math.wasm");
     first.wait_for("math", |s| s.settled_plugin("math").is_some());
-    assert_eq!(
-        first.plugin("echo").unwrap()["loadedAt"],
-        loaded["loadedAt"]
-    );
+    assert_eq!(first.plugin("echo").unwrap().loaded_at, loaded.loaded_at);
     drop(first);
 
     // A restart loads from the cache instead of compiling.
     let second = Server::start(dir.path(), &["--cache-dir", cache_dir]);
-    assert_eq!(second.plugin("echo").unwrap()["fromCache"], true);
-    assert_eq!(second.plugin("math").unwrap()["fromCache"], true);
+    assert_eq!(second.plugin("echo").unwrap().from_cache, Some(true));
+    assert_eq!(second.plugin("math").unwrap().from_cache, Some(true));
     assert_eq!(second.call("echo", json!({"text": "warm"})).status, 200);
 }
 
@@ -206,18 +208,18 @@ fn the_first_plugin_keeps_a_tool_name() {
     );
     server.wait_for("the copy", |s| s.settled_plugin("echo_copy").is_some());
     let copy = server.plugin("echo_copy").unwrap();
-    assert_eq!(copy["state"], "rejected");
+    assert_eq!(copy.state, PluginState::Rejected);
     assert_eq!(
-        copy["reason"],
-        r#"tool "echo" is already provided by plugin "echo""#
+        copy.reason.as_deref(),
+        Some(r#"tool "echo" is already provided by plugin "echo""#)
     );
-    assert_eq!(server.plugin("echo").unwrap()["state"], "loaded");
+    assert_eq!(server.plugin("echo").unwrap().state, PluginState::Loaded);
 
     // Once the holder goes, the waiting plugin takes the name by itself.
     std::fs::remove_file(dir.path().join("echo.wasm")).unwrap();
     server.wait_for("the copy to take over", |s| {
         s.plugin("echo_copy")
-            .is_some_and(|p| p["state"] == "loaded")
+            .is_some_and(|p| p.state == PluginState::Loaded)
     });
     assert_eq!(
         server.call("echo", json!({"text": "hi"})).json["content"][0]["text"],
@@ -259,12 +261,17 @@ fn a_file_replaced_during_a_slow_startup_scan_serves_the_newer_version() {
     );
     server.wait_for("the newer echo to serve", |s| {
         s.settled_plugin("echo")
-            .is_some_and(|plugin| plugin["contentHash"] == newer_hash)
+            .is_some_and(|plugin| plugin.content_hash.as_deref() == Some(newer_hash.as_str()))
     });
     // And it stays: nothing later puts the older bytes back.
     std::thread::sleep(std::time::Duration::from_millis(500));
     let echo = server.settled_plugin("echo").unwrap();
-    assert_eq!(echo["contentHash"], newer_hash, "{echo}\n{}", server.log());
+    assert_eq!(
+        echo.content_hash.as_deref(),
+        Some(newer_hash.as_str()),
+        "{echo:?}\n{}",
+        server.log()
+    );
     assert!(
         server
             .log()
@@ -304,8 +311,8 @@ fn namespaces_serve_same_named_tools_side_by_side() {
         assert_eq!(answer.json["content"][0]["text"], tool, "{}", answer.json);
     }
     assert_eq!(
-        server.settled_plugin("ada/echo").unwrap()["tools"],
-        json!(["ada__echo"])
+        server.settled_plugin("ada/echo").unwrap().tools,
+        ["ada__echo"]
     );
 
     // A namespace made while serving is followed.
@@ -345,8 +352,8 @@ fn a_kubernetes_configmap_update_reloads_its_plugins() {
     symlink("..data/echo.wasm", root.join("echo.wasm")).unwrap();
     let server = Server::start(root, &[]);
     assert_eq!(
-        server.plugin("echo").unwrap()["contentHash"],
-        crate::support::file_hash(&first)
+        server.plugin("echo").unwrap().content_hash,
+        Some(crate::support::file_hash(&first))
     );
 
     std::fs::create_dir(root.join("..2026_11_25_02")).unwrap();
@@ -358,7 +365,7 @@ fn a_kubernetes_configmap_update_reloads_its_plugins() {
     server.wait_for("the swapped version", |server| {
         server
             .plugin("echo")
-            .is_some_and(|plugin| plugin["contentHash"] == expected.as_str())
+            .is_some_and(|plugin| plugin.content_hash.as_deref() == Some(expected.as_str()))
     });
     assert_eq!(server.call("echo", json!({"text": "hi"})).status, 200);
 }

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::{Server, example, file_hash, repo_root, toolhost_bin, variant_of};
+use toolhost::registry::report::PluginState;
 
 /// A free loopback port.
 fn free_port() -> u16 {
@@ -240,9 +241,11 @@ fn source_folder(reference: &str) -> tempfile::TempDir {
     dir
 }
 
+/// `echo`'s `source` as the raw JSON: its type (`registry::sources::
+/// SourceReport`) is not public to the tests.
 fn echo_source(server: &Server) -> Value {
     server
-        .plugin("echo")
+        .plugin_json("echo")
         .map(|plugin| plugin["source"].clone())
         .unwrap_or(Value::Null)
 }
@@ -250,7 +253,7 @@ fn echo_source(server: &Server) -> Value {
 fn serving_hash(server: &Server) -> String {
     server
         .plugin("echo")
-        .and_then(|plugin| plugin["contentHash"].as_str().map(str::to_string))
+        .and_then(|plugin| plugin.content_hash)
         .unwrap_or_default()
 }
 
@@ -510,13 +513,14 @@ fn a_private_registry_is_read_with_docker_credentials() {
         &[("DOCKER_CONFIG", nobody.path().to_str().unwrap())],
     );
     let plugin = anonymous.plugin("echo").unwrap();
-    assert_eq!(plugin["state"], "rejected", "{plugin}");
+    assert_eq!(plugin.state, PluginState::Rejected, "{plugin:?}");
     assert!(
-        plugin["reason"]
-            .as_str()
+        plugin
+            .reason
+            .as_deref()
             .unwrap()
             .contains("needs credentials"),
-        "{plugin}"
+        "{plugin:?}"
     );
     drop(anonymous);
     // docker's own place for them (DOCKER_CONFIG, else ~/.docker), and a
@@ -528,7 +532,7 @@ fn a_private_registry_is_read_with_docker_credentials() {
     );
     assert_echo_answers(&through_env.base);
     drop(through_env);
-    let through_flag = Server::start_with_env(
+    let through_flag = Server::start(
         folder.path(),
         &[
             "--cache-dir",
@@ -536,7 +540,6 @@ fn a_private_registry_is_read_with_docker_credentials() {
             "--registry-config",
             config.to_str().unwrap(),
         ],
-        &[("DOCKER_CONFIG", nobody.path().to_str().unwrap())],
     );
     assert_echo_answers(&through_flag.base);
 }
@@ -716,10 +719,17 @@ fn three_replicas_behind_haproxy_roll_out_a_signed_push_and_survive_a_kill() {
     // replica its own cache, as on machines of their own.
     let folder = source_folder(&target);
     let caches: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    // The last one is killed below: it alone needs a process of its own.
     let mut replicas: Vec<Server> = caches
         .iter()
-        .map(|cache| {
-            Server::start(
+        .enumerate()
+        .map(|(index, cache)| {
+            let start = if index == caches.len() - 1 {
+                Server::process
+            } else {
+                Server::start
+            };
+            start(
                 folder.path(),
                 &[
                     "--verify-key",
@@ -759,7 +769,9 @@ fn three_replicas_behind_haproxy_roll_out_a_signed_push_and_survive_a_kill() {
 
     // A signed re-push reaches every replica, with no failed call.
     let load = Load::start(&balancer.base, 2);
-    std::thread::sleep(Duration::from_millis(500));
+    wait_until("the load under way", Duration::from_secs(10), || {
+        load.count() >= 10
+    });
     let v2 = variant_of(&example("echo"), "replica-v2");
     let second = push(&v2, &target, Some(&key));
     let pushed = Instant::now();
@@ -781,7 +793,11 @@ fn three_replicas_behind_haproxy_roll_out_a_signed_push_and_survive_a_kill() {
         rolled_out <= ROLL_OUT_STALL,
         "the new version took {rolled_out:?} to reach every replica (poll_secs = 1)"
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // Calls go on after the roll-out, and none fails.
+    let rolled = load.count();
+    wait_until("calls after the roll-out", Duration::from_secs(10), || {
+        load.count() >= rolled + 10
+    });
     assert_eq!(load.failures(), vec![], "calls failed during the roll-out");
     println!(
         "rolled out to 3 replicas in {rolled_out:?}; {} calls, none failed",

@@ -8,12 +8,12 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::mcp::rpc;
 use crate::support::{Server, drop_in, example, plugin_dir, variant_of};
+use toolhost::registry::report::PluginState;
 
 /// A 1x1 red PNG, base64: what the conformance plugin's binary resource is.
 const RED_PIXEL_PNG: &str =
@@ -115,6 +115,20 @@ fn resources_and_prompts_over_rest_and_mcp() {
     let (_, image) = post(&server, "/prompts/test_prompt_with_image", "");
     assert_eq!(image["messages"][0]["content"]["type"], "image");
     assert_eq!(image["messages"][0]["content"]["data"], RED_PIXEL_PNG);
+    // An embedded resource without a URI is the plugin's business error
+    // (422 with its code), never an answer the host must refuse (500).
+    for bad in ["", "not a uri"] {
+        let (status, refused) = post(
+            &server,
+            "/prompts/test_prompt_with_embedded_resource",
+            &json!({ "resourceUri": bad }).to_string(),
+        );
+        assert_eq!(status, 422, "{bad:?}: {refused}");
+        assert_eq!(
+            refused["error"]["code"], "INVALID_RESOURCE_URI",
+            "{refused}"
+        );
+    }
     let (_, embedded) = post(
         &server,
         "/prompts/test_prompt_with_embedded_resource",
@@ -211,7 +225,7 @@ fn resources_and_prompts_over_rest_and_mcp() {
         s.settled_plugin("ada/conformance").is_some()
     });
     let report = server.settled_plugin("ada/conformance").unwrap();
-    assert_eq!(report["state"], "loaded", "{report}");
+    assert_eq!(report.state, PluginState::Loaded, "{report:?}");
     let listed = server.get("/resources").json;
     let uris: Vec<&str> = listed["resources"]
         .as_array()
@@ -270,9 +284,11 @@ fn a_client_hears_of_updated_resources_and_changed_lists() {
     drop_in(&newer, dir.path(), "conformance.wasm");
     server.wait_for("the new version", |s| {
         s.settled_plugin("conformance")
-            .is_some_and(|p| p["contentHash"] == crate::support::file_hash(&newer))
+            .is_some_and(|p| p.content_hash == Some(crate::support::file_hash(&newer)))
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // Once the client has heard the update, the plugin goes.
+    let heard = lines.next().unwrap().unwrap();
+    assert_eq!(heard, "updated", "the client said {heard:?}");
     // Gone: both lists change.
     std::fs::remove_file(dir.path().join("conformance.wasm")).unwrap();
     let status = child.wait().unwrap();

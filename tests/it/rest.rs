@@ -232,10 +232,26 @@ fn every_host_and_tool_error_has_its_status_and_envelope() {
     );
 }
 
+/// A plugin bound to `wit/` with plain wit-bindgen, as docs/plugins.md
+/// shows an outside author (`tests/fixtures/plainbind`): it builds (the
+/// fixtures build would fail otherwise), loads and answers.
+#[test]
+fn a_plugin_bound_with_plain_wit_bindgen_serves() {
+    let dir = plugin_dir(&[&fixture("plainbind")]);
+    let server = Server::in_process(dir.path());
+    let answer = server.call("shout", json!({"text": "hello"}));
+    assert_eq!(answer.status, 200, "{}", answer.json);
+    assert_eq!(
+        answer.json["content"][0]["text"], "HELLO",
+        "{}",
+        answer.json
+    );
+}
+
 #[test]
 fn plugin_output_is_logged_and_bounded() {
     let dir = plugin_dir(&[&fixture("misbehave")]);
-    let server = Server::start(dir.path(), &[]);
+    let server = Server::process(dir.path(), &[]);
     assert_eq!(server.call("chatty", json!({})).status, 200);
     // The log is read from the server's stderr by another thread.
     server.wait_for("the drop notice", |s| {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::{Bystander, Server, assert_envelope, drop_in, example, fixture, plugin_dir};
 use serde_json::json;
+use toolhost::registry::report::{PluginReport, PluginState};
 
 /// Deadlines must be enforced: a contained call ends within its limit plus
 /// this margin. A correctness bound (the limit holds), not a speed goal.
@@ -33,7 +34,7 @@ fn resident_kib(pid: u32) -> u64 {
 fn hostile_plugins_are_contained_while_others_keep_answering() {
     let dir = plugin_dir(&[&example("echo"), &fixture("misbehave")]);
     let timeout_ms = 1000;
-    let server = Server::start(dir.path(), &["--timeout-ms", "1000"]);
+    let server = Server::process(dir.path(), &["--timeout-ms", "1000"]);
 
     // Another plugin answers throughout.
     let bystander = Bystander::start(&server);
@@ -203,10 +204,15 @@ fn weather_reaches_its_upstream_only_through_its_allowlist() {
     assert_eq!(code("Atlantis"), (422, "LOCATION_NOT_FOUND".to_string()));
     assert_eq!(code("Busytown"), (422, "RATE_LIMITED".to_string()));
 
-    // /plugins shows the grant, never the secret.
-    let report = server.plugin("weather").unwrap();
-    assert_eq!(report["granted"]["config"], json!(["api_key", "base_url"]));
-    assert!(!report.to_string().contains("good-key"));
+    // /plugins shows the grant, never the secret: not anywhere in the raw
+    // JSON (a typed read would not see a field it does not know).
+    let raw = server.plugin_json("weather").unwrap();
+    let report: PluginReport = serde_json::from_value(raw.clone()).unwrap();
+    assert_eq!(
+        report.granted.unwrap_or_default()["config"],
+        json!(["api_key", "base_url"])
+    );
+    assert!(!raw.to_string().contains("good-key"));
 
     // A policy with a wrong literal key: hot reloaded, and refused upstream.
     let wrong_key = weather_policy(&upstream, &format!("http://{upstream}")).replace(
@@ -224,7 +230,7 @@ fn weather_reaches_its_upstream_only_through_its_allowlist() {
     )
     .unwrap();
     server.wait_for("the narrower policy", |s| {
-        s.plugin("weather").unwrap()["granted"]["httpAllow"]
+        s.plugin("weather").unwrap().granted.unwrap_or_default()["httpAllow"]
             == json!(["https://api.example.com:443"])
     });
     let denied = server.call("get_weather_forecast", json!({"location": "Oslo"}));
@@ -249,7 +255,7 @@ fn weather_reaches_its_upstream_only_through_its_allowlist() {
     // No policy at all: no upstream, no key, no network.
     std::fs::remove_file(dir.path().join("weather.toml")).unwrap();
     server.wait_for("the policy to go", |s| {
-        s.plugin("weather").unwrap()["granted"]["config"] == json!([])
+        s.plugin("weather").unwrap().granted.unwrap_or_default()["config"] == json!([])
     });
     assert_eq!(code("Oslo"), (422, "NOT_CONFIGURED".to_string()));
     assert_eq!(hits.load(Ordering::Relaxed), before);
@@ -316,7 +322,7 @@ fn users_keep_their_data_in_the_granted_directory_only() {
     // Without the policy, the plugin reaches no file.
     std::fs::remove_file(dir.path().join("users.toml")).unwrap();
     server.wait_for("the policy to go", |s| {
-        s.plugin("users").unwrap()["granted"]["dirs"] == json!([])
+        s.plugin("users").unwrap().granted.unwrap_or_default()["dirs"] == json!([])
     });
     let denied = server.call("get_user", json!({"id": 2}));
     assert_eq!(
@@ -336,7 +342,11 @@ fn policy_limits_bound_concurrency_and_fuel_and_bad_policies_are_rejected() {
     )
     .unwrap();
     let server = Server::start(dir.path(), &[]);
-    let limits = &server.plugin("misbehave").unwrap()["granted"]["limits"];
+    let limits = &server
+        .plugin("misbehave")
+        .unwrap()
+        .granted
+        .unwrap_or_default()["limits"];
     assert_eq!(
         (
             limits["maxConcurrent"].as_u64(),
@@ -368,10 +378,11 @@ fn policy_limits_bound_concurrency_and_fuel_and_bad_policies_are_rejected() {
             .status()
             .as_u16()
     });
-    // The sleeper holds the only slot for its 1.5 s deadline; give it time
-    // to take the slot even on a loaded machine, and leave the 250 ms wait
-    // of the second call well inside that deadline.
-    std::thread::sleep(Duration::from_millis(700));
+    // The sleeper holds the only slot for its 1.5 s deadline: the second
+    // call goes once it runs, its 250 ms wait well inside that deadline.
+    server.wait_for("the sleeper to run", |s| {
+        crate::support::calls_running(s, None) >= 1
+    });
     let busy = server.call("counter", json!({}));
     assert_eq!(
         (busy.status, code_of(&busy).as_deref()),
@@ -393,15 +404,12 @@ fn policy_limits_bound_concurrency_and_fuel_and_bad_policies_are_rejected() {
     // A policy that does not parse rejects the new version; the old serves.
     std::fs::write(dir.path().join("misbehave.toml"), "[limits\ntimeout_ms = 1").unwrap();
     server.wait_for("the rejection", |s| {
-        s.plugin("misbehave").unwrap()["state"] == "rejected"
+        s.plugin("misbehave").unwrap().state == PluginState::Rejected
     });
     let report = server.plugin("misbehave").unwrap();
     assert!(
-        report["reason"]
-            .as_str()
-            .unwrap()
-            .contains("does not parse"),
-        "{report}"
+        report.reason.as_deref().unwrap().contains("does not parse"),
+        "{report:?}"
     );
     assert_eq!(server.call("counter", json!({})).status, 200);
 
@@ -411,8 +419,10 @@ fn policy_limits_bound_concurrency_and_fuel_and_bad_policies_are_rejected() {
     )
     .unwrap();
     server.wait_for("the second rejection", |s| {
-        s.plugin("misbehave").unwrap()["reason"]
-            .as_str()
+        s.plugin("misbehave")
+            .unwrap()
+            .reason
+            .as_deref()
             .unwrap_or("")
             .contains("nowhere")
     });
@@ -421,11 +431,15 @@ fn policy_limits_bound_concurrency_and_fuel_and_bad_policies_are_rejected() {
     std::fs::write(dir.path().join("echo.toml"), "[network]\nanything = true\n").unwrap();
     drop_in(&example("echo"), dir.path(), "echo.wasm");
     server.wait_for("echo's rejection", |s| {
-        s.plugin("echo").is_some_and(|p| p["state"] == "rejected")
+        s.plugin("echo")
+            .is_some_and(|p| p.state == PluginState::Rejected)
     });
     assert!(
-        server.plugin("echo").unwrap()["reason"]
-            .as_str()
+        server
+            .plugin("echo")
+            .unwrap()
+            .reason
+            .as_deref()
             .unwrap()
             .contains("unknown field")
     );
@@ -464,7 +478,11 @@ fn an_instance_is_reused_only_when_the_policy_opts_in() {
     let spun = server.call("spin", json!({}));
     assert_eq!(code_of(&spun).as_deref(), Some("TOOL_TIMEOUT"));
     assert_eq!(count(), "1");
-    let limits = &server.plugin("misbehave").unwrap()["granted"]["limits"];
+    let limits = &server
+        .plugin("misbehave")
+        .unwrap()
+        .granted
+        .unwrap_or_default()["limits"];
     assert_eq!(limits["reuseInstance"], 3, "{limits}");
     // Zero is refused with the reason, like every other limit.
     std::fs::write(
@@ -475,6 +493,6 @@ fn an_instance_is_reused_only_when_the_policy_opts_in() {
     server.wait_for("the policy refused", |server| {
         server
             .plugin("misbehave")
-            .is_some_and(|plugin| plugin["state"] == "rejected" || plugin["reason"].is_string())
+            .is_some_and(|plugin| plugin.state == PluginState::Rejected || plugin.reason.is_some())
     });
 }

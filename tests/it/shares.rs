@@ -4,7 +4,6 @@
 //! gets 409 `QUOTA_EXCEEDED` and writes nothing.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -135,7 +134,10 @@ fn one_persons_plugins_bytes_and_calls_stay_within_their_share() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(1200));
+    // Two of ada's and two of carol's run; the rest are refused.
+    server.wait_for("two sleepers of each to run", |s| {
+        crate::support::calls_running(s, Some(ADMIN)) >= 4
+    });
     let (status, body) = call(&server, "ada__counter", "{}");
     assert_eq!(status, 503, "ada's share is full: {body}");
     assert_eq!(body["error"]["details"]["namespace"], "ada", "{body}");

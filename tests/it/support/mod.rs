@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use toolhost::registry::report::{PluginReport, PluginsReport};
 
 pub mod components;
 
@@ -147,18 +148,27 @@ enum Running {
     InProcess {
         stop: Option<tokio::sync::oneshot::Sender<()>>,
         thread: Option<std::thread::JoinHandle<()>>,
-        pid: u32,
     },
 }
 
 impl Server {
-    /// Starts `toolhost serve` over `dir` on an ephemeral port. Unless
-    /// `extra_args` names one, the compile cache is the shared test cache.
+    /// Serves `dir` with `toolhost serve`'s flags `extra_args`, in this
+    /// process ([`Server::in_process_with`]): the same flags, parsed and
+    /// checked by the same code, with no process to spawn. Tests that read
+    /// the server's log, measure its process or give it environment
+    /// variables use [`Server::process`].
     pub fn start(dir: &Path, extra_args: &[&str]) -> Server {
+        Self::in_process_with(dir, extra_args)
+    }
+
+    /// Starts the real `toolhost serve` binary over `dir` on an ephemeral
+    /// port. Unless `extra_args` names one, the compile cache is the shared
+    /// test cache.
+    pub fn process(dir: &Path, extra_args: &[&str]) -> Server {
         Self::start_with_env(dir, extra_args, &[])
     }
 
-    /// Like `start`, with extra environment variables for the server.
+    /// Like `process`, with extra environment variables for the server.
     pub fn start_with_env(dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
         Self::start_with_hook(dir, extra_args, env, |_| {})
     }
@@ -238,55 +248,96 @@ impl Server {
         }
     }
 
-    /// Opens a [`toolhost::Host`] over `dir` with `serve`'s defaults (the
-    /// shared test cache) and serves it on an ephemeral loopback port from
-    /// a runtime of its own. Its log is the test process's, so
-    /// [`Server::log`] is empty: tests that read the log use `start`.
+    /// Serves `dir` in this process with `serve`'s defaults (the shared
+    /// test cache).
     pub fn in_process(dir: &Path) -> Server {
-        let dir = dir.to_path_buf();
+        Self::in_process_with(dir, &[])
+    }
+
+    /// Serves `dir` in this process with `toolhost serve`'s flags
+    /// `extra_args` (through the library's `serve_in_process`: the
+    /// binary's own parsing, checks and start-up) on an ephemeral loopback
+    /// port, from a runtime of its own. Its log is the test process's, so
+    /// [`Server::log`] is empty: tests that read the log use `process`.
+    pub fn in_process_with(dir: &Path, extra_args: &[&str]) -> Server {
+        let mut flags: Vec<String> = vec!["--plugins".into(), dir.display().to_string()];
+        if !extra_args.contains(&"--cache-dir") && !extra_args.contains(&"--no-cache") {
+            flags.extend(["--cache-dir".into(), test_cache_dir().display().to_string()]);
+        }
+        flags.extend(extra_args.iter().map(|arg| arg.to_string()));
         let (address_tx, address_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Runtime::new().unwrap();
             runtime.block_on(async move {
-                let host = toolhost::Host::open(toolhost::HostConfig {
-                    cache_dir: Some(test_cache_dir()),
-                    ..toolhost::HostConfig::new(&dir)
-                })
-                .await
-                .expect("opening the host");
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                address_tx.send(listener.local_addr().unwrap()).unwrap();
-                host.serve(listener, Default::default(), async move {
+                let address = listener.local_addr().unwrap();
+                let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+                let served = toolhost::commands::serve_in_process(&flags, listener, async move {
                     let _ = stopped.await;
-                })
-                .await
-                .expect("serving");
+                });
+                // Told once the server is up: the first answer to /health.
+                let probe = async {
+                    let url = format!("http://{address}/health");
+                    loop {
+                        let ok = tokio::task::spawn_blocking({
+                            let url = url.clone();
+                            move || agent().get(&url).call().is_ok()
+                        })
+                        .await
+                        .unwrap_or(false);
+                        if ok {
+                            let _ = address_tx.send(Ok(address));
+                            return std::future::pending::<()>().await;
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                };
+                tokio::select! {
+                    result = served => {
+                        if let Err(error) = result {
+                            let _ = address_tx.send(Err(format!("{error:#}")));
+                        }
+                    }
+                    () = probe => {}
+                }
             });
         });
-        let address = address_rx
-            .recv_timeout(Duration::from_secs(120))
-            .expect("the in-process host did not start");
+        let address = match address_rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(Ok(address)) => address,
+            Ok(Err(error)) => panic!("the in-process server did not start: {error}"),
+            Err(_) => panic!("the in-process server did not start within 120 s"),
+        };
         Server {
             running: Running::InProcess {
                 stop: Some(stop),
                 thread: Some(thread),
-                pid: std::process::id(),
             },
             base: format!("http://{address}"),
             log: Arc::default(),
         }
     }
 
+    /// The server's process id: only a [`Server::process`] has its own
+    /// (an in-process server's memory and CPU are the test binary's).
     pub fn pid(&self) -> u32 {
         match &self.running {
             Running::Process(child) => child.id(),
-            Running::InProcess { pid, .. } => *pid,
+            Running::InProcess { .. } => {
+                panic!("an in-process server has no pid of its own; start it with Server::process")
+            }
         }
     }
 
+    /// What the server logged so far: only a [`Server::process`]'s stderr
+    /// is captured; an in-process server says so instead.
     pub fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
+        match self.running {
+            Running::Process(_) => self.log.lock().unwrap().clone(),
+            Running::InProcess { .. } => {
+                "(an in-process server's log is not captured; start it with Server::process)".into()
+            }
+        }
     }
 
     pub fn get(&self, path: &str) -> Response {
@@ -317,8 +368,36 @@ impl Server {
             .collect()
     }
 
+    /// The server's `GET /plugins` (asked with no token: the whole report
+    /// on an open server), read as the typed report.
+    pub fn plugins(&self) -> PluginsReport {
+        let response = self.get("/plugins");
+        serde_json::from_value(response.json.clone()).unwrap_or_else(|error| {
+            panic!(
+                "GET /plugins ({}) is not a plugins report: {error}\n{}",
+                response.status, response.json
+            )
+        })
+    }
+
     /// The `/plugins` entry of one plugin.
-    pub fn plugin(&self, id: &str) -> Option<Value> {
+    pub fn plugin(&self, id: &str) -> Option<PluginReport> {
+        self.plugins()
+            .plugins
+            .into_iter()
+            .find(|plugin| plugin.id == id)
+    }
+
+    /// The plugin's entry once no load job for it is in progress (a plugin
+    /// shows in `/plugins` with `compiling` set while it loads).
+    pub fn settled_plugin(&self, id: &str) -> Option<PluginReport> {
+        self.plugin(id).filter(|plugin| plugin.compiling.is_none())
+    }
+
+    /// The `/plugins` entry of one plugin as the raw JSON the server sent,
+    /// for the tests of the wire format itself (what a typed read would
+    /// not see: a field it does not know, a field absent).
+    pub fn plugin_json(&self, id: &str) -> Option<Value> {
         let report = self.get("/plugins").json;
         report["plugins"]
             .as_array()
@@ -326,13 +405,6 @@ impl Server {
             .iter()
             .find(|plugin| plugin["id"] == id)
             .cloned()
-    }
-
-    /// The plugin's entry once no load job for it is in progress (a plugin
-    /// shows in `/plugins` as `compiling` while it loads).
-    pub fn settled_plugin(&self, id: &str) -> Option<Value> {
-        self.plugin(id)
-            .filter(|plugin| plugin.get("compiling").is_none())
     }
 
     /// Waits (polling, bounded) until `condition` holds; panics with the
@@ -550,6 +622,9 @@ const PYTHON_PACKAGES: &[&str] = &[
     "kubernetes-validate==1.34.1",
     // The registry's htpasswd file takes bcrypt only (tests/it/replicas.rs).
     "bcrypt==5.0.0",
+    // The official Python client's parser of the classic Prometheus text
+    // format (tests/it/metrics.rs).
+    "prometheus-client==0.21.1",
 ];
 
 /// ... and the MCP Python SDK 2.x (`mcp.Client`) in another.
@@ -676,6 +751,51 @@ pub fn send(
 ) -> (u16, Value) {
     let (status, _, json) = exchange(server, method, path, token, kind, body);
     (status, json)
+}
+
+/// One unlabelled gauge of `server`'s `/metrics` (asked with `token`),
+/// such as `toolhost_executor_slots_in_use`, the calls running guest code
+/// now: what tests wait on before acting while calls are in flight.
+pub fn gauge(server: &Server, name: &str, token: Option<&str>) -> u64 {
+    let mut request = agent().get(format!("{}/metrics", server.base));
+    if let Some(token) = token {
+        request = request.header("Authorization", format!("Bearer {token}"));
+    }
+    let text = request
+        .call()
+        .expect("GET /metrics")
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    let prefix = format!("{name} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+}
+
+/// How many calls run guest code on `server` now.
+pub fn calls_running(server: &Server, token: Option<&str>) -> u64 {
+    gauge(server, "toolhost_executor_slots_in_use", token)
+}
+
+/// `GET /plugins` asked with `token`, read as the typed report.
+pub fn plugins_as(server: &Server, token: Option<&str>) -> PluginsReport {
+    let (status, report) = send(server, "GET", "/plugins", token, "", b"");
+    serde_json::from_value(report.clone()).unwrap_or_else(|error| {
+        panic!("GET /plugins ({status}) is not a plugins report: {error}\n{report}")
+    })
+}
+
+/// `GET /plugins/{id}` asked with `token`, read as the typed report;
+/// `None` when the answer is not one (no such plugin, or not to be seen).
+pub fn plugin_as(server: &Server, id: &str, token: Option<&str>) -> Option<PluginReport> {
+    let (status, report) = send(server, "GET", &format!("/plugins/{id}"), token, "", b"");
+    (status == 200).then(|| {
+        serde_json::from_value(report.clone()).unwrap_or_else(|error| {
+            panic!("GET /plugins/{id} is not a plugin report: {error}\n{report}")
+        })
+    })
 }
 
 /// Like [`send`], with the answer's `WWW-Authenticate` header (empty when
