@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::hardening::{drop_file, wait_until_for};
+use super::options::BenchOptions;
 use super::probes::{Spawned, peak_resident_mib, resident_mib, wrk};
-use super::scale::request;
-use super::{BenchOptions, Report};
+use super::report::Report;
+use super::wire::{drop_file, request, wait_until_for};
 
 const SECTION: &str = "big components";
 

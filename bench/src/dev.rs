@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::options::BenchOptions;
 use super::probes::{percentile, toolhost_binary};
-use super::reload::send_call;
-use super::{BenchOptions, Report};
+use super::report::Report;
+use super::wire::send_call;
 
 pub(super) fn section(
     options: &BenchOptions,

@@ -17,9 +17,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::benchtool::{patched, tool_name};
+use super::options::BenchOptions;
 use super::probes::{Spawned, cpu_seconds, resident_mib, wrk};
-use super::reload::{call_status, wait_until};
-use super::{BenchOptions, Report, patched, tool_name};
+use super::report::Report;
+use super::wire::{call_status, drop_file, wait_until, wait_until_for};
 
 pub(super) fn section(
     options: &BenchOptions,
@@ -243,26 +245,4 @@ fn reload_beside_compile(
         ),
     );
     Ok(())
-}
-
-/// Writes `bytes` to `dir/name` through a temporary file and a rename.
-pub(super) fn drop_file(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
-    let temp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&temp, bytes)?;
-    std::fs::rename(&temp, dir.join(name))?;
-    Ok(())
-}
-
-pub(super) fn wait_until_for(
-    limit: Duration,
-    mut condition: impl FnMut() -> bool,
-) -> anyhow::Result<()> {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if condition() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    anyhow::bail!("timed out after {limit:?}")
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::BenchOptions;
+use super::options::BenchOptions;
 use super::probes::percentile;
 use toolhost::call::envelope::TextFormat;
 use toolhost::{Host, HostConfig};

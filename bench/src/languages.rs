@@ -22,10 +22,10 @@ use toolhost::call::envelope::TextFormat;
 use toolhost::runtime::Limits;
 use toolhost::{Host, HostConfig};
 
-use super::hardening::wait_until_for as wait;
+use super::options::BenchOptions;
 use super::probes::{Spawned, percentile, resident_mib, toolhost_binary};
-use super::reload::send_call;
-use super::{BenchOptions, Report};
+use super::report::Report;
+use super::wire::{send_call, wait_until_for as wait};
 
 /// One language's example and how it is rebuilt.
 struct Language {

@@ -24,8 +24,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::options::BenchOptions;
 use crate::probes::{Spawned, toolhost_binary, wrk};
-use crate::{BenchOptions, Report};
+use crate::report::Report;
 
 pub(crate) fn section(
     options: &BenchOptions,

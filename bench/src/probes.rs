@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use super::DEBOUNCE_MS;
+/// The folder watcher's debounce every server under test is given.
+pub(crate) const DEBOUNCE_MS: u64 = 50;
 
 pub(super) struct WrkResult {
     pub rps: f64,

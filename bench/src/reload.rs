@@ -2,15 +2,17 @@
 //! into the folder to its tool's first successful call, uncached and with a
 //! warm compile cache; the debounce window is reported apart.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::json;
 
+use super::benchtool::{patched, tool_name};
+use super::options::BenchOptions;
+use super::probes::DEBOUNCE_MS;
 use super::probes::{Spawned, percentile};
-use super::{BenchOptions, DEBOUNCE_MS, Report, patched, tool_name};
+use super::report::Report;
+use super::wire::{call_status, wait_until};
 
 /// Section 4: hot reload, uncached and with a warm compile cache.
 pub(super) fn section(
@@ -83,37 +85,4 @@ fn drop_and_time(
     std::fs::rename(&temp, dir.join(name))?;
     wait_until(|| call_status(server.address, &tool_name(index)) == Some(200))?;
     Ok(started.elapsed().as_secs_f64() * 1e3)
-}
-
-pub(super) fn wait_until(mut condition: impl FnMut() -> bool) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if condition() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    anyhow::bail!("timed out waiting for the server")
-}
-
-/// The status of one `POST /tools/{tool}` over a plain socket.
-pub(super) fn call_status(address: SocketAddr, tool: &str) -> Option<u16> {
-    let stream = send_call(address, tool, r#"{"text":"x"}"#)?;
-    let mut status_line = String::new();
-    BufReader::new(stream).read_line(&mut status_line).ok()?;
-    status_line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Sends `POST /tools/{tool}` with `body` on a fresh connection that the
-/// server closes after answering; the answer is the caller's to read.
-pub(super) fn send_call(address: SocketAddr, tool: &str, body: &str) -> Option<TcpStream> {
-    let mut stream = TcpStream::connect(address).ok()?;
-    write!(
-        stream,
-        "POST /tools/{tool} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .ok()?;
-    Some(stream)
 }

@@ -18,10 +18,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::hardening::wait_until_for;
+use super::benchtool::patched;
+use super::options::BenchOptions;
 use super::probes::{Spawned, toolhost_binary, wrk};
-use super::scale::request;
-use super::{BenchOptions, Report, patched};
+use super::report::Report;
+use super::wire::{request, wait_until_for};
 
 const SECTION: &str = "replicas";
 

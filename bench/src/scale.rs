@@ -7,16 +7,17 @@
 //! /tools` and one MCP `tools/list` page at c=1, the walk through every
 //! page, and the memory a thousand ended sessions leave behind.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::hardening::wait_until_for;
+use super::benchtool::patched;
+use super::options::BenchOptions;
 use super::probes::{Spawned, percentile, resident_mib, wrk};
-use super::{BenchOptions, Report, patched};
+use super::report::Report;
+use super::wire::{exchange, request, wait_until_for};
 
 const SECTION: &str = "1,000 plugins";
 
@@ -211,68 +212,4 @@ fn open_and_end_session(address: SocketAddr) -> anyhow::Result<()> {
     )?;
     anyhow::ensure!(ended.starts_with("HTTP/1.1 2"), "DELETE answered {ended}");
     Ok(())
-}
-
-/// One request on a fresh connection: the status and the body.
-pub(super) fn request(
-    address: SocketAddr,
-    method: &str,
-    path: &str,
-    body: &str,
-) -> anyhow::Result<(u16, String)> {
-    let answer = exchange(address, method, path, body, "")?;
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|status| status.parse().ok())
-        .unwrap_or(0);
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let chunked = head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked");
-    Ok((
-        status,
-        if chunked {
-            dechunk(body)
-        } else {
-            body.to_string()
-        },
-    ))
-}
-
-/// A chunked body's data, its chunk-size lines taken out.
-fn dechunk(mut body: &str) -> String {
-    let mut data = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        data.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
-    }
-    data
-}
-
-/// Sends one request (JSON, accepting JSON or SSE) on a fresh connection
-/// that closes after the answer, and reads the answer whole.
-fn exchange(
-    address: SocketAddr,
-    method: &str,
-    path: &str,
-    body: &str,
-    headers: &str,
-) -> anyhow::Result<String> {
-    let mut stream = TcpStream::connect(address)?;
-    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\
-         Connection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer)?;
-    Ok(String::from_utf8_lossy(&answer).into_owned())
 }

@@ -19,8 +19,9 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use super::options::BenchOptions;
 use super::probes::{Spawned, percentile};
-use super::{BenchOptions, Report};
+use super::report::Report;
 
 const TOKEN: &str = "ada-bench-secret-0123456789";
 

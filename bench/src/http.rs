@@ -1,0 +1,122 @@
+//! Sections 2 and 3 of the harness: REST `POST /tools/echo` under wrk
+//! beside a bare axum handler doing the same JSON echo (`toolhost-bench
+//! baseline`, also here), and MCP `tools/call` beside REST.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::options::BenchOptions;
+use crate::probes::{Spawned, wrk};
+use crate::report::Report;
+
+/// Sections 2 and 3: REST beside a bare axum echo, and MCP beside REST.
+pub(crate) fn section(
+    options: &BenchOptions,
+    work: &Path,
+    duration: &str,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let echo_dir = work.join("echo");
+    std::fs::create_dir_all(&echo_dir)?;
+    std::fs::copy(&options.echo, echo_dir.join("echo.wasm"))?;
+    let server = Spawned::serve(&echo_dir, &work.join("cache-echo"), &[])?;
+    // The same echo on a server whose policy opts in to instance reuse
+    // (`reuse_instance`), measured at c=16 beside the default.
+    let reuse_dir = work.join("echo-reuse");
+    std::fs::create_dir_all(&reuse_dir)?;
+    std::fs::copy(&options.echo, reuse_dir.join("echo.wasm"))?;
+    std::fs::write(
+        reuse_dir.join("echo.toml"),
+        "[limits]\nreuse_instance = 1000\n",
+    )?;
+    let reusing = Spawned::serve(&reuse_dir, &work.join("cache-echo"), &[])?;
+    let baseline = Spawned::start(Command::new(std::env::current_exe()?).args(["baseline"]))?;
+    let rest_body = r#"{"text":"hello"}"#;
+    let mcp_body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#;
+    for connections in [1, 16, 64] {
+        let rest = wrk(
+            work,
+            server.child.id(),
+            server.address,
+            "POST",
+            "/tools/echo",
+            rest_body,
+            connections,
+            duration,
+        )?;
+        let bare = wrk(
+            work,
+            baseline.child.id(),
+            baseline.address,
+            "POST",
+            "/echo",
+            rest_body,
+            connections,
+            duration,
+        )?;
+        let mcp = wrk(
+            work,
+            server.child.id(),
+            server.address,
+            "POST",
+            "/mcp",
+            mcp_body,
+            connections,
+            duration,
+        )?;
+        let label = format!("c={connections}");
+        report.load("REST", &label, &rest);
+        report.requests_per_second("baseline axum", &label, &bare);
+        let to_baseline = format!("{label} ratio to baseline");
+        report.ratio("REST", &to_baseline, rest.rps / bare.rps);
+        if connections == 16 {
+            let reused = wrk(
+                work,
+                reusing.child.id(),
+                reusing.address,
+                "POST",
+                "/tools/echo",
+                rest_body,
+                connections,
+                duration,
+            )?;
+            let section = "REST, reuse_instance = 1000";
+            report.load(section, &label, &reused);
+            report.ratio(section, &to_baseline, reused.rps / bare.rps);
+            report.record(
+                section,
+                &format!("{label} server CPU us/request"),
+                json!(reused.server_cpu_us),
+                format!("{:.0}", reused.server_cpu_us),
+            );
+        }
+        report.load("MCP", &label, &mcp);
+        let to_rest = format!("{label} ratio to REST");
+        report.ratio("MCP", &to_rest, mcp.rps / rest.rps);
+        // Where a ratio falls short, this says whose CPU time it went to.
+        report.record(
+            "server CPU",
+            &format!("{label} us/request axum / REST / MCP"),
+            json!([bare.server_cpu_us, rest.server_cpu_us, mcp.server_cpu_us]),
+            format!(
+                "{:.0} / {:.0} / {:.0}",
+                bare.server_cpu_us, rest.server_cpu_us, mcp.server_cpu_us
+            ),
+        );
+    }
+    Ok(())
+}
+
+pub(crate) async fn baseline() -> anyhow::Result<()> {
+    async fn echo(axum::Json(arguments): axum::Json<Value>) -> axum::Json<Value> {
+        let text = arguments["text"].as_str().unwrap_or_default().to_string();
+        axum::Json(json!({ "content": [{ "type": "text", "text": text }], "isError": false }))
+    }
+    let app = axum::Router::new().route("/echo", axum::routing::post(echo));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    eprintln!("baseline listening on http://{}", listener.local_addr()?);
+    axum::serve(listener, app).await?;
+    Ok(())
+}
