@@ -149,6 +149,28 @@ impl Layout {
     }
 }
 
+/// Whether `name` is a hidden file a publish leaves while it runs (an
+/// upload in progress, a version kept aside): one found at start-up was
+/// left by a process that stopped midway, and is removed.
+pub(crate) fn is_publish_leftover(name: &str) -> bool {
+    name.starts_with('.') && (name.contains(".upload-") || name.contains(".wasm.previous-"))
+}
+
+/// Removes what a publish cut short by a stop left behind (an upload in
+/// progress, a version kept aside): hidden files, never plugins.
+pub(crate) fn remove_publish_leftovers(layout: &Layout) {
+    let folders = std::iter::once(layout.root().to_path_buf()).chain(layout.namespace_dirs());
+    for folder in folders {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            if is_publish_leftover(&name.to_string_lossy()) {
+                tracing::info!(file = %entry.path().display(), "removing what a stopped publish left");
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
 /// Whether policy text has a `[source]` table (valid or not: the load
 /// says what is wrong with it).
 pub(crate) fn names_source(text: &str) -> bool {

@@ -425,13 +425,6 @@ async fn write_atomically(folder: &Path, name: &str, bytes: &[u8]) -> std::io::R
     tokio::fs::rename(&temp, folder.join(name)).await
 }
 
-/// Whether `name` is a hidden file a publish leaves while it runs (an
-/// upload in progress, a version kept aside): one found at start-up was
-/// left by a process that stopped midway, and is removed.
-pub(crate) fn is_publish_leftover(name: &str) -> bool {
-    name.starts_with('.') && (name.contains(".upload-") || name.contains(".wasm.previous-"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,9 +446,9 @@ mod tests {
 
     #[test]
     fn leftovers_are_told_from_plugins() {
-        assert!(is_publish_leftover(".echo.wasm.upload-12-3"));
-        assert!(is_publish_leftover(".echo.wasm.previous-12-3"));
-        assert!(!is_publish_leftover("echo.wasm"));
-        assert!(!is_publish_leftover(".echo.wasm.published"));
+        assert!(layout::is_publish_leftover(".echo.wasm.upload-12-3"));
+        assert!(layout::is_publish_leftover(".echo.wasm.previous-12-3"));
+        assert!(!layout::is_publish_leftover("echo.wasm"));
+        assert!(!layout::is_publish_leftover(".echo.wasm.published"));
     }
 }

@@ -1,23 +1,185 @@
-//! The call path inside the runtime: the listings and `call-tool` in an
-//! instance (fresh, or kept by a policy that opts in: `warm.rs`), each
-//! store made ready with its deadline, fuel and memory budget, run on the
-//! executor, and wasmtime's outcome turned into the runtime's own types.
+//! [`Runtime`], the one type that runs wasm, with all of its methods: the
+//! engines and compilers (a component compiled, from the cache or not, and
+//! tiered up), the executor's slots, and the call path (the listings,
+//! `call-tool` and the 0.2.0 asks in an instance, fresh or kept by a policy
+//! that opts in: `warm.rs`; each store made ready with its deadline, fuel
+//! and memory budget, run on the executor, its outcome settled in
+//! `outcome.rs`).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
-use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime::{Config, Store, UpdateDeadline};
 
-use super::compiler;
-use super::executor::{self, Cancel, Refusal};
-use super::exports::Plugin;
-use super::failure::{root_cause, tail};
-use super::sandbox::Sandbox;
-use super::{
-    Answer, Ask, CallClient, CallFailure, CallUsage, CompiledPlugin, Description, Grants,
-    PluginError, PluginOutput, Runtime,
+use super::asks::{Answer, Ask};
+use super::bindings::exports::toolhost::plugin0_1_0::tools::{
+    Output as PluginOutput, ToolError as PluginError,
 };
+use super::cache::ArtifactCache;
+use super::client::CallClient;
+use super::compiled::{CompiledPlugin, Description};
+use super::compiler::{
+    self, BASELINE_FROM_BYTES, Compiler, Optimizer, Pending, Tier, TierUp, Tiers,
+};
+use super::executor::{self, Cancel, Executor, Refusal};
+use super::exports::Plugin;
+use super::failure::{CallFailure, CompileError};
+use super::grants::{Grants, Limits};
+use super::outcome::{settle, usage_of};
+use super::pool;
+use super::sandbox::Sandbox;
+use super::usage::CallUsage;
+use super::warm::{KeptInstances, Shelf};
+
+pub struct Runtime {
+    /// Both compilers and the cache, shared with the optimiser.
+    tiers: Arc<Tiers>,
+    tier_up: TierUp,
+    optimizer: Optimizer,
+    limits: Limits,
+    executor: Executor,
+    /// How many instances are kept between calls, over every plugin.
+    kept: KeptInstances,
+}
+
+impl Runtime {
+    /// Builds the engine and the executor. `cache_dir` of `None` disables
+    /// the on-disk compile cache; `max_calls` is how many calls (and
+    /// load-time tool listings) run guest code at once; `tier_up` says
+    /// whether large plugins' baseline code is optimised in the background.
+    pub fn new(
+        limits: Limits,
+        cache_dir: Option<PathBuf>,
+        max_calls: usize,
+        tier_up: TierUp,
+    ) -> anyhow::Result<Arc<Self>> {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        // Fuel is metered for every plugin so that a policy can cap it; a
+        // plugin without a fuel limit gets an effectively endless supply.
+        config.consume_fuel(true);
+        // Every call instantiates afresh, so instantiation is the hot path:
+        // the pooling allocator reuses pre-reserved slots (memories, tables,
+        // fiber stacks) and resets memories copy-on-write, instead of an
+        // mmap/munmap per call that also serialises on the kernel's lock.
+        config.wasm_component_model(true);
+        // The pool holds `max_calls` running calls' instances and as many
+        // kept between calls (`warm.rs`), so neither can starve the other.
+        let pooled = |config: &mut Config| {
+            config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
+                pool::pool_config(2 * max_calls.max(1) as u32),
+            ));
+        };
+        let optimized = Compiler::new(Tier::Optimized, config.clone(), pooled)?;
+        let baseline = Compiler::new(Tier::Baseline, config, pooled)?;
+
+        // The cache is an optimisation: a folder that cannot be used (a CGI
+        // script running as a user without a home, a read-only disk) means
+        // compiling every time, with one warning, never a failed call.
+        let cache = cache_dir.and_then(|dir| match ArtifactCache::open(&dir) {
+            Ok(cache) => Some(cache),
+            Err(error) => {
+                tracing::warn!(error = %format!("{error:#}"), "compile cache disabled; every plugin is compiled afresh");
+                None
+            }
+        });
+        let executor = Executor::new(max_calls, &[&optimized.engine, &baseline.engine])?;
+        Ok(Arc::new(Runtime {
+            tiers: Arc::new(Tiers::new(optimized, baseline, cache)),
+            tier_up,
+            optimizer: Optimizer::default(),
+            limits,
+            executor,
+            kept: KeptInstances::new(max_calls.max(1)),
+        }))
+    }
+
+    /// Compiles (or loads from the cache) and links a component: optimised
+    /// code from the cache if there is some, else baseline code first for a
+    /// large component, else optimised code (see [`compiler`]). Blocking
+    /// and CPU-heavy: call it off the async runtime's worker threads.
+    pub(crate) fn compile(
+        self: &Arc<Self>,
+        name: &str,
+        wasm: &[u8],
+        content_hash: &str,
+    ) -> Result<CompiledPlugin, CompileError> {
+        compiler::check_header(wasm)?;
+        let name: Arc<str> = name.into();
+        let tiers = &self.tiers;
+        let cached = |compiler: &Compiler| {
+            let cache = tiers.cache.as_ref()?;
+            let component = cache.load(&compiler.engine, content_hash)?;
+            Some(compiler.link(&component))
+        };
+        let compiled = |compiler: &Compiler| {
+            let artifact = compiler.precompile(wasm)?;
+            if let Some(cache) = &tiers.cache {
+                cache.store(&compiler.engine, content_hash, &artifact);
+            }
+            compiler.link_artifact(&artifact)
+        };
+        let plugin = |code: compiler::Code, from_cache| CompiledPlugin {
+            name: name.clone(),
+            code: Arc::new(arc_swap::ArcSwap::from_pointee(code)),
+            pending: None,
+            from_cache,
+            inline: wasm.len() < BASELINE_FROM_BYTES,
+            shelf: Shelf::default(),
+        };
+        if let Some(code) = cached(&tiers.optimized) {
+            return Ok(plugin(code?, true));
+        }
+        if wasm.len() >= BASELINE_FROM_BYTES {
+            let baseline = match cached(&tiers.baseline) {
+                Some(code) => code.map(|code| (code, true)),
+                None => compiled(&tiers.baseline).map(|code| (code, false)),
+            };
+            match baseline {
+                Ok((code, from_cache)) => {
+                    let mut plugin = plugin(code, from_cache);
+                    if self.tier_up == TierUp::InBackground {
+                        plugin.pending = Some(Pending::new(wasm, content_hash));
+                    }
+                    return Ok(plugin);
+                }
+                Err(error) => {
+                    tracing::info!(plugin = %name, %error, "the baseline compiler cannot take this component; optimising now");
+                }
+            }
+        }
+        Ok(plugin(compiled(&tiers.optimized)?, false))
+    }
+
+    /// The grants of a plugin without a policy: nothing, default limits.
+    pub(crate) fn no_grants(&self) -> Grants {
+        Grants::none(self.limits)
+    }
+
+    /// How many calls run guest code at once.
+    pub(crate) fn max_calls(&self) -> usize {
+        self.executor.max_calls()
+    }
+
+    /// How many calls wait for a slot now.
+    pub(crate) fn calls_waiting(&self) -> usize {
+        self.executor.calls_waiting()
+    }
+
+    /// How many of the [`max_calls`](Self::max_calls) slots are taken now.
+    pub(crate) fn calls_running(&self) -> usize {
+        self.executor.slots_in_use()
+    }
+
+    /// A receiver that hears the name of each plugin (as given to
+    /// [`Runtime::compile`]) whose optimised code has just started serving,
+    /// with how long that code took to compile.
+    pub(crate) fn optimised(&self) -> tokio::sync::broadcast::Receiver<(Arc<str>, Duration)> {
+        self.tiers.optimised.subscribe()
+    }
+}
 
 impl Runtime {
     /// Runs `list-tools`, and the listings of whichever of `resources` and
@@ -55,7 +217,7 @@ impl Runtime {
                 Ok(description)
             })
             .await;
-            settle(&plugin, &grants, &mut store, outcome)
+            settle(&plugin.name, &grants, &mut store, outcome)
         })
         .await
         .map(|(description, _cpu)| description)
@@ -128,7 +290,7 @@ impl Runtime {
                         Ok(Err(error)) => (Ok(Err(error)), None),
                         Err(elapsed) => (Err(elapsed), None),
                     };
-                    let settled = settle(&plugin, &grants, &mut store, outcome);
+                    let settled = settle(&plugin.name, &grants, &mut store, outcome);
                     // Only an instance whose call ended well is handed on.
                     if let (Some(reuse), Some(instance), Ok(_)) =
                         (grants.reuse_instance, instance, &settled)
@@ -292,7 +454,7 @@ impl Runtime {
                     })
                     .await;
                     let usage = usage_of(&store, &grants, &code);
-                    Ok((settle(&plugin, &grants, &mut store, outcome), usage))
+                    Ok((settle(&plugin.name, &grants, &mut store, outcome), usage))
                 };
                 tracing::Instrument::instrument(job, span)
             })
@@ -301,68 +463,5 @@ impl Runtime {
             Ok(((outcome, usage), cpu)) => (outcome, Some(CallUsage { cpu, ..usage })),
             Err(failure) => (Err(failure), None),
         }
-    }
-}
-
-/// What a call used in `store`, but its CPU time (the executor measures
-/// that).
-pub(super) fn usage_of(
-    store: &Store<Sandbox>,
-    grants: &Grants,
-    code: &compiler::Code,
-) -> CallUsage {
-    CallUsage {
-        cpu: Duration::ZERO,
-        fuel: grants
-            .fuel_budget()
-            .saturating_sub(store.get_fuel().unwrap_or(0)),
-        peak_memory_bytes: store.data().limiter.peak_bytes as u64,
-        tier: code.tier,
-    }
-}
-
-/// Logs what the plugin printed and turns wasmtime's outcome into ours.
-pub(super) fn settle<T>(
-    plugin: &CompiledPlugin,
-    grants: &Grants,
-    store: &mut Store<Sandbox>,
-    outcome: Result<wasmtime::Result<T>, tokio::time::error::Elapsed>,
-) -> Result<T, CallFailure> {
-    let sandbox = store.data_mut();
-    log_output(&plugin.name, "stdout", &sandbox.stdout.take());
-    let stderr = sandbox.stderr.take();
-    log_output(&plugin.name, "stderr", &stderr);
-    let error = match outcome {
-        Ok(Ok(value)) => return Ok(value),
-        Err(_elapsed) => return Err(CallFailure::Timeout(grants.limits.timeout)),
-        Ok(Err(error)) => error,
-    };
-    Err(match error.downcast_ref::<Trap>() {
-        _ if sandbox.limiter.refused => CallFailure::OutOfMemory {
-            cap_bytes: grants.limits.memory_bytes,
-        },
-        Some(Trap::Interrupt) => CallFailure::Timeout(grants.limits.timeout),
-        Some(Trap::OutOfFuel) => CallFailure::OutOfFuel {
-            fuel: grants.fuel_budget(),
-        },
-        None if error.downcast_ref::<std::str::Utf8Error>().is_some() => {
-            CallFailure::InvalidOutput(format!(
-                "a string is not valid UTF-8 ({})",
-                root_cause(&error)
-            ))
-        }
-        _ => CallFailure::Trapped {
-            reason: root_cause(&error),
-            stderr: tail(&stderr.0, 1024),
-        },
-    })
-}
-
-fn log_output(plugin: &str, stream: &str, (text, dropped): &(String, usize)) {
-    for line in text.lines() {
-        tracing::info!(target: "toolhost::plugin", plugin, stream, "{line}");
-    }
-    if *dropped > 0 {
-        tracing::warn!(target: "toolhost::plugin", plugin, stream, dropped, "output over the log limit was dropped");
     }
 }

@@ -1,0 +1,172 @@
+//! A file's verdict on the one load path (`Registry::load` in `mod.rs`):
+//! [`judge`] reads, compiles and lists one file into a [`Verdict`] (a
+//! version to admit, a refusal, unchanged, gone, or a read to retry), and
+//! [`apply`] applies it to the snapshot being built under the registry's
+//! rules (tool names and URIs to the first holder, a refused version never
+//! taking down the one serving).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::registry::layout;
+use crate::registry::plugin::{self, LoadError, LoadedPlugin, Version};
+use crate::registry::policy;
+use crate::registry::snapshot::Snapshot;
+use crate::registry::sources;
+use crate::registry::tools::ToolListLimits;
+use crate::runtime::Runtime;
+
+/// What reading a file yielded: a version to admit, or a refusal.
+pub(super) enum Verdict {
+    Unchanged,
+    Gone,
+    Loaded(Box<LoadedPlugin>),
+    Refused {
+        version: Version,
+        reason: LoadError,
+    },
+    /// The file could not be read for a reason that may pass (EMFILE):
+    /// keep what serves, try again later.
+    Retry(String),
+}
+
+/// What applying a verdict did to a plugin.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Outcome {
+    Admitted,
+    Refused,
+    Removed,
+}
+
+/// Applies one file's verdict to a snapshot being built, and adds what it
+/// did to `outcomes` (nothing, for a file that is unchanged; a plugin
+/// taken out of service by the one admitted, too).
+pub(super) fn apply(
+    next: &mut Snapshot,
+    id: &str,
+    path: &Path,
+    verdict: Verdict,
+    outcomes: &mut Vec<(String, Outcome)>,
+) {
+    let mut tell =
+        |id: &str, outcome: Outcome| match outcomes.iter_mut().find(|(known, _)| known == id) {
+            Some((_, known)) => *known = outcome,
+            None => outcomes.push((id.to_string(), outcome)),
+        };
+    match verdict {
+        Verdict::Unchanged | Verdict::Retry(_) => {}
+        Verdict::Gone => {
+            if next.plugin_report(id).is_none() {
+                return;
+            }
+            tracing::info!(plugin = %id, "plugin removed");
+            next.remove(id);
+            tell(id, Outcome::Removed);
+        }
+        Verdict::Loaded(plugin) => {
+            let names: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
+            let from_cache = plugin.compiled.from_cache;
+            tracing::info!(plugin = %id, hash = %&plugin.version.content_hash[..12], from_cache, tools = ?names, "plugin loaded");
+            for displaced in next.admit(Arc::new(*plugin)) {
+                tell(&displaced, Outcome::Refused);
+            }
+            tell(id, Outcome::Admitted);
+        }
+        Verdict::Refused { version, reason } => {
+            tracing::warn!(plugin = %id, %reason, "plugin rejected");
+            next.reject(id, path, version, Arc::new(reason));
+            tell(id, Outcome::Refused);
+        }
+    }
+}
+
+/// Reads and loads one file, without touching the registry.
+pub(super) async fn judge(
+    sources: &Arc<sources::Sources>,
+    runtime: &Arc<Runtime>,
+    limits: &ToolListLimits,
+    before: &Snapshot,
+    id: &str,
+    path: &Path,
+) -> Verdict {
+    let namespaced = layout::namespace_of(id).is_some();
+    let read = match sources::declared(path).await {
+        Err(reason) => {
+            return Verdict::Refused {
+                version: Version {
+                    content_hash: plugin::content_hash(reason.as_bytes()),
+                    policy_hash: None,
+                },
+                reason: LoadError::Policy {
+                    file: policy::policy_path(path),
+                    reason,
+                },
+            };
+        }
+        Ok(Some(spec)) => {
+            let fetched = if tokio::fs::try_exists(path).await.unwrap_or(false) {
+                Err(format!(
+                    "{} names an OCI source and {} exists too: remove one",
+                    policy::policy_path(path).display(),
+                    path.display()
+                ))
+            } else {
+                sources.fetch(id, path, spec).await
+            };
+            match fetched {
+                Ok(wasm) => plugin::with_policy(wasm, path, namespaced).await,
+                Err(reason) => {
+                    return Verdict::Refused {
+                        version: Version {
+                            content_hash: plugin::content_hash(reason.as_bytes()),
+                            policy_hash: None,
+                        },
+                        reason: LoadError::Source(reason),
+                    };
+                }
+            }
+        }
+        Ok(None) => {
+            sources.forget(id);
+            plugin::read_source(path, namespaced).await
+        }
+    };
+    let source = match read {
+        Ok(source) => source,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Verdict::Gone,
+        Err(error) if is_transient(&error) => {
+            return Verdict::Retry(format!("cannot read the file: {error}"));
+        }
+        Err(error) => {
+            return Verdict::Refused {
+                version: Version::default(),
+                reason: LoadError::Unreadable {
+                    file: path.to_path_buf(),
+                    error,
+                },
+            };
+        }
+    };
+    let version = source.version.clone();
+    if before.already_judged(id, &version) {
+        return Verdict::Unchanged;
+    }
+    match plugin::load(runtime, limits, id, path, source).await {
+        Ok(plugin) => Verdict::Loaded(Box::new(plugin)),
+        Err(reason) => Verdict::Refused { version, reason },
+    }
+}
+
+/// Read failures that say nothing about the file: the process is out of
+/// file descriptors or memory for the moment.
+pub(super) fn is_transient(error: &std::io::Error) -> bool {
+    const EINTR: i32 = 4;
+    const EAGAIN: i32 = 11;
+    const ENOMEM: i32 = 12;
+    const ENFILE: i32 = 23;
+    const EMFILE: i32 = 24;
+    matches!(
+        error.raw_os_error(),
+        Some(EINTR | EAGAIN | ENOMEM | ENFILE | EMFILE)
+    ) || error.kind() == std::io::ErrorKind::Interrupted
+}

@@ -1,0 +1,52 @@
+//! What loading a component yields: a [`CompiledPlugin`] (its code,
+//! baseline then optimised, ready to instantiate per call) and its
+//! [`Description`] (what it declares).
+
+use std::sync::Arc;
+
+use super::bindings::exports::toolhost::plugin0_1_0::tools::Tool as DeclaredTool;
+use super::bindings::prompts::Prompt as DeclaredPrompt;
+use super::bindings::resources::{
+    Resource as DeclaredResource, ResourceTemplate as DeclaredTemplate,
+};
+use super::compiler::{CodeCell, Pending, Tier};
+use super::exports::Provides;
+use super::warm::Shelf;
+
+/// Everything a plugin declares when it is loaded.
+#[derive(Debug, Default)]
+pub struct Description {
+    pub tools: Vec<DeclaredTool>,
+    pub resources: Vec<DeclaredResource>,
+    pub templates: Vec<DeclaredTemplate>,
+    pub prompts: Vec<DeclaredPrompt>,
+    /// Which optional exports the component has.
+    pub(crate) provides: Provides,
+}
+
+/// A component compiled and linked, ready to be instantiated per call.
+/// Cloning it is cheap (the compiled code is shared).
+#[derive(Clone)]
+pub struct CompiledPlugin {
+    /// The plugin's name, to tag its log output.
+    pub(super) name: Arc<str>,
+    /// The current code: baseline, then optimised (see `compiler.rs`).
+    pub(super) code: CodeCell,
+    /// Set while baseline code waits for the first call to queue it for
+    /// optimising.
+    pub(super) pending: Option<Arc<Pending>>,
+    /// Whether the compiled code came from the on-disk cache.
+    pub(crate) from_cache: bool,
+    /// Whether a call's first slice may run on its caller's thread: small
+    /// components only (see `executor.rs`).
+    pub(super) inline: bool,
+    /// Instances kept for the next call, if the policy opts in (`warm.rs`).
+    pub(super) shelf: Shelf,
+}
+
+impl CompiledPlugin {
+    /// Which compiler made the code that serves now.
+    pub(crate) fn tier(&self) -> Tier {
+        self.code.load().tier
+    }
+}
