@@ -3,11 +3,11 @@
 //! Commands build what they need (a registry, a server) from the library
 //! and never reach back into the binary's entry point.
 
+mod build_flags;
 mod call;
 mod cgi;
 mod check;
 mod dev;
-mod language;
 mod list;
 mod new;
 mod options;

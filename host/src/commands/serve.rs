@@ -3,6 +3,7 @@
 //! and MCP, MCP over stdio, or both) and shutdown on a signal. The server
 //! itself is `server.rs`; hot reload is `registry/watcher.rs`.
 
+use super::build_flags::BuildOptions;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -24,6 +25,8 @@ pub(super) struct ServeOptions {
     pub(super) host: HostOptions,
     #[command(flatten)]
     http: HttpOptions,
+    #[command(flatten)]
+    builds: BuildOptions,
     /// Address for HTTP (REST at /, MCP at /mcp) [default: 127.0.0.1:8000,
     /// or none with --stdio]. Loopback by default: expose it on purpose.
     #[arg(long, env = "TOOLHOST_LISTEN")]
@@ -32,7 +35,7 @@ pub(super) struct ServeOptions {
     #[arg(long, env = "TOOLHOST_STDIO")]
     stdio: bool,
     /// Require `Authorization: Bearer <TOKEN>` on every HTTP route but /health.
-    #[arg(long, env = "TOOLHOST_TOKEN", hide_env_values = true)]
+    #[arg(long, env = "TOOLHOST_SERVER_TOKEN", hide_env_values = true)]
     pub(super) token: Option<String>,
     /// People and their roles: a TOML file with one `[[token]]` table per
     /// person (`name`, `secret` or `sha256`, `role` = admin | publisher |
@@ -232,6 +235,7 @@ impl ServeOptions {
                 namespace_claim: self.auth_namespace_claim.clone(),
                 namespace_prefix: self.auth_namespace_prefix.clone(),
             }),
+            builds: self.builds.settings(),
         }
     }
 }

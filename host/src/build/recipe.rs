@@ -1,8 +1,9 @@
 //! The three plugin languages, and how each is built: one recipe per
-//! language (a command line in `templates/build/`), which `toolhost new`
-//! prints as the hint, `toolhost dev` runs (`project.rs`), and the
-//! Makefile's example builds read too (`make plugins/textpy.wasm`), so the
-//! three cannot drift apart.
+//! language (a command line in `build/recipes/`), which `toolhost new`
+//! prints as the hint, `toolhost dev` runs (`commands/project.rs`), the
+//! server runs on published source (`build/mod.rs`), and the Makefile's
+//! example builds read too (`make plugins/textpy.wasm`), so none of them
+//! can drift apart.
 //!
 //! A recipe names its toolchain by its plain name (`componentize-py`);
 //! [`Toolchain::find`] says which file runs: an environment variable, the
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// A plugin's language, as `toolhost new --lang` spells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(super) enum Language {
+pub(crate) enum Language {
     Rust,
     Python,
     #[value(name = "js", alias = "javascript")]
@@ -25,12 +26,12 @@ pub(super) enum Language {
 /// from. A scaffolded project needs neither (it carries its helper library);
 /// the repository's examples use the one in `sdk/`.
 #[derive(Debug, Default, Clone)]
-pub(super) struct Sources {
-    pub(super) paths: Vec<String>,
-    pub(super) module_root: Option<String>,
+pub(crate) struct Sources {
+    pub(crate) paths: Vec<String>,
+    pub(crate) module_root: Option<String>,
     /// The WIT world the build targets (`{world}`), as [`world_of`] finds
     /// it; by default `full` for Python, `plugin` for JavaScript.
-    pub(super) world: Option<&'static str>,
+    pub(crate) world: Option<&'static str>,
 }
 
 /// The world to build a project in `dir` for: `full` (tools, resources,
@@ -40,7 +41,7 @@ pub(super) struct Sources {
 /// unless `app.js` exports with `exportPlugin(..)` (an app must export every
 /// interface of its world, and one that calls only `exportTools` exports
 /// `tools`). Python apps get the other exports from the helper library.
-pub(super) fn world_of(language: Language, dir: &Path) -> &'static str {
+pub(crate) fn world_of(language: Language, dir: &Path) -> &'static str {
     let wit_has_full = match std::fs::read_to_string(dir.join("wit/plugin.wit")) {
         Ok(wit) => wit.contains("world full"),
         Err(_) => true,
@@ -59,14 +60,14 @@ pub(super) fn world_of(language: Language, dir: &Path) -> &'static str {
 
 /// One build, as a program and its arguments, run in the project folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Recipe {
-    pub(super) program: &'static str,
-    pub(super) args: Vec<String>,
+pub(crate) struct Recipe {
+    pub(crate) program: &'static str,
+    pub(crate) args: Vec<String>,
 }
 
 impl Recipe {
     /// The command line as a person types it.
-    pub(super) fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         std::iter::once(self.program.to_string())
             .chain(self.args.iter().cloned())
             .collect::<Vec<_>>()
@@ -76,7 +77,7 @@ impl Recipe {
 
 impl Language {
     /// The language of the project in `dir`, from the file that marks it.
-    pub(super) fn detect(dir: &Path) -> Option<Language> {
+    pub(crate) fn detect(dir: &Path) -> Option<Language> {
         [
             ("Cargo.toml", Language::Rust),
             ("app.py", Language::Python),
@@ -87,18 +88,66 @@ impl Language {
         .map(|(_, language)| language)
     }
 
-    /// The recipe's template (`templates/build/<language>`).
+    /// The file a project of this language keeps its code in, and that a
+    /// published source is built as.
+    pub(crate) fn source_file(self) -> &'static str {
+        match self {
+            Language::Rust => "src/lib.rs",
+            Language::Python => "app.py",
+            Language::JavaScript => "app.js",
+        }
+    }
+
+    /// The language's name as `--builds` and answers spell it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Language::Rust => "rust",
+            Language::Python => "python",
+            Language::JavaScript => "js",
+        }
+    }
+
+    /// The language a published source's media type names: `text/x-python`
+    /// (or `text/python`), `text/javascript` (or `application/javascript`);
+    /// Rust (`text/x-rust`) too, which is never built on a server.
+    pub(crate) fn of_media_type(kind: &str) -> Option<Language> {
+        let kind = kind
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match kind.as_str() {
+            "text/x-python" | "text/python" | "application/x-python" => Some(Language::Python),
+            "text/javascript" | "application/javascript" | "text/ecmascript" => {
+                Some(Language::JavaScript)
+            }
+            "text/x-rust" | "text/rust" => Some(Language::Rust),
+            _ => None,
+        }
+    }
+
+    /// The media type a source of this language is served with.
+    pub(crate) fn media_type(self) -> &'static str {
+        match self {
+            Language::Rust => "text/x-rust; charset=utf-8",
+            Language::Python => "text/x-python; charset=utf-8",
+            Language::JavaScript => "text/javascript; charset=utf-8",
+        }
+    }
+
+    /// The recipe's template (`recipes/<language>`).
     fn template(self) -> &'static str {
         match self {
-            Language::Rust => include_str!("templates/build/rust"),
-            Language::Python => include_str!("templates/build/python"),
-            Language::JavaScript => include_str!("templates/build/js"),
+            Language::Rust => include_str!("recipes/rust"),
+            Language::Python => include_str!("recipes/python"),
+            Language::JavaScript => include_str!("recipes/js"),
         }
     }
 
     /// How to build a project of this language into `output` (Python and
     /// JavaScript; a Rust build's output is where Cargo puts it).
-    pub(super) fn recipe(self, output: &str, sources: &Sources) -> Recipe {
+    pub(crate) fn recipe(self, output: &str, sources: &Sources) -> Recipe {
         let mut words = self.template().split_whitespace();
         let program = words.next().unwrap_or_default();
         let program = [
@@ -150,7 +199,7 @@ impl Language {
     }
 
     /// The toolchain a recipe's program names, if it is not Cargo.
-    pub(super) fn toolchain(self) -> Option<&'static Toolchain> {
+    pub(crate) fn toolchain(self) -> Option<&'static Toolchain> {
         match self {
             Language::Rust => None,
             Language::Python => Some(&COMPONENTIZE_PY),
@@ -159,7 +208,7 @@ impl Language {
     }
 
     /// How a project of this language runs its own tests.
-    pub(super) fn test_command(self) -> &'static str {
+    pub(crate) fn test_command(self) -> &'static str {
         match self {
             Language::Rust => "cargo test",
             Language::Python => "python3 -m unittest",
@@ -171,11 +220,11 @@ impl Language {
 }
 
 /// A toolchain: the command, how to find it and how to install it.
-pub(super) struct Toolchain {
+pub(crate) struct Toolchain {
     env: &'static str,
     /// Where `make toolchains` installs it, under this repository.
     pinned: &'static str,
-    pub(super) command: &'static str,
+    pub(crate) command: &'static str,
     install: &'static str,
 }
 
@@ -201,7 +250,7 @@ const COMPONENTIZE_QJS: Toolchain = Toolchain {
 
 impl Toolchain {
     /// The file that runs this toolchain here.
-    pub(super) fn find(&self) -> Result<PathBuf, String> {
+    pub(crate) fn find(&self) -> Result<PathBuf, String> {
         if let Some(path) = std::env::var_os(self.env) {
             return Ok(PathBuf::from(path));
         }

@@ -1,0 +1,412 @@
+//! Published source built into a component on the server: one `app.py` or
+//! `app.js`, with the helper library (`toolhost_plugin.py`, `toolhost.js`)
+//! and the contract (`wit/plugin.wit`) the server supplies, built by the
+//! toolchain the server pins (componentize-py, componentize-qjs) with the
+//! same recipe `toolhost dev` runs ([`recipe`]).
+//!
+//! Building Python and JavaScript here is safe: both toolchains run the
+//! author's code at build time inside a WebAssembly engine (CPython and
+//! QuickJS compiled to wasm), never as native code. Rust is never built
+//! here (build scripts and proc macros run natively). Builds are opt-in
+//! (`--builds python,js`), and each one is contained ([`child`]): a scratch
+//! folder removed afterwards, a wall-clock and a memory limit, a bounded
+//! log, no network where the platform allows, nothing of the server's
+//! environment, a low CPU priority (nice 10). They queue ([`queue`]): a slot
+//! each (one per core by default), one at a time per person, a newer
+//! source replacing the person's one that waits.
+//!
+//! A failure answers with the author's line first ([`diagnose`]). Each
+//! stage is told to whoever listens ([`BuildEvent`]: the event feed).
+//! Nothing here knows HTTP: the front turns outcomes into answers.
+
+pub(crate) mod child;
+pub(crate) mod diagnose;
+mod queue;
+pub(crate) mod recipe;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+use self::child::{Ended, Limits};
+use self::recipe::{Language, Sources, world_of};
+
+const PLUGIN_WIT: &str = include_str!("../../../wit/plugin.wit");
+const PYTHON_HELPER: &str = include_str!("../../../sdk/python/toolhost_plugin.py");
+const JS_HELPER: &str = include_str!("../../../sdk/js/toolhost.js");
+
+/// How builds run on this server; each limit has a flag (`toolhost serve
+/// --build-*`).
+#[derive(Debug, Clone)]
+pub struct BuildSettings {
+    /// The languages built here (`--builds`); none: builds are off.
+    pub languages: Vec<String>,
+    /// `--build-timeout-secs`.
+    pub timeout: Duration,
+    /// `--build-memory-mib`.
+    pub memory_bytes: u64,
+    /// `--build-log-kib`: how much of a build's output is kept.
+    pub log_bytes: usize,
+    /// `--max-source-kib`: the largest source accepted.
+    pub max_source_bytes: usize,
+    /// `--max-builds`: how many run at once (one per core by default).
+    pub slots: usize,
+}
+
+impl BuildSettings {
+    pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+    pub const DEFAULT_MEMORY_MIB: u64 = 2048;
+    pub const DEFAULT_LOG_KIB: usize = 64;
+    pub const DEFAULT_MAX_SOURCE_KIB: usize = 256;
+
+    /// One build per core.
+    pub fn default_slots() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
+
+impl Default for BuildSettings {
+    fn default() -> Self {
+        BuildSettings {
+            languages: Vec::new(),
+            timeout: Duration::from_secs(Self::DEFAULT_TIMEOUT_SECS),
+            memory_bytes: Self::DEFAULT_MEMORY_MIB << 20,
+            log_bytes: Self::DEFAULT_LOG_KIB << 10,
+            max_source_bytes: Self::DEFAULT_MAX_SOURCE_KIB << 10,
+            slots: Self::default_slots(),
+        }
+    }
+}
+
+/// One source to build.
+pub(crate) struct Source {
+    pub(crate) language: Language,
+    pub(crate) text: String,
+}
+
+/// A build that made a component.
+#[derive(Debug)]
+pub(crate) struct Built {
+    pub(crate) wasm: Vec<u8>,
+    /// How long the toolchain ran.
+    pub(crate) took: Duration,
+    /// How long it waited for its turn.
+    pub(crate) waited: Duration,
+    /// The most memory the build's processes held at once.
+    pub(crate) peak_memory_bytes: u64,
+    /// What the author should know though it built (imports only inside
+    /// functions, added to the component).
+    pub(crate) notes: Vec<String>,
+}
+
+/// Why a source made no component.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BuildError {
+    /// The server does not build this language.
+    #[error("{0}")]
+    NotBuiltHere(String),
+    /// The toolchain refused the source: its error, the author's line, and
+    /// the end of its log.
+    #[error("{headline}")]
+    Failed {
+        headline: String,
+        line: Option<u32>,
+        log: String,
+        took: Duration,
+    },
+    /// It ran past `--build-timeout-secs`.
+    #[error(
+        "the build ran past its {}-second limit and was stopped (--build-timeout-secs): \
+         is there a loop at import, outside every function?",
+        limit.as_secs()
+    )]
+    TimedOut { limit: Duration, log: String },
+    /// Its processes held more than `--build-memory-mib`.
+    #[error(
+        "the build held more than {} MiB and was stopped (--build-memory-mib): does the \
+         code allocate without end at import?",
+        limit >> 20
+    )]
+    OutOfMemory { limit: u64, log: String },
+    /// A newer source from the same person replaced it while it waited.
+    #[error("a newer source from the same person replaced this one before it was built")]
+    Replaced,
+    /// The toolchain is not installed on the server.
+    #[error("the server cannot build {language}: {reason}")]
+    Toolchain {
+        language: &'static str,
+        reason: String,
+    },
+    #[error("the build could not run: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A build's stage, told as it happens.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BuildEvent {
+    /// The plugin (`namespace/name`).
+    pub(crate) plugin: String,
+    pub(crate) person: String,
+    pub(crate) language: &'static str,
+    /// `queued`, `building`, `built` or `failed`.
+    pub(crate) stage: &'static str,
+    /// With `built` and `failed`: how long the toolchain ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) seconds: Option<f64>,
+    /// With `failed`: the author's line and error (their plugin only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) line: Option<u32>,
+}
+
+/// The server's builds: settings, the queue, and who listens.
+pub(crate) struct Builds {
+    settings: BuildSettings,
+    languages: Vec<Language>,
+    queue: queue::Queue,
+    events: broadcast::Sender<BuildEvent>,
+}
+
+impl Builds {
+    /// The builds `settings` turn on; an error names a language that is
+    /// not built on a server (Rust) or not known.
+    pub(crate) fn new(settings: BuildSettings) -> Result<Arc<Builds>, String> {
+        let mut languages = Vec::new();
+        for name in &settings.languages {
+            let language = match name.trim().to_ascii_lowercase().as_str() {
+                "python" | "py" => Language::Python,
+                "js" | "javascript" => Language::JavaScript,
+                "rust" => {
+                    return Err(
+                        "--builds: Rust is never built on a server (its build scripts and \
+                         macros run natively); publish a Rust tool as a built component"
+                            .into(),
+                    );
+                }
+                other => {
+                    return Err(format!(
+                        "--builds: {other:?} is no language built here (python, js)"
+                    ));
+                }
+            };
+            if !languages.contains(&language) {
+                languages.push(language);
+            }
+        }
+        if !languages.is_empty() {
+            let network = child::isolation();
+            tracing::info!(
+                languages = %languages.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(","),
+                slots = settings.slots,
+                network = network.as_str(),
+                "building published source"
+            );
+        }
+        let (events, _) = broadcast::channel(256);
+        Ok(Arc::new(Builds {
+            queue: queue::Queue::new(settings.slots),
+            settings,
+            languages,
+            events,
+        }))
+    }
+
+    /// The languages built here.
+    pub(crate) fn languages(&self) -> &[Language] {
+        &self.languages
+    }
+
+    pub(crate) fn settings(&self) -> &BuildSettings {
+        &self.settings
+    }
+
+    /// Every build stage from now on.
+    pub(crate) fn events(&self) -> broadcast::Receiver<BuildEvent> {
+        self.events.subscribe()
+    }
+
+    /// Why a source of `language` is not built here, if it is not.
+    pub(crate) fn refuse(&self, language: Option<Language>) -> Option<String> {
+        let here = if self.languages.is_empty() {
+            "this server builds no source (toolhost serve --builds python,js turns builds on)"
+                .to_string()
+        } else {
+            format!(
+                "this server builds {} source (application/wasm is always taken)",
+                self.languages
+                    .iter()
+                    .map(|l| match l {
+                        Language::Python => "Python (text/x-python)",
+                        _ => "JavaScript (text/javascript)",
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            )
+        };
+        match language {
+            Some(language) if self.languages.contains(&language) => None,
+            Some(Language::Rust) => Some(format!(
+                "{here}; Rust is never built on a server: build it where you write it \
+                 (cargo build --release --target wasm32-wasip2) and publish the component \
+                 (toolhost push target/wasm32-wasip2/release/NAME.wasm)"
+            )),
+            _ => Some(here),
+        }
+    }
+
+    /// Builds `source` as plugin `plugin` for `person`: waits its turn,
+    /// runs the toolchain under the limits, and answers with the component
+    /// or why there is none.
+    pub(crate) async fn build(
+        &self,
+        person: &str,
+        plugin: &str,
+        source: &Source,
+    ) -> Result<Built, BuildError> {
+        if let Some(reason) = self.refuse(Some(source.language)) {
+            return Err(BuildError::NotBuiltHere(reason));
+        }
+        let toolchain = source
+            .language
+            .toolchain()
+            .ok_or_else(|| BuildError::NotBuiltHere("no toolchain".into()))?;
+        let program = toolchain.find().map_err(|reason| BuildError::Toolchain {
+            language: source.language.as_str(),
+            reason,
+        })?;
+        let tell = |stage: &'static str,
+                    seconds: Option<f64>,
+                    error: Option<String>,
+                    line: Option<u32>| {
+            let _ = self.events.send(BuildEvent {
+                plugin: plugin.to_string(),
+                person: person.to_string(),
+                language: source.language.as_str(),
+                stage,
+                seconds,
+                error,
+                line,
+            });
+        };
+        tell("queued", None, None, None);
+        let asked = Instant::now();
+        let turn = self.queue.turn(person).await;
+        self.queue.tidy();
+        let Ok(_turn) = turn else {
+            tell("failed", None, Some(BuildError::Replaced.to_string()), None);
+            return Err(BuildError::Replaced);
+        };
+        let waited = asked.elapsed();
+        tell("building", None, None, None);
+        let outcome = self.run(&program, source).await;
+        match &outcome {
+            Ok(built) => tell("built", Some(built.took.as_secs_f64()), None, None),
+            Err(BuildError::Failed {
+                headline,
+                line,
+                took,
+                ..
+            }) => tell(
+                "failed",
+                Some(took.as_secs_f64()),
+                Some(headline.clone()),
+                *line,
+            ),
+            Err(other) => tell("failed", None, Some(other.to_string()), None),
+        }
+        outcome.map(|built| Built { waited, ..built })
+    }
+
+    /// One build in a scratch folder of its own, removed afterwards.
+    async fn run(&self, program: &std::path::Path, source: &Source) -> Result<Built, BuildError> {
+        let scratch = tempfile::Builder::new()
+            .prefix("toolhost-build-")
+            .tempdir()?;
+        let dir = scratch.path();
+        std::fs::create_dir_all(dir.join("wit"))?;
+        std::fs::write(dir.join("wit/plugin.wit"), PLUGIN_WIT)?;
+        std::fs::write(dir.join(source.language.source_file()), &source.text)?;
+        let mut notes = Vec::new();
+        match source.language {
+            Language::Python => {
+                let late = diagnose::late_imports(&source.text);
+                let mut helper = PYTHON_HELPER.to_string();
+                if !late.is_empty() {
+                    // Imported at build time through the helper, so that
+                    // they are in the component when a tool needs them.
+                    let mut preload = String::from("# Modules app.py imports inside functions.\n");
+                    for (line, module) in &late {
+                        preload.push_str(&format!(
+                            "try:\n    import {module}  # noqa: F401\nexcept ImportError:\n    pass\n"
+                        ));
+                        notes.push(format!(
+                            "app.py:{line}: `{module}` is imported inside a function; it was \
+                             imported at build time too, so that it is in the component (only \
+                             what is imported at build time is): import it at the top instead"
+                        ));
+                    }
+                    std::fs::write(dir.join("toolhost_preload.py"), preload)?;
+                    helper.push_str(
+                        "\n\ntry:  # a server build's modules imported inside functions\n    \
+                         import toolhost_preload  # noqa: F401\nexcept ImportError:\n    pass\n",
+                    );
+                }
+                std::fs::write(dir.join("toolhost_plugin.py"), helper)?;
+            }
+            Language::JavaScript => std::fs::write(dir.join("toolhost.js"), JS_HELPER)?,
+            Language::Rust => unreachable!("refused above"),
+        }
+        let sources = Sources {
+            world: Some(world_of(source.language, dir)),
+            ..Sources::default()
+        };
+        let output = "plugin.wasm";
+        let recipe = source.language.recipe(output, &sources);
+        let limits = Limits {
+            wall: self.settings.timeout,
+            memory_bytes: self.settings.memory_bytes,
+            log_bytes: self.settings.log_bytes,
+        };
+        let ran = child::run(program, &recipe.args, dir, &limits).await?;
+        let scratch_path = dir.display().to_string();
+        let log = diagnose::clean(&ran.log, &scratch_path);
+        let log = if ran.dropped > 0 {
+            format!(
+                "[{} bytes of output before this were dropped]\n{log}",
+                ran.dropped
+            )
+        } else {
+            log
+        };
+        match ran.ended {
+            Ended::Exited(true) => Ok(Built {
+                wasm: std::fs::read(dir.join(output))?,
+                took: ran.took,
+                waited: Duration::ZERO,
+                peak_memory_bytes: ran.peak_memory_bytes,
+                notes,
+            }),
+            Ended::Exited(false) => {
+                let pointed = diagnose::point(source.language, &log);
+                Err(BuildError::Failed {
+                    headline: pointed.headline(source.language),
+                    line: pointed.line,
+                    log,
+                    took: ran.took,
+                })
+            }
+            Ended::TimedOut => Err(BuildError::TimedOut {
+                limit: limits.wall,
+                log,
+            }),
+            Ended::OutOfMemory => Err(BuildError::OutOfMemory {
+                limit: limits.memory_bytes,
+                log,
+            }),
+        }
+    }
+}

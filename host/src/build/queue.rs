@@ -1,0 +1,143 @@
+//! Who builds when: at most `slots` builds at once over everyone (one per
+//! core by default), one at a time per person, in the order they came
+//! (tokio's locks and semaphores are fair). A person has at most one
+//! build waiting: a newer source from them replaces the one that waits,
+//! which is answered as replaced and never runs.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// The turn a build holds while it runs: its person's lane and a slot.
+pub(crate) struct Turn {
+    _lane: OwnedMutexGuard<()>,
+    _slot: OwnedSemaphorePermit,
+}
+
+/// A build that waited was replaced by a newer one from the same person.
+#[derive(Debug)]
+pub(crate) struct Replaced;
+
+pub(crate) struct Queue {
+    slots: Arc<Semaphore>,
+    lanes: Mutex<HashMap<String, Lane>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+/// One person's builds: the lock the running one holds, and the one that
+/// waits (its ticket and how to tell it it was replaced).
+#[derive(Default)]
+struct Lane {
+    running: Arc<tokio::sync::Mutex<()>>,
+    waiting: Option<(u64, CancellationToken)>,
+}
+
+impl Queue {
+    pub(crate) fn new(slots: usize) -> Queue {
+        Queue {
+            slots: Arc::new(Semaphore::new(slots.max(1))),
+            lanes: Mutex::default(),
+            next: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Waits for `person`'s turn to build; `Err` when a newer build of
+    /// theirs replaced this one while it waited.
+    pub(crate) async fn turn(&self, person: &str) -> Result<Turn, Replaced> {
+        let ticket = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let replaced = CancellationToken::new();
+        let running = {
+            let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
+            let lane = lanes.entry(person.to_string()).or_default();
+            if let Some((_, older)) = lane.waiting.replace((ticket, replaced.clone())) {
+                older.cancel();
+            }
+            lane.running.clone()
+        };
+        let turn = async {
+            let lane = running.lock_owned().await;
+            let slot = self
+                .slots
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("the build slots are never closed");
+            Turn {
+                _lane: lane,
+                _slot: slot,
+            }
+        };
+        let outcome = tokio::select! {
+            turn = turn => Ok(turn),
+            () = replaced.cancelled() => Err(Replaced),
+        };
+        let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(lane) = lanes.get_mut(person) {
+            if lane
+                .waiting
+                .as_ref()
+                .is_some_and(|(waiting, _)| *waiting == ticket)
+            {
+                lane.waiting = None;
+            }
+            // Nobody's builds: the lane goes (the map stays as small as the
+            // builds in progress).
+            if lane.waiting.is_none() && Arc::strong_count(&lane.running) == 1 && outcome.is_err() {
+                lanes.remove(person);
+            }
+        }
+        outcome
+    }
+
+    /// Forgets the lanes of people with no build running or waiting.
+    pub(crate) fn tidy(&self) {
+        let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
+        lanes.retain(|_, lane| lane.waiting.is_some() || Arc::strong_count(&lane.running) > 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn one_build_per_person_and_a_newer_one_replaces_the_one_that_waits() {
+        let queue = Arc::new(Queue::new(2));
+        let first = queue.turn("ada").await.unwrap();
+        // Ada's second waits for her first; her third replaces it.
+        let second = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.turn("ada").await.map(|_| ()) }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let third = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.turn("ada").await.map(|_| ()) }
+        });
+        assert!(
+            second.await.unwrap().is_err(),
+            "the waiting one is replaced"
+        );
+        // Bob builds beside ada: two slots.
+        let bob = tokio::time::timeout(Duration::from_secs(1), queue.turn("bob"))
+            .await
+            .expect("bob is not held up by ada")
+            .unwrap();
+        // Carol waits for a slot.
+        let carol = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.turn("carol").await.map(|_| ()) }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!carol.is_finished());
+        drop(bob);
+        carol.await.unwrap().unwrap();
+        drop(first);
+        third.await.unwrap().unwrap();
+        queue.tidy();
+        assert!(queue.lanes.lock().unwrap().is_empty());
+    }
+}

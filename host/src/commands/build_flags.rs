@@ -1,0 +1,46 @@
+//! `toolhost serve`'s build flags: which published source the server
+//! builds (`--builds python,js`; off by default), and each build's limits.
+//! What they do is `build/`'s.
+
+use clap::Args;
+
+use crate::build::BuildSettings;
+
+#[derive(Args, Debug, Clone)]
+pub(super) struct BuildOptions {
+    /// Build published source on this server: `python`, `js` (or both,
+    /// comma-separated). Off by default. Their toolchains run the author's
+    /// code inside wasm; Rust is never built here.
+    #[arg(long, env = "TOOLHOST_BUILDS", value_delimiter = ',')]
+    builds: Vec<String>,
+    /// How long one build may run, in seconds, before it is stopped.
+    #[arg(long, env = "TOOLHOST_BUILD_TIMEOUT_SECS", default_value_t = BuildSettings::DEFAULT_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    build_timeout_secs: u64,
+    /// How much resident memory one build's processes may hold, in MiB.
+    #[arg(long, env = "TOOLHOST_BUILD_MEMORY_MIB", default_value_t = BuildSettings::DEFAULT_MEMORY_MIB, value_parser = clap::value_parser!(u64).range(64..))]
+    build_memory_mib: u64,
+    /// How much of a build's output is kept (and answered), in KiB.
+    #[arg(long, env = "TOOLHOST_BUILD_LOG_KIB", default_value_t = BuildSettings::DEFAULT_LOG_KIB as u64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    build_log_kib: u64,
+    /// The largest source a publish may send to be built, in KiB.
+    #[arg(long, env = "TOOLHOST_MAX_SOURCE_KIB", default_value_t = BuildSettings::DEFAULT_MAX_SOURCE_KIB as u64, value_parser = clap::value_parser!(u64).range(1..=16384))]
+    max_source_kib: u64,
+    /// How many builds run at once [default: one per core].
+    #[arg(long, env = "TOOLHOST_MAX_BUILDS", value_parser = clap::value_parser!(u32).range(1..))]
+    max_builds: Option<u32>,
+}
+
+impl BuildOptions {
+    pub(super) fn settings(&self) -> BuildSettings {
+        BuildSettings {
+            languages: self.builds.clone(),
+            timeout: std::time::Duration::from_secs(self.build_timeout_secs),
+            memory_bytes: self.build_memory_mib << 20,
+            log_bytes: (self.build_log_kib as usize) << 10,
+            max_source_bytes: (self.max_source_kib as usize) << 10,
+            slots: self
+                .max_builds
+                .map_or_else(BuildSettings::default_slots, |n| n as usize),
+        }
+    }
+}
