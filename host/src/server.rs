@@ -13,6 +13,7 @@ use rmcp::ServiceExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::build::{BuildSettings, Builds};
 use crate::call::Calls;
 use crate::call::envelope::TextFormat;
 use crate::call::invoke::Front;
@@ -83,6 +84,9 @@ pub struct Settings {
     /// OAuth 2.1 access tokens from this issuer (`front/oauth/`), beside
     /// or instead of tokens.
     pub oauth: Option<OAuthSettings>,
+    /// Which published source the server builds, and each build's limits
+    /// (`build/`); none by default.
+    pub builds: BuildSettings,
 }
 
 /// Defaults `toolhost serve`'s flags and [`Settings::default`] share:
@@ -120,6 +124,7 @@ impl Default for Settings {
             cors_origins: Vec::new(),
             metrics_role: Role::Metrics,
             oauth: None,
+            builds: BuildSettings::default(),
         }
     }
 }
@@ -168,6 +173,7 @@ async fn serve(
     }
     allowed_hosts.extend(settings.allowed_hosts.iter().cloned());
 
+    let builds = Builds::new(settings.builds.clone()).map_err(anyhow::Error::msg)?;
     let oauth = settings.oauth.clone().map(OAuth::new).transpose()?;
     if let Some(oauth) = &oauth {
         oauth.prefetch();
@@ -246,6 +252,7 @@ async fn serve(
         plugin_routes::router(
             registry.clone(),
             publishing,
+            builds.clone(),
             settings.max_plugin_bytes,
             settings.max_uploads_per_person,
         ),
@@ -259,6 +266,7 @@ async fn serve(
             registry.clone(),
             calls.clone(),
             EventFeed::start(&registry, shutdown.clone()),
+            builds,
             authority.clone(),
         ),
         guard.clone(),

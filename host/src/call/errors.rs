@@ -97,6 +97,14 @@ error_codes! {
     /// (`text/plain`, a form) to a server without tokens: refused, so that
     /// other sites' pages cannot run tools on it.
     UnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE",
+    /// Published source did not build: the author's line first in the
+    /// message, `details.line`, and the end of the build's log in
+    /// `details.log`; or the build ran past a limit (named in
+    /// `details.limit`). The version that served serves on.
+    BuildFailed = "BUILD_FAILED",
+    /// A newer source from the same person replaced this one while it
+    /// waited for its build.
+    BuildReplaced = "BUILD_REPLACED",
 }
 
 /// Whether `code` may be an error code on the wire: a capital letter, then
@@ -124,16 +132,17 @@ impl ErrorCode {
             | ErrorCode::PromptNotFound
             | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
-            ErrorCode::QuotaExceeded => 409,
+            ErrorCode::QuotaExceeded | ErrorCode::BuildReplaced => 409,
             ErrorCode::RequestTimeout => 408,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::Unauthorized => 401,
             ErrorCode::Forbidden => 403,
             ErrorCode::Busy => 503,
             ErrorCode::PayloadTooLarge => 413,
-            ErrorCode::InvalidArguments | ErrorCode::PluginRejected | ErrorCode::ToolError => {
-                TOOL_ERROR_HTTP_STATUS
-            }
+            ErrorCode::InvalidArguments
+            | ErrorCode::PluginRejected
+            | ErrorCode::ToolError
+            | ErrorCode::BuildFailed => TOOL_ERROR_HTTP_STATUS,
             ErrorCode::PluginTrapped
             | ErrorCode::InvalidPluginOutput
             | ErrorCode::ResultTooLarge

@@ -145,6 +145,21 @@ impl Requester {
         }
     }
 
+    /// Whether the requester may read why plugin `id` was refused or did
+    /// not build: an admin, anyone on an open server, and anyone for the
+    /// plugins of their own namespace.
+    pub(crate) fn sees_reasons_of(&self, id: &str) -> bool {
+        match &self.0 {
+            None => true,
+            Some(identity) => {
+                identity.role == Role::Admin
+                    || identity.namespace.as_deref().is_some_and(|namespace| {
+                        crate::registry::layout::namespace_of(id) == Some(namespace)
+                    })
+            }
+        }
+    }
+
     /// The plugins report as the requester may see it: whole for an admin
     /// (and on an open server); for anyone else without server paths, and
     /// with refusals' reasons for their own namespace only.
@@ -358,7 +373,13 @@ fn check_host_and_origin(
             .ok_or("the request has no Host header")?,
     };
     if !is_allowed(host_name(host), allowed) {
-        return Err(format!("Host {host:?} is not allowed"));
+        let message = format!(
+            "Host {host:?} is not allowed: this server answers to its loopback names and the \
+             address it listens on; start it with --allowed-host {} to admit this name",
+            host_name(host)
+        );
+        log_refusal(&message);
+        return Err(message);
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
@@ -368,10 +389,30 @@ fn check_host_and_origin(
         match authority {
             _ if cors.allows(origin) => {}
             Some(authority) if is_allowed(host_name(authority), allowed) => {}
-            _ => return Err(format!("Origin {origin:?} is not allowed")),
+            _ => {
+                let message = format!(
+                    "Origin {origin:?} is not allowed: a page from another host may call this \
+                     server only if it is started with --cors-origin {origin} (or, for another \
+                     name of this server, --allowed-host)"
+                );
+                log_refusal(&message);
+                return Err(message);
+            }
         }
     }
     Ok(())
+}
+
+/// Logs a Host or Origin refusal, at most one a second (a flood of probes
+/// does not flood the log).
+fn log_refusal(message: &str) {
+    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    if LAST.swap(now, std::sync::atomic::Ordering::Relaxed) != now {
+        tracing::warn!("refused a request: {message}");
+    }
 }
 
 /// The host part of `host[:port]` or `[v6]:port`.

@@ -8,7 +8,9 @@
 //!   read-only tool, its arguments from the query: [`query`]) and
 //!   discovery; [`lists`]: the tool lists, made once per registry change;
 //!   [`resources`]: resources and prompts over REST.
-//! - [`plugin_routes`]: `PUT`, `GET`, `DELETE /plugins/...`: publishing.
+//! - [`plugin_routes`]: `PUT`, `GET`, `DELETE /plugins/...`: publishing,
+//!   with [`uploads`] (turns, bodies, refusals) and [`source_routes`]
+//!   (source the server builds); `GET /publishes`, the room's view.
 //! - [`ui`]: the dashboard at `/`, its assets embedded in the binary.
 //! - [`mcp`]: the MCP handler, served over Streamable HTTP and stdio.
 //! - [`cgi`]: one CGI/1.1 request through the REST router.
@@ -21,4 +23,6 @@ pub(crate) mod plugin_routes;
 pub(crate) mod query;
 pub(crate) mod resources;
 pub(crate) mod rest;
+pub(crate) mod source_routes;
 pub(crate) mod ui;
+pub(crate) mod uploads;

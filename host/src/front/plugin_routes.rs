@@ -17,9 +17,7 @@
 //! [`UPLOAD_WAIT`] for a turn, then gets 503 `BUSY` unread). The writing
 //! and loading are the registry's (`registry/publish.rs`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
@@ -27,69 +25,35 @@ use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use http_body_util::BodyExt;
 use serde_json::json;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::build::Builds;
+use crate::build::recipe::Language;
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
-use crate::edge::body;
 use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
+use crate::front::source_routes;
+use crate::front::uploads::{Uploads, publish_failure, receive, refuse};
 use crate::registry::Registry;
 use crate::registry::layout::is_valid_namespace;
-use crate::registry::publish::{PublishError, Published, Publishing, Upload};
+use crate::registry::publish::{Noted, Published, Publishing};
 use crate::registry::report::PluginReport;
-
-/// How long an upload past the person's `--max-uploads-per-person` waits
-/// for one of theirs to finish before it is refused.
-const UPLOAD_WAIT: Duration = Duration::from_secs(10);
 
 /// What publishing needs.
 #[derive(Clone)]
 struct PublishState {
     registry: Arc<Registry>,
     publishing: Arc<Publishing>,
+    builds: Arc<Builds>,
     max_plugin_bytes: usize,
     uploads: Arc<Uploads>,
-}
-
-/// Each person's uploads in progress.
-struct Uploads {
-    per_person: usize,
-    slots: Mutex<HashMap<String, Arc<Semaphore>>>,
-}
-
-impl Uploads {
-    /// A turn for `person` to send a body, waiting up to [`UPLOAD_WAIT`].
-    async fn turn(&self, person: &str) -> Result<OwnedSemaphorePermit, Response> {
-        let slots = {
-            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            slots.retain(|_, slot| slot.available_permits() < self.per_person);
-            slots
-                .entry(person.to_string())
-                .or_insert_with(|| Arc::new(Semaphore::new(self.per_person)))
-                .clone()
-        };
-        match tokio::time::timeout(UPLOAD_WAIT, slots.acquire_owned()).await {
-            Ok(Ok(permit)) => Ok(permit),
-            _ => Err(Envelope::host_error(
-                ErrorCode::Busy,
-                format!(
-                    "{person:?} is already sending {} uploads, the most one person may at once \
-                     (--max-uploads-per-person); send this one when one of them is done",
-                    self.per_person
-                ),
-                Some(json!({ "maxUploadsPerPerson": self.per_person })),
-            )
-            .into_response()),
-        }
-    }
 }
 
 pub(crate) fn router(
     registry: Arc<Registry>,
     publishing: Arc<Publishing>,
+    builds: Arc<Builds>,
     max_plugin_bytes: usize,
     max_uploads_per_person: usize,
 ) -> Router {
@@ -102,14 +66,15 @@ pub(crate) fn router(
             "/plugins/{namespace}/{name}",
             get(report_in).put(publish_in).delete(remove_in),
         )
+        .route("/plugins/{namespace}/{name}/source", get(source_in))
+        .route("/publishes", get(publishes))
+        .route("/me", get(me))
         .with_state(PublishState {
             registry,
             publishing,
+            builds,
             max_plugin_bytes,
-            uploads: Arc::new(Uploads {
-                per_person: max_uploads_per_person,
-                slots: Mutex::default(),
-            }),
+            uploads: Arc::new(Uploads::new(max_uploads_per_person)),
         })
 }
 
@@ -176,10 +141,6 @@ fn plugin_id(
 
 fn refuse_boxed(code: ErrorCode, message: &str) -> Box<Response> {
     Box::new(refuse(code, message))
-}
-
-fn refuse(code: ErrorCode, message: &str) -> Response {
-    Envelope::host_error(code, message, None).into_response()
 }
 
 async fn report_top(
@@ -262,10 +223,38 @@ async fn publish(
     };
     let (parts, body) = request.into_parts();
     if !is_wasm(&parts.headers) {
-        return refuse(
-            ErrorCode::InvalidRequest,
-            "the body must be the component, with Content-Type: application/wasm",
-        );
+        let kind = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok());
+        let language = kind.and_then(Language::of_media_type);
+        if let Some(reason) = state.builds.refuse(language) {
+            let kind = kind.map_or("no Content-Type".to_string(), |kind| format!("{kind:?}"));
+            return refuse(
+                ErrorCode::UnsupportedMediaType,
+                &format!(
+                    "a plugin is published as its component (Content-Type: application/wasm), \
+                     not {kind}: {reason}"
+                ),
+            );
+        }
+        let publish = source_routes::SourcePublish {
+            builds: &state.builds,
+            publishing: &state.publishing,
+            uploads: &state.uploads,
+            max_plugin_bytes: state.max_plugin_bytes,
+        };
+        let language = language.expect("refuse() lets only a language built here through");
+        return publish
+            .publish(
+                &id,
+                &by,
+                requester.as_ref(),
+                language,
+                &parts.headers,
+                Body::new(body),
+            )
+            .await;
     }
     let limit = state.max_plugin_bytes;
     let declared = parts
@@ -288,13 +277,18 @@ async fn publish(
         Some(requester) => requester.sees_plugin(report),
         None => report,
     };
-    match state.publishing.publish(upload, &by).await {
+    match state.publishing.publish(upload, &by, None).await {
         Ok(Published::Live { report, created }) => {
+            state.publishing.note(Noted::now(&id, &by, "live"));
             json_response(if created { 201 } else { 200 }, &shown(report))
         }
         Ok(Published::Refused { report }) => {
             let report = shown(report);
             let reason = report.reason.clone().unwrap_or_default();
+            state.publishing.note(Noted {
+                reason: Some(reason.clone()),
+                ..Noted::now(&id, &by, "refused")
+            });
             let envelope = Envelope::host_error(
                 ErrorCode::PluginRejected,
                 format!("plugin {id:?} was refused: {reason}"),
@@ -304,31 +298,6 @@ async fn publish(
         }
         Err(error) => publish_failure(&id, error),
     }
-}
-
-/// The body, written to disk as it comes (`registry/publish.rs`'s
-/// [`Upload`]): refused at the first piece over the size limit or the
-/// namespace's share, or when it comes too slowly; then nothing is left.
-async fn receive(
-    publishing: &Publishing,
-    id: &str,
-    mut body: Body,
-    limit: usize,
-) -> Result<Upload, Response> {
-    let mut upload = publishing
-        .upload(id, limit as u64)
-        .await
-        .map_err(|error| publish_failure(id, error))?;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|error| body::unread(&error, limit).into_response())?;
-        if let Ok(piece) = frame.into_data() {
-            upload.write(&piece).await.map_err(|error| match error {
-                PublishError::TooLarge { .. } => Envelope::payload_too_large(limit).into_response(),
-                other => publish_failure(id, other),
-            })?;
-        }
-    }
-    Ok(upload)
 }
 
 /// Whether the body is declared a component (media types are
@@ -345,32 +314,79 @@ fn is_wasm(headers: &HeaderMap) -> bool {
         })
 }
 
-fn publish_failure(id: &str, error: PublishError) -> Response {
-    if let PublishError::OverShare(over) = &error {
-        let envelope = Envelope::host_error(
-            ErrorCode::QuotaExceeded,
-            format!(
-                "plugin {id:?} was not published: {over}; remove one of yours first (toolhost push --delete NAME)"
-            ),
-            Some(json!({
-                "plugin": id,
-                "namespace": over.namespace,
-                "share": over.what,
-                "would": over.would,
-                "limit": over.limit,
-            })),
-        );
-        return envelope.into_response();
-    }
-    let code = match error {
-        PublishError::OverShare(_) => ErrorCode::QuotaExceeded,
-        PublishError::NotFound(_) => ErrorCode::NotFound,
-        PublishError::TooLarge { .. } => ErrorCode::PayloadTooLarge,
-        PublishError::NoFolder | PublishError::Write(_) | PublishError::Gone => {
-            ErrorCode::HostError
+/// `GET /me`: who the token is (`name`, `role`, `namespace`), and the
+/// source languages this server builds for them (`builds`: what they may
+/// publish as source; none for a caller).
+async fn me(
+    State(state): State<PublishState>,
+    requester: Option<axum::Extension<Requester>>,
+) -> Response {
+    let requester = requester.map_or(Requester(None), |r| r.0);
+    let builds: Vec<&str> = state
+        .builds
+        .languages()
+        .iter()
+        .map(|language| language.as_str())
+        .collect();
+    match &requester.0 {
+        Some(identity) => {
+            let builds = if requester.may_publish(identity.namespace.as_deref()) {
+                builds
+            } else {
+                Vec::new()
+            };
+            json_response(
+                200,
+                &json!({
+                    "name": identity.name,
+                    "role": identity.role.as_str(),
+                    "namespace": identity.namespace,
+                    "builds": builds,
+                }),
+            )
         }
+        None => json_response(
+            200,
+            &json!({ "name": null, "role": "admin", "namespace": null, "builds": builds }),
+        ),
+    }
+}
+
+async fn source_in(
+    State(state): State<PublishState>,
+    Path((namespace, name)): Path<(String, String)>,
+    requester: Option<axum::Extension<Requester>>,
+) -> Response {
+    let requester = requester.map(|r| r.0);
+    // Readable by who may publish it: its publisher, and admins.
+    let (id, _) = match plugin_id(Some(&namespace), &name, requester.as_ref(), true) {
+        Ok(id) => id,
+        Err(refusal) => return *refusal,
     };
-    refuse(code, &format!("plugin {id:?}: {error}"))
+    source_routes::source(&state.publishing, &id)
+}
+
+/// `GET /publishes`: the room's view, newest first: who published what and
+/// when, each build's time and outcome; reasons only for the requester's
+/// own namespace (all of them for admins and on an open server).
+async fn publishes(
+    State(state): State<PublishState>,
+    requester: Option<axum::Extension<Requester>>,
+) -> Response {
+    let requester = requester.map_or(Requester(None), |r| r.0);
+    let noted: Vec<Noted> = state
+        .publishing
+        .noted()
+        .into_iter()
+        .map(|mut noted| {
+            if !requester.sees_reasons_of(&noted.plugin) {
+                noted.reason = None;
+                noted.line = None;
+            }
+            noted
+        })
+        .collect();
+    json_response(200, &json!({ "publishes": noted }))
 }
 
 async fn remove_top(

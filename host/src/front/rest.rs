@@ -76,7 +76,6 @@ pub(crate) fn router(registry: Arc<Registry>, calls: Arc<Calls>, settings: RestS
         .route("/tools", get(list_tools))
         .route("/tools/{name}", post(call_tool).get(call_read_only_tool))
         .route("/plugins", get(list_plugins))
-        .route("/me", get(me))
         .route("/openapi.json", get(openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -131,19 +130,6 @@ async fn list_tools(State(state): State<AppState>) -> Response {
 
 /// `GET /me`: whose token this is, and the namespace they publish into
 /// (`toolhost push` asks); on an open server, nobody's, at the top level.
-async fn me(requester: Option<axum::Extension<Requester>>) -> Response {
-    match requester.and_then(|axum::Extension(requester)| requester.0) {
-        Some(identity) => json_response(
-            200,
-            &json!({ "name": identity.name, "role": identity.role.as_str(), "namespace": identity.namespace }),
-        ),
-        None => json_response(
-            200,
-            &json!({ "name": null, "role": "admin", "namespace": null }),
-        ),
-    }
-}
-
 /// `GET /plugins`: server paths and everyone's refusal reasons only for
 /// admins (and on an open server).
 async fn list_plugins(

@@ -13,6 +13,10 @@
 //! - A reconnecting client that sends `Last-Event-ID` gets the load events
 //!   it missed from the last [`KEPT`] (or a fresh `snapshot` when it missed
 //!   more, or the server restarted).
+//! - A `build` event for each stage of a source build (`queued`,
+//!   `building`, `built`, `failed`: `{plugin, person, language, stage,
+//!   seconds, error, line}`; the error only for the listener's own
+//!   plugins). No `id`: they are not replayed.
 //! - A keep-alive comment every 15 s, below common proxy timeouts.
 //!
 //! As with `/plugins`, only admins (and everyone on an open server) see
@@ -40,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 use futures_util::StreamExt;
 
+use crate::build::{BuildEvent, Builds};
 use crate::call::Calls;
 use crate::edge::auth::Authority;
 use crate::edge::guard::Requester;
@@ -133,6 +138,8 @@ struct EventsState {
     /// The ledger the call summaries are read from.
     calls: Arc<Calls>,
     feed: Arc<EventFeed>,
+    /// Whose build stages are told as `build` events.
+    builds: Arc<Builds>,
     /// A stream ends when its listener's token is revoked.
     authority: Arc<Authority>,
 }
@@ -141,6 +148,7 @@ pub(crate) fn router(
     registry: Arc<Registry>,
     calls: Arc<Calls>,
     feed: Arc<EventFeed>,
+    builds: Arc<Builds>,
     authority: Arc<Authority>,
 ) -> Router {
     Router::new()
@@ -149,6 +157,7 @@ pub(crate) fn router(
             registry,
             calls,
             feed,
+            builds,
             authority,
         })
 }
@@ -159,6 +168,9 @@ struct Stream {
     /// Who listens: what they may see of the reports.
     viewer: Requester,
     live: broadcast::Receiver<Numbered>,
+    /// Build stages as they happen (not kept: `GET /publishes` is the
+    /// room's history).
+    builds: broadcast::Receiver<BuildEvent>,
     /// Events to send before listening (a replay, or a snapshot).
     queued: VecDeque<Event>,
     /// The id of the last load event sent.
@@ -177,6 +189,7 @@ async fn events(
     // Listen first, then read what is kept: nothing falls in between, and
     // what arrives twice is skipped by id.
     let live = state.feed.live.subscribe();
+    let builds = state.builds.events();
     let asked = headers
         .get("last-event-id")
         .and_then(|value| value.to_str().ok())
@@ -184,6 +197,7 @@ async fn events(
     let mut stream = Stream {
         viewer: viewer.clone(),
         live,
+        builds,
         queued: VecDeque::new(),
         last_id: 0,
         summarised: state.calls.ledger().version(),
@@ -227,6 +241,21 @@ impl Stream {
                     Ok(numbered) if numbered.id > self.last_id => self.queue_load_event(numbered),
                     Ok(_) => {}
                     Err(RecvError::Lagged(_)) => self.queue_snapshot(),
+                    Err(RecvError::Closed) => return None,
+                },
+                received = self.builds.recv() => match received {
+                    Ok(mut build) => {
+                        if !self.viewer.sees_reasons_of(&build.plugin) {
+                            build.error = None;
+                            build.line = None;
+                        }
+                        return Some(
+                            Event::default()
+                                .event("build")
+                                .data(serde_json::to_string(&build).unwrap_or_default()),
+                        );
+                    }
+                    Err(RecvError::Lagged(_)) => {}
                     Err(RecvError::Closed) => return None,
                 },
                 _ = self.summaries.tick() => {

@@ -72,8 +72,9 @@ pub struct LoadedPlugin {
     pub(crate) file: PathBuf,
     pub(crate) version: Version,
     pub(crate) loaded_at: SystemTime,
-    /// Who published this version over HTTP, and when (RFC 3339).
-    pub(crate) published: Option<(String, String)>,
+    /// Who published this version over HTTP, and when (RFC 3339), and
+    /// what it was built from.
+    pub(crate) published: Option<PublishRecord>,
     /// When the plugin was first published (kept across its versions), or
     /// for a file dropped by hand, the file's time: who goes first when two
     /// plugins claim one name or URI (see `snapshot.rs`).
@@ -140,7 +141,7 @@ pub(crate) struct PluginSource {
     pub(crate) policy_file: Option<PathBuf>,
     pub(crate) version: Version,
     /// Who published it over HTTP, and when (see `publish.rs`).
-    pub(crate) published: Option<(String, String)>,
+    pub(crate) published: Option<PublishRecord>,
     /// When it was first published, or the file's time (see
     /// [`LoadedPlugin::since`]).
     pub(crate) since: SystemTime,
@@ -196,15 +197,30 @@ pub(crate) async fn with_policy(
     })
 }
 
+/// What the record beside a published plugin says of its version.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PublishRecord {
+    /// Who published it.
+    pub(crate) by: String,
+    /// When (RFC 3339).
+    pub(crate) at: String,
+    /// The language of the source the server built it from, if it did.
+    pub(crate) built_from: Option<String>,
+    /// How long that build took, in seconds.
+    pub(crate) build_seconds: Option<f64>,
+}
+
 /// Who published the plugin at `file`, and when (RFC 3339), if it was
 /// published over HTTP (`publish.rs` writes the record).
-pub(crate) fn published_by(file: &Path) -> Option<(String, String)> {
+pub(crate) fn published_by(file: &Path) -> Option<PublishRecord> {
     let text = std::fs::read_to_string(published_file(file)).ok()?;
     let record: serde_json::Value = serde_json::from_str(&text).ok()?;
-    Some((
-        record["by"].as_str()?.to_string(),
-        record["at"].as_str()?.to_string(),
-    ))
+    Some(PublishRecord {
+        by: record["by"].as_str()?.to_string(),
+        at: record["at"].as_str()?.to_string(),
+        built_from: record["builtFrom"].as_str().map(str::to_string),
+        build_seconds: record["buildSeconds"].as_f64(),
+    })
 }
 
 /// When the plugin at `file` was first published: the record's `first`
@@ -229,6 +245,16 @@ pub(crate) fn first_published(file: &Path) -> SystemTime {
                 })
         })
         .unwrap_or_else(SystemTime::now)
+}
+
+/// `.<name>.source` beside the plugin: the source the server built it
+/// from (hidden, so never a plugin; readable by its publisher and admins).
+pub(crate) fn source_file(file: &Path) -> PathBuf {
+    let name = file
+        .file_name()
+        .map(|name| name.to_string_lossy())
+        .unwrap_or_default();
+    file.with_file_name(format!(".{name}.source"))
 }
 
 /// `.<name>.published` beside the plugin: hidden, so never a plugin.

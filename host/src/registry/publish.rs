@@ -43,7 +43,7 @@ use std::sync::Mutex;
 
 use crate::registry::Registry;
 use crate::registry::layout::namespace_of;
-use crate::registry::plugin::published_file;
+use crate::registry::plugin::{published_file, source_file};
 use crate::registry::report::{PluginReport, PluginState};
 use crate::registry::shares::{OverShare, PersonShares, storage_in_use};
 
@@ -78,6 +78,59 @@ pub(crate) enum PublishError {
     TooLarge { limit: u64 },
     #[error(transparent)]
     OverShare(#[from] OverShare),
+}
+
+/// The source a component was built from on the server, kept beside it
+/// (`.<name>.source`) once it serves.
+#[derive(Debug, Clone)]
+pub(crate) struct KeptSource {
+    /// `python` or `js`.
+    pub(crate) language: &'static str,
+    pub(crate) text: String,
+    /// How long the build took.
+    pub(crate) seconds: f64,
+}
+
+/// How many publishes and failed builds the room's view keeps.
+const NOTED: usize = 200;
+
+/// One publish or failed build, for the room's view.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Noted {
+    pub(crate) plugin: String,
+    pub(crate) by: String,
+    /// When it was answered (RFC 3339).
+    pub(crate) at: String,
+    /// `live`, `refused` (by the loader), `build_failed` or `replaced`.
+    pub(crate) outcome: &'static str,
+    /// The language of the source built, if it was source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) language: Option<&'static str>,
+    /// How long the build took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) build_seconds: Option<f64>,
+    /// Why it did not go live (the author's line first, for a build).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<String>,
+    /// The line of the author's file a failed build points at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) line: Option<u32>,
+}
+
+impl Noted {
+    pub(crate) fn now(plugin: &str, by: &str, outcome: &'static str) -> Noted {
+        Noted {
+            plugin: plugin.to_string(),
+            by: by.to_string(),
+            at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            outcome,
+            language: None,
+            build_seconds: None,
+            reason: None,
+            line: None,
+        }
+    }
 }
 
 /// A component being received into the plugin folder (see the module
@@ -140,6 +193,9 @@ impl Drop for Upload {
 /// lock per plugin, or per namespace), and what one person may hold.
 pub(crate) struct Publishing {
     registry: Arc<Registry>,
+    /// The last [`NOTED`] publishes and failed builds, newest last: the
+    /// room's view (`GET /publishes`).
+    noted: Mutex<std::collections::VecDeque<Noted>>,
     /// One lock per plugin being published or removed over HTTP (per
     /// namespace in a namespace).
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -151,6 +207,7 @@ impl Publishing {
     pub(crate) fn new(registry: Arc<Registry>, shares: PersonShares) -> Arc<Publishing> {
         Arc::new(Publishing {
             registry,
+            noted: Mutex::default(),
             locks: Mutex::default(),
             shares,
         })
@@ -159,6 +216,30 @@ impl Publishing {
     /// Where plugin `id` lives in the folder, if the registry serves one.
     fn file_of(&self, id: &str) -> Result<PathBuf, PublishError> {
         self.registry.plugin_file(id).ok_or(PublishError::NoFolder)
+    }
+
+    /// Keeps `noted` for the room's view (the last [`NOTED`]).
+    pub(crate) fn note(&self, noted: Noted) {
+        let mut kept = self.noted.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() == NOTED {
+            kept.pop_front();
+        }
+        kept.push_back(noted);
+    }
+
+    /// The publishes and failed builds kept, newest first.
+    pub(crate) fn noted(&self) -> Vec<Noted> {
+        let kept = self.noted.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter().rev().cloned().collect()
+    }
+
+    /// The source plugin `id` serves was built from, and its language, if
+    /// the server built it.
+    pub(crate) fn source_of(&self, id: &str) -> Option<(String, String)> {
+        let file = self.file_of(id).ok()?;
+        let record = crate::registry::plugin::published_by(&file)?;
+        let text = std::fs::read_to_string(source_file(&file)).ok()?;
+        Some((record.built_from?, text))
     }
 
     /// The lock that serialises publishes of plugin `id`: its namespace's,
@@ -216,10 +297,11 @@ impl Publishing {
         self: &Arc<Self>,
         upload: Upload,
         by: &str,
+        source: Option<KeptSource>,
     ) -> Result<Published, PublishError> {
         let publishing = self.clone();
         let by = by.to_string();
-        let task = tokio::spawn(async move { publishing.publish_now(upload, &by).await });
+        let task = tokio::spawn(async move { publishing.publish_now(upload, &by, source).await });
         task.await.unwrap_or_else(|error| {
             Err(PublishError::Write(std::io::Error::other(format!(
                 "the publish did not finish: {error}"
@@ -231,6 +313,7 @@ impl Publishing {
         self: &Arc<Self>,
         mut upload: Upload,
         by: &str,
+        source: Option<KeptSource>,
     ) -> Result<Published, PublishError> {
         let hash = upload.finish().await?;
         let id = upload.id.clone();
@@ -259,7 +342,11 @@ impl Publishing {
                 Some(first.as_str()?.to_string())
             })
             .unwrap_or_else(|| now.clone());
-        let record = serde_json::json!({ "by": by, "at": now, "first": first });
+        let mut record = serde_json::json!({ "by": by, "at": now, "first": first });
+        if let Some(source) = &source {
+            record["builtFrom"] = source.language.into();
+            record["buildSeconds"] = ((source.seconds * 1000.0).round() / 1000.0).into();
+        }
         let placed = async {
             write_atomically(
                 &folder,
@@ -293,6 +380,18 @@ impl Publishing {
             Some(report) if report.state != PluginState::Rejected => {
                 if let Some(kept) = &kept {
                     let _ = tokio::fs::remove_file(kept).await;
+                }
+                // The source it serves from, or none (a component).
+                let kept_source = source_file(&file);
+                let written = match &source {
+                    Some(source) => {
+                        write_atomically(&folder, &file_name(&kept_source), source.text.as_bytes())
+                            .await
+                    }
+                    None => remove_if_there(&kept_source).await,
+                };
+                if let Err(error) = written {
+                    tracing::warn!(plugin = %id, %error, "cannot keep the plugin's source");
                 }
                 tracing::info!(plugin = %id, person = %by, hash = %&hash[..12], "published");
                 Ok(Published::Live {
@@ -348,6 +447,7 @@ impl Publishing {
             .await
             .map_err(PublishError::Write)?;
         let _ = tokio::fs::remove_file(published_file(&file)).await;
+        let _ = tokio::fs::remove_file(source_file(&file)).await;
         self.registry.load_settled(file).await;
         tracing::info!(plugin = %id, person = %by, "removed");
         Ok(())

@@ -150,6 +150,12 @@ pub struct PluginReport {
     pub published_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published_at: Option<String>,
+    /// The language of the source the server built the serving version
+    /// from (`python`, `js`), and how long that build took in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_seconds: Option<f64>,
     /// Where the plugin comes from, when its policy names an OCI source:
     /// the reference, the digest serving, when the registry last answered,
     /// and why the newest check gave no new version.
@@ -278,9 +284,21 @@ impl PluginReport {
                 })
                 .unwrap_or_default(),
             published_by: serving
-                .and_then(|plugin| plugin.published.as_ref().map(|(by, _)| by.clone())),
+                .and_then(|plugin| plugin.published.as_ref().map(|record| record.by.clone())),
             published_at: serving
-                .and_then(|plugin| plugin.published.as_ref().map(|(_, at)| at.clone())),
+                .and_then(|plugin| plugin.published.as_ref().map(|record| record.at.clone())),
+            built_from: serving.and_then(|plugin| {
+                plugin
+                    .published
+                    .as_ref()
+                    .and_then(|record| record.built_from.clone())
+            }),
+            build_seconds: serving.and_then(|plugin| {
+                plugin
+                    .published
+                    .as_ref()
+                    .and_then(|record| record.build_seconds)
+            }),
             compiling: None,
         }
     }
