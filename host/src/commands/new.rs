@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Args;
 
-use super::language::{Language, Sources};
+use crate::build::recipe::{Language, Sources};
 
 #[derive(Args)]
 pub(super) struct NewOptions {
@@ -141,8 +141,9 @@ const LIB_RS: &str = r##"//! `{name}`: a toolhost plugin.
 
 use toolhost_plugin::prelude::*;
 
-/// The tool's arguments. Doc comments become the input schema's
-/// descriptions, which is what a model reads to fill them in.
+// The tool's arguments. Doc comments (`///`) become the input schema's
+// descriptions, which is what a model reads to fill them in: write them
+// for the model.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
@@ -150,8 +151,8 @@ struct Args {
     name: String,
 }
 
-/// The tool's answer: a struct becomes structured content (its schema the
-/// output schema), and the host renders it as text too.
+// The tool's answer: a struct becomes structured content (its schema the
+// output schema), and the host renders it as text too.
 #[derive(Serialize, JsonSchema, Debug, PartialEq)]
 struct Greeting {
     greeting: String,
@@ -166,21 +167,13 @@ fn greet(args: Args) -> Result<Greeting, ToolError> {
     })
 }
 
-/// A prompt (contract 0.2.0): a template a client offers its user, with
-/// the same typed arguments. Resources are declared the same way
-/// (`Resource::new`, `Template::new`).
-fn greeting_prompt(args: Args) -> Result<String, ToolError> {
-    Ok(format!("Write a short, warm greeting for {}.", args.name))
-}
+// A prompt (a template a client offers its user) takes typed arguments too:
+// `.prompt(Prompt::new("{name}_prompt", "Asks the model for a warm
+// greeting.", |args: Args| Ok(format!("Write a short, warm greeting for {}.",
+// args.name))))` below. Resources: `Resource::new`, `Template::new`.
 
 fn tools() -> Tools {
-    Tools::new()
-        .tool(Tool::new("{name}", "Greets someone by name.", greet).read_only(true))
-        .prompt(Prompt::new(
-            "{name}_prompt",
-            "Asks the model for a warm greeting.",
-            greeting_prompt,
-        ))
+    Tools::new().tool(Tool::new("{name}", "Greets someone by name.", greet).read_only(true))
 }
 
 toolhost_plugin::export!(tools);
@@ -266,8 +259,30 @@ impl NewOptions {
         println!("Created {} with one tool, {name:?}.", project.display());
         println!();
         println!("  cd {}", project.display());
-        println!("  toolhost dev    # build, serve, rebuild on save");
-        println!("  {build}    # or build once");
+        // A printed command names a program that is there: the toolchain
+        // as it is found here, or the server's build when there is none.
+        match self.lang.toolchain().map(|toolchain| toolchain.find()) {
+            Some(Ok(program)) => {
+                let command = build.replacen(
+                    self.lang.toolchain().map_or("", |t| t.command),
+                    &program.display().to_string(),
+                    1,
+                );
+                println!("  toolhost dev    # build, serve, rebuild on save");
+                println!("  {command}    # or build once");
+            }
+            Some(Err(_)) => {
+                println!(
+                    "  toolhost push . --server URL    # a server that builds {} builds it (no toolchain here)",
+                    self.lang.as_str()
+                );
+                println!("  toolhost dev --server URL    # the same, again on every save");
+            }
+            None => {
+                println!("  toolhost dev    # build, serve, rebuild on save");
+                println!("  {build}    # or build once");
+            }
+        }
         println!("  {test}    # run its tests");
         Ok(0)
     }

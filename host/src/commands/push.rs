@@ -1,8 +1,11 @@
-//! `toolhost push FILE.wasm | PROJECT --server URL --token T [--name N]`:
-//! publishes a component onto someone else's server, into the token
-//! holder's namespace (the server says whose token it is, `GET /me`),
-//! building a project first; prints the tools live under their served
-//! names, or the server's reason for refusing them. `--delete NAME`
+//! `toolhost push FILE.wasm | PROJECT | app.py | app.js --server URL
+//! --token T [--name N]`: publishes onto someone else's server, into the
+//! token holder's namespace (the server says whose token it is and which
+//! source it builds, `GET /me`): Python or JavaScript source when the
+//! server builds that language (no toolchain here), else a component,
+//! building a project first; prints the build's stages, then the tools
+//! live under their served names, or the author's line of a failed build,
+//! or the server's reason for refusing them. `--delete NAME`
 //! removes one's own plugin. An attendee never needs the server's
 //! filesystem. The client that speaks to the server is `remote.rs`'s,
 //! which `toolhost dev --server` uses too.
@@ -20,6 +23,7 @@ use clap::Args;
 
 use super::project::Project;
 use super::remote::{Outcome, Publisher, ServerOptions};
+use crate::build::recipe::Language;
 
 #[derive(Args)]
 pub(super) struct PushOptions {
@@ -79,13 +83,33 @@ impl PushOptions {
             return Ok(0);
         }
         let source = self.source.context("name a component or a project")?;
-        let (wasm, default_name) = built(&source).await?;
-        let name = self.name.unwrap_or(default_name);
-        let bytes =
-            std::fs::read(&wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
-        Ok(match publisher.publish(&name, bytes).await? {
-            Outcome::Live(report) => {
+        let outcome = match source_to_send(&source, &publisher).await? {
+            Some((language, text, default_name)) => {
+                let name = self.name.unwrap_or(default_name);
+                println!(
+                    "sending {} to be built on the server ({})",
+                    language.source_file(),
+                    publisher.plugin_id(&name)
+                );
+                publisher.publish_source(&name, language, text).await?
+            }
+            None => {
+                let (wasm, default_name) = built(&source).await?;
+                let name = self.name.unwrap_or(default_name);
+                let bytes = std::fs::read(&wasm)
+                    .with_context(|| format!("cannot read {}", wasm.display()))?;
+                publisher.publish(&name, bytes).await?
+            }
+        };
+        Ok(match outcome {
+            Outcome::Live(report, build) => {
                 println!("live: {} ({})", report.tools.join(", "), report.id);
+                for note in build
+                    .iter()
+                    .flat_map(|build| build["notes"].as_array().cloned().unwrap_or_default())
+                {
+                    println!("note: {}", note.as_str().unwrap_or_default());
+                }
                 publisher.print_usage(&report).await;
                 0
             }
@@ -93,8 +117,67 @@ impl PushOptions {
                 println!("refused; what served before serves on:\n  {reason}");
                 1
             }
+            Outcome::BuildFailed { headline, log } => {
+                println!("the build failed; what served before serves on:\n  {headline}");
+                if !log.trim().is_empty() {
+                    println!("\nthe build's log (its end):\n{}", log.trim_end());
+                }
+                1
+            }
         })
     }
+}
+
+/// The source to send when the server builds it: a Python or JavaScript
+/// project (its `app.py` or `app.js`), or that file itself; with the
+/// plugin's default name. `None`: build here and send the component.
+async fn source_to_send(
+    source: &std::path::Path,
+    publisher: &super::remote::Publisher,
+) -> anyhow::Result<Option<(Language, String, String)>> {
+    let (language, file, name) = if source.is_dir() {
+        match Language::detect(source) {
+            Some(language @ (Language::Python | Language::JavaScript)) => {
+                let project = Project::inspect(source).await?;
+                (language, source.join(language.source_file()), project.id)
+            }
+            _ => return Ok(None),
+        }
+    } else {
+        let language = match source.extension().and_then(|ext| ext.to_str()) {
+            Some("py") => Language::Python,
+            Some("js" | "mjs") => Language::JavaScript,
+            _ => return Ok(None),
+        };
+        let stem = source
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().replace('-', "_"))
+            .unwrap_or_default();
+        // `app.py` is named after its folder, as a project is.
+        let name = if stem == "app" {
+            std::path::absolute(source)?
+                .parent()
+                .and_then(|dir| dir.file_name())
+                .map(|dir| dir.to_string_lossy().replace('-', "_"))
+                .unwrap_or(stem)
+        } else {
+            stem
+        };
+        if !publisher.builds(language) {
+            anyhow::bail!(
+                "this server does not build {} source: push the project's folder (built here \
+                 with its toolchain) or a built component",
+                language.as_str()
+            );
+        }
+        (language, source.to_path_buf(), name)
+    };
+    if !publisher.builds(language) {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    Ok(Some((language, text, name)))
 }
 
 /// The component to push: the file, or a project built first; with the

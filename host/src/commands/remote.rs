@@ -1,8 +1,10 @@
 //! A toolhost server seen from outside, over its own HTTP API: who a token
-//! is (`GET /me`), publishing and removing one's plugins (`PUT`/`DELETE
-//! /plugins/...`), reading `/plugins`, and the curl line that calls a
-//! tool. `toolhost push` and `toolhost dev --server` publish with it;
-//! `dev` also reads another server's `/plugins` with [`request`].
+//! is and which source the server builds for them (`GET /me`), publishing
+//! a component or a source and removing one's plugins (`PUT`/`DELETE
+//! /plugins/...`), a build's progress (`GET /events`), reading `/plugins`,
+//! and how to reach the tools (the curl line, the MCP URL and header).
+//! `toolhost push` and `toolhost dev --server` publish with it; `dev` also
+//! reads another server's `/plugins` with [`request`].
 
 use std::time::Duration;
 
@@ -10,6 +12,7 @@ use anyhow::bail;
 use clap::Args;
 use serde_json::Value;
 
+use crate::build::recipe::Language;
 use crate::registry::report::PluginReport;
 
 /// Which server to publish onto, and as whom.
@@ -25,8 +28,13 @@ pub(super) struct ServerOptions {
 
 /// What became of a publish.
 pub(super) enum Outcome {
-    Live(Box<PluginReport>),
+    /// It serves; with the server's `build` answer when it built source.
+    Live(Box<PluginReport>, Option<Value>),
+    /// The loader refused it: why.
     Refused(String),
+    /// The source did not build: the author's line and error first, then
+    /// the end of the build's log.
+    BuildFailed { headline: String, log: String },
 }
 
 /// A server one publishes onto, as one person.
@@ -36,6 +44,8 @@ pub(super) struct Publisher {
     /// Where this person's plugins go: their namespace, or the top level
     /// on an open server.
     namespace: Option<String>,
+    /// The source languages the server builds for this person.
+    builds: Vec<String>,
 }
 
 impl Publisher {
@@ -50,6 +60,7 @@ impl Publisher {
             base,
             token: options.token.clone().filter(|token| !token.is_empty()),
             namespace: None,
+            builds: Vec::new(),
         };
         let (status, me) = publisher.request("GET", "/me", None).await?;
         match status {
@@ -76,7 +87,18 @@ impl Publisher {
             );
         }
         publisher.namespace = me["namespace"].as_str().map(str::to_string);
+        publisher.builds = me["builds"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|language| language.as_str().map(str::to_string))
+            .collect();
         Ok(publisher)
+    }
+
+    /// Whether the server builds `language` source for this person.
+    pub(super) fn builds(&self, language: Language) -> bool {
+        self.builds.iter().any(|built| built == language.as_str())
     }
 
     /// The plugin id `name` gets on the server.
@@ -90,20 +112,89 @@ impl Publisher {
     /// Publishes `wasm` as `name` and returns what the server made of it.
     pub(super) async fn publish(&self, name: &str, wasm: Vec<u8>) -> anyhow::Result<Outcome> {
         let path = format!("/plugins/{}", self.plugin_id(name));
-        let (status, body) = self.request("PUT", &path, Some(wasm)).await?;
-        match status {
-            200 | 201 => Ok(Outcome::Live(Box::new(serde_json::from_value(body)?))),
-            422 => Ok(Outcome::Refused(
-                body["error"]["details"]["reason"]
-                    .as_str()
-                    .map_or_else(|| message(&body), str::to_string),
-            )),
-            401 => bail!("the server no longer knows this token"),
-            status => bail!(
-                "the server refused the upload ({status}): {}",
-                message(&body)
-            ),
-        }
+        let (status, body) = self
+            .request_as("PUT", &path, Some((wasm, "application/wasm")))
+            .await?;
+        answer(status, body)
+    }
+
+    /// Publishes `source` (one `app.py` or `app.js`) as `name` for the
+    /// server to build, printing the build's stages as they come; returns
+    /// what the server made of it.
+    pub(super) async fn publish_source(
+        &self,
+        name: &str,
+        language: Language,
+        source: String,
+    ) -> anyhow::Result<Outcome> {
+        let id = self.plugin_id(name);
+        let progress = self.follow_build(&id);
+        let path = format!("/plugins/{id}");
+        let kind = language.media_type();
+        let outcome = self
+            .request_as("PUT", &path, Some((source.into_bytes(), kind)))
+            .await;
+        progress.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (status, body) = outcome?;
+        answer(status, body)
+    }
+
+    /// Prints the build stages of plugin `id` from the server's event feed
+    /// until the returned flag is set (a thread of its own, which ends at
+    /// the feed's next line after that).
+    fn follow_build(&self, id: &str) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (url, auth, id, stop) = (
+            format!("{}/events", self.base),
+            self.token.as_ref().map(|token| format!("Bearer {token}")),
+            id.to_string(),
+            done.clone(),
+        );
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .timeout_global(Some(Duration::from_secs(600)))
+                .build()
+                .into();
+            let mut request = agent.get(&url).header("Accept", "text/event-stream");
+            if let Some(auth) = &auth {
+                request = request.header("Authorization", auth);
+            }
+            let Ok(response) = request.call() else {
+                return;
+            };
+            let reader = std::io::BufReader::new(response.into_body().into_reader());
+            let mut build_event = false;
+            for line in reader.lines() {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(line) = line else { return };
+                if let Some(kind) = line.strip_prefix("event: ") {
+                    build_event = kind == "build";
+                    continue;
+                }
+                let Some(data) = line.strip_prefix("data: ").filter(|_| build_event) else {
+                    continue;
+                };
+                let Ok(event) = serde_json::from_str::<Value>(data) else {
+                    continue;
+                };
+                if event["plugin"] != id.as_str() {
+                    continue;
+                }
+                match event["stage"].as_str() {
+                    Some("queued") => println!("  queued for a build on the server ..."),
+                    Some("building") => println!("  building on the server ..."),
+                    Some("built") => println!(
+                        "  built in {:.1} s; loading ...",
+                        event["seconds"].as_f64().unwrap_or_default()
+                    ),
+                    _ => {}
+                }
+            }
+        });
+        done
     }
 
     /// Removes one's plugin `name`.
@@ -139,11 +230,19 @@ impl Publisher {
         } else {
             ""
         };
+        println!("  tools, as clients call them: {}", report.tools.join(", "));
         println!(
             "  try: curl -s -X POST {}/tools/{tool}{auth} -H 'Content-Type: application/json' -d '{arguments}'",
             self.base
         );
-        println!("  MCP: {}/mcp", self.base);
+        match &self.token {
+            Some(_) => println!(
+                "  MCP: {}/mcp with the header \"Authorization: Bearer $TOOLHOST_TOKEN\" \
+                 (client configurations: the page at {}/, signed in)",
+                self.base, self.base
+            ),
+            None => println!("  MCP: {}/mcp", self.base),
+        }
     }
 
     async fn request(
@@ -152,14 +251,54 @@ impl Publisher {
         path: &str,
         body: Option<Vec<u8>>,
     ) -> anyhow::Result<(u16, Value)> {
-        request(
+        self.request_as(method, path, body.map(|body| (body, "application/wasm")))
+            .await
+    }
+
+    async fn request_as(
+        &self,
+        method: &'static str,
+        path: &str,
+        body: Option<(Vec<u8>, &'static str)>,
+    ) -> anyhow::Result<(u16, Value)> {
+        request_typed(
             &self.base,
             self.token.as_deref(),
             (method, path),
             body,
-            Duration::from_secs(180),
+            Duration::from_secs(600),
         )
         .await
+    }
+}
+
+/// What a publish's answer says.
+fn answer(status: u16, body: Value) -> anyhow::Result<Outcome> {
+    match (status, body["error"]["code"].as_str()) {
+        (200 | 201, _) => {
+            let build = body.get("build").cloned();
+            Ok(Outcome::Live(
+                Box::new(serde_json::from_value(body)?),
+                build,
+            ))
+        }
+        (422, Some("BUILD_FAILED")) => Ok(Outcome::BuildFailed {
+            headline: message(&body),
+            log: body["error"]["details"]["log"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        }),
+        (422, _) => Ok(Outcome::Refused(
+            body["error"]["details"]["reason"]
+                .as_str()
+                .map_or_else(|| message(&body), str::to_string),
+        )),
+        (401, _) => bail!("the server no longer knows this token"),
+        (status, _) => bail!(
+            "the server refused the upload ({status}): {}",
+            message(&body)
+        ),
     }
 }
 
@@ -174,6 +313,18 @@ pub(super) async fn request(
     body: Option<Vec<u8>>,
     timeout: Duration,
 ) -> anyhow::Result<(u16, Value)> {
+    let body = body.map(|body| (body, "application/wasm"));
+    request_typed(base, token, (method, path), body, timeout).await
+}
+
+/// [`request`] with the body's media type.
+async fn request_typed(
+    base: &str,
+    token: Option<&str>,
+    (method, path): (&'static str, &str),
+    body: Option<(Vec<u8>, &'static str)>,
+    timeout: Duration,
+) -> anyhow::Result<(u16, Value)> {
     let url = format!("{base}{path}");
     let auth = token.map(|token| format!("Bearer {token}"));
     let base = base.to_string();
@@ -184,8 +335,8 @@ pub(super) async fn request(
             .build()
             .into();
         let response = match (method, body) {
-            ("PUT", Some(body)) => {
-                let mut request = agent.put(&url).header("Content-Type", "application/wasm");
+            ("PUT", Some((body, kind))) => {
+                let mut request = agent.put(&url).header("Content-Type", kind);
                 if let Some(auth) = &auth {
                     request = request.header("Authorization", auth);
                 }

@@ -69,6 +69,78 @@ pub(super) async fn watch_and_build(
     }
 }
 
+impl Session {
+    /// With a server that builds the project's language: its source is
+    /// sent as it is saved, and the server builds it (no toolchain here).
+    async fn send_source(&mut self, since: Instant) {
+        let Target::Publish(publisher) = &self.target else {
+            return;
+        };
+        let file = self.project.dir.join(self.project.language.source_file());
+        let text = match std::fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(error) => return say(format!("cannot read {}: {error}", file.display())),
+        };
+        let hash = crate::registry::plugin::content_hash(text.as_bytes());
+        if self.last_hash.as_deref() == Some(hash.as_str()) {
+            return say("the source is unchanged, nothing to send".into());
+        }
+        say(format!(
+            "sending {} to be built on the server ...",
+            self.project.language.source_file()
+        ));
+        let outcome = publisher
+            .publish_source(&self.project.id, self.project.language, text)
+            .await;
+        if outcome.is_ok() {
+            self.last_hash = Some(hash);
+        }
+        let took = format!("{:.1} s", since.elapsed().as_secs_f64());
+        self.say_published(outcome, &took).await;
+    }
+
+    /// What became of a publish, said.
+    async fn say_published(&mut self, outcome: anyhow::Result<Outcome>, took: &str) {
+        let Target::Publish(publisher) = &self.target else {
+            return;
+        };
+        match outcome {
+            Ok(Outcome::Live(report, build)) => {
+                say(format!("live in {took}: {}", report.tools.join(", ")));
+                for note in build
+                    .iter()
+                    .flat_map(|build| build["notes"].as_array().cloned().unwrap_or_default())
+                {
+                    say(format!("note: {}", note.as_str().unwrap_or_default()));
+                }
+                for warning in &report.schema_warnings {
+                    say(format!("warning: {warning}"));
+                }
+                if !self.shown_usage {
+                    self.shown_usage = true;
+                    publisher.print_usage(&report).await;
+                }
+            }
+            Ok(Outcome::Refused(reason)) => {
+                say(format!(
+                    "rejected after {took}; what served before serves on:"
+                ));
+                say(format!("  {reason}"));
+            }
+            Ok(Outcome::BuildFailed { headline, log }) => {
+                say(format!(
+                    "the build failed after {took}; what served before serves on:"
+                ));
+                say(format!("  {headline}"));
+                if !log.trim().is_empty() {
+                    say(format!("the build's log (its end):\n{}", log.trim_end()));
+                }
+            }
+            Err(error) => say(format!("cannot publish: {error:#}")),
+        }
+    }
+}
+
 struct Session {
     project: Project,
     folder: PathBuf,
@@ -81,6 +153,11 @@ struct Session {
 impl Session {
     /// Build, drop, and report; `since` is when the edit was seen.
     async fn cycle(&mut self, since: Instant) {
+        if let Target::Publish(publisher) = &self.target
+            && publisher.builds(self.project.language)
+        {
+            return self.send_source(since).await;
+        }
         let built = match self.project.build().await {
             Ok(path) => path,
             Err(output) => {
@@ -115,27 +192,10 @@ impl Session {
                 since.elapsed().as_secs_f64(),
                 build_time.as_secs_f64()
             );
-            match outcome {
-                Ok(Outcome::Live(report)) => {
-                    self.last_hash = Some(hash);
-                    say(format!("live in {took}: {}", report.tools.join(", ")));
-                    for warning in &report.schema_warnings {
-                        say(format!("warning: {warning}"));
-                    }
-                    if !self.shown_usage {
-                        self.shown_usage = true;
-                        publisher.print_usage(&report).await;
-                    }
-                }
-                Ok(Outcome::Refused(reason)) => {
-                    self.last_hash = Some(hash);
-                    say(format!(
-                        "rejected after {took}; what served before serves on:"
-                    ));
-                    say(format!("  {reason}"));
-                }
-                Err(error) => say(format!("cannot publish: {error:#}")),
+            if outcome.is_ok() {
+                self.last_hash = Some(hash);
             }
+            self.say_published(outcome, &took).await;
             return;
         }
         if let Err(error) = self.drop_in(&bytes) {

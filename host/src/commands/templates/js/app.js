@@ -1,7 +1,8 @@
 // __NAME__: a toolhost plugin in JavaScript (QuickJS, via componentize-qjs).
 //
-// Live while you edit: `toolhost dev` (rebuilds on save and serves it).
-// Build once: componentize-qjs --sync --wit wit --world full --js app.js -o target/__ID__.wasm
+// Live while you edit: `toolhost dev` (rebuilds on save and serves it), or
+// `toolhost dev --server URL` onto a server that builds JavaScript.
+// Publish once: `toolhost push . --server URL`.
 // Test: node --test test.mjs
 //
 // A tool is a JSON Schema for its arguments and a `run` function: a string
@@ -9,7 +10,7 @@
 // See toolhost.js. The engine is QuickJS: no Node APIs, no fetch.
 // @ts-check
 
-import { tool, definePrompt, exportPlugin, ToolError } from "./toolhost.js";
+import { tool, exportPlugin, ToolError } from "./toolhost.js";
 
 const greet = tool({
   name: "__NAME__",
@@ -31,18 +32,12 @@ const greet = tool({
   },
 });
 
-// A prompt (contract 0.2.0): a template a client offers its user.
-// Resources are declared the same way, with defineResource({ uri, .. }).
-const greeting = definePrompt({
-  name: "__NAME___prompt",
-  description: "Asks the model for a warm greeting.",
-  arguments: [{ name: "name", description: "Who to greet", required: true }],
-  get: ({ name }) => `Write a short, warm greeting for ${name}.`,
-});
+// A prompt (a template a client offers its user) is declared with
+// definePrompt({ name, description, arguments, get }) from ./toolhost.js and
+// listed under `prompts` below; resources with defineResource({ uri, .. }).
 
-// What the component exports: the host lists and calls the tools (and
-// gets the prompt) through these.
+// What the component exports: the host lists and calls the tools through
+// these.
 export const { tools, resources, prompts, completion } = exportPlugin({
   tools: [greet],
-  prompts: [greeting],
 });

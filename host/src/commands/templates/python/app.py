@@ -1,7 +1,8 @@
 """__NAME__: a toolhost plugin in Python.
 
-Live while you edit: `toolhost dev` (rebuilds on save and serves it).
-Build once: componentize-py -d wit -w full componentize -p . app -o target/__ID__.wasm
+Live while you edit: `toolhost dev` (rebuilds on save and serves it), or
+`toolhost dev --server URL` onto a server that builds Python.
+Publish once: `toolhost push . --server URL`.
 Test: python3 -m unittest
 
 A tool is a typed function with a docstring: the parameters' type hints
@@ -12,7 +13,7 @@ component: import what a tool needs at the top of the file.
 
 from dataclasses import dataclass
 
-from toolhost_plugin import ToolError, Tools, prompt, tool  # noqa: F401 (Tools is the export)
+from toolhost_plugin import ToolError, Tools, tool  # noqa: F401 (Tools is the export)
 
 
 @dataclass
@@ -32,14 +33,14 @@ def greet(name: str) -> Greeting:
     return Greeting(greeting=f"Hello, {name}!")
 
 
-@prompt(name="__NAME___prompt")
-def greeting_prompt(name: str) -> str:
-    """Asks the model for a warm greeting.
-
-    Args:
-        name: Who to greet
-
-    Prompts (and resources, ``@resource("notes://{day}")``) are typed
-    functions too: contract 0.2.0.
-    """
-    return f"Write a short, warm greeting for {name}."
+# A prompt (a template a client offers its user) is a typed function too;
+# import `prompt` from toolhost_plugin and add one when you want it:
+#
+# @prompt(name="__NAME___prompt")
+# def greeting_prompt(name: str) -> str:
+#     """Asks the model for a warm greeting.
+#
+#     Args:
+#         name: Who to greet
+#     """
+#     return f"Write a short, warm greeting for {name}."

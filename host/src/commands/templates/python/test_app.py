@@ -3,7 +3,7 @@
 import unittest
 
 import app  # noqa: F401 (registers the tools)
-from toolhost_plugin import ToolError, call, get_prompt
+from toolhost_plugin import ToolError, call
 
 
 class GreetTest(unittest.TestCase):
@@ -16,11 +16,6 @@ class GreetTest(unittest.TestCase):
         with self.assertRaises(ToolError) as error:
             call("__NAME__", {"name": " "})
         self.assertEqual(error.exception.code, "EMPTY_NAME")
-
-    def test_the_prompt_asks_for_a_greeting(self):
-        [message] = get_prompt("__NAME___prompt", {"name": "Ada"})
-        self.assertEqual(message.role, "user")
-        self.assertIn("Ada", message.block.fields["text"])
 
 
 if __name__ == "__main__":
