@@ -6,7 +6,7 @@
 #   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve test test-build plugins target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry toolchains
+.PHONY: serve test test-build plugins target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry toolchains ui-editor
 
 # The pinned Python and JavaScript toolchains (see `toolchains` below).
 PY_TOOLCHAIN := target/toolchains/python
@@ -15,15 +15,18 @@ COMPONENTIZE_PY := $(PY_TOOLCHAIN)/bin/componentize-py
 COMPONENTIZE_QJS := $(JS_TOOLCHAIN)/node_modules/.bin/componentize-qjs
 
 # How a Python or JavaScript plugin is built: the one recipe per language
-# that `toolhost new` prints and `toolhost dev` runs (host/src/commands/
-# language.rs), read from its file. Placeholders: {paths} (Python module
+# that `toolhost new` prints, `toolhost dev` and server builds run
+# (host/src/build/recipe.rs), read from its file. Placeholders: {paths} (Python module
 # search paths), {module} and {module_root} (JavaScript), {output}.
-RECIPES := host/src/commands/templates/build
+RECIPES := host/src/build/recipes
 PY_RECIPE = $(subst componentize-py,$(COMPONENTIZE_PY),$(subst {world},full,$(subst {paths},$(1),$(subst {output},$(2),$(shell cat $(RECIPES)/python)))))
 JS_RECIPE = $(subst componentize-qjs,$(COMPONENTIZE_QJS),$(subst {world},$(3),$(subst {module},$(1)/app.js,$(subst {module_root},--module-root .,$(subst {output},$(2),$(shell cat $(RECIPES)/js))))))
 
+# Builds of published Python and JavaScript source are on (their pinned
+# toolchains come with `plugins`); add flags with SERVE_FLAGS, e.g.
+# make serve SERVE_FLAGS="--tokens tokens.toml --listen 0.0.0.0:8000".
 serve: plugins
-	cargo run --release -p toolhost -- serve --plugins plugins
+	cargo run --release -p toolhost -- serve --plugins plugins --builds python,js $(SERVE_FLAGS)
 
 # The harness's own test needs wrk: `make bench-check` runs it.
 # The helper libraries' own tests (plain Python and Node) come first.
@@ -138,6 +141,12 @@ plugins/textjs.wasm: plugins/textjs/app.js sdk/js/toolhost.js wit/plugin.wit $(R
 
 target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+
+# The page's code editor: CodeMirror 6 bundled from the pinned packages of
+# host/ui/editor into host/ui/vendor/codemirror.js (committed, embedded in
+# the binary; a test rebuilds it and compares).
+ui-editor:
+	cd host/ui/editor && npm ci --no-audit --no-fund --loglevel=error && npm run build
 
 lint: target
 	cargo fmt --all -- --check

@@ -1,10 +1,15 @@
 // The dashboard: tools with try-it, plugins live from /events, activity
-// from the call ledger's summaries, publishing by drop or file input.
+// from the call ledger's summaries, publishing by drop or file input,
+// writing a tool in the page (editor.js), connecting a client
+// (connect.js) and the room's view (room.js).
 // Everything goes through the same REST routes as curl, with the token
 // the person signs in with (kept in sessionStorage: this tab only).
 
 import { el, pretty } from "./dom.js";
 import { buildForm } from "./form.js";
+import { initEditor, showEditor, editSource, onBuildEvent as editorBuildEvent } from "./editor.js";
+import { renderConnect } from "./connect.js";
+import { loadRoom, onBuildEvent as roomBuildEvent, refresh as refreshRoom, renderPeople } from "./room.js";
 
 const $ = (id) => document.getElementById(id);
 const state = {
@@ -57,6 +62,8 @@ async function signIn() {
     showSignIn(true);
     $("signout").hidden = !state.token;
     $("publish-section").hidden = true;
+    $("write-section").hidden = true;
+    $("connect-section").hidden = true;
     setStatus("Signed out");
     $("token").focus();
     return false;
@@ -78,6 +85,10 @@ async function signIn() {
   $("publish-where").textContent = json.namespace
     ? `Your plugins go into namespace ${json.namespace}; their tools are served as ${json.namespace}__<tool>.`
     : "Plugins go to the top level of the server's folder.";
+  showEditor(role === "caller" ? null : json);
+  $("connect-section").hidden = false;
+  renderConnect($("connect"), json, state.token);
+  loadRoom(api, json).then(seedRejections);
   return true;
 }
 
@@ -250,8 +261,14 @@ function renderPlugins() {
     const cell = el("td", { class: `state-${stateText}` }, `${stateText}${compiler}`);
     if (plugin.reason) cell.append(el("div", { class: "reason" }, plugin.reason));
     if (plugin.serving) cell.append(el("div", { class: "note" }, "the previous version serves on"));
+    const idCell = el("td", {}, plugin.id);
+    if (plugin.builtFrom && mayEdit(plugin.id)) {
+      const edit = el("button", { type: "button", class: "secondary", "aria-label": `Edit the source of ${plugin.id}` }, "Edit source");
+      edit.addEventListener("click", () => editSource(plugin.id, plugin.builtFrom));
+      idCell.append(" ", edit);
+    }
     body.append(el("tr", { "data-plugin": plugin.id },
-      el("td", {}, plugin.id),
+      idCell,
       cell,
       el("td", {}, (plugin.tools || []).join(", ")),
       publishedCell(plugin)));
@@ -260,6 +277,15 @@ function renderPlugins() {
     const empty = state.me ? "No plugin files yet." : "Sign in to see the plugins.";
     body.append(el("tr", {}, el("td", { colspan: "4" }, empty)));
   }
+}
+
+/// Whether the signed-in person may read (and so edit) a plugin's source:
+/// an admin, anyone on an open server, a publisher their own.
+function mayEdit(id) {
+  const me = state.me;
+  if (!me || me.role === "caller") return false;
+  if (me.role === "admin") return true;
+  return Boolean(me.namespace) && id.startsWith(`${me.namespace}/`);
 }
 
 /// Who published a plugin and when, in the reader's local time (the
@@ -289,6 +315,7 @@ function renderActivity(tools) {
       el("td", {}, ms(tool.recentP95Ms))));
   }
   if (!tools.length) body.append(el("tr", {}, el("td", { colspan: "5" }, "No calls yet.")));
+  renderPeople(tools);
 }
 
 function onEvent(name, data) {
@@ -296,10 +323,22 @@ function onEvent(name, data) {
     state.plugins = new Map((data.plugins || []).map((p) => [p.id, p]));
     renderPlugins();
     loadTools();
+    // Files the server refused before this page opened.
+    for (const plugin of state.plugins.values()) {
+      if (plugin.state !== "rejected" || $("rejections").querySelector(`li[data-plugin="${CSS.escape(plugin.id)}"]`)) continue;
+      const at = new Date(plugin.rejectedAt);
+      noteRejection(plugin.id, plugin, "rejected", Number.isNaN(at.getTime()) ? new Date() : at);
+    }
     return;
   }
   if (name === "calls") {
     renderActivity(data.tools || []);
+    return;
+  }
+  if (name === "build") {
+    editorBuildEvent(data);
+    roomBuildEvent(data);
+    if (data.stage === "failed") noteRejection(data.plugin, { reason: data.error }, "did not build");
     return;
   }
   if (!data || !data.plugin) return;
@@ -309,6 +348,7 @@ function onEvent(name, data) {
   else state.plugins.set(data.plugin, data.report);
   renderPlugins();
   if (["loaded", "replaced", "removed"].includes(name)) loadTools();
+  if (["loaded", "replaced", "rejected"].includes(name)) refreshRoom(api);
   if (name === "rejected") noteRejection(data.plugin, data.report);
   if (name === "rejected") setStatus(`Rejected: ${data.plugin}`);
   else if (name === "removed" && wasRejected) setStatus(`Rejected: ${data.plugin}; nothing of it stays`);
@@ -317,14 +357,28 @@ function onEvent(name, data) {
 
 /// Keeps the last rejections in view: a refused upload leaves no file, so
 /// its row goes again at once, but the instructor still sees it and why.
-function noteRejection(plugin, report) {
+function noteRejection(plugin, report, what = "rejected", at = new Date()) {
   const list = $("rejections");
-  const when = new Date().toLocaleTimeString();
-  const reason = (report && report.reason) || "no reason given";
+  const when = at.toLocaleTimeString();
+  const reason = (report && report.reason) || "(its reason is its publisher's)";
   list.prepend(el("li", { "data-plugin": plugin },
-    el("strong", {}, plugin), ` at ${when}: `, el("span", { class: "reason" }, reason)));
+    el("strong", {}, plugin), ` ${what} at ${when}: `, el("span", { class: "reason" }, reason)));
   while (list.children.length > 10) list.lastElementChild.remove();
   $("rejections-box").hidden = false;
+}
+
+/// The rejections the server remembers, for a page opened after them:
+/// refused and failed publishes (GET /publishes), oldest first so that
+/// the newest ends on top.
+function seedRejections(publishes) {
+  $("rejections").replaceChildren();
+  $("rejections-box").hidden = true;
+  const refused = (publishes || []).filter((p) => p.outcome === "refused" || p.outcome === "build_failed");
+  for (const p of refused.slice(0, 10).reverse()) {
+    const at = new Date(p.at);
+    noteRejection(p.plugin, { reason: p.reason }, p.outcome === "refused" ? "rejected" : "did not build",
+      Number.isNaN(at.getTime()) ? new Date() : at);
+  }
 }
 
 /// Follows /events with fetch (an EventSource cannot send a token),
@@ -428,6 +482,14 @@ $("file").addEventListener("change", () => {
 });
 
 // ---- start ------------------------------------------------------------
+
+initEditor({
+  api,
+  headers,
+  me: () => state.me,
+  loadTools,
+  selectTool,
+});
 
 async function start() {
   state.events = Symbol("events");

@@ -1,6 +1,8 @@
 //! The dashboard: `GET /` and its assets under `/ui/`, embedded in the
 //! binary at build time (no CDN, no build step: plain HTML, CSS and
-//! JavaScript modules in `host/ui/`). The page holds no data of its own;
+//! JavaScript modules in `host/ui/`; the code editor, CodeMirror 6, is one
+//! bundled module, `ui/vendor/codemirror.js`, committed and rebuilt from
+//! pinned packages by `make ui-editor`). The page holds no data of its own;
 //! it reads the same routes as any client (`/me`, `/tools`, `/events`,
 //! `POST /tools/{name}`, `PUT /plugins/...`) with the token the person
 //! signs in with, so it needs no token itself. The Host and Origin checks
@@ -8,7 +10,10 @@
 //!
 //! Every answer carries a strict Content-Security-Policy: scripts, styles
 //! and connections from this origin only, no inline script or style, no
-//! frames, no plugins. The page sets every text a plugin or the server
+//! frames, no plugins. The one exception is the code editor's theme, which
+//! CodeMirror writes into a `<style>` element: the page admits that element
+//! by a nonce drawn afresh for each `GET /` (in the CSP and in the page's
+//! `style-nonce` meta, which `ui/editor.js` hands to CodeMirror). The page sets every text a plugin or the server
 //! returns as text (`ui/dom.js`), never as HTML.
 
 use axum::Router;
@@ -18,6 +23,9 @@ use axum::routing::get;
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
                    img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// Where the page's nonce goes in `ui/index.html`.
+const NONCE_SLOT: &str = "STYLE_NONCE";
 
 /// Each asset: its path, content type and bytes.
 const ASSETS: &[(&str, &str, &str)] = &[
@@ -42,6 +50,40 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../ui/dom.js"),
     ),
     (
+        "/ui/editor.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/editor.js"),
+    ),
+    (
+        "/ui/connect.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/connect.js"),
+    ),
+    (
+        "/ui/room.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/room.js"),
+    ),
+    // CodeMirror 6, bundled from the pinned packages of `ui/editor/`
+    // (`make ui-editor`; a test rebuilds it and compares).
+    (
+        "/ui/vendor/codemirror.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/vendor/codemirror.js"),
+    ),
+    // The templates `toolhost new` writes, which the editor starts from
+    // (text: the page inserts them into the editor, never runs them).
+    (
+        "/ui/templates/app.py",
+        "text/plain; charset=utf-8",
+        include_str!("../commands/templates/python/app.py"),
+    ),
+    (
+        "/ui/templates/app.js",
+        "text/plain; charset=utf-8",
+        include_str!("../commands/templates/js/app.js"),
+    ),
+    (
         "/ui/style.css",
         "text/css; charset=utf-8",
         include_str!("../../ui/style.css"),
@@ -62,12 +104,46 @@ const ASSETS: &[(&str, &str, &str)] = &[
 pub(crate) fn router() -> Router {
     ASSETS
         .iter()
+        .skip(1)
         .fold(Router::new(), |router, &(path, kind, body)| {
             router.route(path, get(move || async move { asset(kind, body) }))
         })
+        .route("/", get(page))
 }
 
-fn asset(kind: &'static str, body: &'static str) -> Response {
+/// The page, with a fresh nonce for the editor's `<style>` element.
+async fn page() -> Response {
+    let (_, kind, body) = ASSETS[0];
+    let Some(nonce) = nonce() else {
+        return asset(kind, body.replace(NONCE_SLOT, ""));
+    };
+    let mut response = asset(kind, body.replace(NONCE_SLOT, &nonce));
+    let policy = CSP.replace(
+        "style-src 'self'",
+        &format!("style-src 'self' 'nonce-{nonce}'"),
+    );
+    if let Ok(policy) = HeaderValue::from_str(&policy) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, policy);
+    }
+    response
+}
+
+/// 128 random bits from the system, base64: a CSP nonce. Without the
+/// system's randomness the page keeps the plain policy (the editor then
+/// shows unstyled), never a guessable nonce.
+fn nonce() -> Option<String> {
+    use base64::Engine;
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .ok()?;
+    Some(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+fn asset(kind: &'static str, body: impl IntoResponse) -> Response {
     let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
@@ -93,6 +169,27 @@ mod tests {
 
     /// No inline script, style or event handler in the page: the CSP
     /// would block them, and none may be needed.
+    #[tokio::test]
+    async fn each_page_admits_the_editors_style_by_a_nonce_of_its_own() {
+        let policy = |response: &Response| {
+            response.headers()[header::CONTENT_SECURITY_POLICY]
+                .to_str()
+                .unwrap()
+                .to_string()
+        };
+        let (first, second) = (page().await, page().await);
+        let (one, two) = (policy(&first), policy(&second));
+        assert!(one.contains("style-src 'self' 'nonce-"), "{one}");
+        assert_ne!(one, two, "the nonce is drawn for each page");
+        assert!(!one.contains("unsafe-inline"), "{one}");
+        let nonce = one.split("'nonce-").nth(1).unwrap().split('\'').next().unwrap();
+        assert_eq!(nonce.len(), 24, "128 bits, base64");
+        let body = axum::body::to_bytes(first.into_body(), 1 << 20).await.unwrap();
+        let body = String::from_utf8(body.to_vec()).unwrap();
+        assert!(body.contains(&format!("content=\"{nonce}\"")), "the page carries it");
+        assert!(!body.contains(NONCE_SLOT));
+    }
+
     #[test]
     fn the_page_has_nothing_inline_and_sets_no_html() {
         let page = ASSETS[0].2;

@@ -1,0 +1,199 @@
+// "Write a tool": a publisher writes a Python or JavaScript tool in the
+// page and publishes it as source (PUT /plugins/{namespace}/{name} with
+// text/x-python or text/javascript); the server builds it. CodeMirror 6
+// (./vendor/codemirror.js, bundled from pinned packages) is the editor.
+// A new tool starts from the template `toolhost new` writes; a failed
+// build's line is marked in the editor; the build's stages come from
+// /events (`build`); a tool that went live opens in try-it. One of the
+// person's own source-built plugins loads back with "Edit source".
+
+import { el } from "./dom.js";
+import {
+  EditorView, basicSetup, EditorState, Compartment, keymap,
+  python, javascript, setDiagnostics, lintGutter, indentWithTab,
+} from "./vendor/codemirror.js";
+
+const LANGUAGES = {
+  python: { label: "Python", mime: "text/x-python", template: "/ui/templates/app.py", mode: python },
+  js: { label: "JavaScript", mime: "text/javascript", template: "/ui/templates/app.js", mode: javascript },
+};
+
+const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+let context = null;
+let view = null;
+const languageMode = new Compartment();
+const current = { language: "python", building: null };
+
+const $ = (id) => document.getElementById(id);
+
+/// Sets the panel up once; `ctx` gives the page's api, who is signed in,
+/// and how to refresh and try tools.
+export function initEditor(ctx) {
+  context = ctx;
+  const host = $("editor");
+  view = new EditorView({
+    parent: host,
+    state: EditorState.create({
+      doc: "",
+      extensions: [
+        basicSetup,
+        lintGutter(),
+        // CodeMirror writes its theme into a <style> element; the page's
+        // CSP admits it by this page's nonce only.
+        EditorView.cspNonce.of(document.querySelector('meta[name="style-nonce"]')?.content ?? ""),
+        keymap.of([
+          indentWithTab,
+          { key: "Mod-s", preventDefault: true, run: () => { publishSource(); return true; } },
+        ]),
+        languageMode.of(LANGUAGES.python.mode()),
+        EditorView.contentAttributes.of({ "aria-label": "Source of the tool" }),
+        // How many lines there are, for whoever reads the page (its tests).
+        EditorView.updateListener.of((update) => {
+          if (update.docChanged) update.view.dom.dataset.lines = String(update.state.doc.lines);
+        }),
+      ],
+    }),
+  });
+  // Ctrl/Cmd-S anywhere in the panel publishes; never the browser's Save.
+  $("write-section").addEventListener("keydown", (event) => {
+    if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "s") {
+      event.preventDefault();
+      publishSource();
+    }
+  });
+  $("write-new").addEventListener("click", () => startFromTemplate());
+  $("write-publish").addEventListener("click", () => publishSource());
+  $("write-language").addEventListener("change", () => setLanguage($("write-language").value));
+}
+
+/// Which languages this server builds for the person (GET /me's
+/// `builds`); the panel shows only when there is one.
+export function showEditor(me) {
+  const builds = (me && me.builds) || [];
+  const section = $("write-section");
+  section.hidden = builds.length === 0;
+  const select = $("write-language");
+  select.replaceChildren(...builds.filter((b) => LANGUAGES[b]).map((b) => el("option", { value: b }, LANGUAGES[b].label)));
+  if (builds.length && !builds.includes(current.language)) setLanguage(builds[0]);
+  else if (builds.length) select.value = current.language;
+}
+
+function setLanguage(language) {
+  current.language = language;
+  $("write-language").value = language;
+  view.dispatch({ effects: languageMode.reconfigure(LANGUAGES[language].mode()) });
+}
+
+function setSource(text) {
+  view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
+  clearMark();
+}
+
+function clearMark() {
+  view.dispatch(setDiagnostics(view.state, []));
+  view.dom.removeAttribute("data-error-line");
+}
+
+/// A new tool from the template `toolhost new` writes, named by the name
+/// field (or `my_tool`).
+async function startFromTemplate() {
+  const name = $("write-name").value.trim() || "my_tool";
+  if (!NAME.test(name)) return say("bad", "A name is letters, digits, _ or -, starting with a letter.");
+  $("write-name").value = name;
+  const response = await fetch(LANGUAGES[current.language].template);
+  const template = await response.text();
+  setSource(template.replaceAll("__NAME__", name).replaceAll("__ID__", name.replace(/-/g, "_")));
+  say("", `A new ${LANGUAGES[current.language].label} tool from the template: edit it, then Publish (Ctrl/Cmd-S).`);
+  view.focus();
+}
+
+/// Loads one of the person's own source-built plugins back (`id` is
+/// `namespace/name`, `language` its `builtFrom`).
+export async function editSource(id, language) {
+  const response = await fetch(`/plugins/${id.split("/").map(encodeURIComponent).join("/")}/source`, {
+    headers: context.headers(),
+  });
+  if (response.status !== 200) return say("bad", `Cannot load the source of ${id} (HTTP ${response.status}).`);
+  setLanguage(language in LANGUAGES ? language : "python");
+  setSource(await response.text());
+  $("write-name").value = id.split("/").pop();
+  $("write-section").scrollIntoView({ block: "start" });
+  say("", `The source ${id} serves from: edit it, then Publish.`);
+  view.focus();
+}
+
+/// A build stage from /events, for the plugin being published here.
+export function onBuildEvent(event) {
+  if (!current.building || event.plugin !== current.building) return;
+  const stages = {
+    queued: "Queued for a build…",
+    building: "Building on the server…",
+    built: `Built in ${(event.seconds || 0).toFixed(1)} s; loading…`,
+  };
+  if (stages[event.stage]) say("", stages[event.stage]);
+}
+
+async function publishSource() {
+  const me = context.me();
+  const name = $("write-name").value.trim();
+  if (!NAME.test(name)) {
+    $("write-name").focus();
+    return say("bad", "Name the tool first: letters, digits, _ or -, starting with a letter.");
+  }
+  const text = view.state.doc.toString();
+  if (!text.trim()) return say("bad", "There is nothing to publish: start from the template.");
+  const id = me && me.namespace ? `${me.namespace}/${name}` : name;
+  const language = LANGUAGES[current.language];
+  current.building = id;
+  clearMark();
+  say("", `Sending ${id} to be built…`);
+  const started = performance.now();
+  const { status, json } = await context.api("PUT", `/plugins/${id.split("/").map(encodeURIComponent).join("/")}`, text, language.mime);
+  current.building = null;
+  const took = ((performance.now() - started) / 1000).toFixed(1);
+  if (status === 200 || status === 201) {
+    await context.loadTools();
+    const build = json.build || {};
+    const tries = (json.tools || []).map((tool) => {
+      const button = el("button", { type: "button", class: "secondary", "aria-label": `Try ${tool}` }, tool);
+      button.addEventListener("click", () => context.selectTool(tool));
+      return button;
+    });
+    const notes = (build.notes || []).map((note) => el("p", { class: "note" }, note));
+    $("write-result").replaceChildren(
+      el("p", { class: "ok" }, `Live in ${took} s (build ${(build.seconds || 0).toFixed(1)} s): ${json.id}`),
+      el("p", { class: "tries" }, "Tools (press one to try it): ", ...(tries.length ? tries : ["(none)"])),
+      ...notes);
+    if (json.tools && json.tools.length) context.selectTool(json.tools[0]);
+    return;
+  }
+  const error = (json && json.error) || {};
+  const details = error.details || {};
+  const parts = [el("p", { class: "bad" }, `Not live (HTTP ${status}${error.code ? `, ${error.code}` : ""}); what served before serves on.`)];
+  parts.push(el("pre", { class: "reason", id: "write-error" }, error.message || `HTTP ${status}`));
+  if (details.log) {
+    parts.push(el("details", {}, el("summary", {}, "The build's log"), el("pre", { class: "build-log" }, details.log)));
+  }
+  $("write-result").replaceChildren(...parts);
+  $("write-status").textContent = "";
+  const line = details.line;
+  if (Number.isInteger(line) && line >= 1 && line <= view.state.doc.lines) {
+    const at = view.state.doc.line(line);
+    view.dispatch(setDiagnostics(view.state, [{
+      from: at.from,
+      to: at.to,
+      severity: "error",
+      message: error.message || "the build failed here",
+    }]));
+    view.dispatch({ selection: { anchor: at.from }, scrollIntoView: true });
+    view.dom.setAttribute("data-error-line", String(line));
+  }
+}
+
+function say(kind, text) {
+  const status = $("write-status");
+  status.className = kind;
+  status.textContent = text;
+  if (kind === "bad") $("write-result").replaceChildren();
+}
