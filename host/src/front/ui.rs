@@ -182,11 +182,22 @@ mod tests {
         assert!(one.contains("style-src 'self' 'nonce-"), "{one}");
         assert_ne!(one, two, "the nonce is drawn for each page");
         assert!(!one.contains("unsafe-inline"), "{one}");
-        let nonce = one.split("'nonce-").nth(1).unwrap().split('\'').next().unwrap();
+        let nonce = one
+            .split("'nonce-")
+            .nth(1)
+            .unwrap()
+            .split('\'')
+            .next()
+            .unwrap();
         assert_eq!(nonce.len(), 24, "128 bits, base64");
-        let body = axum::body::to_bytes(first.into_body(), 1 << 20).await.unwrap();
+        let body = axum::body::to_bytes(first.into_body(), 1 << 20)
+            .await
+            .unwrap();
         let body = String::from_utf8(body.to_vec()).unwrap();
-        assert!(body.contains(&format!("content=\"{nonce}\"")), "the page carries it");
+        assert!(
+            body.contains(&format!("content=\"{nonce}\"")),
+            "the page carries it"
+        );
         assert!(!body.contains(NONCE_SLOT));
     }
 
