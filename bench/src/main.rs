@@ -32,6 +32,9 @@
 //! 14. Big components called: componentize-py, componentize-js 0.23
 //!     (StarlingMonkey) and componentize-qjs; call p50, memory loaded and
 //!     after deleting them.
+//! 15. Replicas: plugins from an OCI registry behind haproxy.
+//! 16. Builds: Python and JavaScript source built on the server, to live;
+//!     thirty people at once beside the instructor's calls.
 //!
 //! It runs the real `toolhost` binary for every server (in-process rows use
 //! the library), and needs `wrk` on the PATH.
@@ -39,6 +42,7 @@
 
 mod benchtool;
 mod big;
+mod builds;
 mod clients;
 mod dev;
 mod hardening;
@@ -130,6 +134,9 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
     }
     if options.runs(Section::Replicas) {
         replicas::section(&options, &work, &benchtool, duration, &mut report)?;
+    }
+    if options.runs(Section::Builds) {
+        builds::section(&options, &work, &mut report)?;
     }
 
     println!("| section | measure | value |\n| --- | --- | --- |");

@@ -60,6 +60,8 @@ pub(crate) enum Section {
     Big,
     /// 15: plugins from an OCI registry on replicas behind haproxy.
     Replicas,
+    /// 16: Python and JavaScript source built on the server.
+    Builds,
 }
 
 impl BenchOptions {

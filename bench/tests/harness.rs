@@ -45,6 +45,12 @@ fn the_benchmark_harness_runs_in_quick_mode() {
         table.contains("| REST | c=16 ratio to baseline |"),
         "{table}"
     );
+    assert!(
+        table.contains("| builds | Python source → live p50 ms (build / load) |")
+            && table.contains("| builds | JavaScript source → live p50 ms (build / load) |")
+            && table.contains("people publish Python at once: last live s"),
+        "{table}"
+    );
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
     for key in [

@@ -12,6 +12,11 @@
 // the file input (live, and refused with the reason).
 // `roles`: a server with tokens: signed out, a caller (no publish area), a
 // publisher (publish area, namespace named).
+// `write`: a server with tokens that builds Python and JavaScript: a
+// publisher starts a tool of each language from the template, breaks it,
+// publishes with Ctrl-S, sees the failing line marked, undoes, publishes
+// again and tries the live tool; then reads the client panel (the
+// snippets, the token shown only on a click) and loads a source back.
 // Prints one JSON line of what it saw; exits 1 with the reason on failure.
 
 import fs from "node:fs";
@@ -247,9 +252,98 @@ async function rolesMode() {
   }
 }
 
+/// Presses `key` with Ctrl held.
+async function withControl(page, key) {
+  await page.keyboard.down("Control");
+  await page.keyboard.press(key);
+  await page.keyboard.up("Control");
+}
+
+const editorText = (page) => page.$eval("#editor .cm-content", (node) => node.textContent);
+
+async function writeMode() {
+  const config = JSON.parse(fs.readFileSync(extra, "utf8"));
+  const browser = await launch();
+  try {
+    const page = await openPage(browser);
+    await waitText(page, "#who", "needs a token");
+    await page.type("#token", config.publisher);
+    await page.click("#signin-button");
+    await waitText(page, "#who", "publisher");
+    await page.waitForFunction(() => !document.getElementById("write-section").hidden);
+    seen.languages = await page.$$eval("#write-language option", (nodes) => nodes.map((node) => node.value));
+    const cases = [
+      // (The editor closes brackets as they are typed: the breaks are not
+      // brackets.)
+      ["python", "greeter_py", "\nbroken = 1 +\n"],
+      ["js", "greeter_js", "\nconst broken = 1 +;\n"],
+    ];
+    for (const [language, name, broken] of cases) {
+      await page.select("#write-language", language);
+      await page.$eval("#write-name", (node) => (node.value = ""));
+      await page.type("#write-name", name);
+      await page.click("#write-new");
+      await page.waitForFunction(() => document.querySelector("#editor .cm-content").textContent.includes("Greets someone"));
+      // Break it at its end, and publish with the keyboard.
+      await page.click("#editor .cm-content");
+      await withControl(page, "End");
+      await page.keyboard.type(broken, { delay: 5 });
+      // The line typed: the one before the last (the break ends with a newline).
+      seen[`${language}BrokenLine`] = await page.$eval("#editor .cm-editor", (node) => Number(node.dataset.lines) - 1);
+      await withControl(page, "s");
+      await page.waitForFunction(() => /Not live/.test(document.getElementById("write-result").textContent), { timeout: 240000 });
+      seen[`${language}Failed`] = await text(page, "#write-result");
+      seen[`${language}MarkedLine`] = await page.$eval("#editor .cm-editor", (node) => node.getAttribute("data-error-line"));
+      seen[`${language}Marks`] = await page.$$eval("#editor .cm-lintRange-error, #editor .cm-lint-marker-error", (nodes) => nodes.length);
+      await page.screenshot({ path: path.join(shots, `dashboard-write-${language}-failed.png`) });
+      // Undo the break, publish again: live, and open in try-it.
+      for (let i = 0; i < 30 && (await page.$eval("#editor .cm-content", (node) => node.textContent.includes("broken"))); i++) {
+        await withControl(page, "z");
+      }
+      await withControl(page, "s");
+      await page.waitForFunction(() => /Live in/.test(document.getElementById("write-result").textContent), { timeout: 240000 });
+      seen[`${language}Live`] = await text(page, "#write-result");
+      const tool = `${config.namespace}__${name}`;
+      await page.waitForFunction((n) => document.getElementById("try-name").textContent === n, {}, tool);
+      await fillByLabel(page, "name", "Ada");
+      await page.evaluate(() => (document.getElementById("result").textContent = ""));
+      await page.click("#call");
+      await page.waitForFunction(() => /HTTP \d+/.test(document.getElementById("result").textContent));
+      seen[`${language}Tried`] = await text(page, "#result");
+    }
+    await page.screenshot({ path: path.join(shots, "dashboard-write-live.png") });
+
+    // The client panel: every snippet, the token hidden until asked for.
+    await page.waitForFunction(() => !document.getElementById("connect-section").hidden);
+    const snippets = () => page.$$eval("pre.snippet", (nodes) => nodes.map((node) => ({ id: node.dataset.snippet, format: node.dataset.format, text: node.textContent })));
+    seen.mcpUrl = await text(page, "#connect-url");
+    seen.headerBefore = await text(page, "#connect-header");
+    seen.snippetsBefore = await snippets();
+    await page.click("#connect-reveal");
+    seen.headerShown = await text(page, "#connect-header");
+    seen.snippets = await snippets();
+    seen.pageUrl = page.url();
+
+    // One of their own source-built plugins loads back into the editor.
+    await page.select("#write-language", "js");
+    await page.click("#write-new");
+    const row = `#plugins tr[data-plugin="${config.namespace}/greeter_py"] button`;
+    await page.waitForSelector(row);
+    await page.click(row);
+    await page.waitForFunction(() => /source .* serves from/.test(document.getElementById("write-status").textContent));
+    seen.editedLanguage = await page.$eval("#write-language", (node) => node.value);
+    seen.editedName = await page.$eval("#write-name", (node) => node.value);
+    seen.editedHasTool = (await editorText(page)).includes("greeter_py");
+    await page.close();
+  } finally {
+    await browser.close();
+  }
+}
+
 try {
   if (mode === "open") await openMode();
   else if (mode === "roles") await rolesMode();
+  else if (mode === "write") await writeMode();
   else fail(`unknown mode ${mode}`);
   console.log(JSON.stringify(seen));
 } catch (error) {

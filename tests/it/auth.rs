@@ -60,10 +60,18 @@ fn people_with_tokens_and_roles_from_a_reloaded_file() {
             sha256_hex(BOB)
         ),
     );
-    let server = Server::process(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    // A client's token variable left exported in the shell that starts the
+    // server adds nobody: `serve` reads TOOLHOST_SERVER_TOKEN, never it.
+    const CLIENT_TOKEN: &str = "a-client-token-exported-in-the-shell";
+    let server = Server::start_with_env(
+        dir.path(),
+        &["--tokens", tokens.to_str().unwrap()],
+        &[("TOOLHOST_TOKEN", CLIENT_TOKEN)],
+    );
 
-    // No token, or one nobody holds: 401, as an envelope.
-    for token in [None, Some("not-a-known-token-at-all")] {
+    // No token, one nobody holds, or the client's variable: 401, as an
+    // envelope.
+    for token in [None, Some("not-a-known-token-at-all"), Some(CLIENT_TOKEN)] {
         let (status, body) = request(&server, "GET", "/tools", token, "");
         assert_eq!(status, 401, "{body}");
         assert_eq!(body["error"]["code"], "UNAUTHORIZED", "{body}");
@@ -133,4 +141,22 @@ fn people_with_tokens_and_roles_from_a_reloaded_file() {
         "{}",
         server.log()
     );
+
+    // A Host this server does not answer to: the refusal names the flag
+    // that admits it, and the server logs it.
+    let mut stream =
+        std::net::TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        b"GET /tools HTTP/1.1\r\nHost: 192.168.1.20:8000\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("--allowed-host 192.168.1.20"), "{answer}");
+    server.wait_for("the Host refusal in the log", |s| {
+        s.log()
+            .contains("refused a request: Host \"192.168.1.20:8000\"")
+    });
 }

@@ -206,3 +206,61 @@ fn a_rejected_update_is_told_to_watchers() {
         s.get("/health").json["status"] == "ok"
     });
 }
+
+/// README's Inspector command works, as written, against a server with
+/// tokens: the pinned Inspector with the header, its token from
+/// TOOLHOST_TOKEN (as an attendee has it exported).
+#[test]
+fn readme_inspector_command_works_against_a_server_with_tokens() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|line| {
+            line.starts_with("npx @modelcontextprotocol/inspector@") && line.contains("--header")
+        })
+        .expect("README gives the Inspector's command with a header");
+    let dir = plugin_dir(&[&example("echo")]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = crate::publish::tokens_file(config.path());
+    let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    // As a shell runs it: $TOOLHOST_TOKEN expanded, the README's server
+    // replaced by this one, the quotes taken off.
+    let command = line
+        .replace("$TOOLHOST_TOKEN", crate::publish::ADA)
+        .replace("http://127.0.0.1:8000", &server.base);
+    let mut words = Vec::new();
+    let mut rest = command.as_str();
+    while let Some(start) = rest.find(|c: char| c != ' ') {
+        rest = &rest[start..];
+        let (word, after) = if let Some(quoted) = rest.strip_prefix('"') {
+            let end = quoted.find('"').unwrap();
+            (&quoted[..end], &quoted[end + 1..])
+        } else {
+            let end = rest.find(' ').unwrap_or(rest.len());
+            (&rest[..end], &rest[end..])
+        };
+        words.push(word.to_string());
+        rest = after;
+    }
+    assert_eq!(words[0], "npx");
+    assert_eq!(
+        words[1], "@modelcontextprotocol/inspector@2.12.0",
+        "README pins the Inspector the tests run"
+    );
+    let home = tempfile::tempdir().unwrap();
+    let output = Command::new(crate::support::node22())
+        .arg(
+            crate::support::node_modules()
+                .join("@modelcontextprotocol/inspector/clients/launcher/build/index.js"),
+        )
+        .args(&words[2..])
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("\"echo\""),
+        "{line}\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

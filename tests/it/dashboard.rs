@@ -233,3 +233,287 @@ fn the_dashboard_shows_each_role_what_it_may_do() {
         "{seen}"
     );
 }
+
+/// The words of a one-line shell command, quotes removed (`'...'` only:
+/// the page quotes that way).
+fn shell_words(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    let mut any = false;
+    for c in command.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                any = true;
+            }
+            ' ' if !quoted => {
+                if any || !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            c => word.push(c),
+        }
+    }
+    if any || !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// One JSON-RPC exchange over a stdio MCP client's pipes: sends `request`,
+/// reads lines until the answer with its id.
+fn rpc(
+    stdin: &mut std::process::ChildStdin,
+    stdout: &mut impl std::io::BufRead,
+    request: Value,
+) -> Value {
+    use std::io::Write;
+    writeln!(stdin, "{request}").unwrap();
+    stdin.flush().unwrap();
+    let id = request["id"].clone();
+    loop {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "the client closed"
+        );
+        if let Ok(answer) = serde_json::from_str::<Value>(&line)
+            && answer["id"] == id
+        {
+            return answer;
+        }
+    }
+}
+
+#[test]
+fn a_publisher_writes_python_and_javascript_tools_in_chromium_and_connects_a_client() {
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = crate::publish::tokens_file(config.path());
+    let server = Server::start(
+        dir.path(),
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--builds",
+            "python,js",
+        ],
+    );
+    let ada = crate::publish::ADA;
+    let seen = browse(
+        "write",
+        &server,
+        &json!({ "publisher": ada, "namespace": "ada" }),
+    );
+    assert_eq!(seen["languages"], json!(["python", "js"]), "{seen}");
+    for (language, file) in [("python", "app.py"), ("js", "app.js")] {
+        let failed = seen[format!("{language}Failed")].as_str().unwrap();
+        let line = seen[format!("{language}BrokenLine")].as_u64().unwrap();
+        assert!(
+            failed.contains("BUILD_FAILED") && failed.contains(&format!("{file}:{line}")),
+            "{language}: {failed}"
+        );
+        assert_eq!(
+            seen[format!("{language}MarkedLine")],
+            line.to_string(),
+            "{seen}"
+        );
+        assert!(
+            seen[format!("{language}Marks")].as_u64().unwrap() > 0,
+            "{seen}"
+        );
+        assert!(
+            seen[format!("{language}Live")]
+                .as_str()
+                .unwrap()
+                .contains("Live in"),
+            "{seen}"
+        );
+        let tried = seen[format!("{language}Tried")].as_str().unwrap();
+        assert!(tried.contains("Hello, Ada!"), "{language}: {tried}");
+    }
+    assert!(seen["editedHasTool"].as_bool().unwrap(), "{seen}");
+    assert_eq!(seen["editedLanguage"], "python", "{seen}");
+    assert_eq!(seen["editedName"], "greeter_py", "{seen}");
+    assert_eq!(seen["consoleErrors"], json!([]), "{seen}");
+
+    // The client panel: this server's URL; the token only after a click,
+    // never in the page's URL.
+    let url = format!("{}/mcp", server.base);
+    assert_eq!(seen["mcpUrl"], url, "{seen}");
+    assert!(
+        !seen["headerBefore"].as_str().unwrap().contains(ada),
+        "{seen}"
+    );
+    assert!(!seen["snippetsBefore"].to_string().contains(ada), "{seen}");
+    assert_eq!(seen["headerShown"], format!("Authorization: Bearer {ada}"));
+    assert!(!seen["pageUrl"].as_str().unwrap().contains(ada), "{seen}");
+    let snippet = |id: &str| -> String {
+        seen["snippets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == id)
+            .unwrap_or_else(|| panic!("no {id} snippet: {seen}"))["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // Each configuration in the format its client documents:
+    // VS Code (code.visualstudio.com/docs/copilot/customization/mcp-servers):
+    // `servers.NAME` with `type: "http"`, `url`, `headers`; a secret from
+    // `inputs` (`promptString`, `password: true`) as `${input:ID}`.
+    let vscode: Value = serde_json::from_str(&snippet("vscode")).unwrap();
+    let server_entry = &vscode["servers"]["toolhost"];
+    assert_eq!(server_entry["type"], "http");
+    assert_eq!(server_entry["url"], url);
+    assert_eq!(
+        server_entry["headers"]["Authorization"],
+        "Bearer ${input:toolhost-token}"
+    );
+    assert_eq!(vscode["inputs"][0]["type"], "promptString");
+    assert_eq!(vscode["inputs"][0]["id"], "toolhost-token");
+    assert_eq!(vscode["inputs"][0]["password"], true);
+    // Cursor (cursor.com/docs/context/mcp): `mcpServers.NAME` with `url`
+    // and `headers`.
+    let cursor: Value = serde_json::from_str(&snippet("cursor")).unwrap();
+    assert_eq!(cursor["mcpServers"]["toolhost"]["url"], url);
+    assert_eq!(
+        cursor["mcpServers"]["toolhost"]["headers"]["Authorization"],
+        format!("Bearer {ada}")
+    );
+    // Claude Desktop (modelcontextprotocol.io's local-server guide, and
+    // mcp-remote's README for the header): `mcpServers.NAME` with
+    // `command`, `args`, `env`. Run as Claude Desktop would run it.
+    let claude: Value = serde_json::from_str(&snippet("claude")).unwrap();
+    let entry = &claude["mcpServers"]["toolhost"];
+    assert_eq!(entry["command"], "npx");
+    let args: Vec<String> = entry["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|arg| arg.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(args[0], "mcp-remote@0.15.1", "{entry}");
+    let home = tempfile::tempdir().unwrap();
+    let mut remote = Command::new(crate::support::node22())
+        .arg(crate::support::node_modules().join("mcp-remote/dist/proxy.js"))
+        .args(&args[1..])
+        .envs(
+            entry["env"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(key, value)| (key.clone(), value.as_str().unwrap().to_string())),
+        )
+        .env("HOME", home.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = remote.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(remote.stdout.take().unwrap());
+    let initialized = rpc(
+        &mut stdin,
+        &mut stdout,
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"claude-desktop-like","version":"1"}}}),
+    );
+    assert!(initialized["result"].is_object(), "{initialized}");
+    {
+        use std::io::Write;
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .unwrap();
+    }
+    let called = rpc(
+        &mut stdin,
+        &mut stdout,
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ada__greeter_js","arguments":{"name":"Ada"}}}),
+    );
+    assert!(
+        called["result"].to_string().contains("Hello, Ada!"),
+        "{called}"
+    );
+    let _ = remote.kill();
+    let _ = remote.wait();
+    // The Inspector's command line, as the page gives it, calls the
+    // Python tool.
+    let words = shell_words(&snippet("inspector"));
+    assert_eq!(
+        &words[..3],
+        ["npx", "@modelcontextprotocol/inspector@2.12.0", "--cli"],
+        "{words:?}"
+    );
+    let mut words = words[3..].to_vec();
+    let method = words.iter().position(|word| word == "--method").unwrap();
+    words.truncate(method);
+    let output = Command::new(crate::support::node22())
+        .arg(
+            crate::support::node_modules()
+                .join("@modelcontextprotocol/inspector/clients/launcher/build/index.js"),
+        )
+        .arg("--cli")
+        .args(&words)
+        .args([
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "ada__greeter_py",
+            "--tool-arg",
+            "name=Ada",
+        ])
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("Hello, Ada!"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // curl, as given.
+    let words = shell_words(&snippet("curl"));
+    let output = Command::new(&words[0]).args(&words[1..]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("ada__greeter_py"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
+
+/// The editor's bundle in the binary is what its pinned packages build:
+/// `ui/editor/` rebuilt from scratch (npm ci, esbuild) gives the committed
+/// `ui/vendor/codemirror.js` byte for byte.
+#[test]
+fn the_editor_bundle_is_built_from_its_pinned_packages() {
+    let work = tempfile::tempdir().unwrap();
+    let editor = work.path().join("editor");
+    std::fs::create_dir_all(&editor).unwrap();
+    std::fs::create_dir_all(work.path().join("vendor")).unwrap();
+    let source = repo_root().join("host/ui/editor");
+    for file in ["package.json", "package-lock.json", "entry.js"] {
+        std::fs::copy(source.join(file), editor.join(file)).unwrap();
+    }
+    for args in [
+        &["ci", "--no-audit", "--no-fund", "--loglevel=error"][..],
+        &["run", "build"][..],
+    ] {
+        let status = Command::new("npm")
+            .args(args)
+            .current_dir(&editor)
+            .status()
+            .unwrap();
+        assert!(status.success(), "npm {args:?}");
+    }
+    let built = std::fs::read(work.path().join("vendor/codemirror.js")).unwrap();
+    let committed = std::fs::read(repo_root().join("host/ui/vendor/codemirror.js")).unwrap();
+    assert!(
+        built == committed,
+        "host/ui/vendor/codemirror.js is not what host/ui/editor builds: run `make ui-editor`"
+    );
+}

@@ -6,6 +6,7 @@
 //! [`toolhost::Host`] in process where only HTTP is under test.
 
 mod auth;
+mod builds;
 mod cli;
 mod clients;
 mod dashboard;

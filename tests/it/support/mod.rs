@@ -683,6 +683,8 @@ const NPM_PACKAGES: &[&str] = &[
     "@modelcontextprotocol/conformance@0.1.16",
     "@modelcontextprotocol/sdk@1.32.2",
     "@modelcontextprotocol/inspector@2.12.0",
+    // The stdio bridge the page's Claude Desktop configuration runs.
+    "mcp-remote@0.15.1",
     // Drives Debian's chromium for the dashboard tests (never downloads a
     // browser of its own: puppeteer-core).
     "puppeteer-core@25.16.0",

@@ -1,0 +1,499 @@
+//! Source publishing (`--builds python,js`) through the real binary: one
+//! `app.py` or `app.js` sent with `PUT`, built on the server by its pinned
+//! toolchain, live and called; a failed build answered with the author's
+//! line; a build past a limit stopped while everyone else is served; a
+//! caller's token refused before anything runs; Rust and other types
+//! refused with what is built here; the source readable by its author and
+//! admins only; builds queued one per person, a newer source replacing the
+//! one that waits, ten people at once in the order they came.
+
+use std::io::{BufRead, BufReader};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::publish::{ADA, ADMIN, CAROL, DAVE, contents, tokens_file};
+use crate::support::{Server, example, plugin_dir, send};
+
+pub(crate) const PY_WORD_COUNT: &str = r#"from dataclasses import dataclass
+
+from toolhost_plugin import Tools, tool  # noqa: F401
+
+
+@dataclass
+class Count:
+    words: int
+
+
+@tool(name="word_count", read_only=True)
+def word_count(text: str) -> Count:
+    """Counts the words of a text.
+
+    Args:
+        text: The text to count
+    """
+    import heapq
+
+    return Count(words=len(heapq.nlargest(10_000, text.split())))
+"#;
+
+pub(crate) const JS_SHOUT: &str = r#"import { tool, exportPlugin } from "./toolhost.js";
+
+const shout = tool({
+  name: "shout",
+  description: "Says the text louder.",
+  input: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+  run: ({ text }) => text.toUpperCase(),
+});
+
+export const { tools, resources, prompts, completion } = exportPlugin({ tools: [shout] });
+"#;
+
+/// An unclosed parenthesis on line 7.
+const PY_SYNTAX: &str = "from toolhost_plugin import Tools, tool  # noqa: F401\n\n\n\
+    @tool(name=\"broken\")\ndef broken(text: str) -> str:\n    \"\"\"Broken.\"\"\"\n    return (text\n";
+
+/// Raises at import, on line 5.
+const PY_RAISES: &str = "from toolhost_plugin import Tools, tool  # noqa: F401\n\n\ndef fail():\n    \
+    raise ValueError(\"no config here\")\n\n\nfail()\n";
+
+/// A parse error on line 3.
+const JS_PARSE: &str = "import { exportPlugin } from \"./toolhost.js\";\n\nconst x = (;\n\
+    export const { tools, resources, prompts, completion } = exportPlugin({ tools: [] });\n";
+
+const PY_LOOP: &str = "from toolhost_plugin import Tools  # noqa: F401\n\nwhile True:\n    pass\n";
+
+/// Holds a new MiB (written, so resident) at each turn.
+const PY_HOARD: &str = "from toolhost_plugin import Tools  # noqa: F401\n\nkept = []\nwhile True:\n    \
+    kept.append(b\"x\" * (1 << 20))\n";
+
+/// Publishes `source` of media type `kind` as `id` with `token`.
+fn put_source(server: &Server, id: &str, token: &str, kind: &str, source: &str) -> (u16, Value) {
+    send(
+        server,
+        "PUT",
+        &format!("/plugins/{id}"),
+        Some(token),
+        kind,
+        source.as_bytes(),
+    )
+}
+
+fn call(server: &Server, tool: &str, arguments: Value) -> Value {
+    send(
+        server,
+        "POST",
+        &format!("/tools/{tool}"),
+        Some(ADMIN),
+        "application/json",
+        arguments.to_string().as_bytes(),
+    )
+    .1
+}
+
+/// `GET /plugins/{id}/source` with `token`: its status and text.
+fn source_of(server: &Server, id: &str, token: &str) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut response = agent
+        .get(format!("{}/plugins/{id}/source", server.base))
+        .header("Authorization", format!("Bearer {token}"))
+        .call()
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.body_mut().read_to_string().unwrap())
+}
+
+/// The `build` events of `/events` (as the admin sees them), collected by
+/// a thread of their own from now on.
+fn build_events(server: &Server) -> Arc<Mutex<Vec<Value>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (url, kept) = (format!("{}/events", server.base), seen.clone());
+    let (ready, listening) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(900)))
+            .build()
+            .into();
+        let response = agent
+            .get(&url)
+            .header("Authorization", format!("Bearer {ADMIN}"))
+            .call()
+            .unwrap();
+        let _ = ready.send(());
+        let mut build = false;
+        for line in BufReader::new(response.into_body().into_reader()).lines() {
+            let Ok(line) = line else { return };
+            if let Some(kind) = line.strip_prefix("event: ") {
+                build = kind == "build";
+            } else if let Some(data) = line.strip_prefix("data: ")
+                && build
+                && let Ok(event) = serde_json::from_str::<Value>(data)
+            {
+                kept.lock().unwrap().push(event);
+            }
+        }
+    });
+    listening.recv_timeout(Duration::from_secs(20)).unwrap();
+    seen
+}
+
+fn builds_server(dir: &std::path::Path, config: &std::path::Path, extra: &[&str]) -> Server {
+    let tokens = tokens_file(config);
+    let mut args = vec![
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--builds",
+        "python,js",
+    ];
+    args.extend_from_slice(extra);
+    Server::process(dir, &args)
+}
+
+#[test]
+fn python_and_javascript_source_is_built_on_the_server_and_served() {
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let server = builds_server(dir.path(), config.path(), &["--max-source-kib", "16"]);
+    let events = build_events(&server);
+
+    // Python: built, live, called; the import made inside the function
+    // works when the tool is called (and the answer says so).
+    let (status, report) = put_source(&server, "ada/wc", ADA, "text/x-python", PY_WORD_COUNT);
+    assert_eq!(status, 201, "{report}");
+    assert_eq!(report["tools"], json!(["ada__word_count"]), "{report}");
+    assert_eq!(report["build"]["language"], "python", "{report}");
+    assert_eq!(report["builtFrom"], "python", "{report}");
+    assert!(report["build"]["seconds"].as_f64().unwrap() > 0.0);
+    let late = 1 + PY_WORD_COUNT
+        .lines()
+        .position(|line| line.trim() == "import heapq")
+        .unwrap();
+    let notes = report["build"]["notes"].to_string();
+    assert!(
+        notes.contains(&format!("app.py:{late}")) && notes.contains("heapq"),
+        "{report}"
+    );
+    let counted = call(
+        &server,
+        "ada__word_count",
+        json!({ "text": "one two three" }),
+    );
+    assert_eq!(counted["structuredContent"]["words"], 3, "{counted}");
+
+    // JavaScript (text/javascript or application/javascript).
+    let (status, report) = put_source(
+        &server,
+        "ada/shout",
+        ADA,
+        "application/javascript",
+        JS_SHOUT,
+    );
+    assert_eq!(status, 201, "{report}");
+    let shouted = call(&server, "ada__shout", json!({ "text": "hey" }));
+    assert_eq!(shouted["content"][0]["text"], "HEY", "{shouted}");
+
+    // The source: its author and admins read it; another publisher and a
+    // caller do not.
+    assert_eq!(
+        source_of(&server, "ada/wc", ADA),
+        (200, PY_WORD_COUNT.to_string())
+    );
+    assert_eq!(source_of(&server, "ada/shout", ADMIN).0, 200);
+    assert_eq!(source_of(&server, "ada/wc", CAROL).0, 403);
+    assert_eq!(source_of(&server, "ada/wc", DAVE).0, 403);
+
+    // A syntax error: 422 with the author's line first; what served serves on.
+    let before = contents(dir.path());
+    let (status, refused) = put_source(&server, "ada/wc", ADA, "text/x-python", PY_SYNTAX);
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["error"]["code"], "BUILD_FAILED", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("app.py:7: SyntaxError"), "{refused}");
+    assert_eq!(refused["error"]["details"]["line"], 7, "{refused}");
+    assert!(
+        refused["error"]["details"]["log"]
+            .as_str()
+            .unwrap()
+            .contains("SyntaxError"),
+        "{refused}"
+    );
+    assert!(
+        !message.contains("/0/") && !message.contains("toolhost-build-"),
+        "{message}"
+    );
+    assert_eq!(
+        contents(dir.path()),
+        before,
+        "a failed build wrote something"
+    );
+    let counted = call(&server, "ada__word_count", json!({ "text": "still here" }));
+    assert_eq!(counted["structuredContent"]["words"], 2, "{counted}");
+
+    // An exception at import: the line it was raised on.
+    let (status, refused) = put_source(&server, "ada/raises", ADA, "text/x-python", PY_RAISES);
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["error"]["details"]["line"], 5, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ValueError: no config here"),
+        "{refused}"
+    );
+    // A JavaScript parse error: its line.
+    let (status, refused) = put_source(&server, "ada/parse", ADA, "text/javascript", JS_PARSE);
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["error"]["details"]["line"], 3, "{refused}");
+
+    // Refused before anything runs: a caller's token, Rust, other types,
+    // a source over --max-source-kib.
+    let builds_before = events.lock().unwrap().len();
+    let before = contents(dir.path());
+    let (status, refused) = put_source(&server, "dave/x", DAVE, "text/x-python", PY_WORD_COUNT);
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (403, Some("FORBIDDEN")),
+        "{refused}"
+    );
+    let (status, refused) = put_source(&server, "ada/r", ADA, "text/x-rust", "fn main() {}");
+    assert_eq!(status, 415, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("text/x-python") && message.contains("Rust is never built"),
+        "{refused}"
+    );
+    let (status, _) = put_source(&server, "ada/t", ADA, "text/html", "<p>x</p>");
+    assert_eq!(status, 415);
+    let large = format!("{PY_WORD_COUNT}\n# {}\n", "x".repeat(20 << 10));
+    let (status, refused) = put_source(&server, "ada/large", ADA, "text/x-python", &large);
+    assert_eq!(status, 413, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-source-kib")
+    );
+    assert_eq!(
+        contents(dir.path()),
+        before,
+        "a refused request wrote something"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        events.lock().unwrap().len(),
+        builds_before,
+        "a refused request was built"
+    );
+
+    // The room's view keeps every outcome; another person sees no reason.
+    let (_, room) = send(&server, "GET", "/publishes", Some(ADMIN), "", b"");
+    let outcomes: Vec<(String, String)> = room["publishes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["plugin"].as_str().unwrap().into(),
+                p["outcome"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert!(
+        outcomes.contains(&("ada/wc".into(), "live".into())),
+        "{room}"
+    );
+    assert!(
+        outcomes.contains(&("ada/wc".into(), "build_failed".into())),
+        "{room}"
+    );
+    let (_, seen_by_carol) = send(&server, "GET", "/publishes", Some(CAROL), "", b"");
+    assert!(
+        seen_by_carol["publishes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p.get("reason").is_none()),
+        "{seen_by_carol}"
+    );
+    // Build stages reached the feed, with the line for its owner's admin.
+    let events = events.lock().unwrap().clone();
+    let stages: Vec<&str> = events
+        .iter()
+        .filter(|e| e["plugin"] == "ada/parse")
+        .filter_map(|e| e["stage"].as_str())
+        .collect();
+    assert_eq!(stages, ["queued", "building", "failed"], "{events:?}");
+}
+
+#[test]
+fn a_build_past_its_limits_is_stopped_while_the_server_answers() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let config = tempfile::tempdir().unwrap();
+    let server = builds_server(
+        dir.path(),
+        config.path(),
+        &["--build-timeout-secs", "60", "--build-memory-mib", "1024"],
+    );
+    // While an endless loop at import builds, everyone else is served.
+    let looping = {
+        let base = server.base.clone();
+        std::thread::spawn(move || {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .build()
+                .into();
+            let mut response = agent
+                .put(format!("{base}/plugins/ada/loop"))
+                .header("Authorization", format!("Bearer {ADA}"))
+                .header("Content-Type", "text/x-python")
+                .send(PY_LOOP)
+                .unwrap();
+            let status = response.status().as_u16();
+            let body: Value =
+                serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+            (status, body)
+        })
+    };
+    let started = Instant::now();
+    while !looping.is_finished() && started.elapsed() < Duration::from_secs(120) {
+        assert_eq!(server.get("/health").status, 200);
+        let echo = call(&server, "echo", json!({ "text": "calm" }));
+        assert_eq!(echo["isError"], false, "{echo}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let (status, refused) = looping.join().unwrap();
+    assert_eq!(status, 422, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("--build-timeout-secs"), "{refused}");
+    assert_eq!(refused["error"]["details"]["limit"], "--build-timeout-secs");
+
+    // An import that allocates without end: stopped at the memory limit.
+    let (status, refused) = put_source(&server, "ada/hoard", ADA, "text/x-python", PY_HOARD);
+    assert_eq!(status, 422, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--build-memory-mib"),
+        "{refused}"
+    );
+    // Nothing of either stays.
+    assert!(!dir.path().join("ada").join("loop.wasm").exists());
+    assert!(!dir.path().join("ada").join("hoard.wasm").exists());
+}
+
+#[test]
+fn builds_queue_one_per_person_in_the_order_they_came() {
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let people: Vec<(String, String)> = (0..10)
+        .map(|i| (format!("p{i}"), format!("person-{i}-secret-0123456789")))
+        .collect();
+    let tokens = config.path().join("tokens.toml");
+    let mut text = format!("[[token]]\nname = \"bob\"\nsecret = \"{ADMIN}\"\nrole = \"admin\"\n");
+    for (name, secret) in &people {
+        text.push_str(&format!(
+            "[[token]]\nname = \"{name}\"\nsecret = \"{secret}\"\nrole = \"publisher\"\n"
+        ));
+    }
+    std::fs::write(&tokens, text).unwrap();
+    let server = Server::process(
+        dir.path(),
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--builds",
+            "python,js",
+            "--max-builds",
+            "2",
+        ],
+    );
+    let events = build_events(&server);
+    let put_from = |person: &(String, String), name: &str, kind: &'static str, source: String| {
+        let (base, id, secret) = (
+            server.base.clone(),
+            format!("{}/{name}", person.0),
+            person.1.clone(),
+        );
+        std::thread::spawn(move || {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .build()
+                .into();
+            let mut response = agent
+                .put(format!("{base}/plugins/{id}"))
+                .header("Authorization", format!("Bearer {secret}"))
+                .header("Content-Type", kind)
+                .send(source.as_bytes())
+                .unwrap();
+            let status = response.status().as_u16();
+            let body: Value =
+                serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+            (status, body)
+        })
+    };
+
+    // Ten people publish Python at once (a little apart, so that their
+    // order is known): all live, built in the order they came.
+    let sent: Vec<_> = people
+        .iter()
+        .map(|person| {
+            let handle = put_from(person, "wc", "text/x-python", PY_WORD_COUNT.to_string());
+            std::thread::sleep(Duration::from_millis(150));
+            handle
+        })
+        .collect();
+    for (person, handle) in people.iter().zip(sent) {
+        let (status, report) = handle.join().unwrap();
+        assert_eq!(status, 201, "{}: {report}", person.0);
+        let counted = call(
+            &server,
+            &format!("{}__word_count", person.0),
+            json!({ "text": "a b" }),
+        );
+        assert_eq!(counted["structuredContent"]["words"], 2, "{counted}");
+    }
+    let started: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e["stage"] == "building")
+        .map(|e| e["person"].as_str().unwrap().to_string())
+        .collect();
+    let order: Vec<String> = people.iter().map(|(name, _)| name.clone()).collect();
+    assert_eq!(
+        started, order,
+        "builds did not start in the order they came"
+    );
+
+    // One person's second source waits for their first; a third replaces
+    // the second, which never runs.
+    let ada = &people[0];
+    let first = put_from(
+        ada,
+        "one",
+        "text/x-python",
+        PY_WORD_COUNT.replace("\"word_count\"", "\"word_total\""),
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    let second = put_from(ada, "two", "text/javascript", JS_SHOUT.to_string());
+    std::thread::sleep(Duration::from_millis(400));
+    let third = put_from(ada, "three", "text/javascript", JS_SHOUT.to_string());
+    let (status, replaced) = second.join().unwrap();
+    assert_eq!(status, 409, "{replaced}");
+    assert_eq!(replaced["error"]["code"], "BUILD_REPLACED", "{replaced}");
+    let (status, report) = first.join().unwrap();
+    assert_eq!(status, 201, "{report}");
+    let (status, report) = third.join().unwrap();
+    assert_eq!(status, 201, "{report}");
+    let ran: Vec<Value> = events.lock().unwrap().clone();
+    assert!(
+        !ran.iter()
+            .any(|e| e["plugin"] == "p0/two" && e["stage"] == "building"),
+        "the replaced build ran: {ran:?}"
+    );
+}
