@@ -16,9 +16,9 @@ COMPONENTIZE_QJS := $(JS_TOOLCHAIN)/node_modules/.bin/componentize-qjs
 
 # How a Python or JavaScript plugin is built: the one recipe per language
 # that `toolhost new` prints, `toolhost dev` and server builds run
-# (host/src/build/recipe.rs), read from its file. Placeholders: {paths} (Python module
+# (host/src/builds/recipe.rs), read from its file. Placeholders: {paths} (Python module
 # search paths), {module} and {module_root} (JavaScript), {output}.
-RECIPES := host/src/build/recipes
+RECIPES := host/src/builds/recipes
 PY_RECIPE = $(subst componentize-py,$(COMPONENTIZE_PY),$(subst {world},full,$(subst {paths},$(1),$(subst {output},$(2),$(shell cat $(RECIPES)/python)))))
 JS_RECIPE = $(subst componentize-qjs,$(COMPONENTIZE_QJS),$(subst {world},$(3),$(subst {module},$(1)/app.js,$(subst {module_root},--module-root .,$(subst {output},$(2),$(shell cat $(RECIPES)/js))))))
 

@@ -19,7 +19,7 @@
 //!  edge/      between a socket and a front: the listener, each body's
 //!     │         clock, the guard (Host/Origin, other sites, who is
 //!     │         asking: auth, oauth), CORS, responses
-//!  build/     published Python or JavaScript source into a component:
+//!  builds/    published Python or JavaScript source into a component:
 //!     │         the recipes (`new` and `dev` run the same), a child
 //!     │         process in a scratch folder under limits, the queue, the
 //!     │         author's line of a failure (knows nothing of HTTP)
@@ -44,7 +44,7 @@
 //! (`sdk/rust`, `sdk/python`, `sdk/js`) are guest-side and share nothing
 //! with it but the WIT contract.
 
-pub mod build;
+pub mod builds;
 pub mod call;
 pub mod commands;
 mod edge;

@@ -13,7 +13,7 @@ use rmcp::ServiceExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::build::{BuildSettings, Builds};
+use crate::builds::{BuildSettings, Builds};
 use crate::call::Calls;
 use crate::call::envelope::TextFormat;
 use crate::call::invoke::Front;
@@ -85,7 +85,7 @@ pub struct Settings {
     /// or instead of tokens.
     pub oauth: Option<OAuthSettings>,
     /// Which published source the server builds, and each build's limits
-    /// (`build/`); none by default.
+    /// (`builds/`); none by default.
     pub builds: BuildSettings,
 }
 

@@ -1,10 +1,10 @@
 //! `toolhost serve`'s build flags: which published source the server
 //! builds (`--builds python,js`; off by default), and each build's limits.
-//! What they do is `build/`'s.
+//! What they do is `builds/`'s.
 
 use clap::Args;
 
-use crate::build::BuildSettings;
+use crate::builds::BuildSettings;
 
 #[derive(Args, Debug, Clone)]
 pub(super) struct BuildOptions {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Args;
 
-use crate::build::recipe::{Language, Sources};
+use crate::builds::recipe::{Language, Sources};
 
 #[derive(Args)]
 pub(super) struct NewOptions {

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-pub(super) use crate::build::recipe::Language;
-use crate::build::recipe::{Sources, world_of};
+pub(super) use crate::builds::recipe::Language;
+use crate::builds::recipe::{Sources, world_of};
 
 /// At most this many lines of compiler output per failed build.
 const MAX_ERROR_LINES: usize = 40;

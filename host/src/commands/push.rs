@@ -23,7 +23,7 @@ use clap::Args;
 
 use super::project::Project;
 use super::remote::{Outcome, Publisher, ServerOptions};
-use crate::build::recipe::Language;
+use crate::builds::recipe::Language;
 
 #[derive(Args)]
 pub(super) struct PushOptions {

@@ -12,7 +12,7 @@ use anyhow::bail;
 use clap::Args;
 use serde_json::Value;
 
-use crate::build::recipe::Language;
+use crate::builds::recipe::Language;
 use crate::registry::report::PluginReport;
 
 /// Which server to publish onto, and as whom.

@@ -27,8 +27,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
 
-use crate::build::Builds;
-use crate::build::recipe::Language;
+use crate::builds::Builds;
+use crate::builds::recipe::Language;
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::edge::guard::Requester;

@@ -2,7 +2,7 @@
 //!
 //! - `PUT /plugins/{namespace}/{name}` with `Content-Type: text/x-python`
 //!   (one `app.py`) or `text/javascript` (one `app.js`), at most
-//!   `--max-source-kib`: the source is built (`build/`), and the component
+//!   `--max-source-kib`: the source is built (`builds/`), and the component
 //!   goes through the one loader as a `.wasm` publish does. 201/200 with
 //!   the report and `build` (language, seconds, notes); 422 `BUILD_FAILED`
 //!   with the author's line first in the message, `details.line` and the
@@ -21,8 +21,8 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
 use serde_json::json;
 
-use crate::build::recipe::Language;
-use crate::build::{BuildError, Builds, Source};
+use crate::builds::recipe::Language;
+use crate::builds::{BuildError, Builds, Source};
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::edge::body;

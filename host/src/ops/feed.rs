@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 use futures_util::StreamExt;
 
-use crate::build::{BuildEvent, Builds};
+use crate::builds::{BuildEvent, Builds};
 use crate::call::Calls;
 use crate::edge::auth::Authority;
 use crate::edge::guard::Requester;

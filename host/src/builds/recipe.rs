@@ -1,5 +1,5 @@
 //! The three plugin languages, and how each is built: one recipe per
-//! language (a command line in `build/recipes/`), which `toolhost new`
+//! language (a command line in `builds/recipes/`), which `toolhost new`
 //! prints as the hint, `toolhost dev` runs (`commands/project.rs`), the
 //! server runs on published source (`build/mod.rs`), and the Makefile's
 //! example builds read too (`make plugins/textpy.wasm`), so none of them

@@ -4,7 +4,7 @@
 //! taken out; and, before a Python build, the imports made only inside
 //! functions (only what is imported at build time is in the component).
 
-use crate::build::recipe::Language;
+use crate::builds::recipe::Language;
 
 /// Where a failure points in the author's file, and what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]
