@@ -68,15 +68,25 @@ const PY_LOOP: &str = "from toolhost_plugin import Tools  # noqa: F401\n\nwhile 
 const PY_HOARD: &str = "from toolhost_plugin import Tools  # noqa: F401\n\nkept = []\nwhile True:\n    \
     kept.append(b\"x\" * (1 << 20))\n";
 
-/// Publishes `source` of media type `kind` as `id` with `token`.
+/// Publishes `source` of media type `kind` as `id` with `token`, waiting
+/// as long as a queued build may (the shared test agent gives up at 60 s).
 fn put_source(server: &Server, id: &str, token: &str, kind: &str, source: &str) -> (u16, Value) {
-    send(
-        server,
-        "PUT",
-        &format!("/plugins/{id}"),
-        Some(token),
-        kind,
-        source.as_bytes(),
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(600)))
+        .build()
+        .into();
+    let mut response = agent
+        .put(format!("{}/plugins/{id}", server.base))
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", kind)
+        .send(source.as_bytes())
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
     )
 }
 
@@ -205,6 +215,14 @@ fn python_and_javascript_source_is_built_on_the_server_and_served() {
     assert_eq!(source_of(&server, "ada/shout", ADMIN).0, 200);
     assert_eq!(source_of(&server, "ada/wc", CAROL).0, 403);
     assert_eq!(source_of(&server, "ada/wc", DAVE).0, 403);
+    // A top-level plugin's source, at /plugins/{name}/source: the admin's.
+    let (status, report) = put_source(&server, "loud", ADMIN, "text/javascript", JS_SHOUT);
+    assert_eq!(status, 201, "{report}");
+    assert_eq!(
+        source_of(&server, "loud", ADMIN),
+        (200, JS_SHOUT.to_string())
+    );
+    assert_eq!(source_of(&server, "loud", ADA).0, 403);
 
     // A syntax error: 422 with the author's line first; what served serves on.
     let before = contents(dir.path());
@@ -336,36 +354,28 @@ fn a_build_past_its_limits_is_stopped_while_the_server_answers() {
     let server = builds_server(
         dir.path(),
         config.path(),
-        &["--build-timeout-secs", "60", "--build-memory-mib", "1024"],
+        &[
+            "--build-timeout-secs",
+            "60",
+            "--build-memory-mib",
+            "1024",
+            "--max-plugins-per-person",
+            "1",
+        ],
     );
+    let events = build_events(&server);
     // While an endless loop at import builds, everyone else is served.
-    let looping = {
-        let base = server.base.clone();
-        std::thread::spawn(move || {
-            let agent: ureq::Agent = ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .build()
-                .into();
-            let mut response = agent
-                .put(format!("{base}/plugins/ada/loop"))
-                .header("Authorization", format!("Bearer {ADA}"))
-                .header("Content-Type", "text/x-python")
-                .send(PY_LOOP)
-                .unwrap();
-            let status = response.status().as_u16();
-            let body: Value =
-                serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
-            (status, body)
-        })
-    };
-    let started = Instant::now();
-    while !looping.is_finished() && started.elapsed() < Duration::from_secs(120) {
-        assert_eq!(server.get("/health").status, 200);
-        let echo = call(&server, "echo", json!({ "text": "calm" }));
-        assert_eq!(echo["isError"], false, "{echo}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    let (status, refused) = looping.join().unwrap();
+    let (status, refused) = std::thread::scope(|s| {
+        let looping = s.spawn(|| put_source(&server, "ada/loop", ADA, "text/x-python", PY_LOOP));
+        let started = Instant::now();
+        while !looping.is_finished() && started.elapsed() < Duration::from_secs(120) {
+            assert_eq!(server.get("/health").status, 200);
+            let echo = call(&server, "echo", json!({ "text": "calm" }));
+            assert_eq!(echo["isError"], false, "{echo}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        looping.join().unwrap()
+    });
     assert_eq!(status, 422, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(message.contains("--build-timeout-secs"), "{refused}");
@@ -384,6 +394,20 @@ fn a_build_past_its_limits_is_stopped_while_the_server_answers() {
     // Nothing of either stays.
     assert!(!dir.path().join("ada").join("loop.wasm").exists());
     assert!(!dir.path().join("ada").join("hoard.wasm").exists());
+
+    // A namespace at its share (one plugin here) builds nothing more.
+    let (status, report) = put_source(&server, "ada/first", ADA, "text/javascript", JS_SHOUT);
+    assert_eq!(status, 201, "{report}");
+    let (status, refused) = put_source(&server, "ada/second", ADA, "text/javascript", JS_SHOUT);
+    assert_eq!(status, 409, "{refused}");
+    assert!(
+        !events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e["plugin"] == "ada/second"),
+        "a source over the share was built"
+    );
 }
 
 #[test]
@@ -413,87 +437,72 @@ fn builds_queue_one_per_person_in_the_order_they_came() {
         ],
     );
     let events = build_events(&server);
-    let put_from = |person: &(String, String), name: &str, kind: &'static str, source: String| {
-        let (base, id, secret) = (
-            server.base.clone(),
-            format!("{}/{name}", person.0),
-            person.1.clone(),
-        );
-        std::thread::spawn(move || {
-            let agent: ureq::Agent = ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .build()
-                .into();
-            let mut response = agent
-                .put(format!("{base}/plugins/{id}"))
-                .header("Authorization", format!("Bearer {secret}"))
-                .header("Content-Type", kind)
-                .send(source.as_bytes())
-                .unwrap();
-            let status = response.status().as_u16();
-            let body: Value =
-                serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
-            (status, body)
-        })
-    };
+    std::thread::scope(|s| {
+        let put_from =
+            |person: &(String, String), name: &str, kind: &'static str, source: String| {
+                let (id, secret, server) =
+                    (format!("{}/{name}", person.0), person.1.clone(), &server);
+                s.spawn(move || put_source(server, &id, &secret, kind, &source))
+            };
 
-    // Ten people publish Python at once (a little apart, so that their
-    // order is known): all live, built in the order they came.
-    let sent: Vec<_> = people
-        .iter()
-        .map(|person| {
-            let handle = put_from(person, "wc", "text/x-python", PY_WORD_COUNT.to_string());
-            std::thread::sleep(Duration::from_millis(150));
-            handle
-        })
-        .collect();
-    for (person, handle) in people.iter().zip(sent) {
-        let (status, report) = handle.join().unwrap();
-        assert_eq!(status, 201, "{}: {report}", person.0);
-        let counted = call(
-            &server,
-            &format!("{}__word_count", person.0),
-            json!({ "text": "a b" }),
+        // Ten people publish Python at once (a little apart, so that their
+        // order is known): all live, built in the order they came.
+        let sent: Vec<_> = people
+            .iter()
+            .map(|person| {
+                let handle = put_from(person, "wc", "text/x-python", PY_WORD_COUNT.to_string());
+                std::thread::sleep(Duration::from_millis(150));
+                handle
+            })
+            .collect();
+        for (person, handle) in people.iter().zip(sent) {
+            let (status, report) = handle.join().unwrap();
+            assert_eq!(status, 201, "{}: {report}", person.0);
+            let counted = call(
+                &server,
+                &format!("{}__word_count", person.0),
+                json!({ "text": "a b" }),
+            );
+            assert_eq!(counted["structuredContent"]["words"], 2, "{counted}");
+        }
+        let started: Vec<String> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e["stage"] == "building")
+            .map(|e| e["person"].as_str().unwrap().to_string())
+            .collect();
+        let order: Vec<String> = people.iter().map(|(name, _)| name.clone()).collect();
+        assert_eq!(
+            started, order,
+            "builds did not start in the order they came"
         );
-        assert_eq!(counted["structuredContent"]["words"], 2, "{counted}");
-    }
-    let started: Vec<String> = events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|e| e["stage"] == "building")
-        .map(|e| e["person"].as_str().unwrap().to_string())
-        .collect();
-    let order: Vec<String> = people.iter().map(|(name, _)| name.clone()).collect();
-    assert_eq!(
-        started, order,
-        "builds did not start in the order they came"
-    );
 
-    // One person's second source waits for their first; a third replaces
-    // the second, which never runs.
-    let ada = &people[0];
-    let first = put_from(
-        ada,
-        "one",
-        "text/x-python",
-        PY_WORD_COUNT.replace("\"word_count\"", "\"word_total\""),
-    );
-    std::thread::sleep(Duration::from_millis(400));
-    let second = put_from(ada, "two", "text/javascript", JS_SHOUT.to_string());
-    std::thread::sleep(Duration::from_millis(400));
-    let third = put_from(ada, "three", "text/javascript", JS_SHOUT.to_string());
-    let (status, replaced) = second.join().unwrap();
-    assert_eq!(status, 409, "{replaced}");
-    assert_eq!(replaced["error"]["code"], "BUILD_REPLACED", "{replaced}");
-    let (status, report) = first.join().unwrap();
-    assert_eq!(status, 201, "{report}");
-    let (status, report) = third.join().unwrap();
-    assert_eq!(status, 201, "{report}");
-    let ran: Vec<Value> = events.lock().unwrap().clone();
-    assert!(
-        !ran.iter()
-            .any(|e| e["plugin"] == "p0/two" && e["stage"] == "building"),
-        "the replaced build ran: {ran:?}"
-    );
+        // One person's second source waits for their first; a third replaces
+        // the second, which never runs.
+        let ada = &people[0];
+        let first = put_from(
+            ada,
+            "one",
+            "text/x-python",
+            PY_WORD_COUNT.replace("\"word_count\"", "\"word_total\""),
+        );
+        std::thread::sleep(Duration::from_millis(400));
+        let second = put_from(ada, "two", "text/javascript", JS_SHOUT.to_string());
+        std::thread::sleep(Duration::from_millis(400));
+        let third = put_from(ada, "three", "text/javascript", JS_SHOUT.to_string());
+        let (status, replaced) = second.join().unwrap();
+        assert_eq!(status, 409, "{replaced}");
+        assert_eq!(replaced["error"]["code"], "BUILD_REPLACED", "{replaced}");
+        let (status, report) = first.join().unwrap();
+        assert_eq!(status, 201, "{report}");
+        let (status, report) = third.join().unwrap();
+        assert_eq!(status, 201, "{report}");
+        let ran: Vec<Value> = events.lock().unwrap().clone();
+        assert!(
+            !ran.iter()
+                .any(|e| e["plugin"] == "p0/two" && e["stage"] == "building"),
+            "the replaced build ran: {ran:?}"
+        );
+    });
 }

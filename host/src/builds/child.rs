@@ -89,10 +89,12 @@ const MAX_FILE_BYTES: u64 = 512 << 20;
 const NICENESS: i32 = 10;
 
 /// How builds are kept off the network on this machine: tried once, with
-/// `true` run the way a build is.
+/// `true` run the way a build is. Network namespaces are Linux's; elsewhere
+/// builds share the server's network (said once in the log).
 pub(crate) fn isolation() -> Network {
     static FOUND: OnceLock<Network> = OnceLock::new();
     *FOUND.get_or_init(|| {
+        #[cfg(target_os = "linux")]
         for network in [Network::Namespace, Network::UserNamespace] {
             let mut command = std::process::Command::new("true");
             command
@@ -118,7 +120,8 @@ pub(crate) fn isolation() -> Network {
 
 /// In the child, before it runs the program: its own process group, the
 /// lowest priority, no core files, a bound on file sizes, and the network
-/// namespace.
+/// namespace (Linux).
+#[cfg(unix)]
 fn enter(network: Network) -> std::io::Result<()> {
     // SAFETY: plain system calls on this process, no memory shared.
     unsafe {
@@ -136,16 +139,46 @@ fn enter(network: Network) -> std::io::Result<()> {
             rlim_max: MAX_FILE_BYTES,
         };
         libc::setrlimit(libc::RLIMIT_FSIZE, &files);
-        let flags = match network {
-            Network::Namespace => libc::CLONE_NEWNET,
-            Network::UserNamespace => libc::CLONE_NEWUSER | libc::CLONE_NEWNET,
-            Network::Shared => return Ok(()),
-        };
-        if libc::unshare(flags) != 0 {
-            return Err(std::io::Error::last_os_error());
+        #[cfg(target_os = "linux")]
+        {
+            let flags = match network {
+                Network::Namespace => libc::CLONE_NEWNET,
+                Network::UserNamespace => libc::CLONE_NEWUSER | libc::CLONE_NEWNET,
+                Network::Shared => return Ok(()),
+            };
+            if libc::unshare(flags) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
+        #[cfg(not(target_os = "linux"))]
+        let _ = network;
     }
     Ok(())
+}
+
+/// Sets `command` up to enter its bounds when it starts (Unix).
+fn contain(command: &mut tokio::process::Command, network: Network) {
+    #[cfg(unix)]
+    // SAFETY: the closure only makes async-signal-safe system calls.
+    unsafe {
+        command.pre_exec(move || enter(network));
+    }
+    #[cfg(not(unix))]
+    let _ = (command, network);
+}
+
+/// Kills what is left of process group `group` (Unix; elsewhere the child
+/// alone is killed, by `kill_on_drop`).
+fn kill_group(group: i32) {
+    #[cfg(unix)]
+    if group > 0 {
+        // SAFETY: signals the process group `run` made.
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = group;
 }
 
 /// Runs `program args` in `dir` under `limits` until it ends or a limit
@@ -177,10 +210,7 @@ pub(crate) async fn run(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
-    // SAFETY: the closure only makes async-signal-safe system calls.
-    unsafe {
-        command.pre_exec(move || enter(network));
-    }
+    contain(&mut command, network);
     let started = Instant::now();
     let mut child = command.spawn()?;
     let group = child.id().unwrap_or_default() as i32;
@@ -199,7 +229,10 @@ pub(crate) async fn run(
                 status = child.wait() => break Ended::Exited(status.is_ok_and(|s| s.success())),
                 () = &mut deadline => break Ended::TimedOut,
                 _ = poll.tick() => {
-                    let held = group_resident_bytes(group);
+                    // Off the async workers: it reads every /proc/*/stat.
+                    let held = tokio::task::spawn_blocking(move || group_resident_bytes(group))
+                        .await
+                        .unwrap_or(0);
                     peak = peak.max(held);
                     if held > limits.memory_bytes {
                         break Ended::OutOfMemory;
@@ -210,12 +243,7 @@ pub(crate) async fn run(
     };
     // Whatever is left of the group goes, whichever way it ended (a
     // toolchain's own children included).
-    if group > 0 {
-        // SAFETY: signals the process group this function made.
-        unsafe {
-            libc::killpg(group, libc::SIGKILL);
-        }
-    }
+    kill_group(group);
     let _ = child.wait().await;
     for reader in readers.into_iter().flatten() {
         let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
@@ -277,11 +305,26 @@ fn read_into(
 }
 
 /// The resident memory of every process in process group `group`, from
-/// `/proc` (0 where there is no `/proc`).
+/// `/proc` (Linux). Where it cannot be read, 0, and the log says once that
+/// the memory limit is not enforced there.
+#[cfg(not(target_os = "linux"))]
+fn group_resident_bytes(_group: i32) -> u64 {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        tracing::warn!("--build-memory-mib is not enforced on this platform (no /proc)")
+    });
+    0
+}
+
+#[cfg(target_os = "linux")]
 fn group_resident_bytes(group: i32) -> u64 {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
     let Ok(entries) = std::fs::read_dir("/proc") else {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::warn!("--build-memory-mib is not enforced: /proc is unreadable")
+        });
         return 0;
     };
     entries

@@ -139,6 +139,19 @@ async fn source_to_send(
         match Language::detect(source) {
             Some(language @ (Language::Python | Language::JavaScript)) => {
                 let project = Project::inspect(source).await?;
+                let more = other_modules(source, language);
+                if !more.is_empty() && publisher.builds(language) {
+                    // The server builds one file; a project of several is
+                    // built here, with its toolchain, as before.
+                    println!(
+                        "{} has modules besides {} ({}): the server builds one file, so it is \
+                         built here",
+                        source.display(),
+                        language.source_file(),
+                        more.join(", ")
+                    );
+                    return Ok(None);
+                }
                 (language, source.join(language.source_file()), project.id)
             }
             _ => return Ok(None),
@@ -178,6 +191,28 @@ async fn source_to_send(
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?;
     Ok(Some((language, text, name)))
+}
+
+/// The modules of project `dir` besides its one source file, the helper
+/// library and its tests, which the server would not have.
+fn other_modules(dir: &std::path::Path, language: Language) -> Vec<String> {
+    let (extensions, own): (&[&str], &[&str]) = match language {
+        Language::Python => (&["py"], &["app.py", "test_app.py", "toolhost_plugin.py"]),
+        _ => (&["js", "mjs"], &["app.js", "toolhost.js", "test.mjs"]),
+    };
+    let mut more: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            name.rsplit_once('.')
+                .is_some_and(|(_, ext)| extensions.contains(&ext))
+                && !own.contains(&name.as_str())
+        })
+        .collect();
+    more.sort();
+    more
 }
 
 /// The component to push: the file, or a project built first; with the

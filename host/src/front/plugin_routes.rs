@@ -151,12 +151,24 @@ async fn report_top(
     report(&state, None, &name, requester.map(|r| r.0))
 }
 
+/// `GET /plugins/{namespace}/{name}`, which is also where a top-level
+/// plugin's source is asked for (`GET /plugins/{name}/source`): a plugin
+/// `{namespace}/source`, when there is one, comes first.
 async fn report_in(
     State(state): State<PublishState>,
     Path((namespace, name)): Path<(String, String)>,
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
-    report(&state, Some(&namespace), &name, requester.map(|r| r.0))
+    let requester = requester.map(|r| r.0);
+    if name == "source" {
+        let known = state.registry.plugins_report();
+        if known.plugin(&format!("{namespace}/source")).is_none()
+            && known.plugin(&namespace).is_some()
+        {
+            return source(&state, None, &namespace, requester);
+        }
+    }
+    report(&state, Some(&namespace), &name, requester)
 }
 
 fn report(
@@ -239,22 +251,37 @@ async fn publish(
             );
         }
         let publish = source_routes::SourcePublish {
-            builds: &state.builds,
-            publishing: &state.publishing,
-            uploads: &state.uploads,
+            builds: state.builds.clone(),
+            publishing: state.publishing.clone(),
+            uploads: state.uploads.clone(),
             max_plugin_bytes: state.max_plugin_bytes,
         };
         let language = language.expect("refuse() lets only a language built here through");
-        return publish
-            .publish(
-                &id,
-                &by,
-                requester.as_ref(),
-                language,
-                &parts.headers,
-                Body::new(body),
+        // A task of its own: a client that hangs up while its source builds
+        // or waits does not cancel the build half-way (its child, scratch
+        // folder, queue place and the room's record are all settled by the
+        // task, as a `.wasm` publish is).
+        let headers = parts.headers;
+        let task = tokio::spawn(async move {
+            publish
+                .publish(
+                    &id,
+                    &by,
+                    requester.as_ref(),
+                    language,
+                    &headers,
+                    Body::new(body),
+                )
+                .await
+        });
+        return task.await.unwrap_or_else(|_| {
+            Envelope::host_error(
+                ErrorCode::HostError,
+                "the build of this source ended unexpectedly; nothing was published".to_string(),
+                None,
             )
-            .await;
+            .into_response()
+        });
     }
     let limit = state.max_plugin_bytes;
     let declared = parts
@@ -357,9 +384,18 @@ async fn source_in(
     Path((namespace, name)): Path<(String, String)>,
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
-    let requester = requester.map(|r| r.0);
-    // Readable by who may publish it: its publisher, and admins.
-    let (id, _) = match plugin_id(Some(&namespace), &name, requester.as_ref(), true) {
+    source(&state, Some(&namespace), &name, requester.map(|r| r.0))
+}
+
+/// A plugin's source, readable by who may publish it: its publisher, and
+/// admins.
+fn source(
+    state: &PublishState,
+    namespace: Option<&str>,
+    name: &str,
+    requester: Option<Requester>,
+) -> Response {
+    let (id, _) = match plugin_id(namespace, name, requester.as_ref(), true) {
         Ok(id) => id,
         Err(refusal) => return *refusal,
     };

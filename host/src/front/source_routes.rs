@@ -15,6 +15,8 @@
 //! Who may publish, the names and the content type are checked by
 //! `plugin_routes.rs` before a byte of the body is read.
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
@@ -32,14 +34,14 @@ use crate::front::uploads::{Uploads, publish_failure, refuse};
 use crate::registry::publish::{KeptSource, Noted, PublishError, Published, Publishing};
 
 /// What a source publish needs.
-pub(crate) struct SourcePublish<'a> {
-    pub(crate) builds: &'a Builds,
-    pub(crate) publishing: &'a std::sync::Arc<Publishing>,
-    pub(crate) uploads: &'a Uploads,
+pub(crate) struct SourcePublish {
+    pub(crate) builds: Arc<Builds>,
+    pub(crate) publishing: Arc<Publishing>,
+    pub(crate) uploads: Arc<Uploads>,
     pub(crate) max_plugin_bytes: usize,
 }
 
-impl SourcePublish<'_> {
+impl SourcePublish {
     /// Reads the source, builds it, and publishes what it built.
     pub(crate) async fn publish(
         &self,
@@ -68,6 +70,10 @@ impl SourcePublish<'_> {
             .and_then(|value| value.parse::<u64>().ok());
         if declared.is_some_and(|length| length > limit as u64) {
             return too_large();
+        }
+        // A namespace already at its share builds nothing.
+        if let Err(error) = self.publishing.has_room(id) {
+            return publish_failure(id, error);
         }
         // The turn bounds the bodies one person sends at once: it ends
         // once this one is read, before the build waits for its own turn.

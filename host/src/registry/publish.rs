@@ -253,6 +253,19 @@ impl Publishing {
 
     /// Starts receiving plugin `id` (`name` or `namespace/name`, already
     /// validated) of at most `limit` bytes.
+    /// Whether `id`'s namespace has room for it now, before anything is
+    /// built for it (checked again when it is written).
+    pub(crate) fn has_room(&self, id: &str) -> Result<(), PublishError> {
+        let file = self.file_of(id)?;
+        let Some(namespace) = namespace_of(id) else {
+            return Ok(());
+        };
+        let folder = file.parent().ok_or(PublishError::NoFolder)?;
+        let (plugins, bytes) = storage_in_use(folder, &file_name(&file));
+        self.shares.check(namespace, plugins, bytes)?;
+        Ok(())
+    }
+
     pub(crate) async fn upload(&self, id: &str, limit: u64) -> Result<Upload, PublishError> {
         let file = self.file_of(id)?;
         let folder = file.parent().ok_or(PublishError::NoFolder)?.to_path_buf();
