@@ -177,19 +177,19 @@ impl Builds {
     pub(crate) fn new(settings: BuildSettings) -> Result<Arc<Builds>, String> {
         let mut languages = Vec::new();
         for name in &settings.languages {
-            let language = match name.trim().to_ascii_lowercase().as_str() {
-                "python" | "py" => Language::Python,
-                "js" | "javascript" => Language::JavaScript,
-                "rust" => {
+            let language = match Language::of_name(name) {
+                Some(Language::Rust) => {
                     return Err(
                         "--builds: Rust is never built on a server (its build scripts and \
                          macros run natively); publish a Rust tool as a built component"
                             .into(),
                     );
                 }
-                other => {
+                Some(language) => language,
+                None => {
                     return Err(format!(
-                        "--builds: {other:?} is no language built here (python, js)"
+                        "--builds: {:?} is no language built here (python, js)",
+                        name.trim().to_ascii_lowercase()
                     ));
                 }
             };

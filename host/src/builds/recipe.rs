@@ -107,6 +107,17 @@ impl Language {
         }
     }
 
+    /// The language a name spells: `as_str`'s names and their aliases
+    /// (`py`, `javascript`), in any case.
+    pub(crate) fn of_name(name: &str) -> Option<Language> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "rust" => Some(Language::Rust),
+            "python" | "py" => Some(Language::Python),
+            "js" | "javascript" => Some(Language::JavaScript),
+            _ => None,
+        }
+    }
+
     /// The language a published source's media type names: `text/x-python`
     /// (or `text/python`), `text/javascript` (or `application/javascript`);
     /// Rust (`text/x-rust`) too, which is never built on a server.

@@ -246,10 +246,9 @@ async fn read(mut body: Body, limit: usize) -> Result<Option<Vec<u8>>, Response>
 pub(crate) fn source(publishing: &Publishing, id: &str) -> Response {
     match publishing.source_of(id) {
         Some((language, text)) => {
-            let kind = match language.as_str() {
-                "python" => Language::Python.media_type(),
-                _ => Language::JavaScript.media_type(),
-            };
+            let kind = Language::of_name(&language)
+                .unwrap_or(Language::JavaScript)
+                .media_type();
             (
                 [
                     (header::CONTENT_TYPE, kind),
