@@ -414,7 +414,9 @@ impl Publishing {
                         .plugin(&id)
                         .cloned()
                         .unwrap_or(report),
-                    created: before.is_none(),
+                    // No file before: a load in progress (the watcher
+                    // hearing of a removal late) is not a version.
+                    created: kept.is_none(),
                 })
             }
             outcome => {
