@@ -317,6 +317,7 @@ impl Host {
             format,
             None,
             Front::Library,
+            &crate::registry::view::View::all(),
         )
         .await
     }

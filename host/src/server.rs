@@ -326,7 +326,14 @@ pub(crate) async fn run_stdio(
         DEFAULT_MAX_URI_BYTES,
         DEFAULT_MAX_SUBSCRIPTIONS_PER_PERSON,
     );
-    let front = McpFront::new(registry, calls, text_format, Default::default(), limits);
+    let front = McpFront::new(
+        registry,
+        calls,
+        text_format,
+        Default::default(),
+        limits,
+        None,
+    );
     let stdio = stdio::transport();
     let service = front.serve(stdio.transport).await?;
     service.waiting().await?;

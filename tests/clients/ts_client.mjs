@@ -7,6 +7,7 @@
 //   node ts_client.mjs rejected <url> <plugin-dir>
 //   node ts_client.mjs oauth <url> <client-id> <client-secret> <scope>
 //   node ts_client.mjs watch <url> <uri>
+//   node ts_client.mjs sees <url> <token> <tool-to-wait-for>
 //
 // The first two list tools, call one that succeeds, one with bad arguments
 // (isError) and an unknown one (JSON-RPC -32602), drop the math plugin into
@@ -24,6 +25,11 @@
 // `subscribed`, and waits for notifications/resources/updated for it
 // (printing `updated` at the first) and for both lists' list_changed (the
 // test replaces the plugin, then removes it once it reads `updated`), then gets a prompt and completes an argument before it ends.
+// `sees` connects with a bearer token, lists tools and prints them as a
+// first line (`{"first": [...]}`); then, at each list_changed, lists again,
+// until <tool-to-wait-for> is listed (the test edits the tokens file to
+// give it), counting the notifications after which nothing it sees had
+// changed (`spurious`).
 // Each prints one JSON line and exits non-zero on any failure.
 
 import { copyFileSync, renameSync, writeFileSync } from "node:fs";
@@ -234,6 +240,52 @@ async function watch(url, uri) {
   };
 }
 
+async function sees(url, token, awaited) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  const client = new Client({ name: "toolhost-sees", version: "1.0.0" });
+  const names = async () => (await client.listTools()).tools.map((t) => t.name).sort();
+  let wake = () => {};
+  let pending = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    pending += 1;
+    wake();
+  });
+  await client.connect(transport);
+  const first = await names();
+  console.log(JSON.stringify({ first }));
+  let spurious = 0;
+  let heard = 0;
+  let now = first;
+  const deadline = Date.now() + 60000;
+  while (!now.includes(awaited)) {
+    const left = deadline - Date.now();
+    check(left > 0, `never listed ${awaited}; heard ${heard}, lists`, now);
+    if (pending === 0) {
+      let timer;
+      await Promise.race([
+        new Promise((resolve) => (wake = resolve)),
+        new Promise((resolve) => (timer = setTimeout(resolve, left))),
+      ]);
+      clearTimeout(timer);
+    }
+    if (pending === 0) {
+      continue;
+    }
+    heard += pending;
+    pending = 0;
+    const next = await names();
+    if (JSON.stringify(next) === JSON.stringify(now)) {
+      spurious += 1;
+    }
+    now = next;
+  }
+  await transport.terminateSession();
+  await client.close();
+  return { first, after: now, heard, spurious };
+}
+
 const [mode, ...args] = process.argv.slice(2);
 let report;
 if (mode === "http") {
@@ -253,6 +305,8 @@ if (mode === "http") {
   report = await watch(args[0], args[1]);
 } else if (mode === "oauth") {
   report = await oauth(args[0], args[1], args[2], args[3]);
+} else if (mode === "sees") {
+  report = await sees(args[0], args[1], args[2]);
 } else if (mode === "latency") {
   report = await latency(args[0], Number(args[1] ?? 200));
 } else {

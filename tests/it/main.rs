@@ -27,6 +27,7 @@ mod replicas;
 mod resources;
 mod rest;
 mod sandbox;
+mod sets;
 mod shares;
 mod support;
 mod traces;

@@ -5,6 +5,10 @@
 //! answer is checked here (URIs, MIME types, sizes) as a tool's result is
 //! in `envelope.rs`; its run takes the same call slots and is accounted in
 //! the same ledger.
+//!
+//! Each list and lookup takes the caller's [`View`]: a plugin outside it
+//! lists nothing, and its resources and prompts answer as ones that do not
+//! exist (the same code, message and details).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,6 +23,7 @@ use crate::call::invoke::failure_envelope;
 use crate::call::slots::slots;
 use crate::registry::Registry;
 use crate::registry::plugin::LoadedPlugin;
+use crate::registry::view::View;
 use crate::runtime::{Answer, Ask, CompletionRef, Role};
 
 /// Completion values returned at most (MCP's cap).
@@ -40,31 +45,34 @@ pub(crate) fn check_uri(uri: &str, max_bytes: usize) -> Result<(), Envelope> {
     ))
 }
 
-/// `resources/list`: every fixed resource, in plugin order.
-pub(crate) fn list_resources(registry: &Registry) -> Value {
+/// `resources/list`: every fixed resource `view` sees, in plugin order.
+pub(crate) fn list_resources(registry: &Registry, view: &View) -> Value {
     let snapshot = registry.snapshot();
     let resources: Vec<&Map<String, Value>> = snapshot
         .serving()
+        .filter(|plugin| view.sees(&plugin.id))
         .flat_map(|plugin| plugin.catalog.resources.iter().map(|r| &r.listing))
         .collect();
     json!({ "resources": resources })
 }
 
 /// `resources/templates/list`.
-pub(crate) fn list_templates(registry: &Registry) -> Value {
+pub(crate) fn list_templates(registry: &Registry, view: &View) -> Value {
     let snapshot = registry.snapshot();
     let templates: Vec<&Map<String, Value>> = snapshot
         .serving()
+        .filter(|plugin| view.sees(&plugin.id))
         .flat_map(|plugin| plugin.catalog.templates.iter().map(|t| &t.listing))
         .collect();
     json!({ "resourceTemplates": templates })
 }
 
 /// `prompts/list`.
-pub(crate) fn list_prompts(registry: &Registry) -> Value {
+pub(crate) fn list_prompts(registry: &Registry, view: &View) -> Value {
     let snapshot = registry.snapshot();
     let prompts: Vec<&Map<String, Value>> = snapshot
         .serving()
+        .filter(|plugin| view.sees(&plugin.id))
         .flat_map(|plugin| plugin.catalog.prompts.iter().map(|p| &p.listing))
         .collect();
     json!({ "prompts": prompts })
@@ -99,6 +107,7 @@ pub(crate) async fn read_resource(
     registry: &Arc<Registry>,
     calls: &Calls,
     uri: &str,
+    view: &View,
 ) -> Result<Value, Envelope> {
     let not_found = || {
         Envelope::host_error(
@@ -107,7 +116,8 @@ pub(crate) async fn read_resource(
             Some(json!({ "uri": uri })),
         )
     };
-    let Some((plugin, declared)) = registry.snapshot().resource(uri) else {
+    let found = registry.snapshot().resource(uri);
+    let Some((plugin, declared)) = found.filter(|(plugin, _)| view.sees(&plugin.id)) else {
         return Err(not_found());
     };
     let ask = Ask::ReadResource { uri: declared };
@@ -146,11 +156,14 @@ pub(crate) async fn get_prompt(
     calls: &Calls,
     name: &str,
     arguments: Map<String, Value>,
+    view: &View,
 ) -> Result<Value, Envelope> {
     let snapshot = registry.snapshot();
-    let Some(plugin) = snapshot.prompt(name) else {
+    let found = snapshot.prompt(name);
+    let Some(plugin) = found.filter(|plugin| view.sees(&plugin.id)) else {
         let available: Vec<&str> = snapshot
             .serving()
+            .filter(|plugin| view.sees(&plugin.id))
             .flat_map(|p| p.catalog.prompts.iter().map(|p| p.name.as_str()))
             .collect();
         return Err(Envelope::host_error(
@@ -235,12 +248,14 @@ pub(crate) async fn complete(
     argument: String,
     value: String,
     context: Vec<(String, String)>,
+    view: &View,
 ) -> Result<Value, Envelope> {
     let empty = json!({ "completion": { "values": [], "hasMore": false } });
     let snapshot = registry.snapshot();
     let (plugin, reference, what) = match reference {
         Completing::Prompt(name) => {
-            let Some(plugin) = snapshot.prompt(&name) else {
+            let found = snapshot.prompt(&name);
+            let Some(plugin) = found.filter(|plugin| view.sees(&plugin.id)) else {
                 return Ok(empty);
             };
             let declared = plugin
@@ -255,7 +270,8 @@ pub(crate) async fn complete(
             )
         }
         Completing::Template(template) => {
-            let Some((plugin, declared)) = snapshot.serving().find_map(|p| {
+            let mut seen = snapshot.serving().filter(|plugin| view.sees(&plugin.id));
+            let Some((plugin, declared)) = seen.find_map(|p| {
                 let t = p
                     .catalog
                     .templates

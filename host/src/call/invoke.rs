@@ -26,6 +26,7 @@ use crate::call::errors::ErrorCode;
 use crate::call::slots::{BUSY_WAIT, slots};
 use crate::registry::Registry;
 use crate::registry::plugin::LoadedPlugin;
+use crate::registry::view::View;
 use crate::runtime::{CallClient, CallFailure, CallUsage};
 
 /// Parses a request body into an arguments object. An empty body means no
@@ -81,7 +82,9 @@ impl Front {
 }
 
 /// Looks up, validates, calls and normalizes, inside the call's span.
-/// Never fails: every outcome, good or bad, is an envelope.
+/// Never fails: every outcome, good or bad, is an envelope. A tool outside
+/// `view` answers exactly as one that does not exist.
+#[allow(clippy::too_many_arguments)]
 pub async fn call_tool(
     registry: &Arc<Registry>,
     calls: &Calls,
@@ -90,6 +93,7 @@ pub async fn call_tool(
     format: TextFormat,
     client: CallClient,
     front: Front,
+    view: &View,
 ) -> Envelope {
     let span = tracing::info_span!(
         "call",
@@ -103,9 +107,10 @@ pub async fn call_tool(
         peak_memory_bytes = tracing::field::Empty,
     );
     let started = Instant::now();
-    let (mut envelope, plugin, usage) = run_call(registry, calls, name, arguments, format, client)
-        .instrument(span.clone())
-        .await;
+    let (mut envelope, plugin, usage) =
+        run_call(registry, calls, name, arguments, format, client, view)
+            .instrument(span.clone())
+            .await;
     envelope.meta = Some(Box::new(CallMeta::new(started.elapsed(), usage.as_ref())));
     let outcome = envelope
         .error
@@ -130,9 +135,10 @@ async fn run_call(
     arguments: Map<String, Value>,
     format: TextFormat,
     client: CallClient,
+    view: &View,
 ) -> (Envelope, Option<Arc<LoadedPlugin>>, Option<CallUsage>) {
-    let Some(entry) = registry.snapshot().tool(name).cloned() else {
-        return (tool_not_found(registry, name), None, None);
+    let Some(entry) = visible_tool(registry, name, view) else {
+        return (tool_not_found(registry, name, view), None, None);
     };
     let plugin = entry.plugin.clone();
     let (envelope, usage) = run_tool(registry, calls, name, entry, arguments, format, client).await;
@@ -192,11 +198,33 @@ async fn run_tool(
     (envelope, usage)
 }
 
-pub(crate) fn tool_not_found(registry: &Registry, name: &str) -> Envelope {
+/// The tool `name`, if it serves and `view` sees its plugin.
+pub(crate) fn visible_tool(
+    registry: &Registry,
+    name: &str,
+    view: &View,
+) -> Option<crate::registry::ServedTool> {
+    registry
+        .snapshot()
+        .tool(name)
+        .filter(|entry| view.sees(&entry.plugin.id))
+        .cloned()
+}
+
+/// The answer for a tool that does not exist, or that `view` does not
+/// see: the two are the same, to the byte (`available` is what `view`
+/// sees).
+pub(crate) fn tool_not_found(registry: &Registry, name: &str, view: &View) -> Envelope {
+    let snapshot = registry.snapshot();
+    let available: Vec<&String> = snapshot
+        .tools()
+        .filter(|entry| view.sees(&entry.plugin.id))
+        .map(|entry| &entry.tool.name)
+        .collect();
     Envelope::host_error(
         ErrorCode::ToolNotFound,
         format!("no tool named {name:?} is loaded"),
-        Some(json!({ "available": registry.snapshot().tool_names() })),
+        Some(json!({ "available": available })),
     )
 }
 

@@ -50,6 +50,7 @@ impl CallOptions {
                     self.host.text_format,
                     None,
                     invoke::Front::Cli,
+                    &crate::registry::view::View::all(),
                 )
                 .await
             }

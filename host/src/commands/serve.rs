@@ -67,6 +67,12 @@ pub(super) struct ServeOptions {
     /// namespace.
     #[arg(long, env = "TOOLHOST_AUTH_NAMESPACE_PREFIX", default_value = crate::edge::oauth::DEFAULT_NAMESPACE_PREFIX)]
     auth_namespace_prefix: String,
+    /// The access-token claim whose values (a list, or space-separated)
+    /// name the tokens file's [[group]]s its holder sees; values that name
+    /// no group are ignored (so `scope` works). A token without one sees
+    /// nothing. Without this flag, token holders see every tool.
+    #[arg(long, env = "TOOLHOST_AUTH_TOOLS_CLAIM", requires = "auth_issuer")]
+    auth_tools_claim: Option<String>,
     /// Another host name that Host and Origin headers may name (repeatable;
     /// comma-separated in the variable). Loopback names are always allowed.
     #[arg(
@@ -234,6 +240,7 @@ impl ServeOptions {
                 jwks: self.auth_jwks.clone(),
                 namespace_claim: self.auth_namespace_claim.clone(),
                 namespace_prefix: self.auth_namespace_prefix.clone(),
+                tools_claim: self.auth_tools_claim.clone(),
             }),
             builds: self.builds.settings(),
         }

@@ -45,6 +45,7 @@ use crate::call::errors::ErrorCode;
 use crate::edge::auth::{Authority, Identity, Refusal, Role};
 use crate::edge::cors::CorsOrigins;
 use crate::registry::report::{PluginReport, PluginsReport};
+use crate::registry::view::View;
 
 #[derive(Clone)]
 pub(crate) struct GuardSettings {
@@ -129,6 +130,12 @@ pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 #[derive(Debug, Clone)]
 pub(crate) struct Requester(pub(crate) Option<Identity>);
 
+/// What a handler's requester sees (everything when the guard set none:
+/// an open server, or a front without it).
+pub(crate) fn view_of(requester: Option<&axum::Extension<Requester>>) -> View {
+    requester.map_or_else(View::all, |axum::Extension(requester)| requester.view())
+}
+
 impl Requester {
     /// Whether the requester may publish into `namespace` (`None`: the top
     /// level): an admin anywhere, a publisher into their own namespace,
@@ -160,12 +167,40 @@ impl Requester {
         }
     }
 
+    /// What the requester sees of the tools, resources and prompts: their
+    /// tool set, everything on an open server.
+    pub(crate) fn view(&self) -> View {
+        self.0
+            .as_ref()
+            .map_or_else(View::all, |identity| identity.tools.clone())
+    }
+
+    /// Whether the requester sees plugin `id` in `/plugins` and its feed:
+    /// an admin (and anyone on an open server) every one; anyone else
+    /// those of their view and of their own namespace.
+    pub(crate) fn sees_plugin_id(&self, id: &str) -> bool {
+        match &self.0 {
+            None => true,
+            Some(identity) => {
+                identity.role == Role::Admin
+                    || identity.tools.sees(id)
+                    || identity.namespace.as_deref().is_some_and(|namespace| {
+                        crate::registry::layout::namespace_of(id) == Some(namespace)
+                    })
+            }
+        }
+    }
+
     /// The plugins report as the requester may see it: whole for an admin
-    /// (and on an open server); for anyone else without server paths, and
-    /// with refusals' reasons for their own namespace only.
-    pub(crate) fn sees(&self, report: PluginsReport) -> PluginsReport {
+    /// (and on an open server); for anyone else the plugins they see (see
+    /// [`Self::sees_plugin_id`]), without server paths, and with refusals'
+    /// reasons for their own namespace only.
+    pub(crate) fn sees(&self, mut report: PluginsReport) -> PluginsReport {
         match &self.0 {
             Some(identity) if identity.role != Role::Admin => {
+                report
+                    .plugins
+                    .retain(|plugin| self.sees_plugin_id(&plugin.id));
                 report.for_person(identity.namespace.as_deref())
             }
             _ => report,

@@ -8,8 +8,15 @@
 //! change and reused until the next one. A list holds no reference to its
 //! snapshot (only a weak one, to tell whether it is still current), so a
 //! replaced plugin's memory is never kept alive by a cached list.
+//!
+//! A caller with a tool set (`registry/view.rs`) gets the lists of their
+//! view, made once per snapshot and view: callers with equal sets (the
+//! same group) share one, so a room of thirty makes thirty small lists
+//! per change, not one per request. At most [`VIEWS_KEPT`] views' lists
+//! are kept per snapshot.
 
-use std::sync::{Arc, Weak};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
 
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
@@ -17,6 +24,11 @@ use rmcp::model::Tool;
 use serde_json::{Value, json};
 
 use crate::registry::Snapshot;
+use crate::registry::view::View;
+
+/// How many views' lists are kept for one snapshot before they are all
+/// made again (a bound on memory, not a working limit).
+const VIEWS_KEPT: usize = 256;
 
 /// How many tools one `tools/list` page holds. Large enough that any
 /// server people run answers in one page (clients that ignore
@@ -34,34 +46,46 @@ const CURSOR_PREFIX: &str = "after:";
 pub(crate) struct ToolLists {
     manifest: Memo<Bytes>,
     mcp: Memo<Vec<Tool>>,
+    viewed_manifest: ViewMemo<Bytes>,
+    viewed_mcp: ViewMemo<Vec<Tool>>,
 }
 
 impl ToolLists {
-    /// `GET /tools`: each tool as MCP describes it, plus where to call it,
-    /// as a JSON body.
-    pub(crate) fn manifest(&self, snapshot: &Arc<Snapshot>) -> Bytes {
-        let bytes = self.manifest.get(snapshot, |snapshot| {
-            Bytes::from(serde_json::to_vec(&manifest(snapshot)).unwrap_or_default())
-        });
+    /// `GET /tools`: each tool `view` sees as MCP describes it, plus where
+    /// to call it, as a JSON body.
+    pub(crate) fn manifest(&self, snapshot: &Arc<Snapshot>, view: &View) -> Bytes {
+        let make = |snapshot: &Snapshot| {
+            Bytes::from(serde_json::to_vec(&manifest(snapshot, view)).unwrap_or_default())
+        };
+        let bytes = match view.key() {
+            None => self.manifest.get(snapshot, make),
+            Some(key) => self.viewed_manifest.get(snapshot, key, make),
+        };
         Bytes::clone(&bytes)
     }
 
-    /// One `tools/list` page: the tools after `cursor` (from the first
-    /// without one), and the cursor of the next page if there is one.
-    /// `None` for a cursor this server never gave.
+    /// One `tools/list` page of what `view` sees: the tools after
+    /// `cursor` (from the first without one), and the cursor of the next
+    /// page if there is one. `None` for a cursor this server never gave.
     pub(crate) fn mcp_page(
         &self,
         snapshot: &Arc<Snapshot>,
         cursor: Option<&str>,
+        view: &View,
     ) -> Option<(Vec<Tool>, Option<String>)> {
-        let tools = self.mcp.get(snapshot, |snapshot| {
+        let make = |snapshot: &Snapshot| -> Vec<Tool> {
             snapshot
                 .tools()
+                .filter(|entry| view.sees(&entry.plugin.id))
                 .filter_map(|entry| {
                     serde_json::from_value(Value::Object(entry.tool.listing())).ok()
                 })
                 .collect()
-        });
+        };
+        let tools = match view.key() {
+            None => self.mcp.get(snapshot, make),
+            Some(key) => self.viewed_mcp.get(snapshot, key, make),
+        };
         let start = match cursor {
             None => 0,
             Some(cursor) => {
@@ -83,10 +107,25 @@ impl ToolLists {
     }
 }
 
-/// The tools manifest: each tool as MCP describes it, plus where to call it.
-pub(crate) fn manifest(snapshot: &Snapshot) -> Value {
+/// A digest of the tool list as `view` shows it: equal digests, the same
+/// list (to tell a session whether a change touched what it sees).
+pub(crate) fn fingerprint(snapshot: &Snapshot, view: &View) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for entry in snapshot.tools().filter(|entry| view.sees(&entry.plugin.id)) {
+        Value::Object(entry.tool.listing())
+            .to_string()
+            .hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// The tools manifest: each tool `view` sees as MCP describes it, plus
+/// where to call it.
+pub(crate) fn manifest(snapshot: &Snapshot, view: &View) -> Value {
     let tools: Vec<Value> = snapshot
         .tools()
+        .filter(|entry| view.sees(&entry.plugin.id))
         .map(|entry| {
             let mut tool = entry.tool.listing();
             tool.insert(
@@ -131,6 +170,49 @@ impl<T> Memo<T> {
         let made = Arc::new(make(snapshot));
         self.cell
             .store(Some(Arc::new((Arc::downgrade(snapshot), made.clone()))));
+        made
+    }
+}
+
+/// Values made from one snapshot for each view (by its key), kept until
+/// the snapshot is replaced or [`VIEWS_KEPT`] views have one.
+struct ViewMemo<T> {
+    cell: Mutex<Made<T>>,
+}
+
+/// The snapshot the values were made from, and each view's value.
+type Made<T> = (Weak<Snapshot>, HashMap<Arc<str>, Arc<T>>);
+
+impl<T> Default for ViewMemo<T> {
+    fn default() -> Self {
+        ViewMemo {
+            cell: Mutex::new((Weak::new(), HashMap::new())),
+        }
+    }
+}
+
+impl<T> ViewMemo<T> {
+    fn get(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        key: &Arc<str>,
+        make: impl FnOnce(&Snapshot) -> T,
+    ) -> Arc<T> {
+        {
+            let held = self.cell.lock().unwrap_or_else(|e| e.into_inner());
+            if std::ptr::eq(held.0.as_ptr(), Arc::as_ptr(snapshot))
+                && let Some(made) = held.1.get(key)
+            {
+                return made.clone();
+            }
+        }
+        // Made outside the lock: one slow list holds up no other view.
+        let made = Arc::new(make(snapshot));
+        let mut held = self.cell.lock().unwrap_or_else(|e| e.into_inner());
+        if !std::ptr::eq(held.0.as_ptr(), Arc::as_ptr(snapshot)) || held.1.len() >= VIEWS_KEPT {
+            *held = (Arc::downgrade(snapshot), HashMap::new());
+        }
+        held.1.insert(key.clone(), made.clone());
         made
     }
 }

@@ -11,11 +11,14 @@ use serde_json::{Map, Value, json};
 
 use crate::call::errors::ErrorCode;
 use crate::registry::Snapshot;
+use crate::registry::view::View;
 
-pub(crate) fn document(snapshot: &Snapshot) -> Value {
+/// The document as a caller with `view` sees it: only their tools, and
+/// the resource and prompt routes only when they see a plugin with some.
+pub(crate) fn document(snapshot: &Snapshot, view: &View) -> Value {
     let mut paths = Map::new();
     let mut schemas = shared_schemas();
-    for entry in snapshot.tools() {
+    for entry in snapshot.tools().filter(|entry| view.sees(&entry.plugin.id)) {
         let tool = &entry.tool;
         let input_key = format!("{}.input", tool.name);
         schemas.insert(input_key.clone(), with_id(&tool.input_schema, &input_key));
@@ -92,7 +95,7 @@ pub(crate) fn document(snapshot: &Snapshot) -> Value {
             } }),
         );
     }
-    catalog_paths(snapshot, &mut paths);
+    catalog_paths(snapshot, view, &mut paths);
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -110,8 +113,13 @@ pub(crate) fn document(snapshot: &Snapshot) -> Value {
 /// `GET /resources`, `GET /resources/{uri}`, `GET /prompts`, and one
 /// `POST /prompts/{name}` per prompt with its arguments as the body's
 /// string properties.
-fn catalog_paths(snapshot: &Snapshot, paths: &mut Map<String, Value>) {
-    let catalogs = || snapshot.serving().map(|plugin| &plugin.catalog);
+fn catalog_paths(snapshot: &Snapshot, view: &View, paths: &mut Map<String, Value>) {
+    let catalogs = || {
+        snapshot
+            .serving()
+            .filter(|plugin| view.sees(&plugin.id))
+            .map(|plugin| &plugin.catalog)
+    };
     let answer = |description: &str, schema: Value| {
         let mut responses = error_responses();
         responses["200"] = json!({

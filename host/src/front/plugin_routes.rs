@@ -182,7 +182,11 @@ fn report(
         Err(refusal) => return *refusal,
     };
     let report = state.registry.plugins_report();
-    match report.plugin(&id).cloned() {
+    // One out of the requester's view is as one that is not there.
+    let seen = requester
+        .as_ref()
+        .is_none_or(|requester| requester.sees_plugin_id(&id));
+    match report.plugin(&id).filter(|_| seen).cloned() {
         Some(plugin) => {
             let plugin = match &requester {
                 Some(requester) => requester.sees_plugin(plugin),
@@ -414,6 +418,7 @@ async fn publishes(
         .publishing
         .noted()
         .into_iter()
+        .filter(|noted| requester.sees_plugin_id(&noted.plugin))
         .map(|mut noted| {
             if !requester.sees_reasons_of(&noted.plugin) {
                 noted.reason = None;

@@ -24,6 +24,7 @@ use axum::routing::{get, post};
 
 use crate::call::Calls;
 use crate::call::catalog_path;
+use crate::edge::guard::{Requester, view_of};
 use crate::edge::responses::json_response;
 use crate::front::rest::read_arguments;
 use crate::registry::Registry;
@@ -56,38 +57,53 @@ pub(crate) fn router(
         })
 }
 
-async fn list_resources(State(state): State<CatalogState>) -> Response {
-    let mut answer = catalog_path::list_resources(&state.registry);
+async fn list_resources(
+    State(state): State<CatalogState>,
+    requester: Option<axum::Extension<Requester>>,
+) -> Response {
+    let view = view_of(requester.as_ref());
+    let mut answer = catalog_path::list_resources(&state.registry, &view);
     answer["resourceTemplates"] =
-        catalog_path::list_templates(&state.registry)["resourceTemplates"].take();
+        catalog_path::list_templates(&state.registry, &view)["resourceTemplates"].take();
     json_response(200, &answer)
 }
 
-async fn read_resource(State(state): State<CatalogState>, Path(uri): Path<String>) -> Response {
+async fn read_resource(
+    State(state): State<CatalogState>,
+    requester: Option<axum::Extension<Requester>>,
+    Path(uri): Path<String>,
+) -> Response {
+    let view = view_of(requester.as_ref());
     if let Err(refusal) = catalog_path::check_uri(&uri, state.max_uri_bytes) {
         return refusal.into_response();
     }
-    match catalog_path::read_resource(&state.registry, &state.calls, &uri).await {
+    match catalog_path::read_resource(&state.registry, &state.calls, &uri, &view).await {
         Ok(answer) => json_response(200, &answer),
         Err(envelope) => envelope.into_response(),
     }
 }
 
-async fn list_prompts(State(state): State<CatalogState>) -> Response {
-    json_response(200, &catalog_path::list_prompts(&state.registry))
+async fn list_prompts(
+    State(state): State<CatalogState>,
+    requester: Option<axum::Extension<Requester>>,
+) -> Response {
+    let view = view_of(requester.as_ref());
+    json_response(200, &catalog_path::list_prompts(&state.registry, &view))
 }
 
 async fn get_prompt(
     State(state): State<CatalogState>,
+    requester: Option<axum::Extension<Requester>>,
     Path(name): Path<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let view = view_of(requester.as_ref());
     let arguments = match read_arguments(&headers, body, state.max_body_bytes).await {
         Ok(arguments) => arguments,
         Err(envelope) => return envelope.into_response(),
     };
-    match catalog_path::get_prompt(&state.registry, &state.calls, &name, arguments).await {
+    match catalog_path::get_prompt(&state.registry, &state.calls, &name, arguments, &view).await {
         Ok(answer) => json_response(200, &answer),
         Err(envelope) => envelope.into_response(),
     }

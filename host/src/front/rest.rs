@@ -25,11 +25,12 @@ use crate::call::Calls;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::errors::ErrorCode;
 use crate::call::invoke::{self, Front};
-use crate::edge::guard::Requester;
+use crate::edge::guard::{Requester, view_of};
 use crate::edge::responses::json_response;
 use crate::front::lists::ToolLists;
 use crate::ops::trace::{self, TraceParent};
 use crate::registry::Registry;
+use crate::registry::view::View;
 
 /// What the REST front needs besides the registry.
 #[derive(Debug, Clone, Copy)]
@@ -123,8 +124,12 @@ async fn ready(State(state): State<AppState>) -> Response {
     )
 }
 
-async fn list_tools(State(state): State<AppState>) -> Response {
-    let body = state.lists.manifest(&state.registry.snapshot());
+async fn list_tools(
+    State(state): State<AppState>,
+    requester: Option<axum::Extension<Requester>>,
+) -> Response {
+    let view = view_of(requester.as_ref());
+    let body = state.lists.manifest(&state.registry.snapshot(), &view);
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
@@ -143,10 +148,14 @@ async fn list_plugins(
     }
 }
 
-async fn openapi(State(state): State<AppState>) -> Response {
+async fn openapi(
+    State(state): State<AppState>,
+    requester: Option<axum::Extension<Requester>>,
+) -> Response {
+    let view = view_of(requester.as_ref());
     json_response(
         200,
-        &crate::front::openapi::document(&state.registry.snapshot()),
+        &crate::front::openapi::document(&state.registry.snapshot(), &view),
     )
 }
 
@@ -154,9 +163,11 @@ async fn call_tool(
     State(state): State<AppState>,
     name: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
+    requester: Option<axum::Extension<Requester>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let view = view_of(requester.as_ref());
     let name = match tool_name(name) {
         Ok(name) => name,
         Err(refused) => return refused.into_response(),
@@ -169,7 +180,7 @@ async fn call_tool(
         Ok(arguments) => arguments,
         Err(envelope) => return envelope.into_response(),
     };
-    run(&state, "POST", &name, arguments, format, &headers)
+    run(&state, "POST", &name, arguments, format, &headers, &view)
         .await
         .into_response()
 }
@@ -204,15 +215,16 @@ async fn call_read_only_tool(
     State(state): State<AppState>,
     name: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
+    requester: Option<axum::Extension<Requester>>,
     headers: HeaderMap,
 ) -> Response {
+    let view = view_of(requester.as_ref());
     let name = match tool_name(name) {
         Ok(name) => name,
         Err(refused) => return refused.into_response(),
     };
-    let snapshot = state.registry.snapshot();
-    let Some(entry) = snapshot.tool(&name) else {
-        return invoke::tool_not_found(&state.registry, &name).into_response();
+    let Some(entry) = invoke::visible_tool(&state.registry, &name, &view) else {
+        return invoke::tool_not_found(&state.registry, &name, &view).into_response();
     };
     if !entry.tool.is_read_only() {
         let mut response = Envelope::host_error(
@@ -268,7 +280,7 @@ async fn call_read_only_tool(
             .into_response();
         }
     };
-    let mut response = run(&state, "GET", &name, arguments, format, &headers)
+    let mut response = run(&state, "GET", &name, arguments, format, &headers, &view)
         .await
         .into_response();
     response.headers_mut().insert(
@@ -325,6 +337,7 @@ async fn run(
     arguments: serde_json::Map<String, serde_json::Value>,
     format: TextFormat,
     headers: &HeaderMap,
+    view: &View,
 ) -> Envelope {
     let span = trace::request_span(
         || format!("{method} /tools/{name}"),
@@ -340,6 +353,7 @@ async fn run(
         format,
         None,
         state.settings.front,
+        view,
     )
     .instrument(span.clone())
     .await;

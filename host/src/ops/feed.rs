@@ -238,12 +238,17 @@ impl Stream {
             }
             tokio::select! {
                 received = self.live.recv() => match received {
+                    // What the viewer does not see passes them by.
+                    Ok(numbered) if !self.viewer.sees_plugin_id(&numbered.event.plugin) => {
+                        self.last_id = self.last_id.max(numbered.id);
+                    }
                     Ok(numbered) if numbered.id > self.last_id => self.queue_load_event(numbered),
                     Ok(_) => {}
                     Err(RecvError::Lagged(_)) => self.queue_snapshot(),
                     Err(RecvError::Closed) => return None,
                 },
                 received = self.builds.recv() => match received {
+                    Ok(build) if !self.viewer.sees_plugin_id(&build.plugin) => {}
                     Ok(mut build) => {
                         if !self.viewer.sees_reasons_of(&build.plugin) {
                             build.error = None;
@@ -300,7 +305,8 @@ impl Stream {
     }
 
     fn summary(&self) -> Event {
-        let tools = self.state.calls.ledger().activity();
+        let mut tools = self.state.calls.ledger().activity();
+        tools.retain(|tool| self.viewer.sees_plugin_id(&tool.plugin));
         Event::default()
             .event("calls")
             .data(json!({ "tools": tools }).to_string())

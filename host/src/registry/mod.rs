@@ -43,6 +43,7 @@ mod snapshot;
 pub(crate) mod sources;
 pub mod tools;
 mod verdict;
+pub mod view;
 pub(crate) mod watcher;
 
 use std::path::{Path, PathBuf};

@@ -92,10 +92,6 @@ impl Snapshot {
         self.tools().map(|entry| entry.tool.listing()).collect()
     }
 
-    pub(crate) fn tool_names(&self) -> Vec<String> {
-        self.tools.keys().cloned().collect()
-    }
-
     /// Every plugin file, by id.
     pub(crate) fn plugins(&self) -> impl Iterator<Item = (&String, &PluginRecord)> {
         self.plugins.iter()

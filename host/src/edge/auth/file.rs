@@ -1,7 +1,8 @@
 //! The tokens file (`--tokens FILE`): its TOML shape, how it is read and
 //! checked (names, secrets of 16 characters or more, or their SHA-256, no
 //! two people with one token, at least one person, no name with the OAuth
-//! namespace prefix), and the watcher that reloads it when it changes.
+//! namespace prefix, tool sets and groups that resolve), and the watcher
+//! that reloads it when it changes.
 //!
 //! A reload is atomic in effect: the file is read once it has been quiet
 //! for [`SETTLE`] (`cp` and many editors truncate, then write), and a
@@ -18,6 +19,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::person::{Person, Role, is_valid_person};
+use super::sets::{Groups, check_groups, resolve};
 
 /// The tokens file's shape.
 #[derive(Deserialize)]
@@ -25,6 +27,8 @@ use super::person::{Person, Role, is_valid_person};
 struct TokensFile {
     #[serde(default)]
     token: Vec<TokenEntry>,
+    #[serde(default)]
+    group: Vec<GroupEntry>,
 }
 
 #[derive(Deserialize)]
@@ -34,6 +38,21 @@ struct TokenEntry {
     secret: Option<String>,
     sha256: Option<String>,
     role: Role,
+    /// The plugins this person sees (`sets.rs`); absent: every one.
+    tools: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupEntry {
+    name: String,
+    tools: Vec<String>,
+}
+
+/// What one version of the tokens file says: its people and its groups.
+pub(super) struct Roster {
+    pub(super) people: Vec<Person>,
+    pub(super) groups: Groups,
 }
 
 /// How long the file must be quiet before it is read.
@@ -46,14 +65,23 @@ const RETRIES: u32 = 60;
 
 /// Reads and checks a tokens file. With OAuth, `reserved_prefix` is its
 /// namespace prefix, which no person's name may start with.
-pub(super) fn read_tokens(
-    file: &Path,
-    reserved_prefix: Option<&str>,
-) -> anyhow::Result<Vec<Person>> {
+pub(super) fn read_tokens(file: &Path, reserved_prefix: Option<&str>) -> anyhow::Result<Roster> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| anyhow::anyhow!("cannot read the tokens file {}: {e}", file.display()))?;
     let parsed: TokensFile = toml::from_str(&text)
         .map_err(|e| anyhow::anyhow!("the tokens file {} is not valid: {e}", file.display()))?;
+    let mut groups = Groups::new();
+    for group in parsed.group {
+        anyhow::ensure!(
+            !groups.contains_key(&group.name),
+            "the tokens file {}: group {:?} is given twice",
+            file.display(),
+            group.name
+        );
+        groups.insert(group.name, group.tools);
+    }
+    check_groups(&groups)
+        .map_err(|why| anyhow::anyhow!("the tokens file {}: {why}", file.display()))?;
     let mut people = Vec::with_capacity(parsed.token.len());
     for entry in parsed.token {
         let bad = |why: &str| {
@@ -92,10 +120,13 @@ pub(super) fn read_tokens(
         if people.iter().any(|person: &Person| person.digest == digest) {
             return Err(bad("two people hold the same token"));
         }
+        let tools = resolve(entry.tools.as_deref(), &groups, Some(&entry.name))
+            .map_err(|why| bad(&format!("tools: {why}")))?;
         people.push(Person {
             name: entry.name,
             role: entry.role,
             digest,
+            tools,
         });
     }
     anyhow::ensure!(
@@ -104,7 +135,7 @@ pub(super) fn read_tokens(
          rewritten in place looks like this; write it elsewhere and rename it over)",
         file.display()
     );
-    Ok(people)
+    Ok(Roster { people, groups })
 }
 
 fn decode_digest(hex: &str) -> Option<[u8; 32]> {
@@ -125,9 +156,9 @@ fn decode_digest(hex: &str) -> Option<[u8; 32]> {
 /// bumps `changes`.
 pub(super) fn watch_file(
     file: PathBuf,
-    people: Arc<ArcSwap<Option<Vec<Person>>>>,
+    people: Arc<ArcSwap<Option<Roster>>>,
     changes: Arc<tokio::sync::watch::Sender<u64>>,
-    read: impl Fn(&Path) -> anyhow::Result<Vec<Person>> + Send + 'static,
+    read: impl Fn(&Path) -> anyhow::Result<Roster> + Send + 'static,
 ) -> anyhow::Result<notify::RecommendedWatcher> {
     use notify::Watcher as _;
     let name = file.file_name().map(|name| name.to_os_string());
@@ -170,9 +201,9 @@ pub(super) fn watch_file(
 fn reload_on_change(
     file: &Path,
     touches: &std::sync::mpsc::Receiver<()>,
-    people: &ArcSwap<Option<Vec<Person>>>,
+    people: &ArcSwap<Option<Roster>>,
     changes: &tokio::sync::watch::Sender<u64>,
-    read: impl Fn(&Path) -> anyhow::Result<Vec<Person>>,
+    read: impl Fn(&Path) -> anyhow::Result<Roster>,
 ) {
     use std::sync::mpsc::RecvTimeoutError;
     let mut retries = 0;
@@ -195,7 +226,7 @@ fn reload_on_change(
         }
         match read(file) {
             Ok(next) => {
-                tracing::info!(file = %file.display(), people = next.len(), "tokens file reloaded");
+                tracing::info!(file = %file.display(), people = next.people.len(), groups = next.groups.len(), "tokens file reloaded");
                 people.store(Arc::new(Some(next)));
                 changes.send_modify(|version| *version += 1);
                 retries = 0;
@@ -238,6 +269,14 @@ mod tests {
                 "64 hexadecimal",
             ),
             ("# nobody\n", "names nobody"),
+            (
+                "[[token]]\nname = \"a\"\nsecret = \"0123456789abcdefg\"\nrole = \"caller\"\ntools = [\"@room\"]\n",
+                "no [[group]] is named",
+            ),
+            (
+                "[[group]]\nname = \"room\"\ntools = [\"a/b/c\"]\n[[token]]\nname = \"a\"\nsecret = \"0123456789abcdefg\"\nrole = \"caller\"\n",
+                "not a glob",
+            ),
             (
                 "[[token]]\nname = \"oauth-ada\"\nsecret = \"0123456789abcdefg\"\nrole = \"caller\"\n",
                 "access-token holders'",

@@ -11,6 +11,7 @@
 //! secret = "…"            # the bearer token itself, or:
 //! # sha256 = "hex…"       # its SHA-256, so the file holds no secret
 //! role = "publisher"      # admin | publisher | caller | metrics
+//! tools = ["instructor/*", "{self}/*"]   # what they see (sets.rs); absent: all
 //! ```
 //!
 //! and from `--token T`, the one-admin shortcut (named `admin`). With
@@ -38,19 +39,21 @@
 
 mod file;
 mod person;
+mod sets;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use self::file::{read_tokens, watch_file};
+use self::file::{Roster, read_tokens, watch_file};
 use self::person::Person;
 pub(crate) use self::person::Role;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::edge::oauth::{Grant, OAuth, SCOPE_ADMIN, SCOPE_CALL, SCOPE_METRICS, SCOPE_PUBLISH};
+use crate::registry::view::View;
 
 /// The person behind a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +72,12 @@ pub(crate) struct Identity {
     pub(crate) token: [u8; 32],
     /// When an access token expires; `None` for a tokens-file person.
     pub(crate) expires: Option<std::time::SystemTime>,
+    /// What they see, as the tokens file (or their token's claim) says
+    /// at the time of the request.
+    pub(crate) tools: View,
+    /// The groups an access token's claim names (`--auth-tools-claim`),
+    /// to resolve again when the tokens file's groups change.
+    claimed: Option<Vec<String>>,
 }
 
 /// Why a request was not let through.
@@ -114,6 +123,9 @@ impl Authority {
             .map_err(Refusal::InvalidToken)?;
         let token: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         let (name, namespace, role) = person_of(&grant, oauth.namespace_prefix(), &token);
+        let tools = self
+            .people
+            .claimed_view(grant.tool_groups.as_deref(), namespace.as_deref());
         match role {
             Some(role) if role >= needs => Ok(Some(Identity {
                 name,
@@ -121,6 +133,8 @@ impl Authority {
                 namespace,
                 token,
                 expires: Some(grant.expires),
+                tools,
+                claimed: grant.tool_groups,
             })),
             _ => Err(Refusal::NotAllowed { name, needs }),
         }
@@ -129,7 +143,7 @@ impl Authority {
     /// Whether nobody is named and no issuer is: every route is open (the
     /// single-user default on loopback).
     pub(crate) fn is_open(&self) -> bool {
-        self.oauth.is_none() && self.people.people.load().is_none()
+        self.oauth.is_none() && self.people.roster.load().is_none()
     }
 
     /// Whether `identity`'s token is still held: a tokens-file person's is
@@ -138,6 +152,30 @@ impl Authority {
     /// one, so an MCP session it opened lives on).
     pub(crate) fn still_held(&self, identity: &Identity) -> bool {
         identity.expires.is_some() || self.people.holds(identity)
+    }
+
+    /// What `identity` sees now: a tokens-file person's set as the file
+    /// says it now, an access token's claimed groups as the file defines
+    /// them now. A session asks again each time the file is reloaded.
+    pub(crate) fn view_now(&self, identity: Option<&Identity>) -> View {
+        let Some(identity) = identity else {
+            return View::all();
+        };
+        if identity.expires.is_some() {
+            return self
+                .people
+                .claimed_view(identity.claimed.as_deref(), identity.namespace.as_deref());
+        }
+        self.people
+            .roster
+            .load()
+            .as_ref()
+            .iter()
+            .flat_map(|roster| roster.people.iter())
+            .find(|person| {
+                bool::from(person.digest.ct_eq(&identity.token)) && person.name == identity.name
+            })
+            .map_or_else(|| identity.tools.clone(), |person| person.tools.clone())
     }
 
     /// A receiver that wakes when the tokens file is reloaded: then
@@ -269,7 +307,7 @@ fn bearer(authorization: Option<&str>) -> Option<&str> {
 /// Everyone who may use the server; `None` inside means open.
 pub(crate) struct People {
     /// Shared with the tokens file's watcher, which swaps in each reload.
-    people: Arc<ArcSwap<Option<Vec<Person>>>>,
+    roster: Arc<ArcSwap<Option<Roster>>>,
     /// Bumped by the watcher on each reload taken.
     changes: Arc<tokio::sync::watch::Sender<u64>>,
     /// Kept alive for hot reload of the tokens file.
@@ -286,36 +324,37 @@ impl People {
         file: Option<&Path>,
         reserved_prefix: Option<&str>,
     ) -> anyhow::Result<Arc<People>> {
-        let shortcut = token.map(|token| Person {
+        let shortcut = |token: &str| Person {
             name: "admin".into(),
             role: Role::Admin,
             digest: Sha256::digest(token.as_bytes()).into(),
-        });
+            tools: View::all(),
+        };
         let changes = Arc::new(tokio::sync::watch::Sender::new(0));
         let Some(file) = file else {
+            let roster = token.map(|token| Roster {
+                people: vec![shortcut(token)],
+                groups: Default::default(),
+            });
             return Ok(Arc::new(People {
-                people: Arc::new(ArcSwap::from_pointee(shortcut.map(|person| vec![person]))),
+                roster: Arc::new(ArcSwap::from_pointee(roster)),
                 changes,
                 _watch: None,
             }));
         };
         let admin = token.map(str::to_string);
         let reserved = reserved_prefix.map(str::to_string);
-        let read = move |file: &Path| -> anyhow::Result<Vec<Person>> {
-            let mut people = read_tokens(file, reserved.as_deref())?;
+        let read = move |file: &Path| -> anyhow::Result<Roster> {
+            let mut roster = read_tokens(file, reserved.as_deref())?;
             if let Some(token) = &admin {
-                people.push(Person {
-                    name: "admin".into(),
-                    role: Role::Admin,
-                    digest: Sha256::digest(token.as_bytes()).into(),
-                });
+                roster.people.push(shortcut(token));
             }
-            Ok(people)
+            Ok(roster)
         };
-        let people = Arc::new(ArcSwap::from_pointee(Some(read(file)?)));
-        let watch = watch_file(file.to_path_buf(), people.clone(), changes.clone(), read)?;
+        let roster = Arc::new(ArcSwap::from_pointee(Some(read(file)?)));
+        let watch = watch_file(file.to_path_buf(), roster.clone(), changes.clone(), read)?;
         Ok(Arc::new(People {
-            people,
+            roster,
             changes,
             _watch: Some(watch),
         }))
@@ -328,7 +367,7 @@ impl People {
         authorization: Option<&str>,
         needs: Role,
     ) -> Result<Option<Identity>, Refusal> {
-        if self.people.load().is_none() {
+        if self.roster.load().is_none() {
             return Ok(None);
         }
         let presented = bearer(authorization).ok_or(Refusal::Unauthenticated)?;
@@ -339,12 +378,16 @@ impl People {
 
     /// The person who holds `presented`, if anyone does.
     fn find(&self, presented: &str) -> Option<Identity> {
-        let people = self.people.load();
+        let roster = self.roster.load();
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         // Every entry is compared, match or not: the time taken does not
         // depend on which one matched.
         let mut found: Option<&Person> = None;
-        for person in people.as_ref().iter().flat_map(|people| people.iter()) {
+        for person in roster
+            .as_ref()
+            .iter()
+            .flat_map(|roster| roster.people.iter())
+        {
             if bool::from(person.digest.ct_eq(&digest)) && found.is_none() {
                 found = Some(person);
             }
@@ -355,16 +398,30 @@ impl People {
             namespace: Some(person.name.clone()),
             token: digest,
             expires: None,
+            tools: person.tools.clone(),
+            claimed: None,
         })
+    }
+
+    /// The view of an access token whose claim names `claimed` (`None`:
+    /// no claim configured), with the groups in force.
+    fn claimed_view(&self, claimed: Option<&[String]>, namespace: Option<&str>) -> View {
+        let roster = self.roster.load();
+        let no_groups = sets::Groups::new();
+        let groups = roster
+            .as_ref()
+            .as_ref()
+            .map_or(&no_groups, |roster| &roster.groups);
+        sets::of_claim(claimed, groups, namespace)
     }
 
     /// Whether a tokens-file person still holds `identity`'s token.
     fn holds(&self, identity: &Identity) -> bool {
-        self.people
+        self.roster
             .load()
             .as_ref()
             .iter()
-            .flat_map(|people| people.iter())
+            .flat_map(|roster| roster.people.iter())
             .any(|person| {
                 bool::from(person.digest.ct_eq(&identity.token)) && person.name == identity.name
             })
@@ -389,7 +446,7 @@ mod tests {
     use super::person::is_valid_person;
     use super::*;
 
-    pub(super) fn people(text: &str) -> anyhow::Result<Vec<Person>> {
+    pub(super) fn people(text: &str) -> anyhow::Result<Roster> {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tokens.toml");
         std::fs::write(&file, text).unwrap();
@@ -405,7 +462,7 @@ mod tests {
         ))
         .unwrap();
         let people = People {
-            people: Arc::new(ArcSwap::from_pointee(Some(list))),
+            roster: Arc::new(ArcSwap::from_pointee(Some(list))),
             changes: Arc::default(),
             _watch: None,
         };
@@ -442,6 +499,7 @@ mod tests {
             scopes: scopes.iter().map(|s| s.to_string()).collect(),
             namespace: (!subject.is_empty()).then(|| subject.to_string()),
             expires: std::time::SystemTime::now(),
+            tool_groups: None,
         };
         let token = [7u8; 32];
         let person =

@@ -31,6 +31,8 @@ pub(super) struct Person {
     pub(super) role: Role,
     /// The SHA-256 of their token.
     pub(super) digest: [u8; 32],
+    /// The plugins they see (`sets.rs`).
+    pub(super) tools: crate::registry::view::View,
 }
 
 /// A person's name: what a namespace and the logs will carry.

@@ -57,6 +57,9 @@ pub struct OAuthSettings {
     /// so that no token's holder can take a tokens-file person's namespace:
     /// the tokens file may not name anyone with this prefix.
     pub namespace_prefix: String,
+    /// The claim whose values name the tokens file's groups a token holder
+    /// sees (`--auth-tools-claim`); `None`: every tool.
+    pub tools_claim: Option<String>,
 }
 
 /// The defaults of `--auth-namespace-claim` and `--auth-namespace-prefix`.
@@ -115,6 +118,9 @@ pub(crate) struct Grant {
     pub(crate) namespace: Option<String>,
     /// When the token expires (`exp`).
     pub(crate) expires: std::time::SystemTime,
+    /// The tools claim's values (a list, or a space-separated string),
+    /// when `--auth-tools-claim` names one; empty when the token lacks it.
+    pub(crate) tool_groups: Option<Vec<String>>,
 }
 
 /// The claims read from a token beyond those `jsonwebtoken` checks.
@@ -195,7 +201,13 @@ impl OAuth {
         let mut last = String::new();
         for key in keys {
             match jsonwebtoken::decode::<Claims>(token, &key, &validation) {
-                Ok(data) => return Ok(grant(data.claims, &self.settings.namespace_claim)),
+                Ok(data) => {
+                    return Ok(grant(
+                        data.claims,
+                        &self.settings.namespace_claim,
+                        self.settings.tools_claim.as_deref(),
+                    ));
+                }
                 Err(error) => last = self.reason(&error),
             }
         }
@@ -356,7 +368,28 @@ fn fits(jwk: &Jwk, algorithm: Algorithm) -> bool {
     signing && named
 }
 
-fn grant(claims: Claims, namespace_claim: &str) -> Grant {
+/// The values of claim `name`: a list of strings, or one string split at
+/// spaces (as `scope` is).
+fn claim_values(claims: &Claims, name: &str) -> Vec<String> {
+    let value = match name {
+        "scope" => claims.scope.clone().map(Value::String),
+        "scp" => claims.scp.clone(),
+        "sub" => claims.sub.clone().map(Value::String),
+        "client_id" => claims.client_id.clone().map(Value::String),
+        other => claims.other.get(other).cloned(),
+    };
+    match value {
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        Some(Value::String(text)) => text.split_ascii_whitespace().map(str::to_string).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn grant(claims: Claims, namespace_claim: &str, tools_claim: Option<&str>) -> Grant {
+    let tool_groups = tools_claim.map(|name| claim_values(&claims, name));
     let namespace = match namespace_claim {
         "sub" => claims.sub.clone(),
         "client_id" => claims.client_id.clone(),
@@ -388,6 +421,7 @@ fn grant(claims: Claims, namespace_claim: &str) -> Grant {
         scopes,
         namespace,
         expires,
+        tool_groups,
     }
 }
 
@@ -437,11 +471,21 @@ mod tests {
         let both = grant(
             claims(Some("openid tools:call"), Some(json!(["admin"]))),
             "sub",
+            Some("scope"),
+        );
+        assert_eq!(
+            both.tool_groups.as_deref(),
+            Some(&["openid".to_string(), "tools:call".to_string()][..])
         );
         assert_eq!(both.subject, "agent");
         assert_eq!(both.namespace, None);
         assert_eq!(both.scopes, ["openid", "tools:call", "admin"]);
-        let text = grant(claims(None, Some(json!("a b"))), "preferred_username");
+        let text = grant(
+            claims(None, Some(json!("a b"))),
+            "preferred_username",
+            Some("groups"),
+        );
+        assert_eq!(text.tool_groups, Some(vec![]));
         assert_eq!(text.scopes, ["a", "b"]);
         assert_eq!(text.namespace.as_deref(), Some("ada"));
         assert_eq!(

@@ -27,6 +27,7 @@ use crate::call::Calls;
 use crate::call::catalog_path::{self, Completing};
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
+use crate::registry::view::View;
 use crate::registry::{CatalogChange, Registry};
 
 /// How many resource URIs one session may subscribe to: templates make
@@ -131,16 +132,25 @@ pub(crate) fn offer(
     }
 }
 
-pub(crate) fn list_resources(registry: &Registry) -> Result<ListResourcesResult, McpError> {
-    typed(catalog_path::list_resources(registry))
+pub(crate) fn list_resources(
+    registry: &Registry,
+    view: &View,
+) -> Result<ListResourcesResult, McpError> {
+    typed(catalog_path::list_resources(registry, view))
 }
 
-pub(crate) fn list_templates(registry: &Registry) -> Result<ListResourceTemplatesResult, McpError> {
-    typed(catalog_path::list_templates(registry))
+pub(crate) fn list_templates(
+    registry: &Registry,
+    view: &View,
+) -> Result<ListResourceTemplatesResult, McpError> {
+    typed(catalog_path::list_templates(registry, view))
 }
 
-pub(crate) fn list_prompts(registry: &Registry) -> Result<ListPromptsResult, McpError> {
-    typed(catalog_path::list_prompts(registry))
+pub(crate) fn list_prompts(
+    registry: &Registry,
+    view: &View,
+) -> Result<ListPromptsResult, McpError> {
+    typed(catalog_path::list_prompts(registry, view))
 }
 
 pub(crate) async fn read_resource(
@@ -148,10 +158,11 @@ pub(crate) async fn read_resource(
     calls: &Calls,
     session: &SessionCatalog,
     request: ReadResourceRequestParams,
+    view: &View,
 ) -> Result<ReadResourceResult, McpError> {
     catalog_path::check_uri(&request.uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
     typed(
-        catalog_path::read_resource(registry, calls, &request.uri)
+        catalog_path::read_resource(registry, calls, &request.uri, view)
             .await
             .map_err(rpc_error)?,
     )
@@ -161,10 +172,11 @@ pub(crate) async fn get_prompt(
     registry: &Arc<Registry>,
     calls: &Calls,
     request: GetPromptRequestParams,
+    view: &View,
 ) -> Result<GetPromptResult, McpError> {
     let arguments = request.arguments.unwrap_or_default();
     typed(
-        catalog_path::get_prompt(registry, calls, &request.name, arguments)
+        catalog_path::get_prompt(registry, calls, &request.name, arguments, view)
             .await
             .map_err(rpc_error)?,
     )
@@ -174,6 +186,7 @@ pub(crate) async fn complete(
     registry: &Arc<Registry>,
     calls: &Calls,
     request: CompleteRequestParams,
+    view: &View,
 ) -> Result<CompleteResult, McpError> {
     let reference = match request.r#ref {
         Reference::Prompt(prompt) => Completing::Prompt(prompt.name),
@@ -198,6 +211,7 @@ pub(crate) async fn complete(
             request.argument.name,
             request.argument.value,
             context,
+            view,
         )
         .await
         .map_err(rpc_error)?,
@@ -213,9 +227,11 @@ pub(crate) fn subscribe(
     session: &SessionCatalog,
     uri: String,
     person: Option<&str>,
+    view: &View,
 ) -> Result<(), McpError> {
     catalog_path::check_uri(&uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
-    if registry.snapshot().resource(&uri).is_none() {
+    let found = registry.snapshot().resource(&uri);
+    if !found.is_some_and(|(plugin, _)| view.sees(&plugin.id)) {
         return Err(rpc_error(Envelope::host_error(
             ErrorCode::ResourceNotFound,
             format!("no resource at {uri:?}"),
@@ -266,25 +282,95 @@ pub(crate) fn unsubscribe(session: &SessionCatalog, uri: &str) {
 
 /// Tells the session what changed since `seen`: the lists it was offered,
 /// and each subscribed URI whose plugin was replaced (or is gone).
+/// What a session with a tool set last saw of the resource and prompt
+/// lists: a digest of each as its view shows them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CatalogSeen {
+    resources: u64,
+    prompts: u64,
+}
+
+impl CatalogSeen {
+    pub(crate) fn of(registry: &Registry, view: &View) -> CatalogSeen {
+        if view.is_all() {
+            // Everything: the registry's own counters tell the changes.
+            return CatalogSeen {
+                resources: 0,
+                prompts: 0,
+            };
+        }
+        let digest = |value: Value| {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            value.to_string().hash(&mut hasher);
+            hasher.finish()
+        };
+        CatalogSeen {
+            resources: digest(json!([
+                catalog_path::list_resources(registry, view),
+                catalog_path::list_templates(registry, view)
+            ])),
+            prompts: digest(catalog_path::list_prompts(registry, view)),
+        }
+    }
+}
+
+/// Tells the session of the lists that differ between what it saw
+/// (`before`) and what its new view shows (`after`), of those it was
+/// offered.
+pub(crate) async fn announce_view(
+    peer: &Peer<RoleServer>,
+    session: &SessionCatalog,
+    before: &CatalogSeen,
+    after: &CatalogSeen,
+) -> Result<(), rmcp::service::ServiceError> {
+    let (resources, prompts) = *session.offered.lock().unwrap_or_else(|e| e.into_inner());
+    if resources && before.resources != after.resources {
+        peer.notify_resource_list_changed().await?;
+    }
+    if prompts && before.prompts != after.prompts {
+        peer.notify_prompt_list_changed().await?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn announce(
     peer: &Peer<RoleServer>,
     registry: &Registry,
     session: &SessionCatalog,
     seen: &mut CatalogChange,
     now: CatalogChange,
+    view: &View,
+    seen_in_view: &mut CatalogSeen,
 ) -> Result<(), rmcp::service::ServiceError> {
     let (resources, prompts) = *session.offered.lock().unwrap_or_else(|e| e.into_inner());
-    if resources && now.resources != seen.resources {
+    let in_view = CatalogSeen::of(registry, view);
+    let changed = |global: bool, mine: bool| if view.is_all() { global } else { mine };
+    if resources
+        && changed(
+            now.resources != seen.resources,
+            in_view.resources != seen_in_view.resources,
+        )
+    {
         peer.notify_resource_list_changed().await?;
     }
-    if prompts && now.prompts != seen.prompts {
+    if prompts
+        && changed(
+            now.prompts != seen.prompts,
+            in_view.prompts != seen_in_view.prompts,
+        )
+    {
         peer.notify_prompt_list_changed().await?;
     }
+    *seen_in_view = in_view;
     if now.updates != seen.updates {
         let snapshot = registry.snapshot();
         let subscribed: Vec<String> = session.subscriptions().uris.iter().cloned().collect();
         for uri in subscribed {
             let updated = match snapshot.resource(&uri) {
+                // Another's plugin, out of view: nothing to tell.
+                Some((plugin, _)) if !view.sees(&plugin.id) => false,
                 Some((plugin, _)) => now.replaced.contains(&plugin.id),
                 None => true,
             };

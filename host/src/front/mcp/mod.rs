@@ -25,12 +25,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ErrorCode as RpcErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+    CompleteResult, ErrorCode as RpcErrorCode, GetPromptRequestParams, GetPromptResponse,
+    Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ResultType,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -46,10 +47,12 @@ use crate::call::Calls;
 use crate::call::accounting::CALL_META;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::invoke;
+use crate::edge::auth::Authority;
 use crate::front::lists::ToolLists;
 use crate::ops::trace::{self, TraceParent};
 use crate::registry::Registry;
 use crate::registry::events::LoadEventKind;
+use crate::registry::view::View;
 
 /// One MCP session's handler. Streamable HTTP makes one per session and
 /// stdio one per process, so per-session state (the log level) lives here.
@@ -74,6 +77,9 @@ pub(crate) struct McpFront {
     /// change and keeping the session's memory until then.
     session_ended: CancellationToken,
     _end_session: Arc<DropGuard>,
+    /// Who may use the server, to ask what a session's owner sees now
+    /// when the tokens file changes; `None` over stdio (everything).
+    authority: Option<Arc<Authority>>,
 }
 
 impl McpFront {
@@ -83,9 +89,11 @@ impl McpFront {
         text_format: TextFormat,
         lists: Arc<ToolLists>,
         limits: Arc<catalog_methods::CatalogLimits>,
+        authority: Option<Arc<Authority>>,
     ) -> Self {
         let session_ended = CancellationToken::new();
         McpFront {
+            authority,
             registry,
             calls,
             text_format,
@@ -99,9 +107,11 @@ impl McpFront {
     }
 
     /// Tells this session's client, until the session ends:
-    /// - `notifications/tools/list_changed` each time the tool list changes,
-    ///   and the resource and prompt lists' and subscribed resources'
-    ///   notifications (`catalog.rs`);
+    /// - `notifications/tools/list_changed` each time the tool list it
+    ///   sees changes (a tool of its view comes, goes or changes, or the
+    ///   tokens file gives its owner another set), and the resource and
+    ///   prompt lists' and subscribed resources' notifications likewise
+    ///   (`catalog_methods.rs`);
     /// - a `notifications/message` warning for each plugin file rejected,
     ///   once the client has enabled logging, at or above its level, with
     ///   the reason as `viewer` may read it (`/plugins`'s rule).
@@ -113,6 +123,10 @@ impl McpFront {
         let mut catalog_changes = self.registry.catalog_changes();
         let mut seen = catalog_changes.borrow_and_update().clone();
         let mut events = self.registry.events();
+        let authority = self.authority.clone();
+        let mut tokens = authority.as_ref().map(|authority| authority.changes());
+        let mut view = viewer.view();
+        let mut sees = Seen::of(&self.registry, &view);
         let (registry, session) = (self.registry.clone(), self.catalog.clone());
         let (ended, logging_enabled, log_level) = (
             self.session_ended.clone(),
@@ -121,18 +135,53 @@ impl McpFront {
         );
         tokio::spawn(async move {
             loop {
+                let tokens_changed = async {
+                    match tokens.as_mut() {
+                        Some(tokens) => tokens.changed().await,
+                        None => std::future::pending().await,
+                    }
+                };
                 let sent = tokio::select! {
                     () = ended.cancelled() => return,
                     changed = changes.changed() => match changed {
-                        Ok(()) => peer.notify_tool_list_changed().await,
+                        Ok(()) => {
+                            let now = Seen::of(&registry, &view);
+                            if view.is_all() || now.tools != sees.tools {
+                                sees.tools = now.tools;
+                                peer.notify_tool_list_changed().await
+                            } else {
+                                Ok(())
+                            }
+                        }
                         Err(_) => return,
                     },
                     changed = catalog_changes.changed() => match changed {
                         Ok(()) => {
                             let now = catalog_changes.borrow_and_update().clone();
-                            catalog_methods::announce(&peer, &registry, &session, &mut seen, now).await
+                            catalog_methods::announce(&peer, &registry, &session, &mut seen, now, &view, &mut sees.catalog).await
                         }
                         Err(_) => return,
+                    },
+                    changed = tokens_changed => match (changed, &authority) {
+                        (Ok(()), Some(authority)) => {
+                            let now_view = authority.view_now(viewer.0.as_ref());
+                            if now_view == view {
+                                continue;
+                            }
+                            view = now_view;
+                            let now = Seen::of(&registry, &view);
+                            let told = catalog_methods::announce_view(&peer, &session, &sees.catalog, &now.catalog).await;
+                            let told = match told {
+                                Ok(()) if now.tools != sees.tools => peer.notify_tool_list_changed().await,
+                                other => other,
+                            };
+                            sees = now;
+                            told
+                        }
+                        _ => {
+                            tokens = None;
+                            continue;
+                        }
                     },
                     event = events.recv() => match event {
                         Ok(event) if event.kind != LoadEventKind::Rejected => continue,
@@ -189,10 +238,13 @@ impl ServerHandler for McpFront {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let cursor = request.as_ref().and_then(|params| params.cursor.as_deref());
-        let Some((tools, next_cursor)) = self.lists.mcp_page(&self.registry.snapshot(), cursor)
+        let view = view_in(&context);
+        let Some((tools, next_cursor)) =
+            self.lists
+                .mcp_page(&self.registry.snapshot(), cursor, &view)
         else {
             return Err(McpError::invalid_params(
                 "the cursor is not one this server gave; list from the start without one",
@@ -203,6 +255,7 @@ impl ServerHandler for McpFront {
             tools,
             next_cursor,
             result_type: Some(ResultType::COMPLETE),
+            cache_scope: Some(CacheScope::Private),
             ..Default::default()
         })
     }
@@ -239,6 +292,7 @@ impl ServerHandler for McpFront {
                 }
             },
         );
+        let view = view_in(&context);
         let envelope = invoke::call_tool(
             &self.registry,
             &self.calls,
@@ -247,6 +301,7 @@ impl ServerHandler for McpFront {
             self.text_format,
             Some(client),
             invoke::Front::Mcp,
+            &view,
         )
         .instrument(span.clone())
         .await;
@@ -257,25 +312,30 @@ impl ServerHandler for McpFront {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        catalog_methods::list_resources(&self.registry)
+        let mut result = catalog_methods::list_resources(&self.registry, &view_in(&context))?;
+        result.cache_scope = Some(CacheScope::Private);
+        Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        catalog_methods::list_templates(&self.registry)
+        let mut result = catalog_methods::list_templates(&self.registry, &view_in(&context))?;
+        result.cache_scope = Some(CacheScope::Private);
+        Ok(result)
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        catalog_methods::read_resource(&self.registry, &self.calls, &self.catalog, request)
+        let view = view_in(&context);
+        catalog_methods::read_resource(&self.registry, &self.calls, &self.catalog, request, &view)
             .await
             .map(ReadResourceResponse::Complete)
     }
@@ -291,6 +351,7 @@ impl ServerHandler for McpFront {
             &self.catalog,
             request.uri,
             person.as_deref(),
+            &view_in(&context),
         )
     }
 
@@ -306,17 +367,20 @@ impl ServerHandler for McpFront {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        catalog_methods::list_prompts(&self.registry)
+        let mut result = catalog_methods::list_prompts(&self.registry, &view_in(&context))?;
+        result.cache_scope = Some(CacheScope::Private);
+        Ok(result)
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        catalog_methods::get_prompt(&self.registry, &self.calls, request)
+        let view = view_in(&context);
+        catalog_methods::get_prompt(&self.registry, &self.calls, request, &view)
             .await
             .map(GetPromptResponse::Complete)
     }
@@ -324,9 +388,10 @@ impl ServerHandler for McpFront {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        catalog_methods::complete(&self.registry, &self.calls, request).await
+        let view = view_in(&context);
+        catalog_methods::complete(&self.registry, &self.calls, request, &view).await
     }
 
     async fn set_level(
@@ -371,6 +436,30 @@ impl ServerHandler for McpFront {
                     }
                 }
             }
+        }
+    }
+}
+
+/// What the sender of the request sees: their tool set as the guard found
+/// it for this very request (so an edited tokens file counts at once);
+/// everything on an open server and over stdio.
+fn view_in(context: &RequestContext<RoleServer>) -> View {
+    requester(context).map_or_else(View::all, |identity| identity.tools.clone())
+}
+
+/// What a session last saw of the lists, to tell its client only of the
+/// changes to what it sees.
+struct Seen {
+    tools: u64,
+    catalog: catalog_methods::CatalogSeen,
+}
+
+impl Seen {
+    fn of(registry: &Registry, view: &View) -> Seen {
+        let snapshot = registry.snapshot();
+        Seen {
+            tools: crate::front::lists::fingerprint(&snapshot, view),
+            catalog: catalog_methods::CatalogSeen::of(registry, view),
         }
     }
 }

@@ -145,12 +145,13 @@ pub(crate) fn router(
         config.json_response = !legacy_sessions;
         config.cancellation_token = settings.shutdown.clone();
         config.max_request_body_bytes = settings.max_body_bytes;
-        let (registry, calls, text_format, lists, limits) = (
+        let (registry, calls, text_format, lists, limits, authority) = (
             registry.clone(),
             calls.clone(),
             settings.text_format,
             lists.clone(),
             limits.clone(),
+            settings.authority.clone(),
         );
         StreamableHttpService::new(
             move || {
@@ -160,6 +161,7 @@ pub(crate) fn router(
                     text_format,
                     lists.clone(),
                     limits.clone(),
+                    Some(authority.clone()),
                 ))
             },
             manager.clone(),

@@ -1,0 +1,156 @@
+//! What one caller may see: a tool set (the tokens file's `tools = […]`,
+//! or an OAuth claim's groups), resolved for one person, and the one test
+//! every list and every lookup asks of a plugin id.
+//!
+//! A set is a list of globs over plugin ids (`namespace/name`, or `name`
+//! at the top level): `*` matches within one part (`instructor/*` is the
+//! instructor's plugins, `*` the top level's), `**` matches everything,
+//! `?` and `[abc]` as in shell globs. `{self}` was replaced by the
+//! person's namespace before a pattern gets here. A plugin's tools,
+//! resources and prompts follow it: a caller sees all of them or none.
+//!
+//! [`View::all`] (no set) sees everything, as a server without sets always
+//! did. Anything outside a view answers as if it did not exist; that rule
+//! lives with each lookup (`call/`), which asks [`View::sees`].
+
+use std::sync::Arc;
+
+use glob::{MatchOptions, Pattern};
+
+/// Globs are matched with `/` literal (`*` stays within one part).
+const OPTIONS: MatchOptions = MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: true,
+    require_literal_leading_dot: false,
+};
+
+/// One person's set of plugins, resolved.
+#[derive(Debug)]
+pub struct ToolSet {
+    patterns: Vec<Pattern>,
+    /// The resolved patterns, sorted and joined: equal keys see alike, so
+    /// a list made for one is good for the other.
+    key: Arc<str>,
+}
+
+/// What a caller sees: everything, or a [`ToolSet`].
+#[derive(Debug, Clone, Default)]
+pub struct View(Option<Arc<ToolSet>>);
+
+impl View {
+    /// Everything (no set).
+    pub fn all() -> View {
+        View(None)
+    }
+
+    /// A view of the plugins `patterns` match (already resolved: no
+    /// `{self}` left). An invalid pattern is an error naming it.
+    pub(crate) fn of(patterns: &[String]) -> Result<View, String> {
+        let mut resolved: Vec<String> = patterns.to_vec();
+        resolved.sort();
+        resolved.dedup();
+        let compiled = resolved
+            .iter()
+            .map(|pattern| {
+                check_pattern(pattern)?;
+                Pattern::new(pattern).map_err(|e| format!("the pattern {pattern:?}: {e}"))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(View(Some(Arc::new(ToolSet {
+            patterns: compiled,
+            key: resolved.join("\n").into(),
+        }))))
+    }
+
+    /// Whether the caller sees plugin `id` (and so its tools, resources
+    /// and prompts).
+    pub(crate) fn sees(&self, id: &str) -> bool {
+        match &self.0 {
+            None => true,
+            Some(set) => set
+                .patterns
+                .iter()
+                .any(|pattern| pattern.matches_with(id, OPTIONS)),
+        }
+    }
+
+    /// Whether this view sees everything.
+    pub(crate) fn is_all(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// What tells views apart: `None` for everything, else the resolved
+    /// patterns (equal keys, equal views).
+    pub(crate) fn key(&self) -> Option<&Arc<str>> {
+        self.0.as_ref().map(|set| &set.key)
+    }
+}
+
+impl PartialEq for View {
+    fn eq(&self, other: &View) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for View {}
+
+/// A pattern is made of what plugin ids are made of (letters, digits, `_`,
+/// `-`, `.`, one `/`) and the glob signs `*`, `?`, `[`, `]`, `!`.
+fn check_pattern(pattern: &str) -> Result<(), String> {
+    let fine = !pattern.is_empty()
+        && pattern.len() <= 200
+        && pattern.matches('/').count() <= 1
+        && pattern.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'_' | b'-' | b'.' | b'/' | b'*' | b'?' | b'[' | b']' | b'!'
+                )
+        });
+    if fine {
+        Ok(())
+    } else {
+        Err(format!(
+            "the pattern {pattern:?} is not a glob over plugin ids (`namespace/name` or `name`, with \
+             `*`, `**`, `?` or `[…]`, and `{{self}}` for the person's namespace)"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(patterns: &[&str]) -> View {
+        View::of(&patterns.iter().map(|p| p.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn globs_match_within_a_part_and_double_stars_everything() {
+        let room = view(&["instructor/*", "ada/*"]);
+        assert!(room.sees("instructor/echo"));
+        assert!(room.sees("ada/word_count"));
+        assert!(!room.sees("bob/word_count"));
+        assert!(!room.sees("echo"));
+        assert!(!room.sees("instructor"));
+        let top = view(&["*"]);
+        assert!(top.sees("echo") && !top.sees("ada/echo"));
+        let every = view(&["**"]);
+        assert!(every.sees("echo") && every.sees("ada/echo"));
+        let none = view(&[]);
+        assert!(!none.sees("echo"));
+        assert!(View::all().sees("anything/at_all"));
+        assert!(view(&["finance/report_?", "[ab]*/x"]).sees("finance/report_1"));
+        assert!(view(&["[ab]*/x"]).sees("bob/x"));
+    }
+
+    #[test]
+    fn equal_sets_are_equal_views_and_bad_patterns_are_named() {
+        assert_eq!(view(&["b/*", "a/*", "a/*"]), view(&["a/*", "b/*"]));
+        assert_ne!(view(&["a/*"]), View::all());
+        for bad in ["", "a/b/c", "{self}/*", "a b", "@group"] {
+            let error = View::of(&[bad.to_string()]).err().unwrap_or_default();
+            assert!(error.contains("not a glob"), "{bad:?}: {error}");
+        }
+    }
+}
