@@ -712,3 +712,84 @@ fn an_issuer_over_plain_http_elsewhere_is_refused_at_start() {
         assert!(!stderr.contains("listening"), "{flags:?}: {stderr}");
     }
 }
+
+/// Issue #38: with `--auth-tools-claim groups`, an access token sees the
+/// tokens file's groups its claim names, and nothing without one; the
+/// file's groups edited change what the same token sees.
+#[test]
+fn an_access_tokens_claim_names_the_groups_it_sees() {
+    let keys = tempfile::tempdir().unwrap();
+    let es = Arc::new(Key::make(keys.path(), "es-1", Algorithm::ES256));
+    let issuer = start_issuer(es.clone(), vec![es.jwk()]);
+    let dir = plugin_dir(&[&example("echo")]);
+    std::fs::create_dir(dir.path().join("finance")).unwrap();
+    std::fs::copy(example("echo"), dir.path().join("finance/ledger.wasm")).unwrap();
+    let config = tempfile::tempdir().unwrap();
+    let tokens = config.path().join("tokens.toml");
+    let file = |support: &str| {
+        format!(
+            "[[group]]\nname = \"support\"\ntools = [{support}]\n\
+             [[group]]\nname = \"finance\"\ntools = [\"finance/*\"]\n\
+             [[token]]\nname = \"carol\"\nsecret = \"{CAROL}\"\nrole = \"caller\"\n"
+        )
+    };
+    std::fs::write(&tokens, file("\"*\"")).unwrap();
+    let server = Server::start(
+        dir.path(),
+        &[
+            "--auth-issuer",
+            &issuer.base,
+            "--auth-audience",
+            AUDIENCE,
+            "--auth-tools-claim",
+            "groups",
+            "--tokens",
+            tokens.to_str().unwrap(),
+        ],
+    );
+    let token = |groups: Option<Value>| {
+        let mut claims = json!({"iss": issuer.base, "aud": AUDIENCE, "sub": "agent",
+                                "scope": "tools:call", "iat": now(), "exp": now() + 300});
+        if let Some(groups) = groups {
+            claims["groups"] = groups;
+        }
+        es.sign("es-1", &claims)
+    };
+    let tools = |token: &str| -> Vec<String> {
+        let listed = send(&server, "GET", "/tools", Some(token), "");
+        assert_eq!(listed.status, 200, "{}", listed.body);
+        listed
+            .body
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let support = token(Some(json!(["support", "unknown-group"])));
+    assert_eq!(tools(&support), ["echo"]);
+    let finance = token(Some(json!("finance")));
+    assert_eq!(tools(&finance), ["finance__echo"]);
+    let called = send(
+        &server,
+        "POST",
+        "/tools/finance__echo",
+        Some(&support),
+        ECHO,
+    );
+    assert_eq!(called.status, 404, "{}", called.body);
+    // No claim: nothing (a set is never widened by leaving it out).
+    assert!(tools(&token(None)).is_empty());
+    // The tokens-file person without a set sees every tool.
+    assert_eq!(tools(CAROL).len(), 2);
+
+    // The group edited: the same token sees what it names now.
+    let next = config.path().join("tokens.next");
+    std::fs::write(&next, file("\"finance/*\"")).unwrap();
+    std::fs::rename(&next, &tokens).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tools(&support) != ["finance__echo"] {
+        assert!(Instant::now() < deadline, "the edited group never applied");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
