@@ -71,6 +71,9 @@ pub struct HostConfig {
     /// Registry credentials in docker's `config.json` format; `None` reads
     /// `$DOCKER_CONFIG/config.json` or `~/.docker/config.json`.
     pub registry_config: Option<PathBuf>,
+    /// `--require-approval`: a plugin's definitions serve only once an
+    /// admin approved them (`registry/approvals.rs`); `None`: no approval.
+    pub require_approval: Option<crate::registry::approvals::ApprovalMode>,
 }
 
 impl HostConfig {
@@ -97,6 +100,7 @@ impl HostConfig {
             per_person: PersonShares::DEFAULT,
             verify_key: None,
             registry_config: None,
+            require_approval: None,
         }
     }
 
@@ -238,6 +242,7 @@ impl Host {
             .map(std::path::absolute)
             .transpose()?;
         if let Some(folder) = &folder {
+            registry.keep_records(folder, config.require_approval);
             if let Some(debounce) = config.watch {
                 let watched = watcher::watch(registry.clone(), folder, debounce).map_err(|e| {
                     anyhow::anyhow!("cannot watch the plugin folder {}: {e:#}", folder.display())

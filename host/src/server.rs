@@ -26,10 +26,10 @@ use crate::edge::oauth::{self, OAuth, OAuthSettings};
 use crate::front::mcp::McpFront;
 use crate::front::mcp::stdio;
 use crate::front::mcp::streamable::{self as mcp_http, McpHttpSettings};
-use crate::front::plugin_routes;
 use crate::front::resources;
 use crate::front::rest::{self, RestSettings};
 use crate::front::ui;
+use crate::front::{approval_routes, plugin_routes};
 use crate::ops::feed::{self, EventFeed};
 use crate::ops::metrics::{self, HttpGauges};
 use crate::registry::Registry;
@@ -189,6 +189,11 @@ async fn serve(
         )?,
         oauth: oauth.clone(),
     });
+    tokio::spawn(audit_tokens_file(
+        authority.clone(),
+        Arc::downgrade(&registry),
+        shutdown.clone(),
+    ));
     let (mcp, open_sessions) = mcp_http::router(
         registry.clone(),
         calls.clone(),
@@ -245,6 +250,13 @@ async fn serve(
         ),
         GuardSettings {
             needs: Some(settings.metrics_role),
+            ..guard.clone()
+        },
+    ))
+    .merge(guarded(
+        approval_routes::router(publishing.clone()),
+        GuardSettings {
+            needs: Some(Role::Admin),
             ..guard.clone()
         },
     ))
@@ -355,4 +367,58 @@ pub(crate) async fn run_cgi(
         front: Front::Cgi,
     };
     crate::front::cgi::run(host, settings).await
+}
+
+/// Writes each reload of the tokens file to the audit log: who was added,
+/// removed or changed (role or set), by name. Ends with the server.
+async fn audit_tokens_file(
+    authority: Arc<Authority>,
+    registry: std::sync::Weak<crate::registry::Registry>,
+    shutdown: CancellationToken,
+) {
+    let mut changes = authority.changes();
+    let mut before = authority.people.summary();
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+        let after = authority.people.summary();
+        let names = |pick: &dyn Fn(&String) -> bool| -> Vec<String> {
+            before
+                .keys()
+                .chain(after.keys())
+                .filter(|name| pick(name))
+                .cloned()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect()
+        };
+        let added = names(&|name| !before.contains_key(name));
+        let removed = names(&|name| !after.contains_key(name));
+        let changed = names(&|name| {
+            before.contains_key(name) && after.contains_key(name) && before[name] != after[name]
+        });
+        let Some(registry) = registry.upgrade() else {
+            return;
+        };
+        if let Some(audit) = registry.audit() {
+            audit.record(
+                "tokens file reloaded",
+                "operator",
+                None,
+                serde_json::json!({
+                    "added": added,
+                    "removed": removed,
+                    "changed": changed
+                        .iter()
+                        .map(|name| serde_json::json!({
+                            "name": name, "was": before[name], "now": after[name],
+                        }))
+                        .collect::<Vec<_>>(),
+                }),
+            );
+        }
+        before = after;
+    }
 }

@@ -5,6 +5,7 @@
 //! through the real `toolhost` binary over real sockets, or through
 //! [`toolhost::Host`] in process where only HTTP is under test.
 
+mod approvals;
 mod auth;
 mod builds;
 mod cli;

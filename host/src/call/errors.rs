@@ -105,6 +105,9 @@ error_codes! {
     /// A newer source from the same person replaced this one while it
     /// waited for its build.
     BuildReplaced = "BUILD_REPLACED",
+    /// An approval or refusal of a plugin with nothing waiting for one
+    /// (`--require-approval`), or on a server that asks for none.
+    NothingPending = "NOTHING_PENDING",
 }
 
 /// Whether `code` may be an error code on the wire: a capital letter, then
@@ -132,7 +135,7 @@ impl ErrorCode {
             | ErrorCode::PromptNotFound
             | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
-            ErrorCode::QuotaExceeded | ErrorCode::BuildReplaced => 409,
+            ErrorCode::QuotaExceeded | ErrorCode::BuildReplaced | ErrorCode::NothingPending => 409,
             ErrorCode::RequestTimeout => 408,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::Unauthorized => 401,

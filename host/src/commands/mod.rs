@@ -3,6 +3,7 @@
 //! Commands build what they need (a registry, a server) from the library
 //! and never reach back into the binary's entry point.
 
+mod approve;
 mod build_flags;
 mod call;
 mod cgi;
@@ -68,6 +69,10 @@ enum Command {
     /// into your namespace; `--delete NAME` removes one of yours. Prints
     /// the tools live, or why the server refused them (exit 1).
     Push(push::PushOptions),
+    /// Approve (or with --refuse, refuse) a plugin's version held for
+    /// approval on a server run with --require-approval; prints what
+    /// changed and what serves now. Admins only.
+    Approve(approve::ApproveOptions),
     /// Answer one CGI/1.1 request (PATH_INFO `/tools/<name>`, JSON body on
     /// stdin) with the same routes and envelopes as the REST server.
     Cgi(cgi::CgiOptions),
@@ -109,6 +114,7 @@ impl Cli {
                         Command::New(options) => options.run(),
                         Command::Dev(options) => options.run().await,
                         Command::Push(options) => options.run().await,
+                        Command::Approve(options) => options.run().await,
                     }
                 })
             });

@@ -121,6 +121,7 @@ impl HostOptions {
             },
             verify_key: self.verify_key.clone(),
             registry_config: self.registry_config.clone(),
+            require_approval: None,
         }
     }
 

@@ -102,6 +102,19 @@ impl PushOptions {
             }
         };
         Ok(match outcome {
+            Outcome::Live(report, _)
+                if report.state == crate::registry::report::PluginState::Pending =>
+            {
+                println!(
+                    "held for an admin's approval ({}): {}",
+                    report.id,
+                    report
+                        .reason
+                        .as_deref()
+                        .unwrap_or("its definitions are new")
+                );
+                0
+            }
             Outcome::Live(report, build) => {
                 println!("live: {} ({})", report.tools.join(", "), report.id);
                 for note in build

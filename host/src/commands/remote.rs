@@ -275,7 +275,7 @@ impl Publisher {
 /// What a publish's answer says.
 fn answer(status: u16, body: Value) -> anyhow::Result<Outcome> {
     match (status, body["error"]["code"].as_str()) {
-        (200 | 201, _) => {
+        (200..=202, _) => {
             let build = body.get("build").cloned();
             Ok(Outcome::Live(
                 Box::new(serde_json::from_value(body)?),
@@ -341,6 +341,13 @@ async fn request_typed(
                     request = request.header("Authorization", auth);
                 }
                 request.send(&body[..])
+            }
+            ("POST", _) => {
+                let mut request = agent.post(&url).header("Content-Type", "application/json");
+                if let Some(auth) = &auth {
+                    request = request.header("Authorization", auth);
+                }
+                request.send(&b""[..])
             }
             ("DELETE", _) => {
                 let mut request = agent.delete(&url);

@@ -13,11 +13,21 @@ use tokio_util::sync::CancellationToken;
 use super::options::{HostOptions, HttpOptions};
 use crate::edge::auth::Role;
 use crate::edge::oauth::OAuthSettings;
+use crate::registry::approvals::ApprovalMode;
 use crate::server::Settings;
 use crate::{Host, HostConfig};
 
 /// Where HTTP listens when neither `--listen` nor `--stdio` is given.
 pub(super) const DEFAULT_LISTEN: &str = "127.0.0.1:8000";
+
+/// What `--require-approval` pins.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum RequireApproval {
+    /// The definitions: a code-only replacement goes live.
+    Definitions,
+    /// The definitions and the component's hash.
+    All,
+}
 
 #[derive(Args)]
 pub(super) struct ServeOptions {
@@ -43,6 +53,19 @@ pub(super) struct ServeOptions {
     /// every route is open (loopback's single-user default).
     #[arg(long, env = "TOOLHOST_TOKENS")]
     pub(super) tokens: Option<std::path::PathBuf>,
+    /// Hold each new plugin, and each replacement whose definitions (tool
+    /// names, titles, descriptions, schemas, annotations; resources and
+    /// prompts) differ from the approved ones, until an admin approves it;
+    /// the approved version serves meanwhile. `all` pins the component's
+    /// hash too. Approvals are kept in the plugin folder's `.toolhost/`.
+    #[arg(
+        long,
+        env = "TOOLHOST_REQUIRE_APPROVAL",
+        num_args = 0..=1,
+        default_missing_value = "definitions",
+        value_enum
+    )]
+    require_approval: Option<RequireApproval>,
     /// Accept OAuth 2.1 access tokens (JWTs) from this authorization server
     /// (its issuer identifier, `iss`), beside or instead of tokens. Needs
     /// --auth-audience. HTTPS, or plain HTTP on loopback.
@@ -165,7 +188,13 @@ impl ServeOptions {
 
     /// The host `serve` opens: the folder watched.
     pub(super) fn host_config(&self) -> HostConfig {
-        self.host.config(Duration::from_millis(self.debounce_ms))
+        HostConfig {
+            require_approval: self.require_approval.map(|mode| match mode {
+                RequireApproval::Definitions => ApprovalMode::Definitions,
+                RequireApproval::All => ApprovalMode::All,
+            }),
+            ..self.host.config(Duration::from_millis(self.debounce_ms))
+        }
     }
 
     /// Serves an open host with these flags until Ctrl-C or SIGTERM (or,

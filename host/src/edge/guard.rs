@@ -207,6 +207,18 @@ impl Requester {
         }
     }
 
+    /// Whether the requester does not see this plugin at all: out of
+    /// their view, or new and held for approval, not theirs.
+    pub(crate) fn hides(&self, report: &PluginReport) -> bool {
+        match &self.0 {
+            Some(identity) if identity.role != Role::Admin => {
+                !self.sees_plugin_id(&report.id)
+                    || report.hidden_from(identity.namespace.as_deref())
+            }
+            _ => false,
+        }
+    }
+
     /// One plugin's report as the requester may see it (see [`Self::sees`]).
     pub(crate) fn sees_plugin(&self, report: PluginReport) -> PluginReport {
         match &self.0 {

@@ -11,10 +11,13 @@
 //! - [`plugin_routes`]: `PUT`, `GET`, `DELETE /plugins/...`: publishing,
 //!   with [`uploads`] (turns, bodies, refusals) and [`source_routes`]
 //!   (source the server builds); `GET /publishes`, the room's view.
+//! - [`approval_routes`]: admins' approvals and refusals of held
+//!   versions, and `GET /audit`.
 //! - [`ui`]: the dashboard at `/`, its assets embedded in the binary.
 //! - [`mcp`]: the MCP handler, served over Streamable HTTP and stdio.
 //! - [`cgi`]: one CGI/1.1 request through the REST router.
 
+pub(crate) mod approval_routes;
 pub(crate) mod cgi;
 pub(crate) mod lists;
 pub(crate) mod mcp;

@@ -7,7 +7,8 @@
 //! - `DELETE` on the same URL removes it, `GET` reports it.
 //!
 //! A PUT answers once the plugin has loaded or been refused: 201 (new) or
-//! 200 (replaced) with its report, the tools under the names clients see;
+//! 200 (replaced) with its report, the tools under the names clients see,
+//! or 202 with it held for an admin's approval (`--require-approval`);
 //! 422 `PLUGIN_REJECTED` with the loader's reason while the version that
 //! served keeps serving. Every check (names, role, content type, declared
 //! size) comes before anything is written, and the body is streamed to
@@ -183,10 +184,12 @@ fn report(
     };
     let report = state.registry.plugins_report();
     // One out of the requester's view is as one that is not there.
-    let seen = requester
-        .as_ref()
-        .is_none_or(|requester| requester.sees_plugin_id(&id));
-    match report.plugin(&id).filter(|_| seen).cloned() {
+    let seen = |plugin: &&PluginReport| {
+        requester
+            .as_ref()
+            .is_none_or(|requester| !requester.hides(plugin))
+    };
+    match report.plugin(&id).filter(seen).cloned() {
         Some(plugin) => {
             let plugin = match &requester {
                 Some(requester) => requester.sees_plugin(plugin),
@@ -310,8 +313,16 @@ async fn publish(
     };
     match state.publishing.publish(upload, &by, None).await {
         Ok(Published::Live { report, created }) => {
-            state.publishing.note(Noted::now(&id, &by, "live"));
-            json_response(if created { 201 } else { 200 }, &shown(report))
+            // Held for an admin's approval (`--require-approval`): 202.
+            let held = report.state == crate::registry::report::PluginState::Pending;
+            let outcome = if held { "pending" } else { "live" };
+            state.publishing.note(Noted::now(&id, &by, outcome));
+            let status = match (held, created) {
+                (true, _) => 202,
+                (false, true) => 201,
+                (false, false) => 200,
+            };
+            json_response(status, &shown(report))
         }
         Ok(Published::Refused { report }) => {
             let report = shown(report);

@@ -110,6 +110,7 @@ pub(crate) fn publish_failure(id: &str, error: PublishError) -> Response {
         PublishError::OverShare(_) => ErrorCode::QuotaExceeded,
         PublishError::NotFound(_) => ErrorCode::NotFound,
         PublishError::TooLarge { .. } => ErrorCode::PayloadTooLarge,
+        PublishError::NothingPending(_) => ErrorCode::NothingPending,
         PublishError::NoFolder | PublishError::Write(_) | PublishError::Gone => {
             ErrorCode::HostError
         }

@@ -239,7 +239,7 @@ impl Stream {
             tokio::select! {
                 received = self.live.recv() => match received {
                     // What the viewer does not see passes them by.
-                    Ok(numbered) if !self.viewer.sees_plugin_id(&numbered.event.plugin) => {
+                    Ok(numbered) if self.viewer.hides(&numbered.event.report) => {
                         self.last_id = self.last_id.max(numbered.id);
                     }
                     Ok(numbered) if numbered.id > self.last_id => self.queue_load_event(numbered),

@@ -43,6 +43,9 @@ pub enum LoadEventKind {
     Removed,
     /// Optimised code replaced the baseline code a large plugin started on.
     Optimised,
+    /// The newest version waits for an admin's approval
+    /// (`--require-approval`); the approved version, if any, serves on.
+    Pending,
 }
 
 impl LoadEventKind {
@@ -55,6 +58,7 @@ impl LoadEventKind {
             LoadEventKind::Replaced => "replaced",
             LoadEventKind::Rejected => "rejected",
             LoadEventKind::Removed => "removed",
+            LoadEventKind::Pending => "pending",
             LoadEventKind::Optimised => "optimised",
         }
     }

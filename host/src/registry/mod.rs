@@ -28,6 +28,9 @@
 //!   that would take another's name is rejected, naming the holder, and is
 //!   admitted by itself once the name is free again.
 
+pub mod approvals;
+pub(crate) mod approving;
+pub(crate) mod audit;
 pub(crate) mod catalog;
 pub mod events;
 mod jobs;
@@ -96,6 +99,11 @@ pub struct Registry {
     /// Set once the first scan of the folder is done: every plugin, from a
     /// file or from a registry, has loaded or failed (`/ready`).
     scanned: std::sync::atomic::AtomicBool,
+    /// With `--require-approval`, the folder's approvals: a version whose
+    /// definitions are not approved is held, not served.
+    approvals: std::sync::OnceLock<approvals::Approvals>,
+    /// The folder's audit log (`GET /audit`).
+    audit: std::sync::OnceLock<audit::Audit>,
 }
 
 impl Registry {
@@ -119,7 +127,28 @@ impl Registry {
             events: tokio::sync::broadcast::Sender::new(events::EVENT_BUFFER),
             folder: std::sync::OnceLock::new(),
             layout: std::sync::OnceLock::new(),
+            approvals: std::sync::OnceLock::new(),
+            audit: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Keeps the audit log, and with `approval` approvals, in `folder`
+    /// (before it is scanned, so that no version serves unapproved).
+    pub(crate) fn keep_records(&self, folder: &Path, approval: Option<approvals::ApprovalMode>) {
+        let _ = self.audit.set(audit::Audit::new(folder));
+        if let Some(mode) = approval {
+            let _ = self.approvals.set(approvals::Approvals::new(folder, mode));
+        }
+    }
+
+    /// The folder's approvals, with `--require-approval`.
+    pub(crate) fn approvals(&self) -> Option<&approvals::Approvals> {
+        self.approvals.get()
+    }
+
+    /// The folder's audit log, once there is a folder.
+    pub(crate) fn audit(&self) -> Option<&audit::Audit> {
+        self.audit.get()
     }
 
     pub fn runtime(&self) -> &Arc<Runtime> {
@@ -150,7 +179,12 @@ impl Registry {
     pub(crate) fn rejected_count(&self) -> usize {
         self.snapshot()
             .plugins()
-            .filter(|(_, record)| record.rejected.is_some())
+            .filter(|(_, record)| {
+                record
+                    .rejected
+                    .as_ref()
+                    .is_some_and(|rejection| rejection.reason.held().is_none())
+            })
             .count()
     }
 
@@ -288,6 +322,9 @@ impl Registry {
                     Some(report) if report.state == PluginState::Rejected => {
                         (LoadEventKind::Rejected, report)
                     }
+                    Some(report) if report.state == PluginState::Pending => {
+                        (LoadEventKind::Pending, report)
+                    }
                     Some(report) if before.is_serving(&id) => (LoadEventKind::Replaced, report),
                     Some(report) => (LoadEventKind::Loaded, report),
                     None => continue,
@@ -393,6 +430,12 @@ impl Registry {
                     &path,
                 )
                 .await;
+                let verdict = match registry.approvals() {
+                    Some(approvals) => {
+                        verdict::held_for_approval(&registry, approvals, &id, verdict).await
+                    }
+                    None => verdict,
+                };
                 (index, Some(verdict))
             });
         }

@@ -64,6 +64,20 @@ pub enum LoadError {
     /// would be served by both.
     #[error("{what} overlaps what plugin {holder:?} serves: some URI would be served by both")]
     Overlaps { what: String, holder: String },
+    /// It waits for an admin's approval of its definitions
+    /// (`--require-approval`, see `approvals.rs`).
+    #[error("awaiting an admin's approval: {}", .0.summary)]
+    Pending(Box<crate::registry::approvals::Held>),
+}
+
+impl LoadError {
+    /// What a version held for approval waits on.
+    pub(crate) fn held(&self) -> Option<&crate::registry::approvals::Held> {
+        match self {
+            LoadError::Pending(held) => Some(held),
+            _ => None,
+        }
+    }
 }
 
 /// A plugin that passed every check and can serve calls.

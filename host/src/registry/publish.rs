@@ -78,6 +78,9 @@ pub(crate) enum PublishError {
     TooLarge { limit: u64 },
     #[error(transparent)]
     OverShare(#[from] OverShare),
+    /// An approval or refusal with nothing held (see `approving.rs`).
+    #[error("{0}")]
+    NothingPending(String),
 }
 
 /// The source a component was built from on the server, kept beside it
@@ -214,7 +217,12 @@ impl Publishing {
     }
 
     /// Where plugin `id` lives in the folder, if the registry serves one.
-    fn file_of(&self, id: &str) -> Result<PathBuf, PublishError> {
+    /// The registry it publishes into.
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    pub(super) fn file_of(&self, id: &str) -> Result<PathBuf, PublishError> {
         self.registry.plugin_file(id).ok_or(PublishError::NoFolder)
     }
 
@@ -244,7 +252,7 @@ impl Publishing {
 
     /// The lock that serialises publishes of plugin `id`: its namespace's,
     /// or its own at the top level.
-    fn publish_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+    pub(super) fn publish_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let key = namespace_of(id).map_or_else(|| id.to_string(), |ns| format!("{ns}/"));
         let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
         locks.retain(|_, lock| Arc::strong_count(lock) > 1);
@@ -407,6 +415,19 @@ impl Publishing {
                     tracing::warn!(plugin = %id, %error, "cannot keep the plugin's source");
                 }
                 tracing::info!(plugin = %id, person = %by, hash = %&hash[..12], "published");
+                if let Some(audit) = self.registry.audit() {
+                    let held = report.state == PluginState::Pending;
+                    audit.record(
+                        if held {
+                            "publish (held for approval)"
+                        } else {
+                            "publish"
+                        },
+                        by,
+                        Some(&id),
+                        serde_json::json!({ "hash": hash, "replaced": before.is_some() }),
+                    );
+                }
                 Ok(Published::Live {
                     report: self
                         .registry
@@ -463,8 +484,14 @@ impl Publishing {
             .map_err(PublishError::Write)?;
         let _ = tokio::fs::remove_file(published_file(&file)).await;
         let _ = tokio::fs::remove_file(source_file(&file)).await;
+        if let Some(approvals) = self.registry.approvals() {
+            approvals.forget(id);
+        }
         self.registry.load_settled(file).await;
         tracing::info!(plugin = %id, person = %by, "removed");
+        if let Some(audit) = self.registry.audit() {
+            audit.record("remove", by, Some(id), serde_json::json!({}));
+        }
         Ok(())
     }
 }

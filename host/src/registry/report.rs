@@ -29,6 +29,7 @@ impl PluginsReport {
         self.plugins = self
             .plugins
             .into_iter()
+            .filter(|plugin| !plugin.hidden_from(namespace))
             .map(|plugin| plugin.for_person(namespace))
             .collect();
         self
@@ -47,6 +48,15 @@ impl PluginReport {
     /// refusal's reason are cut to their last part), and why a plugin was
     /// refused only for their own plugins: another person's reasons are
     /// theirs and the admins'.
+    /// Whether someone who is not an admin, `namespace` being theirs,
+    /// does not see this plugin at all: a new one waiting for approval,
+    /// not theirs (nothing of it serves).
+    pub(crate) fn hidden_from(&self, namespace: Option<&str>) -> bool {
+        let own =
+            namespace.is_some() && crate::registry::layout::namespace_of(&self.id) == namespace;
+        self.state == PluginState::Pending && self.serving.is_none() && !own
+    }
+
     pub(crate) fn for_person(mut self, namespace: Option<&str>) -> PluginReport {
         if let Some(name) = std::path::Path::new(&self.file).file_name() {
             self.file = name.to_string_lossy().into_owned();
@@ -63,6 +73,18 @@ impl PluginReport {
         }
         let own =
             namespace.is_some() && crate::registry::layout::namespace_of(&self.id) == namespace;
+        // A version waiting for approval is its publisher's and the
+        // admins' to see: anyone else sees the version that serves.
+        if self.state == PluginState::Pending && !own {
+            self.state = PluginState::Loaded;
+            self.pending = None;
+            self.reason = None;
+            self.rejected_at = None;
+            if let Some(serving) = self.serving.take() {
+                self.content_hash = Some(serving.content_hash);
+                self.loaded_at = Some(serving.loaded_at);
+            }
+        }
         if let Some(reason) = self.reason.take() {
             self.reason = Some(if own {
                 without_paths(&reason)
@@ -164,6 +186,11 @@ pub struct PluginReport {
     /// Set while a load job for this file runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiling: Option<Compiling>,
+    /// The newest version's changes from the approved definitions, while
+    /// it waits for approval (`summary`, `changes`): its publisher's and
+    /// the admins' to read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<serde_json::Value>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
@@ -172,6 +199,8 @@ pub enum PluginState {
     Loaded,
     Rejected,
     Compiling,
+    /// Waits for an admin's approval (`--require-approval`).
+    Pending,
 }
 
 impl PluginState {
@@ -180,6 +209,7 @@ impl PluginState {
             PluginState::Loaded => "loaded",
             PluginState::Rejected => "rejected",
             PluginState::Compiling => "compiling",
+            PluginState::Pending => "pending",
         }
     }
 }
@@ -242,6 +272,26 @@ impl PluginReport {
         }
     }
 
+    /// A version held for approval (`registry/approvals.rs`), beside the
+    /// approved version serving, if any: `held` says what changed.
+    pub(crate) fn pending(
+        id: &str,
+        file: &str,
+        held: &crate::registry::approvals::Held,
+        content_hash: &str,
+        at: SystemTime,
+        serving: Option<&LoadedPlugin>,
+    ) -> PluginReport {
+        PluginReport {
+            state: PluginState::Pending,
+            pending: Some(serde_json::json!({
+                "summary": held.summary,
+                "changes": held.changes,
+            })),
+            ..PluginReport::rejected(id, file, &held.summary, content_hash, at, serving)
+        }
+    }
+
     /// A file seen for the first time, with its load job in progress.
     pub(crate) fn compiling(id: &str, file: &str) -> PluginReport {
         PluginReport::serving(id, file, PluginState::Compiling, None)
@@ -300,6 +350,7 @@ impl PluginReport {
                     .and_then(|record| record.build_seconds)
             }),
             compiling: None,
+            pending: None,
         }
     }
 }

@@ -113,6 +113,17 @@ impl Snapshot {
         let file = record.file.display().to_string();
         let serving = record.serving.as_deref();
         match (&record.rejected, serving) {
+            (Some(rejection), serving) if rejection.reason.held().is_some() => {
+                let held = rejection.reason.held()?;
+                Some(PluginReport::pending(
+                    id,
+                    &file,
+                    held,
+                    &rejection.version.content_hash,
+                    rejection.at,
+                    serving,
+                ))
+            }
             (Some(rejection), serving) => Some(PluginReport::rejected(
                 id,
                 &file,
@@ -350,6 +361,8 @@ impl Snapshot {
             return false;
         };
         match &record.rejected {
+            // A held version is judged again: it may have been approved.
+            Some(rejection) if rejection.reason.held().is_some() => false,
             Some(rejection) => rejection.version == *version,
             None => record
                 .serving

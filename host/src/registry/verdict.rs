@@ -28,6 +28,14 @@ pub(super) enum Verdict {
     /// The file could not be read for a reason that may pass (EMFILE):
     /// keep what serves, try again later.
     Retry(String),
+    /// A version whose definitions wait for approval (`approvals.rs`):
+    /// held beside what serves, or beside `approved`, the approved copy
+    /// loaded when nothing serves (after a restart).
+    Held {
+        version: Version,
+        reason: LoadError,
+        approved: Option<Box<LoadedPlugin>>,
+    },
 }
 
 /// What applying a verdict did to a plugin.
@@ -74,6 +82,21 @@ pub(super) fn apply(
         }
         Verdict::Refused { version, reason } => {
             tracing::warn!(plugin = %id, %reason, "plugin rejected");
+            next.reject(id, path, version, Arc::new(reason));
+            tell(id, Outcome::Refused);
+        }
+        Verdict::Held {
+            version,
+            reason,
+            approved,
+        } => {
+            if let Some(approved) = approved {
+                tracing::info!(plugin = %id, hash = %&approved.version.content_hash[..12], "the approved version serves");
+                for displaced in next.admit(Arc::new(*approved)) {
+                    tell(&displaced, Outcome::Refused);
+                }
+            }
+            tracing::info!(plugin = %id, %reason, "held for approval");
             next.reject(id, path, version, Arc::new(reason));
             tell(id, Outcome::Refused);
         }
@@ -154,6 +177,60 @@ pub(super) async fn judge(
     match plugin::load(runtime, limits, id, path, source).await {
         Ok(plugin) => Verdict::Loaded(Box::new(plugin)),
         Err(reason) => Verdict::Refused { version, reason },
+    }
+}
+
+/// `verdict` under `--require-approval`: a loaded version whose
+/// definitions are not approved is held (see [`Verdict::Held`]); one that
+/// is serves, and its component becomes the approved copy.
+pub(super) async fn held_for_approval(
+    registry: &crate::registry::Registry,
+    approvals: &crate::registry::approvals::Approvals,
+    id: &str,
+    verdict: Verdict,
+) -> Verdict {
+    let Verdict::Loaded(plugin) = verdict else {
+        return verdict;
+    };
+    let held = match approvals.judge(&plugin) {
+        Ok(()) => {
+            approvals.keep_serving_copy(&plugin);
+            return Verdict::Loaded(plugin);
+        }
+        Err(held) => held,
+    };
+    let version = plugin.version.clone();
+    let reason = LoadError::Pending(held);
+    let snapshot = registry.snapshot();
+    if snapshot.is_serving(id) {
+        return Verdict::Held {
+            version,
+            reason,
+            approved: None,
+        };
+    }
+    // Nothing serves (a restart, or a plugin removed by hand and back):
+    // the approved copy does, if it still loads and is still approved.
+    let approved = match approvals.approved_copy(id) {
+        Some(copy) => match judge(
+            &registry.sources,
+            &registry.runtime,
+            &registry.list_limits,
+            &snapshot,
+            id,
+            &copy,
+        )
+        .await
+        {
+            Verdict::Loaded(approved) if approvals.judge(&approved).is_ok() => Some(approved),
+            _ => None,
+        },
+        None => None,
+    };
+    Verdict::Held {
+        version,
+        reason,
+        approved,
     }
 }
 

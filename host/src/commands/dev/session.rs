@@ -245,6 +245,16 @@ impl Session {
                     say(format!("  MCP: {base}/mcp"));
                 }
             }
+            PluginState::Pending => {
+                let reason = report.reason.as_deref().unwrap_or("awaiting approval");
+                let serving = if report.serving.is_some() {
+                    "the approved version serves until an admin approves"
+                } else {
+                    "it serves once an admin approves"
+                };
+                say(format!("held for approval after {took}; {serving}:"));
+                say(format!("  {reason}"));
+            }
             PluginState::Rejected | PluginState::Compiling => {
                 let reason = report.reason.as_deref().unwrap_or("(no reason given)");
                 let serving = if report.serving.is_some() {

@@ -415,6 +415,27 @@ impl People {
         sets::of_claim(claimed, groups, namespace)
     }
 
+    /// Each person of the tokens file by name, with their role and set
+    /// (never a secret): what the audit log compares across reloads.
+    pub(crate) fn summary(&self) -> std::collections::BTreeMap<String, String> {
+        self.roster
+            .load()
+            .as_ref()
+            .iter()
+            .flat_map(|roster| roster.people.iter())
+            .map(|person| {
+                let tools = person
+                    .tools
+                    .key()
+                    .map_or_else(|| "every tool".to_string(), |key| key.replace('\n', ", "));
+                (
+                    person.name.clone(),
+                    format!("{}; {tools}", person.role.as_str()),
+                )
+            })
+            .collect()
+    }
+
     /// Whether a tokens-file person still holds `identity`'s token.
     fn holds(&self, identity: &Identity) -> bool {
         self.roster

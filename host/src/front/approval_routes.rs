@@ -1,0 +1,127 @@
+//! Admins' routes for what changes who sees what (`--require-approval`,
+//! the audit log):
+//!
+//! - `POST /plugins/{namespace}/{name}/approve` and `…/refuse` (and
+//!   `POST /plugins/{name}/approve`, `…/refuse` at the top level) decide
+//!   on a version held for approval (`registry/approving.rs`), answering
+//!   with the plugin's report afterwards (`{"removed": id}` for a new
+//!   plugin refused); 409 `NOTHING_PENDING` when nothing waits;
+//! - `GET /audit?limit=N` lists the audit log newest first (at most
+//!   `limit`, 1000 by default).
+//!
+//! The guard lets admins alone reach these (`server.rs`).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::Response;
+use axum::routing::{get, post};
+use serde_json::json;
+
+use crate::call::errors::ErrorCode;
+use crate::edge::guard::Requester;
+use crate::edge::responses::json_response;
+use crate::front::uploads::{publish_failure, refuse};
+use crate::registry::approving::{Decision, decide};
+use crate::registry::layout::is_valid_namespace;
+use crate::registry::publish::Publishing;
+
+/// Entries `GET /audit` answers with when no `limit` is given.
+const AUDIT_PAGE: usize = 1000;
+
+pub(crate) fn router(publishing: Arc<Publishing>) -> Router {
+    Router::new()
+        .route("/plugins/{namespace}/{name}", post(decide_top))
+        .route("/plugins/{namespace}/{name}/{action}", post(decide_in))
+        .route("/audit", get(audit))
+        .with_state(publishing)
+}
+
+/// `POST /plugins/{name}/approve|refuse`: the path's first part is the
+/// top-level plugin's name.
+async fn decide_top(
+    State(publishing): State<Arc<Publishing>>,
+    Path((name, action)): Path<(String, String)>,
+    requester: Option<axum::Extension<Requester>>,
+) -> Response {
+    decision(&publishing, None, &name, &action, requester).await
+}
+
+async fn decide_in(
+    State(publishing): State<Arc<Publishing>>,
+    Path((namespace, name, action)): Path<(String, String, String)>,
+    requester: Option<axum::Extension<Requester>>,
+) -> Response {
+    decision(&publishing, Some(&namespace), &name, &action, requester).await
+}
+
+async fn decision(
+    publishing: &Arc<Publishing>,
+    namespace: Option<&str>,
+    name: &str,
+    action: &str,
+    requester: Option<axum::Extension<Requester>>,
+) -> Response {
+    let decision = match action {
+        "approve" => Decision::Approve,
+        "refuse" => Decision::Refuse,
+        _ => {
+            return refuse(
+                ErrorCode::NotFound,
+                &format!(
+                    "no route POST …/{action}: a held version is approved with …/approve or refused with …/refuse"
+                ),
+            );
+        }
+    };
+    if namespace.is_some_and(|namespace| !is_valid_namespace(namespace))
+        || !crate::front::plugin_routes::is_valid_plugin_name(name)
+    {
+        return refuse(
+            ErrorCode::InvalidRequest,
+            "a plugin is named `namespace/name` or `name`: letters, digits, `_` or `-`, starting with a letter",
+        );
+    }
+    let id = match namespace {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_string(),
+    };
+    let by = requester
+        .and_then(|axum::Extension(requester)| requester.0)
+        .map_or_else(|| "local".to_string(), |identity| identity.name);
+    match decide(publishing, &id, &by, decision).await {
+        Ok(Some(report)) => json_response(200, &report),
+        Ok(None) => json_response(200, &json!({ "removed": id })),
+        Err(error) => publish_failure(&id, error),
+    }
+}
+
+/// `GET /audit`: newest first, at most `?limit=N`.
+async fn audit(State(publishing): State<Arc<Publishing>>, RawQuery(query): RawQuery) -> Response {
+    let limit = query
+        .as_deref()
+        .unwrap_or("")
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("limit="))
+        .map(str::parse::<usize>);
+    let limit = match limit {
+        None => AUDIT_PAGE,
+        Some(Ok(limit)) if limit > 0 => limit,
+        Some(_) => {
+            return refuse(
+                ErrorCode::InvalidRequest,
+                "limit must be a positive whole number",
+            );
+        }
+    };
+    let entries = publishing
+        .registry()
+        .audit()
+        .map(|audit| audit.newest_first(limit))
+        .unwrap_or_default();
+    json_response(
+        200,
+        &json!({ "entries": entries, "keptBytes": crate::registry::audit::MAX_AUDIT_BYTES }),
+    )
+}

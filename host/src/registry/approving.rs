@@ -1,0 +1,131 @@
+//! An admin's decision on a version held for approval
+//! (`--require-approval`; the rules are `approvals.rs`'s): the fronts
+//! (`POST /plugins/…/approve` and `…/refuse`, the page, `toolhost
+//! approve`) all come here.
+//!
+//! - **Approve**: the held version's definitions (and hash) are recorded
+//!   as approved and its component kept; the file is put in place again
+//!   (the same bytes, by rename) so that every server watching the folder
+//!   loads it, and this one loads it now: it serves.
+//! - **Refuse**: the approved component goes back in the folder, or, for a
+//!   plugin never approved, its file is removed; the approved version
+//!   serves on, as it did.
+//!
+//! Each decision is serialised with the plugin's publishes, logged and
+//! written to the audit log with who decided, on which hash.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::registry::plugin::{content_hash, published_file, source_file};
+use crate::registry::publish::{PublishError, Publishing};
+use crate::registry::report::PluginReport;
+
+/// What an admin decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    Approve,
+    Refuse,
+}
+
+impl Decision {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Refuse => "refuse",
+        }
+    }
+}
+
+/// Applies `decision` by `by` to plugin `id`'s held version; answers with
+/// the plugin's report afterwards (`None`: it is gone, a new plugin
+/// refused).
+pub(crate) async fn decide(
+    publishing: &Arc<Publishing>,
+    id: &str,
+    by: &str,
+    decision: Decision,
+) -> Result<Option<PluginReport>, PublishError> {
+    let registry = publishing.registry().clone();
+    let Some(approvals) = registry.approvals() else {
+        return Err(PublishError::NothingPending(
+            "this server asks for no approvals (toolhost serve --require-approval)".into(),
+        ));
+    };
+    let lock = publishing.publish_lock(id);
+    let _serialised = lock.lock().await;
+    let file = publishing.file_of(id)?;
+    let snapshot = registry.snapshot();
+    let Some((_, record)) = snapshot.plugins().find(|(known, _)| known.as_str() == id) else {
+        return Err(PublishError::NotFound(id.to_string()));
+    };
+    let Some((rejection, held)) = record
+        .rejected
+        .as_ref()
+        .and_then(|rejection| Some((rejection, rejection.reason.held()?)))
+    else {
+        return Err(PublishError::NothingPending(format!(
+            "plugin {id:?} has no version waiting for approval"
+        )));
+    };
+    let hash = rejection.version.content_hash.clone();
+    match decision {
+        Decision::Approve => {
+            // The bytes held must be the bytes in the folder: a file
+            // replaced by hand since is not what the admin read.
+            let on_disk = std::fs::read(&file).map_err(PublishError::Write)?;
+            if content_hash(&on_disk) != hash {
+                return Err(PublishError::NothingPending(format!(
+                    "plugin {id:?}'s file changed since it was held; look at it again"
+                )));
+            }
+            approvals
+                .approve(id, &file, &hash, held, by)
+                .map_err(PublishError::Write)?;
+            put_again(&file, &on_disk).map_err(PublishError::Write)?;
+        }
+        Decision::Refuse => match approvals.approved_copy(id) {
+            Some(copy) => {
+                let approved = std::fs::read(&copy).map_err(PublishError::Write)?;
+                put_again(&file, &approved).map_err(PublishError::Write)?;
+            }
+            None => {
+                for gone in [published_file(&file), source_file(&file), file.clone()] {
+                    match std::fs::remove_file(&gone) {
+                        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(PublishError::Write(error));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        },
+    }
+    let changes = held.changes.as_array().map_or(0, Vec::len);
+    drop(snapshot);
+    let report = registry.load_settled(file).await;
+    tracing::info!(plugin = %id, person = %by, hash = %&hash[..12.min(hash.len())], decision = decision.as_str(), "approval decided");
+    if let Some(audit) = registry.audit() {
+        audit.record(
+            decision.as_str(),
+            by,
+            Some(id),
+            json!({ "hash": hash, "changes": changes }),
+        );
+    }
+    Ok(report)
+}
+
+/// Writes `bytes` as `file` by rename: watchers (this server's and every
+/// replica's on the folder) see it as a new version.
+fn put_again(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = file
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temporary = file.with_file_name(format!(".{name}.upload-approval"));
+    std::fs::write(&temporary, bytes)?;
+    std::fs::rename(&temporary, file)
+}
