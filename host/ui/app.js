@@ -260,7 +260,8 @@ function renderPlugins() {
     const compiler = plugin.compiler ? ` (${plugin.compiler === "baseline" ? "baseline" : "optimised"} code)` : "";
     const cell = el("td", { class: `state-${stateText}` }, `${stateText}${compiler}`);
     if (plugin.reason) cell.append(el("div", { class: "reason" }, plugin.reason));
-    if (plugin.serving) cell.append(el("div", { class: "note" }, "the previous version serves on"));
+    if (plugin.state === "pending") renderHeld(plugin, cell);
+    else if (plugin.serving) cell.append(el("div", { class: "note" }, "the previous version serves on"));
     const idCell = el("td", {}, plugin.id);
     if (plugin.builtFrom && mayEdit(plugin.id)) {
       const edit = el("button", { type: "button", class: "secondary", "aria-label": `Edit the source of ${plugin.id}` }, "Edit source");
@@ -277,6 +278,43 @@ function renderPlugins() {
     const empty = state.me ? "No plugin files yet." : "Sign in to see the plugins.";
     body.append(el("tr", {}, el("td", { colspan: "4" }, empty)));
   }
+}
+
+/// A version held for approval (`--require-approval`): what changed from
+/// the approved definitions, field by field, and for an admin the
+/// buttons that decide (POST /plugins/{id}/approve or /refuse).
+function renderHeld(plugin, cell) {
+  cell.append(el("div", { class: "note" }, plugin.serving
+    ? "the approved version serves until an admin decides"
+    : "nothing of it serves until an admin approves"));
+  const changes = el("ul", { class: "changes", "aria-label": `What changed in ${plugin.id}` });
+  for (const change of (plugin.pending && plugin.pending.changes) || []) {
+    const item = el("li", {}, `${change.change} ${change.kind} ${change.name}`);
+    for (const [field, values] of Object.entries(change.fields || {})) {
+      item.append(el("div", { class: "reason" },
+        `${field}: ${JSON.stringify(values.approved)} → ${JSON.stringify(values.pending)}`));
+    }
+    changes.append(item);
+  }
+  cell.append(changes);
+  if (!state.me || state.me.role !== "admin") return;
+  for (const [action, label] of [["approve", "Approve"], ["refuse", "Refuse"]]) {
+    const button = el("button", {
+      type: "button",
+      class: action === "approve" ? "" : "secondary",
+      "data-decide": action,
+      "aria-label": `${label} ${plugin.id}`,
+    }, label);
+    button.addEventListener("click", () => decide(plugin.id, action));
+    cell.append(" ", button);
+  }
+}
+
+async function decide(id, action) {
+  const path = `/plugins/${id.split("/").map(encodeURIComponent).join("/")}/${action}`;
+  const { status, json } = await api("POST", path);
+  if (status === 200) setStatus(`${action === "approve" ? "Approved" : "Refused"}: ${id}`);
+  else setStatus(`Could not ${action} ${id}: ${(json && json.error && json.error.message) || status}`);
 }
 
 /// Whether the signed-in person may read (and so edit) a plugin's source:

@@ -17,6 +17,9 @@
 // publishes with Ctrl-S, sees the failing line marked, undoes, publishes
 // again and tries the live tool; then reads the client panel (the
 // snippets, the token shown only on a click) and loads a source back.
+// `sets`: a server with tool sets and --require-approval: a caller whose
+// set is the instructor's plugins sees only those (tools and plugins); an
+// admin sees a held plugin with its changes and approves it on the page.
 // Prints one JSON line of what it saw; exits 1 with the reason on failure.
 
 import fs from "node:fs";
@@ -252,6 +255,41 @@ async function rolesMode() {
   }
 }
 
+async function setsMode() {
+  const config = JSON.parse(fs.readFileSync(extra, "utf8"));
+  const browser = await launch();
+  try {
+    const page = await openPage(browser);
+    const signIn = async (token) => {
+      await page.type("#token", token);
+      await page.click("#signin-button");
+      await waitText(page, "#who", "Signed in as");
+    };
+    const listed = () => page.$$eval("#tools li[data-tool]", (items) => items.map((item) => item.dataset.tool).sort());
+    const rows = () => page.$$eval("#plugins tr[data-plugin]", (items) => items.map((item) => item.dataset.plugin).sort());
+    await signIn(config.caller);
+    await page.waitForSelector(`#tools li[data-tool="${config.callerSees}"]`);
+    await page.waitForSelector(`#plugins tr[data-plugin]`);
+    seen.callerTools = await listed();
+    seen.callerPlugins = await rows();
+    await page.click("#signout");
+    await waitText(page, "#who", "needs a token");
+    await signIn(config.admin);
+    const held = `#plugins tr[data-plugin="${config.held}"]`;
+    await page.waitForSelector(`${held} td.state-pending`);
+    seen.heldChanges = await text(page, `${held} ul.changes`);
+    await page.screenshot({ path: path.join(shots, "dashboard-held.png") });
+    await page.click(`${held} button[data-decide="approve"]`);
+    await waitText(page, "#status", "Approved");
+    await page.waitForSelector(`${held} td.state-loaded`);
+    await page.waitForSelector(`#tools li[data-tool="${config.approvedTool}"]`);
+    seen.adminTools = await listed();
+    await page.close();
+  } finally {
+    await browser.close();
+  }
+}
+
 /// Presses `key` with Ctrl held.
 async function withControl(page, key) {
   await page.keyboard.down("Control");
@@ -344,6 +382,7 @@ try {
   if (mode === "open") await openMode();
   else if (mode === "roles") await rolesMode();
   else if (mode === "write") await writeMode();
+  else if (mode === "sets") await setsMode();
   else fail(`unknown mode ${mode}`);
   console.log(JSON.stringify(seen));
 } catch (error) {

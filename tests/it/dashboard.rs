@@ -517,3 +517,66 @@ fn the_editor_bundle_is_built_from_its_pinned_packages() {
         "host/ui/vendor/codemirror.js is not what host/ui/editor builds: run `make ui-editor`"
     );
 }
+
+/// Issue #38 on the page: a caller sees their set and nothing else; an
+/// admin sees a version held for approval, with what changed, and
+/// approves it with the page's button.
+#[test]
+fn the_page_shows_each_person_their_set_and_an_admin_approves_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tempfile::tempdir().unwrap();
+    let tokens = config.path().join("tokens.toml");
+    const ROOT: &str = "instructor-secret-0123456789";
+    const ADA: &str = "ada-secret-0123456789";
+    const CAROL: &str = "carol-secret-0123456789";
+    std::fs::write(
+        &tokens,
+        format!(
+            "[[token]]\nname = \"instructor\"\nsecret = \"{ROOT}\"\nrole = \"admin\"\n\
+             [[token]]\nname = \"ada\"\nsecret = \"{ADA}\"\nrole = \"publisher\"\n\
+             tools = [\"instructor/*\", \"{{self}}/*\"]\n\
+             [[token]]\nname = \"carol\"\nsecret = \"{CAROL}\"\nrole = \"caller\"\n\
+             tools = [\"instructor/*\"]\n"
+        ),
+    )
+    .unwrap();
+    let server = Server::start(
+        dir.path(),
+        &["--tokens", tokens.to_str().unwrap(), "--require-approval"],
+    );
+    let echo = std::fs::read(example("echo")).unwrap();
+    let put = |path: &str, token: &str| {
+        crate::support::send(&server, "PUT", path, Some(token), "application/wasm", &echo).0
+    };
+    assert_eq!(put("/plugins/instructor/echo", ROOT), 202);
+    let approve = crate::support::send(
+        &server,
+        "POST",
+        "/plugins/instructor/echo/approve",
+        Some(ROOT),
+        "application/json",
+        b"",
+    );
+    assert_eq!(approve.0, 200, "{}", approve.1);
+    assert_eq!(put("/plugins/ada/echo", ADA), 202);
+    let seen = browse(
+        "sets",
+        &server,
+        &json!({
+            "caller": CAROL,
+            "admin": ROOT,
+            "callerSees": "instructor__echo",
+            "held": "ada/echo",
+            "approvedTool": "ada__echo",
+        }),
+    );
+    assert_eq!(texts(&seen["callerTools"]), ["instructor__echo"], "{seen}");
+    assert_eq!(texts(&seen["callerPlugins"]), ["instructor/echo"], "{seen}");
+    let changes = seen["heldChanges"].as_str().unwrap();
+    assert!(changes.contains("added tool ada__echo"), "{seen}");
+    assert_eq!(
+        texts(&seen["adminTools"]),
+        ["ada__echo", "instructor__echo"],
+        "{seen}"
+    );
+}
