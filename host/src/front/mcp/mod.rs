@@ -144,9 +144,10 @@ impl McpFront {
                 let sent = tokio::select! {
                     () = ended.cancelled() => return,
                     changed = changes.changed() => match changed {
+                        Ok(()) if view.is_all() => peer.notify_tool_list_changed().await,
                         Ok(()) => {
                             let now = Seen::of(&registry, &view);
-                            if view.is_all() || now.tools != sees.tools {
+                            if now.tools != sees.tools {
                                 sees.tools = now.tools;
                                 peer.notify_tool_list_changed().await
                             } else {
@@ -425,16 +426,43 @@ impl ServerHandler for McpFront {
         Some(SubscriptionFilter::builder().tools_list_changed().build())
     }
 
+    /// Tells the listener when the tool list it sees changes (its view
+    /// as the tokens file says now), and only then.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let mut changes = self.registry.tool_list_changes();
+        let identity = requester(context.request_context()).cloned();
+        let mut tokens = self.authority.as_ref().map(|authority| authority.changes());
+        let view_now = || match &self.authority {
+            Some(authority) => authority.view_now(identity.as_ref()),
+            None => View::all(),
+        };
+        // Everything: the registry's own signal is the change; a set: a
+        // digest of the list as it shows it.
+        let digest = |view: &View| {
+            (!view.is_all()).then(|| crate::front::lists::fingerprint(&self.registry.snapshot(), view))
+        };
+        let mut seen = digest(&view_now());
         loop {
-            tokio::select! {
-                () = context.cancelled() => return Ok(()),
-                changed = changes.changed() => {
-                    if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
-                        return Ok(());
-                    }
+            let tokens_changed = async {
+                match tokens.as_mut() {
+                    Some(tokens) => tokens.changed().await,
+                    None => std::future::pending().await,
                 }
+            };
+            let registry_changed = tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => if changed.is_err() { return Ok(()) } else { true },
+                changed = tokens_changed => if changed.is_err() { tokens = None; continue } else { false },
+            };
+            let view = view_now();
+            let now = digest(&view);
+            let everything_changed = registry_changed && now.is_none();
+            if !everything_changed && now == seen {
+                continue;
+            }
+            seen = now;
+            if context.sink().notify_tool_list_changed().await.is_err() {
+                return Ok(());
             }
         }
     }
@@ -458,7 +486,12 @@ impl Seen {
     fn of(registry: &Registry, view: &View) -> Seen {
         let snapshot = registry.snapshot();
         Seen {
-            tools: crate::front::lists::fingerprint(&snapshot, view),
+            // Everything: the registry's own signals tell the changes.
+            tools: if view.is_all() {
+                0
+            } else {
+                crate::front::lists::fingerprint(&snapshot, view)
+            },
             catalog: catalog_methods::CatalogSeen::of(registry, view),
         }
     }
