@@ -31,11 +31,35 @@ pub(super) fn wrk(
     connections: usize,
     duration: &str,
 ) -> anyhow::Result<WrkResult> {
+    wrk_as(
+        work,
+        server,
+        address,
+        (method, path, body),
+        None,
+        connections,
+        duration,
+    )
+}
+
+/// [`wrk`] with `Authorization: Bearer TOKEN` when `token` is given.
+pub(super) fn wrk_as(
+    work: &Path,
+    server: u32,
+    address: SocketAddr,
+    (method, path, body): (&str, &str, &str),
+    token: Option<&str>,
+    connections: usize,
+    duration: &str,
+) -> anyhow::Result<WrkResult> {
     let script = work.join(format!("wrk-{}.lua", std::process::id()));
+    let authorization = token
+        .map(|token| format!("wrk.headers[\"Authorization\"] = \"Bearer {token}\"\n"))
+        .unwrap_or_default();
     std::fs::write(
         &script,
         format!(
-            "wrk.method = {method:?}\nwrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"Accept\"] = \"application/json, text/event-stream\"\n"
+            "wrk.method = {method:?}\nwrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"Accept\"] = \"application/json, text/event-stream\"\n{authorization}"
         ),
     )?;
     let cpu_before = cpu_seconds(server)?;

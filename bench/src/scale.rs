@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::benchtool::patched;
 use super::options::BenchOptions;
-use super::probes::{Spawned, percentile, resident_mib, wrk};
+use super::probes::{Spawned, percentile, resident_mib, wrk, wrk_as};
 use super::report::Report;
 use super::wire::{exchange, request, wait_until_for};
 
@@ -106,14 +106,80 @@ pub(super) fn section(
         format!("{:.1} ({pages})", percentile(&walks, 50.0)),
     );
     drop(server);
+    tool_sets(work, &dir, &cache, tools, duration, page.p50_ms, report)?;
 
     sessions(options, work, report)
 }
 
+/// Tool sets (issue #38): the same 10,000 tools served with a tokens
+/// file, `tools/list`'s first page asked by a caller who sees every tool
+/// and by one whose set is one plugin (10 tools), beside the unfiltered
+/// list's p50 (`unfiltered_ms`, no tokens): target within 10 %.
+fn tool_sets(
+    work: &Path,
+    dir: &Path,
+    cache: &Path,
+    tools: usize,
+    duration: &str,
+    unfiltered_ms: f64,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    const ALL: &str = "bench-sees-all-0123456789";
+    const TEN: &str = "bench-sees-ten-0123456789";
+    let tokens = work.join("scale-tokens.toml");
+    std::fs::write(
+        &tokens,
+        format!(
+            "[[token]]\nname = \"all\"\nsecret = \"{ALL}\"\nrole = \"caller\"\n\
+             [[token]]\nname = \"ten\"\nsecret = \"{TEN}\"\nrole = \"caller\"\ntools = [\"p0000\"]\n"
+        ),
+    )?;
+    let (_, server) = start_listed_with(
+        dir,
+        cache,
+        tools,
+        &["--tokens", tokens.to_str().unwrap_or_default()],
+    )?;
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let mut rows = Vec::new();
+    for (label, token) in [("every tool", ALL), ("a set of 10", TEN)] {
+        let page = wrk_as(
+            work,
+            server.child.id(),
+            server.address,
+            ("POST", "/mcp", list),
+            Some(token),
+            1,
+            duration,
+        )?;
+        rows.push((label, page.p50_ms));
+    }
+    for (label, p50) in rows {
+        let ratio = p50 / unfiltered_ms;
+        report.record(
+            SECTION,
+            &format!("MCP tools/list p50 ms, {label} (× unfiltered)"),
+            json!({ "p50_ms": p50, "ratio": ratio }),
+            format!("{p50:.2} ({ratio:.2}×)"),
+        );
+    }
+    Ok(())
+}
+
 /// Starts a server on `dir` and waits until `/health` counts `tools`.
 fn start_listed(dir: &Path, cache: &Path, tools: usize) -> anyhow::Result<(Duration, Spawned)> {
+    start_listed_with(dir, cache, tools, &[])
+}
+
+/// [`start_listed`] with more `serve` flags.
+fn start_listed_with(
+    dir: &Path,
+    cache: &Path,
+    tools: usize,
+    extra: &[&str],
+) -> anyhow::Result<(Duration, Spawned)> {
     let started = Instant::now();
-    let server = Spawned::serve(dir, cache, &[])?;
+    let server = Spawned::serve(dir, cache, extra)?;
     wait_until_for(Duration::from_secs(900), || {
         request(server.address, "GET", "/health", "").is_ok_and(|(status, body)| {
             status == 200

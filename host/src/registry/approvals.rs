@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::registry::plugin::LoadedPlugin;
+use crate::registry::plugin::{Held, LoadedPlugin};
 
 /// What an approval pins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,20 +37,6 @@ pub enum ApprovalMode {
 pub(crate) struct Approvals {
     dir: PathBuf,
     mode: ApprovalMode,
-}
-
-/// Why a version waits: what changed from the approved definitions.
-#[derive(Debug, Clone)]
-pub struct Held {
-    /// The version's definitions and their digest, to approve.
-    pub(crate) definitions: Value,
-    pub(crate) digest: String,
-    /// The changes (see [`changes`]); empty for a code-only change under
-    /// [`ApprovalMode::All`].
-    pub(crate) changes: Value,
-    /// One line for people: how many definitions changed, or that it is
-    /// new.
-    pub(crate) summary: String,
 }
 
 impl Approvals {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::registry::catalog::{Catalog, CatalogError};
@@ -67,17 +68,32 @@ pub enum LoadError {
     /// It waits for an admin's approval of its definitions
     /// (`--require-approval`, see `approvals.rs`).
     #[error("awaiting an admin's approval: {}", .0.summary)]
-    Pending(Box<crate::registry::approvals::Held>),
+    Pending(Box<Held>),
 }
 
 impl LoadError {
     /// What a version held for approval waits on.
-    pub(crate) fn held(&self) -> Option<&crate::registry::approvals::Held> {
+    pub(crate) fn held(&self) -> Option<&Held> {
         match self {
             LoadError::Pending(held) => Some(held),
             _ => None,
         }
     }
+}
+
+/// Why a version waits: what changed from the approved definitions.
+/// (`--require-approval`, see `approvals.rs`).
+#[derive(Debug, Clone)]
+pub struct Held {
+    /// The version's definitions and their digest, to approve.
+    pub(crate) definitions: Value,
+    pub(crate) digest: String,
+    /// The changes (see [`changes`]); empty for a code-only change under
+    /// [`ApprovalMode::All`].
+    pub(crate) changes: Value,
+    /// One line for people: how many definitions changed, or that it is
+    /// new.
+    pub(crate) summary: String,
 }
 
 /// A plugin that passed every check and can serve calls.

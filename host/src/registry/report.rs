@@ -277,7 +277,7 @@ impl PluginReport {
     pub(crate) fn pending(
         id: &str,
         file: &str,
-        held: &crate::registry::approvals::Held,
+        held: &crate::registry::plugin::Held,
         content_hash: &str,
         at: SystemTime,
         serving: Option<&LoadedPlugin>,

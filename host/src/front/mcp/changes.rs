@@ -1,0 +1,197 @@
+//! What an MCP session hears of changes, and only of those to what it
+//! sees: `notifications/tools/list_changed` when the tool list of its view
+//! changes (a tool of its set comes, goes or changes, or the tokens file
+//! gives its owner another set), the resource and prompt lists' and
+//! subscribed resources' notifications likewise (`catalog_methods.rs`),
+//! and rejected plugins as log messages once the client enabled logging;
+//! for the stateless revision, `subscriptions/listen`'s tool-list changes.
+
+use std::sync::atomic::Ordering;
+
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::service::SubscriptionContext;
+use rmcp::{ErrorData as McpError, Peer, RoleServer};
+use serde_json::json;
+
+use super::session_client::severity;
+use super::{McpFront, catalog_methods, requester};
+use crate::edge::guard::Requester;
+use crate::registry::Registry;
+use crate::registry::events::LoadEventKind;
+use crate::registry::view::View;
+
+/// Tells this session's client, until the session ends:
+/// - `notifications/tools/list_changed` each time the tool list it
+///   sees changes (a tool of its view comes, goes or changes, or the
+///   tokens file gives its owner another set), and the resource and
+///   prompt lists' and subscribed resources' notifications likewise
+///   (`catalog_methods.rs`);
+/// - a `notifications/message` warning for each plugin file rejected,
+///   once the client has enabled logging, at or above its level, with
+///   the reason as `viewer` may read it (`/plugins`'s rule).
+///
+/// Each session has its own task, so a slow or dead client delays no
+/// other.
+pub(super) fn forward(front: &McpFront, peer: Peer<RoleServer>, viewer: Requester) {
+    let mut changes = front.registry.tool_list_changes();
+    let mut catalog_changes = front.registry.catalog_changes();
+    let mut seen = catalog_changes.borrow_and_update().clone();
+    let mut events = front.registry.events();
+    let authority = front.authority.clone();
+    let mut tokens = authority.as_ref().map(|authority| authority.changes());
+    let mut view = viewer.view();
+    let mut sees = Seen::of(&front.registry, &view);
+    let (registry, session) = (front.registry.clone(), front.catalog.clone());
+    let (ended, logging_enabled, log_level) = (
+        front.session_ended.clone(),
+        front.logging_enabled.clone(),
+        front.log_level.clone(),
+    );
+    tokio::spawn(async move {
+        loop {
+            let tokens_changed = async {
+                match tokens.as_mut() {
+                    Some(tokens) => tokens.changed().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let sent = tokio::select! {
+                () = ended.cancelled() => return,
+                changed = changes.changed() => match changed {
+                    Ok(()) if view.is_all() => peer.notify_tool_list_changed().await,
+                    Ok(()) => {
+                        let now = Seen::of(&registry, &view);
+                        if now.tools != sees.tools {
+                            sees.tools = now.tools;
+                            peer.notify_tool_list_changed().await
+                        } else {
+                            Ok(())
+                        }
+                    }
+                    Err(_) => return,
+                },
+                changed = catalog_changes.changed() => match changed {
+                    Ok(()) => {
+                        let now = catalog_changes.borrow_and_update().clone();
+                        catalog_methods::announce(&peer, &registry, &session, &mut seen, now, &view, &mut sees.catalog).await
+                    }
+                    Err(_) => return,
+                },
+                changed = tokens_changed => match (changed, &authority) {
+                    (Ok(()), Some(authority)) => {
+                        let now_view = authority.view_now(viewer.0.as_ref());
+                        if now_view == view {
+                            continue;
+                        }
+                        view = now_view;
+                        let now = Seen::of(&registry, &view);
+                        let told = catalog_methods::announce_view(&peer, &session, &sees.catalog, &now.catalog).await;
+                        let told = match told {
+                            Ok(()) if now.tools != sees.tools => peer.notify_tool_list_changed().await,
+                            other => other,
+                        };
+                        sees = now;
+                        told
+                    }
+                    _ => {
+                        tokens = None;
+                        continue;
+                    }
+                },
+                event = events.recv() => match event {
+                    Ok(event) if event.kind != LoadEventKind::Rejected => continue,
+                    Ok(rejected) => {
+                        let threshold = *log_level.lock().unwrap_or_else(|e| e.into_inner());
+                        if !logging_enabled.load(Ordering::Relaxed)
+                            || severity(LoggingLevel::Warning) < severity(threshold)
+                        {
+                            continue;
+                        }
+                        // Another person's reasons (and server paths)
+                        // are theirs and the admins'.
+                        let report = viewer.sees_plugin(rejected.report);
+                        let data = json!({
+                            "event": "plugin rejected",
+                            "plugin": rejected.plugin,
+                            "reason": report.reason.unwrap_or_default(),
+                        });
+                        let params = LoggingMessageNotificationParam::new(LoggingLevel::Warning, data)
+                            .with_logger("toolhost");
+                        peer.notify_logging_message(params).await
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+            };
+            if sent.is_err() || peer.is_transport_closed() {
+                return;
+            }
+        }
+    });
+}
+
+/// Tells the listener when the tool list it sees changes (its view
+/// as the tokens file says now), and only then.
+pub(super) async fn listen(front: &McpFront, context: SubscriptionContext) -> Result<(), McpError> {
+    let mut changes = front.registry.tool_list_changes();
+    let identity = requester(context.request_context()).cloned();
+    let mut tokens = front
+        .authority
+        .as_ref()
+        .map(|authority| authority.changes());
+    let view_now = || match &front.authority {
+        Some(authority) => authority.view_now(identity.as_ref()),
+        None => View::all(),
+    };
+    // Everything: the registry's own signal is the change; a set: a
+    // digest of the list as it shows it.
+    let digest = |view: &View| {
+        (!view.is_all()).then(|| crate::front::lists::fingerprint(&front.registry.snapshot(), view))
+    };
+    let mut seen = digest(&view_now());
+    loop {
+        let tokens_changed = async {
+            match tokens.as_mut() {
+                Some(tokens) => tokens.changed().await,
+                None => std::future::pending().await,
+            }
+        };
+        let registry_changed = tokio::select! {
+            () = context.cancelled() => return Ok(()),
+            changed = changes.changed() => if changed.is_err() { return Ok(()) } else { true },
+            changed = tokens_changed => if changed.is_err() { tokens = None; continue } else { false },
+        };
+        let view = view_now();
+        let now = digest(&view);
+        let everything_changed = registry_changed && now.is_none();
+        if !everything_changed && now == seen {
+            continue;
+        }
+        seen = now;
+        if context.sink().notify_tool_list_changed().await.is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// What a session last saw of the lists, to tell its client only of the
+/// changes to what it sees.
+struct Seen {
+    tools: u64,
+    catalog: catalog_methods::CatalogSeen,
+}
+
+impl Seen {
+    fn of(registry: &Registry, view: &View) -> Seen {
+        let snapshot = registry.snapshot();
+        Seen {
+            // Everything: the registry's own signals tell the changes.
+            tools: if view.is_all() {
+                0
+            } else {
+                crate::front::lists::fingerprint(&snapshot, view)
+            },
+            catalog: catalog_methods::CatalogSeen::of(registry, view),
+        }
+    }
+}
