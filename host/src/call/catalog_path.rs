@@ -116,8 +116,7 @@ pub(crate) async fn read_resource(
             Some(json!({ "uri": uri })),
         )
     };
-    let found = registry.snapshot().resource(uri);
-    let Some((plugin, declared)) = found.filter(|(plugin, _)| view.sees(&plugin.id)) else {
+    let Some((plugin, declared)) = registry.snapshot().resource_seen(uri, view) else {
         return Err(not_found());
     };
     let ask = Ask::ReadResource { uri: declared };
@@ -159,8 +158,7 @@ pub(crate) async fn get_prompt(
     view: &View,
 ) -> Result<Value, Envelope> {
     let snapshot = registry.snapshot();
-    let found = snapshot.prompt(name);
-    let Some(plugin) = found.filter(|plugin| view.sees(&plugin.id)) else {
+    let Some(plugin) = snapshot.prompt(name, view) else {
         let available: Vec<&str> = snapshot
             .serving()
             .filter(|plugin| view.sees(&plugin.id))
@@ -254,8 +252,7 @@ pub(crate) async fn complete(
     let snapshot = registry.snapshot();
     let (plugin, reference, what) = match reference {
         Completing::Prompt(name) => {
-            let found = snapshot.prompt(&name);
-            let Some(plugin) = found.filter(|plugin| view.sees(&plugin.id)) else {
+            let Some(plugin) = snapshot.prompt(&name, view) else {
                 return Ok(empty);
             };
             let declared = plugin

@@ -204,11 +204,12 @@ pub(crate) fn visible_tool(
     name: &str,
     view: &View,
 ) -> Option<crate::registry::ServedTool> {
-    registry
-        .snapshot()
-        .tool(name)
-        .filter(|entry| view.sees(&entry.plugin.id))
-        .cloned()
+    let snapshot = registry.snapshot();
+    let found = snapshot.tool(name);
+    // One match either way: a tool out of view costs what a missing one
+    // does.
+    let seen = view.sees(found.map_or("", |entry| entry.plugin.id.as_str()));
+    found.filter(|_| seen).cloned()
 }
 
 /// The answer for a tool that does not exist, or that `view` does not

@@ -11,6 +11,7 @@ use std::time::SystemTime;
 use crate::registry::plugin::{LoadError, LoadedPlugin, Version};
 use crate::registry::report::PluginReport;
 use crate::registry::tools::Tool;
+use crate::registry::view::View;
 
 /// An immutable view of the registry.
 #[derive(Clone, Default)]
@@ -191,13 +192,27 @@ impl Snapshot {
     /// first template that matches it. Plugins' URIs never overlap (see
     /// [`Snapshot::admit`]), so at most one serves any URI.
     pub(crate) fn resource(&self, uri: &str) -> Option<(Arc<LoadedPlugin>, String)> {
+        self.resource_seen(uri, &View::all())
+    }
+
+    /// [`Snapshot::resource`] among the plugins `view` sees: one outside
+    /// it is looked for the same way as one that does not exist (not
+    /// found first and dropped after), so neither answer nor time tells.
+    pub(crate) fn resource_seen(
+        &self,
+        uri: &str,
+        view: &View,
+    ) -> Option<(Arc<LoadedPlugin>, String)> {
         self.serving()
+            .filter(|plugin| view.sees(&plugin.id))
             .find_map(|plugin| Some((plugin.clone(), plugin.catalog.declared_uri(uri)?)))
     }
 
-    /// The plugin that serves prompt `name` (as clients name it).
-    pub(crate) fn prompt(&self, name: &str) -> Option<Arc<LoadedPlugin>> {
+    /// The plugin that serves prompt `name` (as clients name it), among
+    /// those `view` sees.
+    pub(crate) fn prompt(&self, name: &str, view: &View) -> Option<Arc<LoadedPlugin>> {
         self.serving()
+            .filter(|plugin| view.sees(&plugin.id))
             .find(|plugin| plugin.catalog.prompt(name).is_some())
             .cloned()
     }

@@ -44,7 +44,6 @@ mod sets;
 
 use std::sync::Arc;
 
-
 pub(crate) use self::people::People;
 pub(crate) use self::person::Role;
 use sha2::{Digest, Sha256};

@@ -230,8 +230,7 @@ pub(crate) fn subscribe(
     view: &View,
 ) -> Result<(), McpError> {
     catalog_path::check_uri(&uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
-    let found = registry.snapshot().resource(&uri);
-    if !found.is_some_and(|(plugin, _)| view.sees(&plugin.id)) {
+    if registry.snapshot().resource_seen(&uri, view).is_none() {
         return Err(rpc_error(Envelope::host_error(
             ErrorCode::ResourceNotFound,
             format!("no resource at {uri:?}"),
