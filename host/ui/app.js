@@ -290,6 +290,10 @@ function renderHeld(plugin, cell) {
   const changes = el("ul", { class: "changes", "aria-label": `What changed in ${plugin.id}` });
   for (const change of (plugin.pending && plugin.pending.changes) || []) {
     const item = el("li", {}, `${change.change} ${change.kind} ${change.name}`);
+    // What an added definition says, as a model will read it.
+    if (change.pending && change.pending.description) {
+      item.append(el("div", { class: "reason" }, `description: ${JSON.stringify(change.pending.description)}`));
+    }
     for (const [field, values] of Object.entries(change.fields || {})) {
       item.append(el("div", { class: "reason" },
         `${field}: ${JSON.stringify(values.approved)} → ${JSON.stringify(values.pending)}`));
@@ -305,13 +309,15 @@ function renderHeld(plugin, cell) {
       "data-decide": action,
       "aria-label": `${label} ${plugin.id}`,
     }, label);
-    button.addEventListener("click", () => decide(plugin.id, action));
+    button.addEventListener("click", () => decide(plugin.id, action, plugin.contentHash));
     cell.append(" ", button);
   }
 }
 
-async function decide(id, action) {
-  const path = `/plugins/${id.split("/").map(encodeURIComponent).join("/")}/${action}`;
+/// Decides on the version shown (its hash): one held since is not.
+async function decide(id, action, hash) {
+  const shown = hash ? `?hash=${encodeURIComponent(hash)}` : "";
+  const path = `/plugins/${id.split("/").map(encodeURIComponent).join("/")}/${action}${shown}`;
   const { status, json } = await api("POST", path);
   if (status === 200) setStatus(`${action === "approve" ? "Approved" : "Refused"}: ${id}`);
   else setStatus(`Could not ${action} ${id}: ${(json && json.error && json.error.message) || status}`);

@@ -280,8 +280,13 @@ async function setsMode() {
     seen.heldChanges = await text(page, `${held} ul.changes`);
     await page.screenshot({ path: path.join(shots, "dashboard-held.png") });
     await page.click(`${held} button[data-decide="approve"]`);
-    await waitText(page, "#status", "Approved");
-    await page.waitForSelector(`${held} td.state-loaded`);
+    // The status says "Approved" until the load event that follows
+    // replaces it; the row turning loaded is what counts.
+    try {
+      await page.waitForSelector(`${held} td.state-loaded`);
+    } catch (error) {
+      fail(`the approved plugin never showed loaded; status: ${await text(page, "#status")}`);
+    }
     await page.waitForSelector(`#tools li[data-tool="${config.approvedTool}"]`);
     seen.adminTools = await listed();
     await page.close();

@@ -127,8 +127,15 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
         "{mine}"
     );
 
-    // Only an admin approves; then it serves.
+    // Only an admin approves, and only the version shown; then it serves.
     assert_eq!(post(&server, "/plugins/ada/helper/approve", ADA).0, 403);
+    let stale = post(
+        &server,
+        &format!("/plugins/ada/helper/approve?hash={}", "0".repeat(64)),
+        INSTRUCTOR,
+    );
+    assert_eq!(stale.0, 409, "{}", stale.1);
+    assert_eq!(stale.1["error"]["code"], "NOTHING_PENDING");
     let (status, approved) = post(&server, "/plugins/ada/helper/approve", INSTRUCTOR);
     assert_eq!(status, 200, "{approved}");
     assert_eq!(approved["state"], "loaded", "{approved}");

@@ -574,6 +574,8 @@ fn the_page_shows_each_person_their_set_and_an_admin_approves_there() {
     assert_eq!(texts(&seen["callerPlugins"]), ["instructor/echo"], "{seen}");
     let changes = seen["heldChanges"].as_str().unwrap();
     assert!(changes.contains("added tool ada__echo"), "{seen}");
+    // What the added tool says is shown before it is approved.
+    assert!(changes.contains("Answers with the text"), "{seen}");
     assert_eq!(
         texts(&seen["adminTools"]),
         ["ada__echo", "instructor__echo"],

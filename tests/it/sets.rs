@@ -22,6 +22,7 @@ const INSTRUCTOR: &str = "instructor-secret-0123456789";
 const ADA: &str = "ada-secret-0123456789";
 const BOB: &str = "bob-secret-0123456789";
 const CAROL: &str = "carol-secret-0123456789";
+const DAVE: &str = "dave-secret-0123456789";
 
 /// The room's tokens file, carol seeing `carol_sees`.
 fn tokens_text(carol_sees: &str) -> String {
@@ -31,7 +32,8 @@ fn tokens_text(carol_sees: &str) -> String {
          [[token]]\nname = \"ada\"\nsecret = \"{ADA}\"\nrole = \"publisher\"\ntools = [\"@room\"]\n\
          [[token]]\nname = \"bob\"\nsecret = \"{BOB}\"\nrole = \"publisher\"\n\
          tools = [\"instructor/*\", \"{{self}}/*\"]\n\
-         [[token]]\nname = \"carol\"\nsecret = \"{CAROL}\"\nrole = \"caller\"\ntools = [{carol_sees}]\n"
+         [[token]]\nname = \"carol\"\nsecret = \"{CAROL}\"\nrole = \"caller\"\ntools = [{carol_sees}]\n\
+         [[token]]\nname = \"dave\"\nsecret = \"{DAVE}\"\nrole = \"caller\"\ntools = [\"ada/*\"]\n"
     )
 }
 
@@ -77,6 +79,32 @@ fn as_if_missing(answer: &Value) -> String {
         .replace("ada/echo", "zed/echo")
         .replace("test://bob/", "test://zed/")
         .replace("bob__test_simple_prompt", "zed__test_simple_prompt")
+        .replace("toplevel/source", "zedtop/source")
+}
+
+/// What `/events` sends `token` in its first second when it resumes after
+/// event `last` (`Last-Event-ID`), as text.
+fn events_resumed(server: &Server, token: &str, last: u64) -> String {
+    use std::io::{Read, Write};
+    let address = server.base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(1)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nLast-Event-ID: {last}\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = Vec::new();
+    let mut buffer = [0u8; 65536];
+    while let Ok(read) = stream.read(&mut buffer) {
+        if read == 0 {
+            break;
+        }
+        text.extend_from_slice(&buffer[..read]);
+    }
+    String::from_utf8_lossy(&text).into_owned()
 }
 
 /// An answer without what differs between any two answers: when it was
@@ -120,6 +148,7 @@ fn each_person_sees_their_set_and_nothing_outside_it_exists() {
         ],
     );
     for (path, token, plugin) in [
+        ("/plugins/toplevel", INSTRUCTOR, "echo"),
         ("/plugins/instructor/echo", INSTRUCTOR, "echo"),
         ("/plugins/instructor/conformance", INSTRUCTOR, "conformance"),
         ("/plugins/ada/echo", ADA, "echo"),
@@ -132,6 +161,8 @@ fn each_person_sees_their_set_and_nothing_outside_it_exists() {
 
     // REST: each person's tools are their set.
     let everything = tools_of(&server, INSTRUCTOR);
+    // The top-level plugin's tool is `echo`; the rest are namespaced.
+    assert!(everything.contains(&"echo".to_string()), "{everything:?}");
     for prefix in ["instructor__", "ada__", "bob__"] {
         assert!(
             everything.iter().any(|n| n.starts_with(prefix)),
@@ -190,6 +221,27 @@ fn each_person_sees_their_set_and_nothing_outside_it_exists() {
     let (_, plugins) = send(&server, "GET", "/plugins", Some(CAROL), "", b"");
     let ids = names(&plugins["plugins"], "id");
     assert_eq!(ids, ["instructor/conformance", "instructor/echo"]);
+
+    // The event feed, resumed from its start, tells carol only of hers.
+    let resumed = events_resumed(&server, CAROL, 0);
+    assert!(resumed.contains("instructor/echo"), "{resumed}");
+    for hidden in ["ada/echo", "bob/echo", "\"toplevel\""] {
+        assert!(!resumed.contains(hidden), "{hidden} in {resumed}");
+    }
+
+    // MCP offers what a caller's set has: dave's (ada's echo) has no
+    // resources or prompts; carol's (the instructor's conformance) has.
+    let initialize = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                            "clientInfo": {"name": "sets", "version": "1"}});
+    let offered = mcp(&server, DAVE, "initialize", initialize.clone());
+    let capabilities = &offered["result"]["capabilities"];
+    assert!(capabilities.get("resources").is_none(), "{offered}");
+    assert!(capabilities.get("prompts").is_none(), "{offered}");
+    let offered = mcp(&server, CAROL, "initialize", initialize);
+    assert!(
+        offered["result"]["capabilities"].get("resources").is_some(),
+        "{offered}"
+    );
     let (_, plugins) = send(&server, "GET", "/plugins", Some(ADA), "", b"");
     let ids = names(&plugins["plugins"], "id");
     assert_eq!(
@@ -223,6 +275,7 @@ fn each_person_sees_their_set_and_nothing_outside_it_exists() {
         ("POST", "/tools/ada__echo", "/tools/zed__echo"),
         ("GET", "/tools/ada__echo", "/tools/zed__echo"),
         ("GET", "/plugins/ada/echo", "/plugins/zed/echo"),
+        ("GET", "/plugins/toplevel/source", "/plugins/zedtop/source"),
         (
             "GET",
             "/resources/test%3A%2F%2Fbob%2Fstatic-text",

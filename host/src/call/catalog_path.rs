@@ -85,14 +85,14 @@ pub(crate) struct Offered {
     pub(crate) completion: bool,
 }
 
-pub(crate) fn offered(registry: &Registry) -> Offered {
+pub(crate) fn offered(registry: &Registry, view: &View) -> Offered {
     let snapshot = registry.snapshot();
     let mut offered = Offered {
         resources: false,
         prompts: false,
         completion: false,
     };
-    for plugin in snapshot.serving() {
+    for plugin in snapshot.serving().filter(|plugin| view.sees(&plugin.id)) {
         let catalog = &plugin.catalog;
         offered.resources |= !catalog.resources.is_empty() || !catalog.templates.is_empty();
         offered.prompts |= !catalog.prompts.is_empty();

@@ -51,8 +51,25 @@ impl ApproveOptions {
             }
             return Ok(0);
         };
+        // What is decided on is what is printed: the held version's hash
+        // goes with the decision, and one held since is not decided on.
+        let (status, held) = request(
+            base,
+            token,
+            ("GET", &format!("/plugins/{id}")),
+            None,
+            timeout,
+        )
+        .await?;
+        if status != 200 {
+            bail!("{base} answered {status}: {}", message(&held));
+        }
+        if held["state"] == "pending" {
+            print_held(&held);
+        }
+        let hash = held["contentHash"].as_str().unwrap_or_default();
         let action = if self.refuse { "refuse" } else { "approve" };
-        let path = format!("/plugins/{id}/{action}");
+        let path = format!("/plugins/{id}/{action}?hash={hash}");
         let (status, answer) = request(base, token, ("POST", &path), None, timeout).await?;
         match (status, answer["error"]["code"].as_str()) {
             (200, _) if answer["removed"].is_string() => {
@@ -97,6 +114,9 @@ fn print_held(plugin: &Value) {
             change["kind"].as_str().unwrap_or("?"),
             change["name"].as_str().unwrap_or("?")
         );
+        if let Some(description) = change["pending"]["description"].as_str() {
+            println!("    description: {description:?}");
+        }
         for (field, values) in change["fields"].as_object().into_iter().flatten() {
             println!(
                 "    {field}: {} -> {}",

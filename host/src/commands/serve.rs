@@ -180,6 +180,11 @@ impl ServeOptions {
     /// Refuses flags that cannot work, before anything loads or listens
     /// (`serve` and `dev` ask first).
     pub(super) fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.auth_tools_claim.is_none() || self.tokens.is_some(),
+            "--auth-tools-claim names groups of the tokens file: give --tokens FILE with \
+             the [[group]]s (a file of groups alone will do)"
+        );
         match &self.settings().oauth {
             Some(oauth) => oauth.check(),
             None => Ok(()),

@@ -5,7 +5,9 @@
 //!   `POST /plugins/{name}/approve`, `…/refuse` at the top level) decide
 //!   on a version held for approval (`registry/approving.rs`), answering
 //!   with the plugin's report afterwards (`{"removed": id}` for a new
-//!   plugin refused); 409 `NOTHING_PENDING` when nothing waits;
+//!   plugin refused); 409 `NOTHING_PENDING` when nothing waits, or when
+//!   `?hash=` (the held version's `contentHash` the admin was shown, which
+//!   the page and `toolhost approve` send) is not the one held now;
 //! - `GET /audit?limit=N` lists the audit log newest first (at most
 //!   `limit`, 1000 by default).
 //!
@@ -43,24 +45,40 @@ pub(crate) fn router(publishing: Arc<Publishing>) -> Router {
 async fn decide_top(
     State(publishing): State<Arc<Publishing>>,
     Path((name, action)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
-    decision(&publishing, None, &name, &action, requester).await
+    let shown = query_value(query.as_deref(), "hash");
+    decision(&publishing, (None, &name, &action), shown, requester).await
 }
 
 async fn decide_in(
     State(publishing): State<Arc<Publishing>>,
     Path((namespace, name, action)): Path<(String, String, String)>,
+    RawQuery(query): RawQuery,
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
-    decision(&publishing, Some(&namespace), &name, &action, requester).await
+    let shown = query_value(query.as_deref(), "hash");
+    decision(
+        &publishing,
+        (Some(&namespace), &name, &action),
+        shown,
+        requester,
+    )
+    .await
+}
+
+/// The value of `key` in a query string (`a=1&hash=…`), if present.
+fn query_value<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
+    query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
 }
 
 async fn decision(
     publishing: &Arc<Publishing>,
-    namespace: Option<&str>,
-    name: &str,
-    action: &str,
+    (namespace, name, action): (Option<&str>, &str, &str),
+    shown: Option<&str>,
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
     let decision = match action {
@@ -90,7 +108,7 @@ async fn decision(
     let by = requester
         .and_then(|axum::Extension(requester)| requester.0)
         .map_or_else(|| "local".to_string(), |identity| identity.name);
-    match decide(publishing, &id, &by, decision).await {
+    match decide(publishing, &id, &by, decision, shown).await {
         Ok(Some(report)) => json_response(200, &report),
         Ok(None) => json_response(200, &json!({ "removed": id })),
         Err(error) => publish_failure(&id, error),
@@ -99,12 +117,7 @@ async fn decision(
 
 /// `GET /audit`: newest first, at most `?limit=N`.
 async fn audit(State(publishing): State<Arc<Publishing>>, RawQuery(query): RawQuery) -> Response {
-    let limit = query
-        .as_deref()
-        .unwrap_or("")
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("limit="))
-        .map(str::parse::<usize>);
+    let limit = query_value(query.as_deref(), "limit").map(str::parse::<usize>);
     let limit = match limit {
         None => AUDIT_PAGE,
         Some(Ok(limit)) if limit > 0 => limit,

@@ -13,7 +13,8 @@
 //! view, made once per snapshot and view: callers with equal sets (the
 //! same group) share one, so a room of thirty makes thirty small lists
 //! per change, not one per request. At most [`VIEWS_KEPT`] views' lists
-//! are kept per snapshot.
+//! are kept per snapshot; sessions compare digests of their view's list
+//! ([`ToolLists::digest`]) to tell whether a change touched it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -26,9 +27,9 @@ use serde_json::{Value, json};
 use crate::registry::Snapshot;
 use crate::registry::view::View;
 
-/// How many views' lists are kept for one snapshot before they are all
-/// made again (a bound on memory, not a working limit).
-const VIEWS_KEPT: usize = 256;
+/// How many views' lists are kept for one snapshot; past it, one is
+/// dropped for each new one (a bound on memory, not a working limit).
+const VIEWS_KEPT: usize = 1024;
 
 /// How many tools one `tools/list` page holds. Large enough that any
 /// server people run answers in one page (clients that ignore
@@ -48,6 +49,7 @@ pub(crate) struct ToolLists {
     mcp: Memo<Vec<Tool>>,
     viewed_manifest: ViewMemo<Bytes>,
     viewed_mcp: ViewMemo<Vec<Tool>>,
+    viewed_digest: ViewMemo<u64>,
 }
 
 impl ToolLists {
@@ -73,19 +75,7 @@ impl ToolLists {
         cursor: Option<&str>,
         view: &View,
     ) -> Option<(Vec<Tool>, Option<String>)> {
-        let make = |snapshot: &Snapshot| -> Vec<Tool> {
-            snapshot
-                .tools()
-                .filter(|entry| view.sees(&entry.plugin.id))
-                .filter_map(|entry| {
-                    serde_json::from_value(Value::Object(entry.tool.listing())).ok()
-                })
-                .collect()
-        };
-        let tools = match view.key() {
-            None => self.mcp.get(snapshot, make),
-            Some(key) => self.viewed_mcp.get(snapshot, key, make),
-        };
+        let tools = self.mcp_tools(snapshot, view);
         let start = match cursor {
             None => 0,
             Some(cursor) => {
@@ -107,17 +97,39 @@ impl ToolLists {
     }
 }
 
-/// A digest of the tool list as `view` shows it: equal digests, the same
-/// list (to tell a session whether a change touched what it sees).
-pub(crate) fn fingerprint(snapshot: &Snapshot, view: &View) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    for entry in snapshot.tools().filter(|entry| view.sees(&entry.plugin.id)) {
-        Value::Object(entry.tool.listing())
-            .to_string()
-            .hash(&mut hasher);
+impl ToolLists {
+    /// Every tool `view` sees, as `tools/list` gives them.
+    fn mcp_tools(&self, snapshot: &Arc<Snapshot>, view: &View) -> Arc<Vec<Tool>> {
+        let make = |snapshot: &Snapshot| -> Vec<Tool> {
+            snapshot
+                .tools()
+                .filter(|entry| view.sees(&entry.plugin.id))
+                .filter_map(|entry| {
+                    serde_json::from_value(Value::Object(entry.tool.listing())).ok()
+                })
+                .collect()
+        };
+        match view.key() {
+            None => self.mcp.get(snapshot, make),
+            Some(key) => self.viewed_mcp.get(snapshot, key, make),
+        }
     }
-    hasher.finish()
+
+    /// A digest of the tool list as `view` shows it: equal digests, the
+    /// same list (to tell a session whether a change touched what it
+    /// sees). Made once per snapshot and view, from that view's list.
+    pub(crate) fn digest(&self, snapshot: &Arc<Snapshot>, view: &View) -> u64 {
+        let make = |_: &Snapshot| {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            serde_json::to_string(&*self.mcp_tools(snapshot, view))
+                .unwrap_or_default()
+                .hash(&mut hasher);
+            hasher.finish()
+        };
+        let key = view.key().cloned().unwrap_or_else(|| Arc::from(""));
+        *self.viewed_digest.get(snapshot, &key, make)
+    }
 }
 
 /// The tools manifest: each tool `view` sees as MCP describes it, plus
@@ -209,8 +221,13 @@ impl<T> ViewMemo<T> {
         // Made outside the lock: one slow list holds up no other view.
         let made = Arc::new(make(snapshot));
         let mut held = self.cell.lock().unwrap_or_else(|e| e.into_inner());
-        if !std::ptr::eq(held.0.as_ptr(), Arc::as_ptr(snapshot)) || held.1.len() >= VIEWS_KEPT {
+        if !std::ptr::eq(held.0.as_ptr(), Arc::as_ptr(snapshot)) {
             *held = (Arc::downgrade(snapshot), HashMap::new());
+        }
+        if held.1.len() >= VIEWS_KEPT
+            && let Some(dropped) = held.1.keys().next().cloned()
+        {
+            held.1.remove(&dropped);
         }
         held.1.insert(key.clone(), made.clone());
         made

@@ -35,7 +35,7 @@ use crate::call::errors::ErrorCode;
 use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
 use crate::front::source_routes;
-use crate::front::uploads::{Uploads, publish_failure, receive, refuse};
+use crate::front::uploads::{Uploads, loaded_status, publish_failure, receive, refuse};
 use crate::registry::Registry;
 use crate::registry::layout::is_valid_namespace;
 use crate::registry::publish::{Noted, Published, Publishing};
@@ -163,8 +163,14 @@ async fn report_in(
     let requester = requester.map(|r| r.0);
     if name == "source" {
         let known = state.registry.plugins_report();
+        // A top-level plugin out of the requester's view is not there.
+        let seen = |plugin: &&PluginReport| {
+            requester
+                .as_ref()
+                .is_none_or(|requester| !requester.hides(plugin))
+        };
         if known.plugin(&format!("{namespace}/source")).is_none()
-            && known.plugin(&namespace).is_some()
+            && known.plugin(&namespace).filter(seen).is_some()
         {
             return source(&state, None, &namespace, requester);
         }
@@ -313,15 +319,8 @@ async fn publish(
     };
     match state.publishing.publish(upload, &by, None).await {
         Ok(Published::Live { report, created }) => {
-            // Held for an admin's approval (`--require-approval`): 202.
-            let held = report.state == crate::registry::report::PluginState::Pending;
-            let outcome = if held { "pending" } else { "live" };
+            let (status, outcome) = loaded_status(&report, created);
             state.publishing.note(Noted::now(&id, &by, outcome));
-            let status = match (held, created) {
-                (true, _) => 202,
-                (false, true) => 201,
-                (false, false) => 200,
-            };
             json_response(status, &shown(report))
         }
         Ok(Published::Refused { report }) => {
@@ -425,11 +424,17 @@ async fn publishes(
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
     let requester = requester.map_or(Requester(None), |r| r.0);
+    let known = state.registry.plugins_report();
     let noted: Vec<Noted> = state
         .publishing
         .noted()
         .into_iter()
-        .filter(|noted| requester.sees_plugin_id(&noted.plugin))
+        .filter(|noted| {
+            requester.sees_plugin_id(&noted.plugin)
+                && known
+                    .plugin(&noted.plugin)
+                    .is_none_or(|report| !requester.hides(report))
+        })
         .map(|mut noted| {
             if !requester.sees_reasons_of(&noted.plugin) {
                 noted.reason = None;

@@ -30,7 +30,7 @@ use crate::call::errors::ErrorCode;
 use crate::edge::body;
 use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
-use crate::front::uploads::{Uploads, publish_failure, refuse};
+use crate::front::uploads::{Uploads, loaded_status, publish_failure, refuse};
 use crate::registry::publish::{KeptSource, Noted, PublishError, Published, Publishing};
 
 /// What a source publish needs.
@@ -148,10 +148,11 @@ impl SourcePublish {
         };
         match self.publishing.publish(upload, by, Some(kept)).await {
             Ok(Published::Live { report, created }) => {
-                self.publishing.note(noted("live", None));
+                let (status, outcome) = loaded_status(&report, created);
+                self.publishing.note(noted(outcome, None));
                 let mut answer = serde_json::to_value(shown(report)).unwrap_or_default();
                 answer["build"] = build;
-                json_response(if created { 201 } else { 200 }, &answer)
+                json_response(status, &answer)
             }
             Ok(Published::Refused { report }) => {
                 let report = shown(report);

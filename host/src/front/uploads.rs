@@ -118,6 +118,20 @@ pub(crate) fn publish_failure(id: &str, error: PublishError) -> Response {
     refuse(code, &format!("plugin {id:?}: {error}"))
 }
 
+/// The status and the room's outcome of a publish that loaded: 202
+/// `pending` when it is held for an admin's approval
+/// (`--require-approval`), else 201 (new) or 200 (replaced) `live`.
+pub(crate) fn loaded_status(
+    report: &crate::registry::report::PluginReport,
+    created: bool,
+) -> (u16, &'static str) {
+    match (report.state, created) {
+        (crate::registry::report::PluginState::Pending, _) => (202, "pending"),
+        (_, true) => (201, "live"),
+        (_, false) => (200, "live"),
+    }
+}
+
 pub(crate) fn refuse(code: ErrorCode, message: &str) -> Response {
     Envelope::host_error(code, message, None).into_response()
 }

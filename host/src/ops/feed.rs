@@ -49,7 +49,7 @@ use crate::call::Calls;
 use crate::edge::auth::Authority;
 use crate::edge::guard::Requester;
 use crate::registry::Registry;
-use crate::registry::events::LoadEvent;
+use crate::registry::events::{LoadEvent, LoadEventKind};
 
 /// How many load events are kept for clients that reconnect.
 const KEPT: usize = 256;
@@ -238,17 +238,13 @@ impl Stream {
             }
             tokio::select! {
                 received = self.live.recv() => match received {
-                    // What the viewer does not see passes them by.
-                    Ok(numbered) if self.viewer.hides(&numbered.event.report) => {
-                        self.last_id = self.last_id.max(numbered.id);
-                    }
                     Ok(numbered) if numbered.id > self.last_id => self.queue_load_event(numbered),
                     Ok(_) => {}
                     Err(RecvError::Lagged(_)) => self.queue_snapshot(),
                     Err(RecvError::Closed) => return None,
                 },
                 received = self.builds.recv() => match received {
-                    Ok(build) if !self.viewer.sees_plugin_id(&build.plugin) => {}
+                    Ok(build) if !self.refreshed_viewer().sees_plugin_id(&build.plugin) => {}
                     Ok(mut build) => {
                         if !self.viewer.sees_reasons_of(&build.plugin) {
                             build.error = None;
@@ -274,8 +270,26 @@ impl Stream {
         }
     }
 
+    /// The viewer with their tool set as the tokens file says now (an
+    /// edited set counts on an open stream too).
+    fn refreshed_viewer(&mut self) -> &Requester {
+        if let Some(identity) = self.viewer.0.as_mut() {
+            identity.tools = self.state.authority.view_now(Some(identity));
+        }
+        &self.viewer
+    }
+
+    /// Queues one load event, replayed or live, unless the viewer does not
+    /// see its plugin, or it tells of a version held for approval that is
+    /// not theirs (what serves did not change for them).
     fn queue_load_event(&mut self, numbered: Numbered) {
         self.last_id = numbered.id;
+        let viewer = self.refreshed_viewer();
+        let held_elsewhere = numbered.event.kind == LoadEventKind::Pending
+            && !viewer.sees_reasons_of(&numbered.event.plugin);
+        if viewer.hides(&numbered.event.report) || held_elsewhere {
+            return;
+        }
         let mut event = numbered.event;
         event.report = self.viewer.sees_plugin(event.report);
         let kind = event.kind.as_str();
@@ -291,7 +305,8 @@ impl Stream {
     fn queue_snapshot(&mut self) {
         self.queued.clear();
         self.last_id = self.state.feed.newest();
-        let report = self.viewer.sees(self.state.registry.plugins_report());
+        let viewer = self.refreshed_viewer().clone();
+        let report = viewer.sees(self.state.registry.plugins_report());
         self.queued.push_back(
             Event::default()
                 .id(self.last_id.to_string())
@@ -301,12 +316,14 @@ impl Stream {
         // The activity so far, so that a new client need not wait for the
         // next summary.
         self.summarised = self.state.calls.ledger().version();
-        self.queued.push_back(self.summary());
+        let summary = self.summary();
+        self.queued.push_back(summary);
     }
 
-    fn summary(&self) -> Event {
+    fn summary(&mut self) -> Event {
         let mut tools = self.state.calls.ledger().activity();
-        tools.retain(|tool| self.viewer.sees_plugin_id(&tool.plugin));
+        let viewer = self.refreshed_viewer().clone();
+        tools.retain(|tool| viewer.sees_plugin_id(&tool.plugin));
         Event::default()
             .event("calls")
             .data(json!({ "tools": tools }).to_string())

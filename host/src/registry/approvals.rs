@@ -13,9 +13,10 @@
 //! Approvals live with the plugin folder, so a restart and every replica
 //! on the folder honour them: `.toolhost/approvals/<id>.json` holds the
 //! approved definitions, their digest, the component's hash, who approved
-//! and when; `.toolhost/approvals/<id>.wasm` (and its policy, if any) the
-//! approved component itself, which serves after a restart while a pending
-//! replacement sits in the folder.
+//! and when; `.toolhost/approvals/<id>.wasm` the approved component itself
+//! (with its publish record and source, when it has them), which serves
+//! after a restart while a pending replacement sits in the folder, under
+//! the live file's policy.
 
 use std::path::{Path, PathBuf};
 
@@ -101,13 +102,16 @@ impl Approvals {
         }))
     }
 
-    /// Approves `held`, the definitions of the version at `file` whose
-    /// hash is `hash`: writes the record and keeps the component (and its
-    /// policy file) for restarts. Returns the record.
+    /// Approves `held`, the definitions of `bytes` (whose hash is `hash`),
+    /// the version at `file` (absent for a plugin from an OCI source):
+    /// keeps the component and, beside it, the file's publish record and
+    /// source for a refusal to put back, then writes the record. Returns
+    /// the record.
     pub(crate) fn approve(
         &self,
         id: &str,
         file: &Path,
+        bytes: Option<&[u8]>,
         hash: &str,
         held: &Held,
         by: &str,
@@ -115,16 +119,16 @@ impl Approvals {
         let record_file = self.record_file(id);
         let folder = record_file.parent().unwrap_or(&self.dir).to_path_buf();
         std::fs::create_dir_all(&folder)?;
-        let copy = self.dir.join(format!("{id}.wasm"));
-        let temporary = copy.with_extension("wasm.tmp");
-        std::fs::copy(file, &temporary)?;
-        std::fs::rename(&temporary, &copy)?;
-        let policy = file.with_extension("toml");
-        let kept_policy = copy.with_extension("toml");
-        if policy.exists() {
-            std::fs::copy(&policy, &kept_policy)?;
-        } else {
-            let _ = std::fs::remove_file(&kept_policy);
+        if let Some(bytes) = bytes {
+            write_by_rename(&self.dir.join(format!("{id}.wasm")), bytes)?;
+        }
+        for (beside, kept) in self.kept_beside(id, file) {
+            match std::fs::read(&beside) {
+                Ok(bytes) => write_by_rename(&kept, &bytes)?,
+                Err(_) => {
+                    let _ = std::fs::remove_file(&kept);
+                }
+            }
         }
         let record = json!({
             "plugin": id,
@@ -134,10 +138,23 @@ impl Approvals {
             "at": humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
             "definitions": held.definitions,
         });
-        let temporary = record_file.with_extension("json.tmp");
-        std::fs::write(&temporary, record.to_string())?;
-        std::fs::rename(&temporary, &record_file)?;
+        write_by_rename(&record_file, record.to_string().as_bytes())?;
         Ok(record)
+    }
+
+    /// The files kept beside a plugin's (its publish record, its source),
+    /// each with where the approved version's copy of it is kept.
+    pub(crate) fn kept_beside(&self, id: &str, file: &Path) -> Vec<(PathBuf, PathBuf)> {
+        vec![
+            (
+                crate::registry::plugin::published_file(file),
+                self.dir.join(format!("{id}.published")),
+            ),
+            (
+                crate::registry::plugin::source_file(file),
+                self.dir.join(format!("{id}.source")),
+            ),
+        ]
     }
 
     /// Keeps `plugin`'s component as the approved copy when it serves
@@ -156,9 +173,23 @@ impl Approvals {
             })
             .unwrap_or(false);
         if !same {
-            let temporary = copy.with_extension("wasm.tmp");
-            let copied = std::fs::copy(&plugin.file, &temporary)
-                .and_then(|_| std::fs::rename(&temporary, &copy));
+            let copied = std::fs::read(&plugin.file).and_then(|bytes| {
+                if crate::registry::plugin::content_hash(&bytes) != plugin.version.content_hash {
+                    // Replaced again since it loaded: the next load keeps it.
+                    return Ok(());
+                }
+                write_by_rename(&copy, &bytes)?;
+                // Its publish record and source, for a refusal to put back.
+                for (beside, kept) in self.kept_beside(&plugin.id, &plugin.file) {
+                    match std::fs::read(&beside) {
+                        Ok(bytes) => write_by_rename(&kept, &bytes)?,
+                        Err(_) => {
+                            let _ = std::fs::remove_file(&kept);
+                        }
+                    }
+                }
+                Ok(())
+            });
             if let Err(error) = copied {
                 tracing::warn!(plugin = %plugin.id, %error, "cannot keep the approved component");
             }
@@ -167,14 +198,30 @@ impl Approvals {
 
     /// Forgets `id`'s approval (it was removed: published again, it is new).
     pub(crate) fn forget(&self, id: &str) {
-        for file in [
-            self.record_file(id),
-            self.dir.join(format!("{id}.wasm")),
-            self.dir.join(format!("{id}.toml")),
-        ] {
-            let _ = std::fs::remove_file(file);
+        for extension in ["json", "wasm", "published", "source"] {
+            let _ = std::fs::remove_file(self.dir.join(format!("{id}.{extension}")));
         }
     }
+}
+
+/// Writes `bytes` as `file` through a temporary name unique to this
+/// process and write, then a rename: a reader (another server on the
+/// folder) sees the old file or the new one, never a mix.
+pub(crate) fn write_by_rename(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = file
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temporary = file.with_file_name(format!(
+        ".{name}.upload-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::write(&temporary, bytes)?;
+    std::fs::rename(&temporary, file).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temporary);
+    })
 }
 
 /// A plugin's definitions, as clients are served them.
@@ -212,7 +259,9 @@ pub(crate) fn changes(approved: Option<&Value>, pending: &Value) -> Value {
                 .flatten()
                 .filter_map(|item| {
                     let item = item.as_object()?;
-                    let name = ["name", "uri", "uriTemplate"]
+                    // A resource's URI names it (its `name` need not be
+                    // unique); tools and prompts have only names.
+                    let name = ["uri", "uriTemplate", "name"]
                         .iter()
                         .find_map(|field| item.get(*field)?.as_str())?;
                     Some((name.to_string(), item.clone()))

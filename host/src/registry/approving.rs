@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use crate::registry::approvals::write_by_rename;
 use crate::registry::plugin::{content_hash, published_file, source_file};
 use crate::registry::publish::{PublishError, Publishing};
 use crate::registry::report::PluginReport;
@@ -41,12 +42,14 @@ impl Decision {
 
 /// Applies `decision` by `by` to plugin `id`'s held version; answers with
 /// the plugin's report afterwards (`None`: it is gone, a new plugin
-/// refused).
+/// refused). With `shown`, the hash the admin was shown: a version held
+/// since under another hash is not decided on.
 pub(crate) async fn decide(
     publishing: &Arc<Publishing>,
     id: &str,
     by: &str,
     decision: Decision,
+    shown: Option<&str>,
 ) -> Result<Option<PluginReport>, PublishError> {
     let registry = publishing.registry().clone();
     let Some(approvals) = registry.approvals() else {
@@ -71,42 +74,69 @@ pub(crate) async fn decide(
         )));
     };
     let hash = rejection.version.content_hash.clone();
-    match decision {
-        Decision::Approve => {
+    if shown.is_some_and(|shown| shown != hash) {
+        return Err(PublishError::NothingPending(format!(
+            "plugin {id:?}'s held version is {}, not the one shown ({}): look at it again",
+            short(&hash),
+            short(shown.unwrap_or_default())
+        )));
+    }
+    // A plugin from an OCI source has no file in the folder: its tag
+    // names the version.
+    let from_folder = file.exists();
+    match (decision, from_folder) {
+        (Decision::Approve, false) => {
+            approvals
+                .approve(id, &file, None, &hash, held, by)
+                .map_err(PublishError::Write)?;
+        }
+        (Decision::Approve, true) => {
             // The bytes held must be the bytes in the folder: a file
             // replaced by hand since is not what the admin read.
             let on_disk = std::fs::read(&file).map_err(PublishError::Write)?;
             if content_hash(&on_disk) != hash {
-                return Err(PublishError::NothingPending(format!(
-                    "plugin {id:?}'s file changed since it was held; look at it again"
-                )));
+                return Err(changed_since(id));
             }
             approvals
-                .approve(id, &file, &hash, held, by)
+                .approve(id, &file, Some(&on_disk), &hash, held, by)
                 .map_err(PublishError::Write)?;
-            put_again(&file, &on_disk).map_err(PublishError::Write)?;
+            put_again(&file, &on_disk, &hash).map_err(PublishError::Write)?;
         }
-        Decision::Refuse => match approvals.approved_copy(id) {
-            Some(copy) => {
-                let approved = std::fs::read(&copy).map_err(PublishError::Write)?;
-                put_again(&file, &approved).map_err(PublishError::Write)?;
+        (Decision::Refuse, false) => {
+            return Err(PublishError::NothingPending(format!(
+                "plugin {id:?} comes from an OCI source, whose tag names its version: point \
+                 the tag back to the approved digest to refuse this one"
+            )));
+        }
+        (Decision::Refuse, true) => {
+            let on_disk = std::fs::read(&file).map_err(PublishError::Write)?;
+            if content_hash(&on_disk) != hash {
+                return Err(changed_since(id));
             }
-            None => {
-                for gone in [published_file(&file), source_file(&file), file.clone()] {
-                    match std::fs::remove_file(&gone) {
-                        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                            return Err(PublishError::Write(error));
-                        }
-                        _ => {}
+            match approvals.approved_copy(id) {
+                Some(copy) => {
+                    let approved = std::fs::read(&copy).map_err(PublishError::Write)?;
+                    for (beside, kept) in approvals.kept_beside(id, &file) {
+                        let restored = match std::fs::read(&kept) {
+                            Ok(bytes) => write_by_rename(&beside, &bytes),
+                            Err(_) => remove_if_there(&beside),
+                        };
+                        restored.map_err(PublishError::Write)?;
+                    }
+                    write_by_rename(&file, &approved).map_err(PublishError::Write)?;
+                }
+                None => {
+                    for gone in [published_file(&file), source_file(&file), file.clone()] {
+                        remove_if_there(&gone).map_err(PublishError::Write)?;
                     }
                 }
             }
-        },
+        }
     }
     let changes = held.changes.as_array().map_or(0, Vec::len);
     drop(snapshot);
     let report = registry.load_settled(file).await;
-    tracing::info!(plugin = %id, person = %by, hash = %&hash[..12.min(hash.len())], decision = decision.as_str(), "approval decided");
+    tracing::info!(plugin = %id, person = %by, hash = %short(&hash), decision = decision.as_str(), "approval decided");
     if let Some(audit) = registry.audit() {
         audit.record(
             decision.as_str(),
@@ -118,14 +148,30 @@ pub(crate) async fn decide(
     Ok(report)
 }
 
-/// Writes `bytes` as `file` by rename: watchers (this server's and every
-/// replica's on the folder) see it as a new version.
-fn put_again(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = file
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = file.with_file_name(format!(".{name}.upload-approval"));
-    std::fs::write(&temporary, bytes)?;
-    std::fs::rename(&temporary, file)
+fn short(hash: &str) -> &str {
+    &hash[..12.min(hash.len())]
+}
+
+fn changed_since(id: &str) -> PublishError {
+    PublishError::NothingPending(format!(
+        "plugin {id:?}'s file changed since it was held; look at it again"
+    ))
+}
+
+fn remove_if_there(file: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(file) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `bytes` (whose hash is `hash`) as `file` again, by rename, so
+/// that watchers (this server's and every replica's on the folder) load
+/// it; unless the file changed meanwhile (a newer publish, from another
+/// server on the folder), which then stays and loads on its own.
+fn put_again(file: &Path, bytes: &[u8], hash: &str) -> std::io::Result<()> {
+    match std::fs::read(file) {
+        Ok(now) if content_hash(&now) == hash => write_by_rename(file, bytes),
+        _ => Ok(()),
+    }
 }

@@ -432,7 +432,7 @@ impl Registry {
                 .await;
                 let verdict = match registry.approvals() {
                     Some(approvals) => {
-                        verdict::held_for_approval(&registry, approvals, &id, verdict).await
+                        verdict::held_for_approval(&registry, approvals, &id, &path, verdict).await
                     }
                     None => verdict,
                 };

@@ -187,6 +187,7 @@ pub(super) async fn held_for_approval(
     registry: &crate::registry::Registry,
     approvals: &crate::registry::approvals::Approvals,
     id: &str,
+    path: &Path,
     verdict: Verdict,
 ) -> Verdict {
     let Verdict::Loaded(plugin) = verdict else {
@@ -210,21 +211,23 @@ pub(super) async fn held_for_approval(
         };
     }
     // Nothing serves (a restart, or a plugin removed by hand and back):
-    // the approved copy does, if it still loads and is still approved.
+    // the approved copy does, under the live file's policy, if it still
+    // loads and is still approved.
     let approved = match approvals.approved_copy(id) {
-        Some(copy) => match judge(
-            &registry.sources,
-            &registry.runtime,
-            &registry.list_limits,
-            &snapshot,
-            id,
-            &copy,
-        )
-        .await
-        {
-            Verdict::Loaded(approved) if approvals.judge(&approved).is_ok() => Some(approved),
-            _ => None,
-        },
+        Some(copy) => {
+            let loaded = async {
+                let wasm = plugin::read_plugin_file(&copy).await.ok()?;
+                let namespaced = layout::namespace_of(id).is_some();
+                let source = plugin::with_policy(wasm, path, namespaced).await.ok()?;
+                plugin::load(&registry.runtime, &registry.list_limits, id, path, source)
+                    .await
+                    .ok()
+            };
+            loaded
+                .await
+                .filter(|approved| approvals.judge(approved).is_ok())
+                .map(Box::new)
+        }
         None => None,
     };
     Verdict::Held {

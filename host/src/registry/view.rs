@@ -97,7 +97,13 @@ impl Eq for View {}
 /// A pattern is made of what plugin ids are made of (letters, digits, `_`,
 /// `-`, `.`, one `/`) and the glob signs `*`, `?`, `[`, `]`, `!`.
 fn check_pattern(pattern: &str) -> Result<(), String> {
+    // `!` negates a class (`[!a]`) and nothing else: `!finance/*` is no
+    // exclusion, and reading it as one would widen a set.
+    let bare_bang = pattern
+        .char_indices()
+        .any(|(at, c)| c == '!' && !pattern[..at].ends_with('['));
     let fine = !pattern.is_empty()
+        && !bare_bang
         && pattern.len() <= 200
         && pattern.matches('/').count() <= 1
         && pattern.bytes().all(|b| {
@@ -148,7 +154,8 @@ mod tests {
     fn equal_sets_are_equal_views_and_bad_patterns_are_named() {
         assert_eq!(view(&["b/*", "a/*", "a/*"]), view(&["a/*", "b/*"]));
         assert_ne!(view(&["a/*"]), View::all());
-        for bad in ["", "a/b/c", "{self}/*", "a b", "@group"] {
+        assert!(view(&["[!f]*/x"]).sees("a/x") && !view(&["[!f]*/x"]).sees("f/x"));
+        for bad in ["", "a/b/c", "{self}/*", "a b", "@group", "!finance/*"] {
             let error = View::of(&[bad.to_string()]).err().unwrap_or_default();
             assert!(error.contains("not a glob"), "{bad:?}: {error}");
         }

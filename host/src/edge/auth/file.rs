@@ -130,7 +130,7 @@ pub(super) fn read_tokens(file: &Path, reserved_prefix: Option<&str>) -> anyhow:
         });
     }
     anyhow::ensure!(
-        !people.is_empty(),
+        !people.is_empty() || !groups.is_empty(),
         "the tokens file {} names nobody: it needs at least one [[token]] (a file being \
          rewritten in place looks like this; write it elsewhere and rename it over)",
         file.display()
@@ -286,5 +286,8 @@ mod tests {
             let error = format!("{:#}", people(text).err().unwrap());
             assert!(error.contains(why), "{text}: {error}");
         }
+        // Groups alone (an OAuth-only server's `--auth-tools-claim`) are a file.
+        let groups = people("[[group]]\nname = \"support\"\ntools = [\"support/*\"]\n").unwrap();
+        assert!(groups.people.is_empty() && groups.groups.contains_key("support"));
     }
 }

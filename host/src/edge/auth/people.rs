@@ -127,11 +127,22 @@ impl People {
         sets::of_claim(claimed, groups, namespace)
     }
 
-    /// Each person of the tokens file by name, with their role and set
-    /// (never a secret): what the audit log compares across reloads.
+    /// Each person of the tokens file by name, with their role and set,
+    /// and each group as `@name` with its patterns (never a secret): what
+    /// the audit log compares across reloads.
     pub(crate) fn summary(&self) -> std::collections::BTreeMap<String, String> {
-        self.roster
-            .load()
+        let roster = self.roster.load();
+        let groups = roster
+            .as_ref()
+            .iter()
+            .flat_map(|roster| roster.groups.iter())
+            .map(|(name, patterns)| {
+                (
+                    format!("@{name}"),
+                    format!("group; {}", patterns.join(", ")),
+                )
+            });
+        roster
             .as_ref()
             .iter()
             .flat_map(|roster| roster.people.iter())
@@ -145,6 +156,7 @@ impl People {
                     format!("{}; {tools}", person.role.as_str()),
                 )
             })
+            .chain(groups)
             .collect()
     }
 

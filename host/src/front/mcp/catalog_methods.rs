@@ -106,14 +106,15 @@ impl Drop for SessionCatalog {
     }
 }
 
-/// Adds what the loaded plugins offer to `capabilities`, and remembers it
-/// for the session.
+/// Adds what the loaded plugins `view` sees offer to `capabilities`, and
+/// remembers it for the session.
 pub(crate) fn offer(
     registry: &Registry,
     session: &SessionCatalog,
     capabilities: &mut ServerCapabilities,
+    view: &View,
 ) {
-    let offered = catalog_path::offered(registry);
+    let offered = catalog_path::offered(registry, view);
     *session.offered.lock().unwrap_or_else(|e| e.into_inner()) =
         (offered.resources, offered.prompts);
     if offered.resources {

@@ -16,6 +16,7 @@ use serde_json::json;
 use super::session_client::severity;
 use super::{McpFront, catalog_methods, requester};
 use crate::edge::guard::Requester;
+use crate::front::lists::ToolLists;
 use crate::registry::Registry;
 use crate::registry::events::LoadEventKind;
 use crate::registry::view::View;
@@ -32,7 +33,7 @@ use crate::registry::view::View;
 ///
 /// Each session has its own task, so a slow or dead client delays no
 /// other.
-pub(super) fn forward(front: &McpFront, peer: Peer<RoleServer>, viewer: Requester) {
+pub(super) fn forward(front: &McpFront, peer: Peer<RoleServer>, mut viewer: Requester) {
     let mut changes = front.registry.tool_list_changes();
     let mut catalog_changes = front.registry.catalog_changes();
     let mut seen = catalog_changes.borrow_and_update().clone();
@@ -40,8 +41,12 @@ pub(super) fn forward(front: &McpFront, peer: Peer<RoleServer>, viewer: Requeste
     let authority = front.authority.clone();
     let mut tokens = authority.as_ref().map(|authority| authority.changes());
     let mut view = viewer.view();
-    let mut sees = Seen::of(&front.registry, &view);
-    let (registry, session) = (front.registry.clone(), front.catalog.clone());
+    let (registry, session, lists) = (
+        front.registry.clone(),
+        front.catalog.clone(),
+        front.lists.clone(),
+    );
+    let mut sees = Seen::of(&registry, &lists, &view);
     let (ended, logging_enabled, log_level) = (
         front.session_ended.clone(),
         front.logging_enabled.clone(),
@@ -60,9 +65,9 @@ pub(super) fn forward(front: &McpFront, peer: Peer<RoleServer>, viewer: Requeste
                 changed = changes.changed() => match changed {
                     Ok(()) if view.is_all() => peer.notify_tool_list_changed().await,
                     Ok(()) => {
-                        let now = Seen::of(&registry, &view);
-                        if now.tools != sees.tools {
-                            sees.tools = now.tools;
+                        let now = tools_digest(&registry, &lists, &view);
+                        if now != sees.tools {
+                            sees.tools = now;
                             peer.notify_tool_list_changed().await
                         } else {
                             Ok(())
@@ -84,7 +89,10 @@ pub(super) fn forward(front: &McpFront, peer: Peer<RoleServer>, viewer: Requeste
                             continue;
                         }
                         view = now_view;
-                        let now = Seen::of(&registry, &view);
+                        if let Some(identity) = viewer.0.as_mut() {
+                            identity.tools = view.clone();
+                        }
+                        let now = Seen::of(&registry, &lists, &view);
                         let told = catalog_methods::announce_view(&peer, &session, &sees.catalog, &now.catalog).await;
                         let told = match told {
                             Ok(()) if now.tools != sees.tools => peer.notify_tool_list_changed().await,
@@ -100,6 +108,8 @@ pub(super) fn forward(front: &McpFront, peer: Peer<RoleServer>, viewer: Requeste
                 },
                 event = events.recv() => match event {
                     Ok(event) if event.kind != LoadEventKind::Rejected => continue,
+                    // Out of the session's view: not its to hear of.
+                    Ok(rejected) if viewer.hides(&rejected.report) => continue,
                     Ok(rejected) => {
                         let threshold = *log_level.lock().unwrap_or_else(|e| e.into_inner());
                         if !logging_enabled.load(Ordering::Relaxed)
@@ -145,9 +155,8 @@ pub(super) async fn listen(front: &McpFront, context: SubscriptionContext) -> Re
     };
     // Everything: the registry's own signal is the change; a set: a
     // digest of the list as it shows it.
-    let digest = |view: &View| {
-        (!view.is_all()).then(|| crate::front::lists::fingerprint(&front.registry.snapshot(), view))
-    };
+    let digest =
+        |view: &View| (!view.is_all()).then(|| tools_digest(&front.registry, &front.lists, view));
     let mut seen = digest(&view_now());
     loop {
         let tokens_changed = async {
@@ -182,16 +191,21 @@ struct Seen {
 }
 
 impl Seen {
-    fn of(registry: &Registry, view: &View) -> Seen {
-        let snapshot = registry.snapshot();
+    fn of(registry: &Registry, lists: &ToolLists, view: &View) -> Seen {
         Seen {
-            // Everything: the registry's own signals tell the changes.
-            tools: if view.is_all() {
-                0
-            } else {
-                crate::front::lists::fingerprint(&snapshot, view)
-            },
+            tools: tools_digest(registry, lists, view),
             catalog: catalog_methods::CatalogSeen::of(registry, view),
         }
+    }
+}
+
+/// The digest of the tool list `view` shows (shared by every session of
+/// that view: `lists.rs`); 0 for everything, whose changes the registry's
+/// own signal tells.
+fn tools_digest(registry: &Registry, lists: &ToolLists, view: &View) -> u64 {
+    if view.is_all() {
+        0
+    } else {
+        lists.digest(&registry.snapshot(), view)
     }
 }

@@ -28,10 +28,11 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
     CompleteResult, ErrorCode as RpcErrorCode, GetPromptRequestParams, GetPromptResponse,
-    Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ResultType,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -112,20 +113,44 @@ impl McpFront {
     }
 }
 
-impl ServerHandler for McpFront {
-    fn get_info(&self) -> ServerConfig {
+impl McpFront {
+    /// What the server offers a caller who sees `view`.
+    fn info(&self, view: &View) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
-        catalog_methods::offer(&self.registry, &self.catalog, &mut capabilities);
+        catalog_methods::offer(&self.registry, &self.catalog, &mut capabilities, view);
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Tools served from WebAssembly plugins; the list changes as plugins are \
                  dropped into or removed from the plugin folder.",
             )
+    }
+}
+
+impl ServerHandler for McpFront {
+    fn get_info(&self) -> ServerConfig {
+        self.info(&View::all())
+    }
+
+    /// `initialize`, with the resources, prompts and completion offered
+    /// as the caller's view has them (a set without resources is offered
+    /// none, so no hidden plugin is told of).
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        let view = view_in(&context);
+        if !view.is_all() {
+            result.capabilities = self.info(&view).capabilities;
+        }
+        Ok(result)
     }
 
     /// One page of the tools ([`TOOLS_PAGE`](crate::front::lists::TOOLS_PAGE)
