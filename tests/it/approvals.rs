@@ -54,6 +54,11 @@ fn post(server: &Server, path: &str, token: &str) -> (u16, Value) {
     send(server, "POST", path, Some(token), "application/json", b"")
 }
 
+/// `GET /plugins/ada/helper` as `token`.
+fn helper_as(server: &Server, token: &str) -> Value {
+    send(server, "GET", "/plugins/ada/helper", Some(token), "", b"").1
+}
+
 /// What carol is told `ada__ok` does, over REST; `None` when it is not
 /// listed.
 fn description_for_carol(server: &Server) -> Option<String> {
@@ -119,7 +124,7 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
         send(&server, "GET", "/plugins/ada/helper", Some(CAROL), "", b"").0,
         404
     );
-    let (_, mine) = send(&server, "GET", "/plugins/ada/helper", Some(ADA), "", b"");
+    let mine = helper_as(&server, ADA);
     assert_eq!(mine["state"], "pending", "{mine}");
     assert_eq!(
         mine["pending"]["changes"].as_array().unwrap().len(),
@@ -160,14 +165,7 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
         mcp_description_for_carol(&server).as_deref(),
         Some("Adds two numbers")
     );
-    let (_, held) = send(
-        &server,
-        "GET",
-        "/plugins/ada/helper",
-        Some(INSTRUCTOR),
-        "",
-        b"",
-    );
+    let held = helper_as(&server, INSTRUCTOR);
     let change = &held["pending"]["changes"][0];
     assert_eq!(change["change"], "changed", "{held}");
     assert_eq!(
@@ -175,7 +173,7 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
         "Adds two numbers"
     );
     // carol sees the plugin as it serves, not the held version.
-    let (_, seen) = send(&server, "GET", "/plugins/ada/helper", Some(CAROL), "", b"");
+    let seen = helper_as(&server, CAROL);
     assert_eq!(seen["state"], "loaded", "{seen}");
     assert!(seen.get("pending").is_none(), "{seen}");
 
@@ -203,14 +201,7 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
         description_for_carol(&server).as_deref(),
         Some("Adds two numbers")
     );
-    let (_, held) = send(
-        &server,
-        "GET",
-        "/plugins/ada/helper",
-        Some(INSTRUCTOR),
-        "",
-        b"",
-    );
+    let held = helper_as(&server, INSTRUCTOR);
     assert_eq!(held["state"], "pending", "{held}");
     let (status, called) = send(
         &server,

@@ -47,7 +47,6 @@ use std::sync::Arc;
 pub(crate) use self::people::People;
 pub(crate) use self::person::Role;
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 use crate::edge::oauth::{Grant, OAuth, SCOPE_ADMIN, SCOPE_CALL, SCOPE_METRICS, SCOPE_PUBLISH};
 use crate::registry::view::View;
@@ -164,15 +163,8 @@ impl Authority {
                 .claimed_view(identity.claimed.as_deref(), identity.namespace.as_deref());
         }
         self.people
-            .roster
-            .load()
-            .as_ref()
-            .iter()
-            .flat_map(|roster| roster.people.iter())
-            .find(|person| {
-                bool::from(person.digest.ct_eq(&identity.token)) && person.name == identity.name
-            })
-            .map_or_else(|| identity.tools.clone(), |person| person.tools.clone())
+            .set_of(identity)
+            .unwrap_or_else(|| identity.tools.clone())
     }
 
     /// A receiver that wakes when the tokens file is reloaded: then

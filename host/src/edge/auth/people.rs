@@ -162,13 +162,20 @@ impl People {
 
     /// Whether a tokens-file person still holds `identity`'s token.
     pub(super) fn holds(&self, identity: &Identity) -> bool {
+        self.set_of(identity).is_some()
+    }
+
+    /// The set of the tokens-file person who holds `identity`'s token now
+    /// (`None`: nobody does any more).
+    pub(super) fn set_of(&self, identity: &Identity) -> Option<View> {
         self.roster
             .load()
             .as_ref()
             .iter()
             .flat_map(|roster| roster.people.iter())
-            .any(|person| {
+            .find(|person| {
                 bool::from(person.digest.ct_eq(&identity.token)) && person.name == identity.name
             })
+            .map(|person| person.tools.clone())
     }
 }
