@@ -432,7 +432,15 @@ impl Registry {
                 .await;
                 let verdict = match registry.approvals() {
                     Some(approvals) => {
-                        verdict::held_for_approval(&registry, approvals, &id, &path, verdict).await
+                        verdict::held_for_approval(
+                            (&registry.runtime, &registry.list_limits),
+                            &registry.snapshot(),
+                            approvals,
+                            &id,
+                            &path,
+                            verdict,
+                        )
+                        .await
                     }
                     None => verdict,
                 };

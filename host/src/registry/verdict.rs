@@ -184,7 +184,8 @@ pub(super) async fn judge(
 /// definitions are not approved is held (see [`Verdict::Held`]); one that
 /// is serves, and its component becomes the approved copy.
 pub(super) async fn held_for_approval(
-    registry: &crate::registry::Registry,
+    (runtime, limits): (&Arc<Runtime>, &ToolListLimits),
+    snapshot: &Snapshot,
     approvals: &crate::registry::approvals::Approvals,
     id: &str,
     path: &Path,
@@ -202,7 +203,6 @@ pub(super) async fn held_for_approval(
     };
     let version = plugin.version.clone();
     let reason = LoadError::Pending(held);
-    let snapshot = registry.snapshot();
     if snapshot.is_serving(id) {
         return Verdict::Held {
             version,
@@ -219,9 +219,7 @@ pub(super) async fn held_for_approval(
                 let wasm = plugin::read_plugin_file(&copy).await.ok()?;
                 let namespaced = layout::namespace_of(id).is_some();
                 let source = plugin::with_policy(wasm, path, namespaced).await.ok()?;
-                plugin::load(&registry.runtime, &registry.list_limits, id, path, source)
-                    .await
-                    .ok()
+                plugin::load(runtime, limits, id, path, source).await.ok()
             };
             loaded
                 .await
