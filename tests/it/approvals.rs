@@ -191,10 +191,30 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
     let (status, report) = put(&server, ADA, &code_only);
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["contentHash"], crate::support::file_hash(&code_only));
+    // The code it serves is the approved code now, for `all` too.
+    drop(server);
+    let all: Vec<&str> = flags.iter().copied().chain(["all"]).collect();
+    let server = Server::process(dir.path(), &all);
+    let (_, serving) = send(
+        &server,
+        "GET",
+        "/plugins/ada/helper",
+        Some(INSTRUCTOR),
+        "",
+        b"",
+    );
+    assert_eq!(serving["state"], "loaded", "{serving}");
+    drop(server);
+    let server = Server::process(dir.path(), &flags);
 
     // The poisoned one again, held; a restart keeps it held and serves the
     // approved code; so does a second server on the same folder.
     assert_eq!(put(&server, ADA, &poisoned).0, 202);
+    // Held news is its publisher's and the admins'.
+    let (_, publishes) = send(&server, "GET", "/publishes", Some(CAROL), "", b"");
+    assert!(!publishes.to_string().contains("pending"), "{publishes}");
+    let (_, publishes) = send(&server, "GET", "/publishes", Some(ADA), "", b"");
+    assert!(publishes.to_string().contains("pending"), "{publishes}");
     drop(server);
     let server = Server::process(dir.path(), &flags);
     assert_eq!(

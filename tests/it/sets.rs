@@ -222,6 +222,16 @@ fn each_person_sees_their_set_and_nothing_outside_it_exists() {
     let ids = names(&plugins["plugins"], "id");
     assert_eq!(ids, ["instructor/conformance", "instructor/echo"]);
 
+    // /metrics names every plugin: not for a token with a set.
+    assert_eq!(
+        send(&server, "GET", "/metrics", Some(CAROL), "", b"").0,
+        403
+    );
+    assert_eq!(
+        send(&server, "GET", "/metrics", Some(INSTRUCTOR), "", b"").0,
+        200
+    );
+
     // The event feed, resumed from its start, tells carol only of hers.
     let resumed = events_resumed(&server, CAROL, 0);
     assert!(resumed.contains("instructor/echo"), "{resumed}");

@@ -175,6 +175,14 @@ impl Requester {
             .map_or_else(View::all, |identity| identity.tools.clone())
     }
 
+    /// Whether the requester is limited to a tool set (an admin never is
+    /// for what they administer).
+    pub(crate) fn has_a_set(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|identity| identity.role != Role::Admin && !identity.tools.is_all())
+    }
+
     /// Whether the requester sees plugin `id` in `/plugins` and its feed:
     /// an admin (and anyone on an open server) every one; anyone else
     /// those of their view and of their own namespace.

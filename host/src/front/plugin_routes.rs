@@ -430,7 +430,8 @@ async fn publishes(
         .noted()
         .into_iter()
         .filter(|noted| {
-            requester.sees_plugin_id(&noted.plugin)
+            (noted.outcome != "pending" || requester.sees_reasons_of(&noted.plugin))
+                && requester.sees_plugin_id(&noted.plugin)
                 && known
                     .plugin(&noted.plugin)
                     .is_none_or(|report| !requester.hides(report))

@@ -284,8 +284,15 @@ impl Stream {
     /// not theirs (what serves did not change for them).
     fn queue_load_event(&mut self, numbered: Numbered) {
         self.last_id = numbered.id;
+        // With approvals, a version being compiled may be held: what is
+        // not serving yet is its publisher's and the admins' to hear of.
+        let approvals = self.state.registry.approvals().is_some();
         let viewer = self.refreshed_viewer();
-        let held_elsewhere = numbered.event.kind == LoadEventKind::Pending
+        let not_yet = numbered.event.kind == LoadEventKind::Compiling
+            && approvals
+            && numbered.event.report.serving.is_none()
+            && numbered.event.report.state != crate::registry::report::PluginState::Loaded;
+        let held_elsewhere = (numbered.event.kind == LoadEventKind::Pending || not_yet)
             && !viewer.sees_reasons_of(&numbered.event.plugin);
         if viewer.hides(&numbered.event.report) || held_elsewhere {
             return;

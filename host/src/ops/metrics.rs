@@ -88,8 +88,22 @@ pub(crate) fn router(registry: Arc<Registry>, calls: Arc<Calls>, http: HttpGauge
 
 async fn scrape(
     State(metrics): State<Arc<prometheus_client::registry::Registry>>,
+    requester: Option<axum::Extension<crate::edge::guard::Requester>>,
     headers: axum::http::HeaderMap,
 ) -> Response {
+    // The metrics name every plugin and tool: someone limited to a tool
+    // set does not read them (a scrape token has no set).
+    if let Some(axum::Extension(requester)) = &requester
+        && requester.has_a_set()
+    {
+        return crate::call::envelope::Envelope::host_error(
+            crate::call::errors::ErrorCode::Forbidden,
+            "/metrics names every plugin and tool, and this token sees only its tool set: \
+             scrape with a token without `tools` (a `metrics` role)",
+            None,
+        )
+        .into_response();
+    }
     let mut body = String::new();
     if let Err(error) = prometheus_client::encoding::text::encode(&mut body, &metrics) {
         tracing::warn!(%error, "cannot encode the metrics");

@@ -159,7 +159,8 @@ impl Approvals {
 
     /// Keeps `plugin`'s component as the approved copy when it serves
     /// under the approved definitions with other code (a code-only
-    /// replacement): a restart then serves the newest approved code.
+    /// replacement), and its hash as the approved one: a restart then
+    /// serves the newest approved code, in either mode.
     pub(crate) fn keep_serving_copy(&self, plugin: &LoadedPlugin) {
         let Some(copy) = self.approved_copy(&plugin.id) else {
             return;
@@ -179,6 +180,10 @@ impl Approvals {
                     return Ok(());
                 }
                 write_by_rename(&copy, &bytes)?;
+                if let Some(mut record) = self.approved(&plugin.id) {
+                    record["hash"] = plugin.version.content_hash.clone().into();
+                    write_by_rename(&self.record_file(&plugin.id), record.to_string().as_bytes())?;
+                }
                 // Its publish record and source, for a refusal to put back.
                 for (beside, kept) in self.kept_beside(&plugin.id, &plugin.file) {
                     match std::fs::read(&beside) {

@@ -102,7 +102,13 @@ fn check_pattern(pattern: &str) -> Result<(), String> {
     let bare_bang = pattern
         .char_indices()
         .any(|(at, c)| c == '!' && !pattern[..at].ends_with('['));
+    // Each part names something: `instructor/`, `/echo` and `../x` match
+    // no plugin id, and a typo should not quietly see nothing.
+    let parts_named = pattern
+        .split('/')
+        .all(|part| !part.is_empty() && !part.starts_with('.') && !part.starts_with('-'));
     let fine = !pattern.is_empty()
+        && parts_named
         && !bare_bang
         && pattern.len() <= 200
         && pattern.matches('/').count() <= 1
@@ -155,7 +161,17 @@ mod tests {
         assert_eq!(view(&["b/*", "a/*", "a/*"]), view(&["a/*", "b/*"]));
         assert_ne!(view(&["a/*"]), View::all());
         assert!(view(&["[!f]*/x"]).sees("a/x") && !view(&["[!f]*/x"]).sees("f/x"));
-        for bad in ["", "a/b/c", "{self}/*", "a b", "@group", "!finance/*"] {
+        for bad in [
+            "",
+            "a/b/c",
+            "{self}/*",
+            "a b",
+            "@group",
+            "!finance/*",
+            "instructor/",
+            "/echo",
+            "../*",
+        ] {
             let error = View::of(&[bad.to_string()]).err().unwrap_or_default();
             assert!(error.contains("not a glob"), "{bad:?}: {error}");
         }

@@ -207,6 +207,8 @@ fn reload_on_change(
 ) {
     use std::sync::mpsc::RecvTimeoutError;
     let mut retries = 0;
+    // The reason last logged: each new one is said once, a repeat is not.
+    let mut said = String::new();
     loop {
         let next = if retries > 0 {
             touches.recv_timeout(RETRY)
@@ -230,10 +232,13 @@ fn reload_on_change(
                 people.store(Arc::new(Some(next)));
                 changes.send_modify(|version| *version += 1);
                 retries = 0;
+                said.clear();
             }
             Err(error) => {
-                if retries == 0 {
-                    tracing::warn!(error = %format!("{error:#}"), "tokens file refused; the people already known stay in force, and it is read again every second for a minute");
+                let reason = format!("{error:#}");
+                if reason != said {
+                    tracing::warn!(error = %reason, "tokens file refused; the people already known stay in force, and it is read again every second for a minute");
+                    said = reason;
                 }
                 retries = if next.is_ok() { RETRIES } else { retries - 1 };
             }

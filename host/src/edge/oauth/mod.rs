@@ -128,7 +128,8 @@ pub(crate) struct Grant {
 struct Claims {
     sub: Option<String>,
     client_id: Option<String>,
-    scope: Option<String>,
+    /// RFC 9068's space-separated string; some issuers send a list.
+    scope: Option<Value>,
     scp: Option<Value>,
     exp: Option<u64>,
     /// Every other claim, for the namespace claim an operator names.
@@ -372,7 +373,7 @@ fn fits(jwk: &Jwk, algorithm: Algorithm) -> bool {
 /// spaces (as `scope` is).
 fn claim_values(claims: &Claims, name: &str) -> Vec<String> {
     let value = match name {
-        "scope" => claims.scope.clone().map(Value::String),
+        "scope" => claims.scope.clone(),
         "scp" => claims.scp.clone(),
         "sub" => claims.sub.clone().map(Value::String),
         "client_id" => claims.client_id.clone().map(Value::String),
@@ -400,21 +401,17 @@ fn grant(claims: Claims, namespace_claim: &str, tools_claim: Option<&str>) -> Gr
             .map(str::to_string),
     };
     let expires = std::time::UNIX_EPOCH + std::time::Duration::from_secs(claims.exp.unwrap_or(0));
-    let mut scopes: Vec<String> = claims
-        .scope
-        .as_deref()
-        .unwrap_or_default()
-        .split_ascii_whitespace()
-        .map(str::to_string)
-        .collect();
-    match claims.scp {
-        Some(Value::Array(list)) => {
-            scopes.extend(list.iter().filter_map(|s| s.as_str().map(str::to_string)));
+    let mut scopes: Vec<String> = Vec::new();
+    for listed in [claims.scope, claims.scp] {
+        match listed {
+            Some(Value::Array(list)) => {
+                scopes.extend(list.iter().filter_map(|s| s.as_str().map(str::to_string)));
+            }
+            Some(Value::String(text)) => {
+                scopes.extend(text.split_ascii_whitespace().map(str::to_string));
+            }
+            _ => {}
         }
-        Some(Value::String(text)) => {
-            scopes.extend(text.split_ascii_whitespace().map(str::to_string));
-        }
-        _ => {}
     }
     Grant {
         subject: claims.sub.or(claims.client_id).unwrap_or_default(),
@@ -461,7 +458,7 @@ mod tests {
         let claims = |scope: Option<&str>, scp: Option<Value>| Claims {
             sub: None,
             client_id: Some("agent".into()),
-            scope: scope.map(str::to_string),
+            scope: scope.map(|scope| Value::String(scope.to_string())),
             scp,
             exp: Some(10),
             other: [("preferred_username".to_string(), json!("ada"))]
@@ -486,6 +483,12 @@ mod tests {
             Some("groups"),
         );
         assert_eq!(text.tool_groups, Some(vec![]));
+        // Some issuers send `scope` as a list.
+        let mut listed = claims(None, None);
+        listed.scope = Some(json!(["tools:call", "support"]));
+        let listed = grant(listed, "sub", Some("scope"));
+        assert_eq!(listed.scopes, ["tools:call", "support"]);
+        assert_eq!(listed.tool_groups.unwrap(), ["tools:call", "support"]);
         assert_eq!(text.scopes, ["a", "b"]);
         assert_eq!(text.namespace.as_deref(), Some("ada"));
         assert_eq!(
