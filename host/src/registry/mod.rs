@@ -464,6 +464,7 @@ impl Registry {
             _ => (1, (true, std::time::SystemTime::UNIX_EPOCH, String::new())),
         });
         let mut settled = Vec::new();
+        let mut unchanged = Vec::new();
         for ((id, path, generation), verdict) in batch {
             let Some(verdict) = verdict else { continue };
             let Some(finished) = self.jobs.finish(&id, generation) else {
@@ -471,6 +472,9 @@ impl Registry {
                 continue;
             };
             self.loads.job_finished(&id, finished.took);
+            if matches!(verdict, Verdict::Unchanged) {
+                unchanged.push(id.clone());
+            }
             if let Verdict::Retry(reason) = verdict {
                 tracing::warn!(plugin = %id, %reason, "cannot read the plugin now; retrying");
                 self.retry_later(id, path, finished.waiters);
@@ -481,6 +485,12 @@ impl Registry {
         }
         self.swap_in(&before, next, outcomes);
         let now = self.snapshot();
+        // Its `compiling` event told of a job: this one tells it ended.
+        for id in unchanged {
+            if let Some(report) = now.plugin_report(&id) {
+                self.tell(LoadEventKind::Unchanged, &id, report);
+            }
+        }
         for (id, waiters) in settled {
             jobs::answer(waiters, now.plugin_report(&id));
         }
