@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::registry::layout::write_by_rename;
 use crate::registry::plugin::{Held, LoadedPlugin};
 
 /// What an approval pins.
@@ -207,26 +208,6 @@ impl Approvals {
             let _ = std::fs::remove_file(self.dir.join(format!("{id}.{extension}")));
         }
     }
-}
-
-/// Writes `bytes` as `file` through a temporary name unique to this
-/// process and write, then a rename: a reader (another server on the
-/// folder) sees the old file or the new one, never a mix.
-pub(crate) fn write_by_rename(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let name = file
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = file.with_file_name(format!(
-        ".{name}.upload-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    std::fs::write(&temporary, bytes)?;
-    std::fs::rename(&temporary, file).inspect_err(|_| {
-        let _ = std::fs::remove_file(&temporary);
-    })
 }
 
 /// A plugin's definitions, as clients are served them.

@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::registry::approvals::write_by_rename;
+use crate::registry::layout::write_by_rename;
 use crate::registry::plugin::{content_hash, published_file, source_file};
-use crate::registry::publish::{PublishError, Publishing};
+use crate::registry::publish::{PublishError, Publishing, remove_if_there};
 use crate::registry::report::PluginReport;
 
 /// What an admin decided.
@@ -119,7 +119,7 @@ pub(crate) async fn decide(
                     for (beside, kept) in approvals.kept_beside(id, &file) {
                         let restored = match std::fs::read(&kept) {
                             Ok(bytes) => write_by_rename(&beside, &bytes),
-                            Err(_) => remove_if_there(&beside),
+                            Err(_) => remove_if_there(&beside).await,
                         };
                         restored.map_err(PublishError::Write)?;
                     }
@@ -127,7 +127,7 @@ pub(crate) async fn decide(
                 }
                 None => {
                     for gone in [published_file(&file), source_file(&file), file.clone()] {
-                        remove_if_there(&gone).map_err(PublishError::Write)?;
+                        remove_if_there(&gone).await.map_err(PublishError::Write)?;
                     }
                 }
             }
@@ -156,13 +156,6 @@ fn changed_since(id: &str) -> PublishError {
     PublishError::NothingPending(format!(
         "plugin {id:?}'s file changed since it was held; look at it again"
     ))
-}
-
-fn remove_if_there(file: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(file) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
-        _ => Ok(()),
-    }
 }
 
 /// Writes `bytes` (whose hash is `hash`) as `file` again, by rename, so

@@ -151,6 +151,45 @@ impl Layout {
 
 /// Whether `name` is a hidden file a publish leaves while it runs (an
 /// upload in progress, a version kept aside): one found at start-up was
+/// Numbers the hidden files of writes in progress (uploads, versions kept
+/// aside, files written by rename), unique within the process: one
+/// counter, so that no two writers ever share a name.
+static NEXT_TEMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The next number for a hidden file's name (see [`NEXT_TEMP`]).
+pub(crate) fn next_temp() -> u64 {
+    NEXT_TEMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A hidden name beside `file` for a write in progress
+/// (`.{name}.upload-{pid}-{n}`): never taken for a plugin, and removed at
+/// start if a stopped process left it ([`is_publish_leftover`]).
+pub(crate) fn temporary_beside(file: &Path) -> PathBuf {
+    let name = file
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    file.with_file_name(format!(
+        ".{name}.upload-{}-{}",
+        std::process::id(),
+        next_temp()
+    ))
+}
+
+/// Writes `bytes` as `file` through [`temporary_beside`], synced, then a
+/// rename: a reader (another server on the folder too) sees the old file
+/// or the new one, never half of one.
+pub(crate) fn write_by_rename(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let temporary = temporary_beside(file);
+    let written = std::fs::write(&temporary, bytes)
+        .and_then(|()| std::fs::File::open(&temporary)?.sync_all())
+        .and_then(|()| std::fs::rename(&temporary, file));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
 /// left by a process that stopped midway, and is removed.
 pub(crate) fn is_publish_leftover(name: &str) -> bool {
     name.starts_with('.') && (name.contains(".upload-") || name.contains(".wasm.previous-"))

@@ -33,7 +33,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
@@ -42,14 +41,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::registry::Registry;
-use crate::registry::layout::namespace_of;
+use crate::registry::layout::{self, namespace_of};
 use crate::registry::plugin::{published_file, source_file};
 use crate::registry::report::{PluginReport, PluginState};
 use crate::registry::shares::{OverShare, PersonShares, storage_in_use};
-
-/// Names the hidden files of uploads in progress and of versions kept
-/// aside, unique within the process.
-static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// What became of a publish.
 #[derive(Debug)]
@@ -288,11 +283,7 @@ impl Publishing {
         if let Some((namespace, shares, plugins, bytes)) = &share {
             shares.check(namespace, *plugins, *bytes)?;
         }
-        let temp = folder.join(format!(
-            ".{name}.upload-{}-{}",
-            std::process::id(),
-            NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
-        ));
+        let temp = layout::temporary_beside(&folder.join(&name));
         let created = tokio::fs::File::create(&temp)
             .await
             .map_err(PublishError::Write)?;
@@ -512,7 +503,7 @@ fn keep_aside(file: &Path) -> std::io::Result<Option<PathBuf>> {
         ".{}.previous-{}-{}",
         file_name(file),
         std::process::id(),
-        NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
+        layout::next_temp()
     ));
     std::fs::hard_link(file, &kept)?;
     Ok(Some(kept))
@@ -546,7 +537,7 @@ impl Previous<'_> {
     }
 }
 
-async fn remove_if_there(file: &Path) -> std::io::Result<()> {
+pub(super) async fn remove_if_there(file: &Path) -> std::io::Result<()> {
     match tokio::fs::remove_file(file).await {
         Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
         _ => Ok(()),
@@ -556,15 +547,10 @@ async fn remove_if_there(file: &Path) -> std::io::Result<()> {
 /// Writes `bytes` beside `folder/name` under a hidden name, then renames it
 /// over: readers see the old file or the new one, never half of one.
 async fn write_atomically(folder: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let temp = folder.join(format!(
-        ".{name}.upload-{}-{}",
-        std::process::id(),
-        NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
-    ));
-    tokio::fs::write(&temp, bytes).await?;
-    let file = tokio::fs::File::open(&temp).await?;
-    file.sync_all().await?;
-    tokio::fs::rename(&temp, folder.join(name)).await
+    let (file, bytes) = (folder.join(name), bytes.to_vec());
+    tokio::task::spawn_blocking(move || layout::write_by_rename(&file, &bytes))
+        .await
+        .map_err(std::io::Error::other)?
 }
 
 #[cfg(test)]

@@ -48,12 +48,16 @@ impl PluginReport {
     /// refusal's reason are cut to their last part), and why a plugin was
     /// refused only for their own plugins: another person's reasons are
     /// theirs and the admins'.
+    /// Whether this plugin is in `namespace` (someone's own; `None`: no one's).
+    fn is_in(&self, namespace: Option<&str>) -> bool {
+        namespace.is_some() && crate::registry::layout::namespace_of(&self.id) == namespace
+    }
+
     /// Whether someone who is not an admin, `namespace` being theirs,
     /// does not see this plugin at all: a new one waiting for approval,
     /// not theirs (nothing of it serves).
     pub(crate) fn hidden_from(&self, namespace: Option<&str>) -> bool {
-        let own =
-            namespace.is_some() && crate::registry::layout::namespace_of(&self.id) == namespace;
+        let own = self.is_in(namespace);
         self.state == PluginState::Pending && self.serving.is_none() && !own
     }
 
@@ -71,8 +75,7 @@ impl PluginReport {
                 dir.remove("host");
             }
         }
-        let own =
-            namespace.is_some() && crate::registry::layout::namespace_of(&self.id) == namespace;
+        let own = self.is_in(namespace);
         // A version waiting for approval is its publisher's and the
         // admins' to see: anyone else sees the version that serves.
         if self.state == PluginState::Pending && !own {

@@ -54,12 +54,7 @@ pub(super) fn forward(front: &McpFront, peer: Peer<RoleServer>, mut viewer: Requ
     );
     tokio::spawn(async move {
         loop {
-            let tokens_changed = async {
-                match tokens.as_mut() {
-                    Some(tokens) => tokens.changed().await,
-                    None => std::future::pending().await,
-                }
-            };
+            let tokens_changed = next_change(tokens.as_mut());
             let sent = tokio::select! {
                 () = ended.cancelled() => return,
                 changed = changes.changed() => match changed {
@@ -159,12 +154,7 @@ pub(super) async fn listen(front: &McpFront, context: SubscriptionContext) -> Re
         |view: &View| (!view.is_all()).then(|| tools_digest(&front.registry, &front.lists, view));
     let mut seen = digest(&view_now());
     loop {
-        let tokens_changed = async {
-            match tokens.as_mut() {
-                Some(tokens) => tokens.changed().await,
-                None => std::future::pending().await,
-            }
-        };
+        let tokens_changed = next_change(tokens.as_mut());
         let registry_changed = tokio::select! {
             () = context.cancelled() => return Ok(()),
             changed = changes.changed() => if changed.is_err() { return Ok(()) } else { true },
@@ -180,6 +170,16 @@ pub(super) async fn listen(front: &McpFront, context: SubscriptionContext) -> Re
         if context.sink().notify_tool_list_changed().await.is_err() {
             return Ok(());
         }
+    }
+}
+
+/// The next reload of the tokens file; never, without one (stdio).
+async fn next_change(
+    tokens: Option<&mut tokio::sync::watch::Receiver<u64>>,
+) -> Result<(), tokio::sync::watch::error::RecvError> {
+    match tokens {
+        Some(tokens) => tokens.changed().await,
+        None => std::future::pending().await,
     }
 }
 
