@@ -496,3 +496,90 @@ fn an_instance_is_reused_only_when_the_policy_opts_in() {
             .is_some_and(|plugin| plugin.state == PluginState::Rejected || plugin.reason.is_some())
     });
 }
+
+/// A large plugin (1 MiB or more: compiled by the baseline compiler first)
+/// is served from a spare instance made ahead of each call
+/// (`runtime/warm.rs`), and every call still gets an instance no call has
+/// used: `counter` counts 1 every time, whether the calls come apart (a
+/// spare each) or right after each other; a trap or a timeout leaves
+/// nothing behind; and a policy changed meanwhile reaches the next call,
+/// not a spare made under the old one.
+#[test]
+fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
+    let dir = tempfile::tempdir().unwrap();
+    // The misbehave fixture with a 1.5 MiB custom section appended: the
+    // same code, past the large-plugin threshold.
+    let mut wasm = std::fs::read(fixture("misbehave")).unwrap();
+    let name = b"padding";
+    let payload = 1 + name.len() + 3 * 512 * 1024;
+    wasm.push(0);
+    let mut size = payload;
+    loop {
+        let byte = (size & 0x7f) as u8;
+        size >>= 7;
+        if size == 0 {
+            wasm.push(byte);
+            break;
+        }
+        wasm.push(byte | 0x80);
+    }
+    wasm.push(name.len() as u8);
+    wasm.extend_from_slice(name);
+    wasm.resize(wasm.len() + 3 * 512 * 1024, 0);
+    std::fs::write(dir.path().join("misbehave.wasm"), &wasm).unwrap();
+    std::fs::write(
+        dir.path().join("misbehave.toml"),
+        "[limits]\ntimeout_ms = 2000\n",
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &[]);
+    assert_eq!(
+        server.plugin("misbehave").unwrap().compiler,
+        Some(toolhost::runtime::Tier::Baseline),
+        "a large plugin starts on baseline code"
+    );
+    let count = || {
+        let answer = server.call("counter", json!({}));
+        assert_eq!(answer.status, 200, "{:?}", answer.json);
+        answer.json["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for _ in 0..4 {
+        assert_eq!(count(), "1");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let quick: Vec<String> = (0..6).map(|_| count()).collect();
+    assert_eq!(quick, ["1"; 6]);
+    std::thread::sleep(Duration::from_millis(100));
+    let panicked = server.call("panic", json!({}));
+    assert_eq!(code_of(&panicked).as_deref(), Some("PLUGIN_TRAPPED"));
+    assert_eq!(count(), "1");
+    std::thread::sleep(Duration::from_millis(100));
+    let spun = server.call("spin", json!({}));
+    assert_eq!(code_of(&spun).as_deref(), Some("TOOL_TIMEOUT"));
+    assert_eq!(count(), "1");
+    // A spare is waiting now; the policy changes under it.
+    std::thread::sleep(Duration::from_millis(100));
+    std::fs::write(
+        dir.path().join("misbehave.toml"),
+        "[limits]\ntimeout_ms = 2000\n[env]\nSPARE_CHECK = \"new\"\n",
+    )
+    .unwrap();
+    server.wait_for("the new policy", |s| {
+        s.plugin("misbehave")
+            .and_then(|p| p.granted)
+            .is_some_and(|granted| granted.to_string().contains("SPARE_CHECK"))
+    });
+    let env = server.call("read_env", json!({}));
+    assert!(
+        env.json["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("SPARE_CHECK=new"),
+        "{:?}",
+        env.json
+    );
+    assert_eq!(count(), "1");
+}

@@ -11,7 +11,7 @@ use super::bindings::resources::{
 };
 use super::compiler::{CodeCell, Pending, Tier};
 use super::exports::Provides;
-use super::warm::Shelf;
+use super::warm::{Shelf, Spare};
 
 /// Everything a plugin declares when it is loaded.
 #[derive(Debug, Default)]
@@ -42,6 +42,8 @@ pub struct CompiledPlugin {
     pub(super) inline: bool,
     /// Instances kept for the next call, if the policy opts in (`warm.rs`).
     pub(super) shelf: Shelf,
+    /// A large plugin's instance made ahead of its next call (`warm.rs`).
+    pub(super) spare: Spare,
 }
 
 impl CompiledPlugin {

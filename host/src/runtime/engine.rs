@@ -31,7 +31,7 @@ use super::outcome::{settle, usage_of};
 use super::pool;
 use super::sandbox::Sandbox;
 use super::usage::CallUsage;
-use super::warm::{KeptInstances, Shelf};
+use super::warm::{KeptInstances, Shelf, Spare};
 
 pub struct Runtime {
     /// Both compilers and the cache, shared with the optimiser.
@@ -128,6 +128,7 @@ impl Runtime {
             from_cache,
             inline: wasm.len() < BASELINE_FROM_BYTES,
             shelf: Shelf::default(),
+            spare: Spare::default(),
         };
         if let Some(code) = cached(&tiers.optimized) {
             return Ok(plugin(code?, true));
@@ -251,16 +252,28 @@ impl Runtime {
             .run(inline, move |cancel| {
                 async move {
                     let code = plugin.code.load_full();
-                    // A kept instance (policy opt-in, `warm.rs`), made ready
-                    // for this call, or a fresh store.
+                    // A kept instance (policy opt-in, `warm.rs`) or a spare
+                    // made ahead (a large plugin), made ready for this
+                    // call, or a fresh store. A large plugin's next spare
+                    // is made beside this call.
                     let warm = grants.reuse_instance.and_then(|_| plugin.shelf.take(&code));
-                    let (mut store, kept, served) = match warm {
-                        Some(warm) => {
+                    let spare = match grants.reuse_instance {
+                        None if !plugin.inline => plugin.spare.take(&code, &grants),
+                        _ => None,
+                    };
+                    let (mut store, kept, served) = match (warm, spare) {
+                        (Some(warm), _) => {
                             let mut store = warm.store;
                             runtime.ready_store(&mut store, &grants, client, cancel);
                             (store, Some(warm.instance), warm.calls)
                         }
-                        None => (
+                        (None, Some(prepared)) => {
+                            tracing::trace!("a spare instance serves this call");
+                            let mut store = prepared.store;
+                            runtime.ready_store(&mut store, &grants, client, cancel);
+                            (store, Some(prepared.instance), 0)
+                        }
+                        (None, None) => (
                             runtime.new_store(&plugin, &code, &grants, client, cancel)?,
                             None,
                             0,
@@ -291,14 +304,14 @@ impl Runtime {
                         Err(elapsed) => (Err(elapsed), None),
                     };
                     let settled = settle(&plugin.name, &grants, &mut store, outcome);
-                    // Only an instance whose call ended well is handed on.
-                    if let (Some(reuse), Some(instance), Ok(_)) =
-                        (grants.reuse_instance, instance, &settled)
-                        && served + 1 < reuse
-                    {
-                        plugin
+                    // Only an instance whose call ended well is handed on;
+                    // a large one is torn down after the answer has gone.
+                    match (grants.reuse_instance, instance, &settled) {
+                        (Some(reuse), Some(instance), Ok(_)) if served + 1 < reuse => plugin
                             .shelf
-                            .put(&runtime.kept, store, instance, code.clone(), served + 1);
+                            .put(&runtime.kept, store, instance, code.clone(), served + 1),
+                        _ if !plugin.inline => runtime.after_call(&plugin, &grants, store),
+                        _ => {}
                     }
                     Ok((settled, usage))
                 }
@@ -331,6 +344,74 @@ impl Runtime {
                 "the host failed while running the call: {reason}"
             ))),
         }
+    }
+
+    /// After a large plugin's call has answered, on guest threads and one
+    /// after the other: its used store torn down (resetting a large
+    /// instance's memory takes a fraction of a millisecond the caller need
+    /// not wait for), then its next spare made. Not beside the call: the
+    /// memory mappings of a second instance made at the same time slowed
+    /// the call's own page faults more than the spare saved.
+    fn after_call(
+        self: &Arc<Self>,
+        plugin: &CompiledPlugin,
+        grants: &Arc<Grants>,
+        store: Store<Sandbox>,
+    ) {
+        let (Some(room), Ok(handle)) = (self.kept.claim(), tokio::runtime::Handle::try_current())
+        else {
+            drop(store);
+            self.refill(plugin, grants);
+            return;
+        };
+        let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
+        handle.spawn(async move {
+            let _ = tokio::task::spawn_blocking(move || {
+                drop(store);
+                drop(room);
+            })
+            .await;
+            runtime.refill(&plugin, &grants);
+        });
+    }
+
+    /// Makes `plugin`'s next spare instance (`warm.rs`) on the executor,
+    /// beside the call that asks, unless the plugin is small (its
+    /// instantiation costs microseconds), reuses instances by policy, or
+    /// has a spare or one being made. Best effort: with every slot busy,
+    /// or if instantiating fails, the next call makes its own instance.
+    fn refill(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>) {
+        if plugin.inline || grants.reuse_instance.is_some() {
+            return;
+        }
+        let (Some(filling), Ok(handle)) = (
+            plugin.spare.start_filling(),
+            tokio::runtime::Handle::try_current(),
+        ) else {
+            return;
+        };
+        let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
+        handle.spawn(async move {
+            let maker = runtime.clone();
+            let _ = runtime
+                .run(false, move |cancel| async move {
+                    let _filling = filling;
+                    let code = plugin.code.load_full();
+                    let mut store = maker.new_store(&plugin, &code, &grants, None, cancel)?;
+                    let made = tokio::time::timeout(
+                        grants.limits.timeout,
+                        code.pre.instantiate_async(&mut store),
+                    )
+                    .await;
+                    if let Ok(Ok(instance)) = made {
+                        plugin
+                            .spare
+                            .fill(&maker.kept, store, instance, code, grants);
+                    }
+                    Ok(())
+                })
+                .await;
+        });
     }
 
     /// A store for one call: fresh sandbox, memory budget, fuel, and a

@@ -1,5 +1,5 @@
 //! Instances kept between calls: the opt-in `reuse_instance = N` of a
-//! plugin's policy. By default every call gets a fresh instance, and that
+//! plugin's policy, and the spare instance of a large plugin. By default every call gets a fresh instance, and that
 //! instance is most of a short call's cost (bench/README.md, "At scale,
 //! and the call path"). A plugin whose policy opts in has an instance that
 //! served a call successfully kept for its next call, up to N calls; a
@@ -8,19 +8,32 @@
 //! plugin: a call may see what an earlier call left in the instance's
 //! memory (docs/security.md, "Reusing an instance").
 //!
-//! Kept instances hold pool slots, so their number over all plugins is
+//! A large plugin (a componentize-py or componentize-js component) keeps
+//! isolation and still does not instantiate on the call path: its
+//! [`Spare`] is a fresh instance made ahead, off the call path, that no
+//! call has used. A call takes it; once the call has answered, its used
+//! instance is torn down and the next spare made, one after the other on
+//! a guest thread. Instantiating and tearing down such a component cost
+//! about 2 of a call's 3.4 ms on 2 cores (perf: mostly wasmtime making
+//! function references, `ref.func`, and the page faults of a fresh
+//! memory; bench/README.md, "Big components"), so a caller who is not right behind another call of the same plugin gets
+//! an answer in the time of the call alone. Calls that follow each other
+//! faster than a spare is made instantiate their own, as before.
+//!
+//! Kept instances, spares and instances being torn down hold pool slots, so their number over all plugins is
 //! capped (the pool has room for that many beside `max_calls` running
 //! calls; `pool.rs`), and an instance of code that has since been replaced
 //! (baseline code after the optimised code took over) is dropped, not
 //! reused.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use wasmtime::Store;
 
 use super::compiler::Code;
 use super::exports::Plugin;
+use super::grants::Grants;
 use super::sandbox::Sandbox;
 
 /// An instance between calls, with its store.
@@ -36,7 +49,7 @@ pub(crate) struct Warm {
 
 /// One of the kept instances counted over every plugin; uncounted when the
 /// instance goes (taken for a call, or dropped with its plugin).
-struct Kept(Arc<AtomicUsize>);
+pub(crate) struct Kept(Arc<AtomicUsize>);
 
 impl Drop for Kept {
     fn drop(&mut self) {
@@ -56,6 +69,16 @@ impl KeptInstances {
             kept: Arc::default(),
             max,
         }
+    }
+
+    /// Room for one more instance outside the running calls, if the pool
+    /// has it.
+    pub(crate) fn claim(&self) -> Option<Kept> {
+        if self.kept.fetch_add(1, Ordering::Relaxed) >= self.max {
+            self.kept.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(Kept(self.kept.clone()))
     }
 }
 
@@ -82,17 +105,97 @@ impl Shelf {
         code: Arc<Code>,
         calls: u32,
     ) {
-        if kept.kept.fetch_add(1, Ordering::Relaxed) >= kept.max {
-            kept.kept.fetch_sub(1, Ordering::Relaxed);
+        let Some(kept) = kept.claim() else {
             return;
-        }
+        };
         let warm = Warm {
             store,
             instance,
             calls,
             code,
-            _kept: Kept(kept.kept.clone()),
+            _kept: kept,
         };
         self.0.lock().unwrap_or_else(|e| e.into_inner()).push(warm);
+    }
+}
+
+/// A fresh instance made ahead of a large plugin's next call (see the
+/// module's notes), shared by every clone of the plugin.
+#[derive(Clone, Default)]
+pub(crate) struct Spare(Arc<SpareSlot>);
+
+#[derive(Default)]
+struct SpareSlot {
+    ready: Mutex<Option<Prepared>>,
+    filling: AtomicBool,
+}
+
+/// An instance no call has used, with its store.
+pub(crate) struct Prepared {
+    pub(crate) store: Store<Sandbox>,
+    pub(crate) instance: Plugin,
+    code: Arc<Code>,
+    grants: Arc<Grants>,
+    _kept: Kept,
+}
+
+/// The right to fill a spare; given back when dropped, filled or not.
+pub(crate) struct Filling(Spare);
+
+impl Drop for Filling {
+    fn drop(&mut self) {
+        (self.0).0.filling.store(false, Ordering::Release);
+    }
+}
+
+impl Spare {
+    /// The prepared instance, if there is one of `code` with `grants`
+    /// (one of replaced code or older grants is dropped).
+    pub(crate) fn take(&self, code: &Arc<Code>, grants: &Arc<Grants>) -> Option<Prepared> {
+        let prepared = self
+            .0
+            .ready
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()?;
+        (Arc::ptr_eq(&prepared.code, code) && Arc::ptr_eq(&prepared.grants, grants))
+            .then_some(prepared)
+    }
+
+    /// The right to fill this spare: `None` while it is full or another
+    /// call fills it.
+    pub(crate) fn start_filling(&self) -> Option<Filling> {
+        if self
+            .0
+            .ready
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+            || self.0.filling.swap(true, Ordering::AcqRel)
+        {
+            return None;
+        }
+        Some(Filling(self.clone()))
+    }
+
+    /// Keeps `instance` for the next call, if the pool has room for it.
+    pub(crate) fn fill(
+        &self,
+        kept: &KeptInstances,
+        store: Store<Sandbox>,
+        instance: Plugin,
+        code: Arc<Code>,
+        grants: Arc<Grants>,
+    ) {
+        let Some(kept) = kept.claim() else {
+            return;
+        };
+        *self.0.ready.lock().unwrap_or_else(|e| e.into_inner()) = Some(Prepared {
+            store,
+            instance,
+            code,
+            grants,
+            _kept: kept,
+        });
     }
 }
