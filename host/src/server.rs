@@ -245,6 +245,10 @@ async fn serve(
             calls.clone(),
             HttpGauges {
                 connections: open_connections.clone(),
+                fast_answers: {
+                    let open_sessions = open_sessions.clone();
+                    Box::new(move || open_sessions.fast_answers())
+                },
                 sessions: Box::new(move || open_sessions.count()),
             },
         ),

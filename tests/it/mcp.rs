@@ -290,3 +290,141 @@ fn http_guards_refuse_foreign_hosts_and_missing_tokens() {
         .unwrap();
     assert_eq!(mcp.status().as_u16(), 401, "the token guards MCP too");
 }
+
+/// The stateless fast path (`front/mcp/fast.rs`) answers a lone
+/// `tools/call` or `tools/list` as rmcp's one-shot service does. Each
+/// request goes twice: as it is (the fast path takes it, and
+/// `toolhost_mcp_stateless_fast_total` counts it) and with its `Accept`
+/// header given twice, which the fast path leaves to rmcp. Status, content
+/// type and answer are the same, timings aside: on the revisions before
+/// 2026-07-28 and on it (with `_meta` and the SEP-2243 headers), for a
+/// result, a tool error, an unknown tool, a bad cursor, sampling with no
+/// client to ask, and a plugin that logs while it runs (an SSE stream of
+/// its messages, then the result).
+#[test]
+fn the_stateless_fast_path_answers_as_rmcp_does() {
+    let dir = plugin_dir(&[&example("echo"), &example("conformance")]);
+    let server = Server::in_process(dir.path());
+    let fast_answers = || -> u64 {
+        let (_, metrics) = crate::metrics::metrics_text(&server, None);
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix("toolhost_mcp_stateless_fast_total "))
+            .unwrap_or_else(|| panic!("no fast-path counter in:\n{metrics}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let modern_meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let call = |id: u64, name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}})
+    };
+    let mut modern_call = call(7, "echo", json!({"text": "new"}));
+    modern_call["params"]["_meta"] = modern_meta.clone();
+    let cases: Vec<(Value, Vec<(&str, &str)>)> = vec![
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            vec![],
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": "two", "method": "tools/list", "params": {}}),
+            vec![("MCP-Protocol-Version", "2025-06-18")],
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list",
+                   "params": {"_meta": modern_meta}}),
+            vec![
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/list"),
+            ],
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list",
+                   "params": {"cursor": "not-one-of-ours"}}),
+            vec![],
+        ),
+        (call(5, "echo", json!({"text": "hi"})), vec![]),
+        (
+            call(6, "echo", json!({"text": "hi"})),
+            vec![("MCP-Protocol-Version", "2025-11-25")],
+        ),
+        (
+            modern_call,
+            vec![
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "echo"),
+            ],
+        ),
+        (call(8, "echo", json!({"wrong": 1})), vec![]),
+        (call(9, "nope", json!({})), vec![]),
+        (call(10, "test_error_handling", json!({})), vec![]),
+        (call(11, "test_sampling", json!({"prompt": "hi"})), vec![]),
+        (call(12, "test_tool_with_logging", json!({})), vec![]),
+    ];
+    for (message, headers) in cases {
+        let before = fast_answers();
+        let fast = rpc(&server, message.clone(), &headers);
+        assert_eq!(fast_answers(), before + 1, "the fast path took {message}");
+        let mut to_rmcp = headers.clone();
+        to_rmcp.push(("Accept", "application/json, text/event-stream"));
+        let slow = rpc(&server, message.clone(), &to_rmcp);
+        assert_eq!(fast_answers(), before + 1, "rmcp took {message}");
+        assert_eq!(
+            (fast.0, &fast.1),
+            (slow.0, &slow.1),
+            "{message}:\n{}\n{}",
+            fast.2,
+            slow.2
+        );
+        assert_eq!(
+            comparable(&fast.1, &fast.2),
+            comparable(&slow.1, &slow.2),
+            "{message}"
+        );
+    }
+    // The logging tool's answer is a stream: three messages, then the result.
+    let (_, content_type, body) = rpc(&server, call(13, "test_tool_with_logging", json!({})), &[]);
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    let messages = comparable(&content_type, &body);
+    assert_eq!(messages.as_array().unwrap().len(), 4, "{messages}");
+    assert_eq!(messages[0]["method"], "notifications/message", "{messages}");
+    assert_eq!(messages[3]["id"], 13, "{messages}");
+}
+
+/// An answer as JSON values (one per SSE event for a stream), without what
+/// differs from one run to the next: the call's timings.
+fn comparable(content_type: &str, body: &str) -> Value {
+    fn without_timings(value: &mut Value) {
+        match value {
+            Value::Object(object) => {
+                object.remove("durationMs");
+                object.remove("cpuMs");
+                object.values_mut().for_each(without_timings);
+            }
+            Value::Array(items) => items.iter_mut().for_each(without_timings),
+            _ => {}
+        }
+    }
+    let mut value = if content_type.starts_with("text/event-stream") {
+        Value::Array(
+            body.lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(str::trim)
+                .filter(|data| !data.is_empty())
+                .map(|data| serde_json::from_str(data).unwrap())
+                .collect(),
+        )
+    } else {
+        serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON: {body}"))
+    };
+    without_timings(&mut value);
+    value
+}

@@ -28,6 +28,7 @@
 //! | `toolhost_executor_calls_waiting` | | calls waiting for a slot |
 //! | `toolhost_http_connections` | | open HTTP connections |
 //! | `toolhost_mcp_sessions` | | open MCP sessions |
+//! | `toolhost_mcp_stateless_fast_total` | | lone stateless `tools/call` and `tools/list` answered by the MCP front's fast path |
 //! | `toolhost_build_info` | version | 1 |
 //!
 //! Label values are bounded: a call to a name that is not a served tool
@@ -67,6 +68,9 @@ pub(crate) struct HttpGauges {
     /// How many MCP sessions are open (the MCP front knows; `None` in the
     /// instant one is being added or removed).
     pub(crate) sessions: Box<dyn Fn() -> Option<usize> + Send + Sync>,
+    /// How many lone stateless MCP requests the fast path answered
+    /// (`front/mcp/fast.rs`), without rmcp's per-request service.
+    pub(crate) fast_answers: Box<dyn Fn() -> u64 + Send + Sync>,
 }
 
 pub(crate) fn router(registry: Arc<Registry>, calls: Arc<Calls>, http: HttpGauges) -> Router {
@@ -344,6 +348,14 @@ impl Collector for HostCollector {
             "Calls refused as BUSY (also in toolhost_calls_total{outcome=\"BUSY\"})",
             None,
             busy_counter.metric_type(),
+        )?)?;
+
+        let fast = ConstCounter::new((self.http.fast_answers)());
+        fast.encode(encoder.encode_descriptor(
+            "toolhost_mcp_stateless_fast",
+            "Lone stateless MCP requests (tools/call, tools/list) answered without rmcp's per-request service",
+            None,
+            fast.metric_type(),
         )?)?;
 
         let runtime = self.registry.runtime();

@@ -16,6 +16,7 @@
 
 mod catalog_methods;
 mod changes;
+mod fast;
 pub(crate) mod jsonrpc;
 mod session_client;
 mod sessions;
@@ -53,6 +54,7 @@ use crate::front::lists::ToolLists;
 use crate::ops::trace::{self, TraceParent};
 use crate::registry::Registry;
 use crate::registry::view::View;
+use crate::runtime::CallClient;
 
 /// One MCP session's handler. Streamable HTTP makes one per session and
 /// stdio one per process, so per-session state (the log level) lives here.
@@ -162,23 +164,7 @@ impl ServerHandler for McpFront {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let cursor = request.as_ref().and_then(|params| params.cursor.as_deref());
-        let view = view_in(&context);
-        let Some((tools, next_cursor)) =
-            self.lists
-                .mcp_page(&self.registry.snapshot(), cursor, &view)
-        else {
-            return Err(McpError::invalid_params(
-                "the cursor is not one this server gave; list from the start without one",
-                Some(json!({ "cursor": cursor })),
-            ));
-        };
-        Ok(ListToolsResult {
-            tools,
-            next_cursor,
-            result_type: Some(ResultType::COMPLETE),
-            cache_scope: Some(CacheScope::Private),
-            ..Default::default()
-        })
+        list_tools_page(&self.lists, &self.registry, cursor, &view_in(&context))
     }
 
     async fn call_tool(
@@ -186,48 +172,26 @@ impl ServerHandler for McpFront {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let arguments = request.arguments.unwrap_or_default();
         let client = Arc::new(SessionClient {
             peer: context.peer.clone(),
             progress_token: context.meta.get_progress_token(),
             log_level: self.log_level.clone(),
         });
-        // The caller's trace: `params._meta` (MCP's convention), else the
-        // HTTP request's headers (Streamable HTTP).
-        let parts = context.extensions.get::<axum::http::request::Parts>();
-        let session = parts
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
-            .and_then(|value| value.to_str().ok());
-        let span = trace::request_span(
-            || format!("tools/call {}", request.name),
-            &request.name,
-            session,
-            || {
-                let from_meta = TraceParent {
-                    traceparent: context.meta.get_traceparent().map(str::to_string),
-                    tracestate: context.meta.get_tracestate().map(str::to_string),
-                };
-                match parts {
-                    Some(parts) => from_meta.or(TraceParent::from_headers(&parts.headers)),
-                    None => from_meta,
-                }
-            },
-        );
-        let view = view_in(&context);
-        let envelope = invoke::call_tool(
+        let headers = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .map(|parts| &parts.headers);
+        answer_call(
             &self.registry,
             &self.calls,
-            &request.name,
-            arguments,
             self.text_format,
+            request,
             Some(client),
-            invoke::Front::Mcp,
-            &view,
+            headers,
+            &view_in(&context),
         )
-        .instrument(span.clone())
-        .await;
-        trace::record_outcome(&span, &envelope);
-        call_tool_result(envelope).map(Into::into)
+        .await
+        .map(Into::into)
     }
 
     async fn list_resources(
@@ -350,6 +314,79 @@ impl ServerHandler for McpFront {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         changes::listen(self, context).await
     }
+}
+
+/// One page of the tools ([`TOOLS_PAGE`](crate::front::lists::TOOLS_PAGE)
+/// at most) that `view` sees, with `nextCursor` while more follow; a
+/// cursor this server never gave is refused as invalid params. For a
+/// session and for the stateless fast path (`fast.rs`) alike.
+fn list_tools_page(
+    lists: &ToolLists,
+    registry: &Registry,
+    cursor: Option<&str>,
+    view: &View,
+) -> Result<ListToolsResult, McpError> {
+    let Some((tools, next_cursor)) = lists.mcp_page(&registry.snapshot(), cursor, view) else {
+        return Err(McpError::invalid_params(
+            "the cursor is not one this server gave; list from the start without one",
+            Some(json!({ "cursor": cursor })),
+        ));
+    };
+    Ok(ListToolsResult {
+        tools,
+        next_cursor,
+        result_type: Some(ResultType::COMPLETE),
+        cache_scope: Some(CacheScope::Private),
+        ..Default::default()
+    })
+}
+
+/// `tools/call` through the call path, in the caller's trace (`_meta`'s,
+/// MCP's convention, else the HTTP request's headers): for a session and
+/// for the stateless fast path (`fast.rs`) alike.
+async fn answer_call(
+    registry: &Arc<Registry>,
+    calls: &Arc<Calls>,
+    text_format: TextFormat,
+    request: CallToolRequestParams,
+    client: CallClient,
+    headers: Option<&axum::http::HeaderMap>,
+    view: &View,
+) -> Result<CallToolResult, McpError> {
+    let meta = request.meta.clone().unwrap_or_default();
+    let arguments = request.arguments.unwrap_or_default();
+    let session = headers
+        .and_then(|headers| headers.get("mcp-session-id"))
+        .and_then(|value| value.to_str().ok());
+    let span = trace::request_span(
+        || format!("tools/call {}", request.name),
+        &request.name,
+        session,
+        || {
+            let from_meta = TraceParent {
+                traceparent: meta.get_traceparent().map(str::to_string),
+                tracestate: meta.get_tracestate().map(str::to_string),
+            };
+            match headers {
+                Some(headers) => from_meta.or(TraceParent::from_headers(headers)),
+                None => from_meta,
+            }
+        },
+    );
+    let envelope = invoke::call_tool(
+        registry,
+        calls,
+        &request.name,
+        arguments,
+        text_format,
+        client,
+        invoke::Front::Mcp,
+        view,
+    )
+    .instrument(span.clone())
+    .await;
+    trace::record_outcome(&span, &envelope);
+    call_tool_result(envelope)
 }
 
 /// What the sender of the request sees: their tool set as the guard found

@@ -119,7 +119,7 @@ pub(super) fn severity(level: LoggingLevel) -> u8 {
     }
 }
 
-fn logging_level(level: LogLevel) -> LoggingLevel {
+pub(super) fn logging_level(level: LogLevel) -> LoggingLevel {
     match level {
         LogLevel::Debug => LoggingLevel::Debug,
         LogLevel::Info => LoggingLevel::Info,

@@ -13,9 +13,11 @@
 //! The dispatcher in front of both:
 //! - checks each POSTed message (`jsonrpc.rs`) and answers a malformed one
 //!   itself with a JSON-RPC error;
-//! - sends a POST without `Mcp-Session-Id` whose message is a request other
-//!   than `initialize` to the one-shot service, everything else to the
-//!   session service;
+//! - answers a POST without `Mcp-Session-Id` whose message is a plain
+//!   `tools/call` or `tools/list` itself, without rmcp's per-request
+//!   service (`fast.rs`); sends any other request but `initialize` without
+//!   a session to the one-shot service, everything else to the session
+//!   service;
 //! - answers an unknown session with 404 and a JSON-RPC error, DELETE of an
 //!   open session with 204, and `initialize` past `--max-sessions` (or the
 //!   person's `--max-sessions-per-person`) with 503;
@@ -27,6 +29,7 @@
 //!   JSON-RPC error object with `Content-Type: application/json`.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -50,9 +53,11 @@ use crate::edge::guard::Requester;
 use crate::front::lists::ToolLists;
 use crate::front::mcp::McpFront;
 use crate::front::mcp::catalog_methods::CatalogLimits;
+use crate::front::mcp::fast::FastPath;
 use crate::front::mcp::jsonrpc::{self, INVALID_REQUEST};
 use crate::front::mcp::sessions::Sessions;
 use crate::registry::Registry;
+use crate::registry::view::View;
 
 type McpService = StreamableHttpService<McpFront, LocalSessionManager>;
 
@@ -68,6 +73,9 @@ const SESSION_HEADER: &str = "mcp-session-id";
 struct Services {
     sessions: McpService,
     oneshot: McpService,
+    /// A lone stateless `tools/call` or `tools/list`, without rmcp's
+    /// per-request service (`fast.rs`).
+    fast: FastPath,
     manager: Arc<LocalSessionManager>,
     /// Who holds each session, and the task that ends idle and revoked
     /// ones.
@@ -98,12 +106,16 @@ pub(crate) struct McpHttpSettings {
     pub(crate) shutdown: CancellationToken,
 }
 
-/// The `/mcp` route.
-/// How many MCP sessions are open, for `/metrics`.
+/// How many MCP sessions are open, and how many requests the fast path
+/// answered, for `/metrics`.
 #[derive(Clone)]
-pub(crate) struct OpenSessions(Arc<LocalSessionManager>);
+pub(crate) struct OpenSessions(Arc<LocalSessionManager>, Arc<AtomicU64>);
 
 impl OpenSessions {
+    pub(crate) fn fast_answers(&self) -> u64 {
+        self.1.load(Ordering::Relaxed)
+    }
+
     /// `None` in the instant a session is being added or removed.
     pub(crate) fn count(&self) -> Option<usize> {
         self.0
@@ -168,9 +180,19 @@ pub(crate) fn router(
             config,
         )
     };
+    let answered = Arc::new(AtomicU64::new(0));
+    let fast = FastPath {
+        answered: answered.clone(),
+        registry: registry.clone(),
+        calls: calls.clone(),
+        text_format: settings.text_format,
+        lists: lists.clone(),
+        allowed_hosts: settings.allowed_hosts.clone(),
+    };
     let services = Arc::new(Services {
         sessions: service(true),
         oneshot: service(false),
+        fast,
         manager: manager.clone(),
         held,
         max_body_bytes: settings.max_body_bytes,
@@ -179,7 +201,7 @@ pub(crate) fn router(
     let router = Router::new()
         .route("/mcp", any(dispatch))
         .with_state(services);
-    (router, OpenSessions(manager))
+    (router, OpenSessions(manager, answered))
 }
 
 async fn dispatch(State(services): State<Arc<Services>>, request: Request) -> Response {
@@ -269,8 +291,17 @@ async fn post(services: &Services, request: Request) -> Response {
             Err(why) => return refuse(why),
         }
     }
+    let lone = session.is_none() && is_lone_request(&message);
+    if lone {
+        let view = requester
+            .as_ref()
+            .map_or_else(View::all, |identity| identity.tools.clone());
+        if let Some(answer) = services.fast.answer(&parts, &message, view).await {
+            return answer;
+        }
+    }
     let request = Request::from_parts(parts, Body::from(bytes));
-    let target = if session.is_none() && is_lone_request(&message) {
+    let target = if lone {
         &services.oneshot
     } else {
         &services.sessions
