@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::options::BenchOptions;
-use crate::probes::{Spawned, wrk};
+use crate::probes::{Spawned, wrk, wrk_with};
 use crate::report::Report;
 
 /// Sections 2 and 3: REST beside a bare axum echo, and MCP beside REST.
@@ -82,6 +82,44 @@ pub(crate) fn section(
                 connections,
                 duration,
             )?;
+            // The stateless 2026-07-28 revision's call (SEP-2243 headers,
+            // `_meta`), and the plain one-shot answered by rmcp's
+            // per-request service (a media-type parameter in `Accept`
+            // sends it there), for the fast path's share.
+            let modern = wrk_with(
+                work,
+                server.child.id(),
+                server.address,
+                ("POST", "/mcp", MODERN_CALL),
+                &[
+                    ("MCP-Protocol-Version", "2026-07-28"),
+                    ("Mcp-Method", "tools/call"),
+                    ("Mcp-Name", "echo"),
+                ],
+                connections,
+                duration,
+            )?;
+            report.load("MCP, stateless 2026-07-28", &label, &modern);
+            report.ratio(
+                "MCP, stateless 2026-07-28",
+                &format!("{label} ratio to REST"),
+                modern.rps / rest.rps,
+            );
+            let through_rmcp = wrk_with(
+                work,
+                server.child.id(),
+                server.address,
+                ("POST", "/mcp", mcp_body),
+                &[("Accept", "application/json, text/event-stream;q=1")],
+                connections,
+                duration,
+            )?;
+            report.load("MCP, one-shot through rmcp", &label, &through_rmcp);
+            report.ratio(
+                "MCP, one-shot through rmcp",
+                &format!("{label} ratio to REST"),
+                through_rmcp.rps / rest.rps,
+            );
             let section = "REST, reuse_instance = 1000";
             report.load(section, &label, &reused);
             report.ratio(section, &to_baseline, reused.rps / bare.rps);
@@ -108,6 +146,10 @@ pub(crate) fn section(
     }
     Ok(())
 }
+
+/// A stateless 2026-07-28 `tools/call`: its version and the client's
+/// capabilities in `_meta`.
+const MODERN_CALL: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
 
 pub(crate) async fn baseline() -> anyhow::Result<()> {
     async fn echo(axum::Json(arguments): axum::Json<Value>) -> axum::Json<Value> {

@@ -47,21 +47,46 @@ pub(super) fn wrk_as(
     work: &Path,
     server: u32,
     address: SocketAddr,
-    (method, path, body): (&str, &str, &str),
+    request: (&str, &str, &str),
     token: Option<&str>,
     connections: usize,
     duration: &str,
 ) -> anyhow::Result<WrkResult> {
+    let bearer = token.map(|token| format!("Bearer {token}"));
+    let headers: Vec<(&str, &str)> = bearer
+        .as_deref()
+        .map(|bearer| ("Authorization", bearer))
+        .into_iter()
+        .collect();
+    wrk_with(
+        work,
+        server,
+        address,
+        request,
+        &headers,
+        connections,
+        duration,
+    )
+}
+
+/// [`wrk`] with more headers (or JSON's `Accept` replaced).
+pub(super) fn wrk_with(
+    work: &Path,
+    server: u32,
+    address: SocketAddr,
+    (method, path, body): (&str, &str, &str),
+    headers: &[(&str, &str)],
+    connections: usize,
+    duration: &str,
+) -> anyhow::Result<WrkResult> {
     let script = work.join(format!("wrk-{}.lua", std::process::id()));
-    let authorization = token
-        .map(|token| format!("wrk.headers[\"Authorization\"] = \"Bearer {token}\"\n"))
-        .unwrap_or_default();
-    std::fs::write(
-        &script,
-        format!(
-            "wrk.method = {method:?}\nwrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"Accept\"] = \"application/json, text/event-stream\"\n{authorization}"
-        ),
-    )?;
+    let mut lines = format!(
+        "wrk.method = {method:?}\nwrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.headers[\"Accept\"] = \"application/json, text/event-stream\"\n"
+    );
+    for (name, value) in headers {
+        lines.push_str(&format!("wrk.headers[{name:?}] = {value:?}\n"));
+    }
+    std::fs::write(&script, lines)?;
     let cpu_before = cpu_seconds(server)?;
     let output = Command::new("wrk")
         .args([
