@@ -369,3 +369,52 @@ fn a_kubernetes_configmap_update_reloads_its_plugins() {
     });
     assert_eq!(server.call("echo", json!({"text": "hi"})).status, 200);
 }
+
+/// The compile cache keeps no version the server stopped serving: a
+/// replaced version's entry goes with the replacement, a removed plugin's
+/// with the removal (a workshop's edit loop left 40–50 MB per Python
+/// version behind). The version serving keeps its entry.
+#[test]
+fn the_compile_cache_forgets_versions_no_longer_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let first = variant_of(&example("echo"), "first");
+    let second = variant_of(&example("echo"), "second");
+    let hash = |path: &std::path::Path| {
+        use sha2::Digest;
+        sha2::Sha256::digest(std::fs::read(path).unwrap())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect::<String>()
+    };
+    let entries_of = |path: &std::path::Path| {
+        let prefix = format!("{}-", hash(path));
+        std::fs::read_dir(cache.path())
+            .unwrap()
+            .filter(|entry| {
+                entry
+                    .as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(&prefix)
+            })
+            .count()
+    };
+    drop_in(&first, dir.path(), "echo.wasm");
+    let server = Server::start(dir.path(), &["--cache-dir", cache.path().to_str().unwrap()]);
+    assert_eq!(entries_of(&first), 1, "the first version is cached");
+
+    drop_in(&second, dir.path(), "echo.wasm");
+    server.wait_for("the second version", |s| {
+        s.plugin("echo")
+            .and_then(|p| p.content_hash)
+            .is_some_and(|served| served == hash(&second))
+    });
+    assert_eq!(entries_of(&second), 1, "the second version is cached");
+    assert_eq!(entries_of(&first), 0, "the replaced version is forgotten");
+
+    std::fs::remove_file(dir.path().join("echo.wasm")).unwrap();
+    server.wait_for("the removal", |s| s.plugin("echo").is_none());
+    assert_eq!(entries_of(&second), 0, "the removed version is forgotten");
+}

@@ -296,6 +296,12 @@ impl Registry {
             })
             .map(|(id, _)| id.clone())
             .collect();
+        // The compile cache forgets versions this server no longer knows
+        // (replaced, removed): they would otherwise stay on disk for good.
+        let known = next.content_hashes();
+        for gone in before.content_hashes().difference(&known) {
+            self.runtime.forget_compiled(gone);
+        }
         let next = Arc::new(next);
         self.current.store(next.clone());
         if tool_list_changed {

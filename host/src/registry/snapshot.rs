@@ -98,6 +98,25 @@ impl Snapshot {
         self.plugins.iter()
     }
 
+    /// The content hashes of every version this snapshot knows: serving,
+    /// or refused (waiting for a name, held for approval).
+    pub(crate) fn content_hashes(&self) -> std::collections::HashSet<&str> {
+        self.plugins
+            .values()
+            .flat_map(|record| {
+                let serving = record
+                    .serving
+                    .as_ref()
+                    .map(|plugin| plugin.version.content_hash.as_str());
+                let refused = record
+                    .rejected
+                    .as_ref()
+                    .map(|rejection| rejection.version.content_hash.as_str());
+                serving.into_iter().chain(refused)
+            })
+            .collect()
+    }
+
     /// Every plugin file and its state, as `GET /plugins` and `toolhost list`
     /// report it.
     pub(super) fn plugins_report(&self) -> Vec<PluginReport> {

@@ -14,6 +14,14 @@
 //! checks come only after. The checksum guards against damage, not against
 //! someone who can write the folder: that must be the user running toolhost
 //! alone (it is created 0700).
+//!
+//! The cache is bounded two ways. A server forgets the entries of a
+//! version it no longer serves (replaced or removed; `Registry::apply`):
+//! a workshop's edit loop would otherwise leave 40–50 MB per Python
+//! version behind. And the folder is kept under [`MAX_BYTES`], the entries
+//! used least recently removed first (a hit refreshes an entry's time), for
+//! what no server forgets: versions of other processes sharing the folder,
+//! entries of an older wasmtime, a process that stopped mid-compile.
 
 use std::hash::{Hash, Hasher};
 use std::io::Read as _;
@@ -27,6 +35,10 @@ use wasmtime::component::Component;
 /// Ends every entry, after its checksum; also names the entry format.
 const TRAILER_MAGIC: &[u8; 8] = b"THCACHE1";
 const TRAILER_BYTES: usize = 32 + TRAILER_MAGIC.len();
+
+/// The most the cache folder holds (4 GiB): thirty Python plugins of a
+/// workshop take about 1.5 GB, a thousand Rust plugins about as much.
+pub(crate) const MAX_BYTES: u64 = 4 << 30;
 
 pub(crate) struct ArtifactCache {
     dir: PathBuf,
@@ -82,7 +94,14 @@ impl ArtifactCache {
         // with write access to this user's private folder); wasmtime
         // additionally checks the header and engine settings.
         match unsafe { Component::deserialize(engine, artifact) } {
-            Ok(component) => Some(component),
+            Ok(component) => {
+                // Used now: the last entries the size bound removes.
+                let _ = std::fs::File::options()
+                    .append(true)
+                    .open(&path)
+                    .and_then(|file| file.set_modified(std::time::SystemTime::now()));
+                Some(component)
+            }
             Err(error) => {
                 discard(&error);
                 None
@@ -99,6 +118,57 @@ impl ArtifactCache {
         if let Err(error) = write_atomically(&path, &[artifact, &trailer]) {
             tracing::warn!(path = %path.display(), %error, "could not write cache entry");
         }
+        self.keep_under(MAX_BYTES);
+    }
+
+    /// Removes every entry of a component (both compilers', any engine's):
+    /// a version no longer served.
+    pub(crate) fn forget(&self, content_hash: &str) {
+        let prefix = format!("{content_hash}-");
+        for (path, _, _) in self.entries() {
+            if path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with(&prefix))
+            {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+
+    /// Removes the entries used least recently until the folder's entries
+    /// take at most `max` bytes.
+    fn keep_under(&self, max: u64) {
+        let mut entries = self.entries();
+        let mut total: u64 = entries.iter().map(|(_, bytes, _)| bytes).sum();
+        if total <= max {
+            return;
+        }
+        entries.sort_by_key(|(_, _, used)| *used);
+        for (path, bytes, _) in entries {
+            if total <= max {
+                break;
+            }
+            if std::fs::remove_file(&path).is_ok() {
+                tracing::info!(path = %path.display(), bytes, "compile cache over its bound; removed the entry used least recently");
+                total -= bytes;
+            }
+        }
+    }
+
+    /// Every entry: its path, size and last use.
+    fn entries(&self) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+        let Ok(listing) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        listing
+            .flatten()
+            .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "cwasm"))
+            .filter_map(|entry| {
+                let metadata = entry.metadata().ok()?;
+                Some((entry.path(), metadata.len(), metadata.modified().ok()?))
+            })
+            .collect()
     }
 
     /// Removes `engine`'s entry for a component, if there is one: the
@@ -147,4 +217,45 @@ fn write_atomically(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
     std::fs::rename(&temp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&temp);
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_forgets_versions_and_keeps_under_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ArtifactCache::open(dir.path()).unwrap();
+        let entry = |name: &str, bytes: usize, age_secs: u64| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, vec![0u8; bytes]).unwrap();
+            let when = std::time::SystemTime::now() - std::time::Duration::from_secs(age_secs);
+            std::fs::File::options()
+                .append(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+        };
+        entry("aaa-1.cwasm", 100, 30);
+        entry("aaa-2.cwasm", 100, 30);
+        entry("bbb-1.cwasm", 100, 20);
+        entry("ccc-1.cwasm", 100, 10);
+        entry("notes.txt", 1000, 40);
+        cache.forget("aaa");
+        let names = || {
+            let mut names: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(), ["bbb-1.cwasm", "ccc-1.cwasm", "notes.txt"]);
+        cache.keep_under(150);
+        assert_eq!(names(), ["ccc-1.cwasm", "notes.txt"]);
+        cache.keep_under(150);
+        assert_eq!(names(), ["ccc-1.cwasm", "notes.txt"]);
+    }
 }

@@ -324,6 +324,14 @@ impl Runtime {
         }
     }
 
+    /// Removes a component's compiled code from the on-disk cache: a
+    /// version no longer served (`cache.rs`).
+    pub(crate) fn forget_compiled(&self, content_hash: &str) {
+        if let Some(cache) = &self.tiers.cache {
+            cache.forget(content_hash);
+        }
+    }
+
     /// Runs one job on the executor (`inline`: see [`Executor::run`]) and
     /// folds its refusals into failures; with its output, the CPU time it
     /// took.
