@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::support::{Bystander, Server, assert_envelope, drop_in, example, fixture, plugin_dir};
+use crate::support::{
+    Bystander, Server, assert_envelope, drop_in, example, fixture, padded, plugin_dir,
+};
 use serde_json::json;
 use toolhost::registry::report::{PluginReport, PluginState};
 
@@ -509,23 +511,7 @@ fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
     let dir = tempfile::tempdir().unwrap();
     // The misbehave fixture with a 1.5 MiB custom section appended: the
     // same code, past the large-plugin threshold.
-    let mut wasm = std::fs::read(fixture("misbehave")).unwrap();
-    let name = b"padding";
-    let payload = 1 + name.len() + 3 * 512 * 1024;
-    wasm.push(0);
-    let mut size = payload;
-    loop {
-        let byte = (size & 0x7f) as u8;
-        size >>= 7;
-        if size == 0 {
-            wasm.push(byte);
-            break;
-        }
-        wasm.push(byte | 0x80);
-    }
-    wasm.push(name.len() as u8);
-    wasm.extend_from_slice(name);
-    wasm.resize(wasm.len() + 3 * 512 * 1024, 0);
+    let wasm = std::fs::read(padded(&fixture("misbehave"), 3 * 512 * 1024)).unwrap();
     std::fs::write(dir.path().join("misbehave.wasm"), &wasm).unwrap();
     std::fs::write(
         dir.path().join("misbehave.toml"),

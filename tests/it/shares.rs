@@ -3,38 +3,12 @@
 //! still find slots and nobody fills the folder. A publish over a share
 //! gets 409 `QUOTA_EXCEEDED` and writes nothing.
 
-use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::publish::{ADA, ADMIN, CAROL, contents, put, tokens_file};
 use crate::support::send;
-use crate::support::{Server, example, fixture, plugin_dir, variant_of};
-
-/// `source` with a custom section of `extra` bytes appended: the same
-/// component, larger.
-fn padded(source: &Path, extra: usize) -> PathBuf {
-    let mut bytes = std::fs::read(source).unwrap();
-    let name = b"padding";
-    let size = 1 + name.len() + extra;
-    bytes.push(0);
-    let mut left = size;
-    loop {
-        let byte = (left & 0x7f) as u8;
-        left >>= 7;
-        if left == 0 {
-            bytes.push(byte);
-            break;
-        }
-        bytes.push(byte | 0x80);
-    }
-    bytes.push(name.len() as u8);
-    bytes.extend_from_slice(name);
-    bytes.resize(bytes.len() + extra, 0);
-    let path = std::env::temp_dir().join(format!("toolhost-padded-{}.wasm", std::process::id()));
-    std::fs::write(&path, bytes).unwrap();
-    path
-}
+use crate::support::{Server, example, fixture, padded, plugin_dir, variant_of};
 
 fn call(server: &Server, tool: &str, arguments: &str) -> (u16, Value) {
     send(

@@ -107,6 +107,34 @@ pub fn drop_in(source: &Path, dir: &Path, name: &str) {
     std::fs::rename(&temp, dir.join(name)).unwrap();
 }
 
+/// `source` with a custom section of `extra` bytes appended: the same
+/// component, larger.
+pub fn padded(source: &Path, extra: usize) -> PathBuf {
+    let mut bytes = std::fs::read(source).unwrap();
+    let name = b"padding";
+    let size = 1 + name.len() + extra;
+    bytes.push(0);
+    let mut left = size;
+    loop {
+        let byte = (left & 0x7f) as u8;
+        left >>= 7;
+        if left == 0 {
+            bytes.push(byte);
+            break;
+        }
+        bytes.push(byte | 0x80);
+    }
+    bytes.push(name.len() as u8);
+    bytes.extend_from_slice(name);
+    bytes.resize(bytes.len() + extra, 0);
+    let path = std::env::temp_dir().join(format!(
+        "toolhost-padded-{}-{extra}.wasm",
+        std::process::id()
+    ));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
 /// The same component bytes with a custom section appended: a different
 /// file hash, the same behaviour. Lets tests tell versions apart.
 pub fn variant_of(source: &Path, tag: &str) -> PathBuf {
