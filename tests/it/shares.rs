@@ -3,7 +3,6 @@
 //! still find slots and nobody fills the folder. A publish over a share
 //! gets 409 `QUOTA_EXCEEDED` and writes nothing.
 
-
 use serde_json::Value;
 
 use crate::publish::{ADA, ADMIN, CAROL, contents, put, tokens_file};
