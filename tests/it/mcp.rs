@@ -387,6 +387,29 @@ fn the_stateless_fast_path_answers_as_rmcp_does() {
             "{message}"
         );
     }
+    // What the fast path leaves to rmcp: a progress token (rmcp streams
+    // progress), a request that also carries a `result` (rmcp refuses it),
+    // an `Origin`.
+    let mut with_progress = call(14, "echo", json!({"text": "hi"}));
+    with_progress["params"]["_meta"] = json!({"progressToken": "p1"});
+    let mut with_result = call(15, "echo", json!({"text": "hi"}));
+    with_result["result"] = json!({});
+    for (message, headers) in [
+        (with_progress, vec![]),
+        (with_result, vec![]),
+        (
+            call(16, "echo", json!({"text": "hi"})),
+            vec![("Origin", "http://127.0.0.1")],
+        ),
+    ] {
+        let before = fast_answers();
+        let (status, _, body) = rpc(&server, message.clone(), &headers);
+        assert_eq!(
+            fast_answers(),
+            before,
+            "left to rmcp: {message} -> {status} {body}"
+        );
+    }
     // The logging tool's answer is a stream: three messages, then the result.
     let (_, content_type, body) = rpc(&server, call(13, "test_tool_with_logging", json!({})), &[]);
     assert!(

@@ -226,6 +226,30 @@ fn a_call_with_a_known_trace_id_arrives_under_it_over_rest_and_mcp() {
         Some("DIVISION_BY_ZERO")
     );
 
+    // The same through rmcp's service (the MCP front's fast path leaves a
+    // request with its `Accept` given twice to rmcp): `_meta` reaches the
+    // call there too.
+    let rmcp_trace = "1bf7651916cd43dd8448eb211c80319c";
+    let (status, _, body) = crate::mcp::rpc(
+        &server,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "divide", "arguments": {"a": 1, "b": 2},
+                          "_meta": {"traceparent": format!("00-{rmcp_trace}-{mcp_parent}-01")}}}),
+        &[("Accept", "application/json, text/event-stream")],
+    );
+    assert_eq!(status, 200, "{body}");
+    let spans = spans_of(
+        &received,
+        rmcp_trace,
+        &["tools/call divide", "call"],
+        &server,
+    );
+    let request = spans
+        .iter()
+        .find(|span| span.name == "tools/call divide")
+        .unwrap();
+    assert_eq!(hex(&request.parent_span_id), mcp_parent);
+
     // What the exporter sent it on: OTLP/HTTP with protobuf bodies.
     let requests = &received.lock().unwrap().requests;
     assert!(

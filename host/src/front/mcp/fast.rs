@@ -72,6 +72,8 @@ pub(super) struct FastPath {
     pub(super) text_format: TextFormat,
     pub(super) lists: Arc<ToolLists>,
     pub(super) allowed_hosts: Vec<String>,
+    /// Cancelled at shutdown: ends the streams this path answers with.
+    pub(super) shutdown: tokio_util::sync::CancellationToken,
 }
 
 /// One of the two methods, parsed as rmcp parses it.
@@ -86,10 +88,17 @@ impl FastPath {
     pub(super) async fn answer(
         &self,
         parts: &Parts,
+        body: &[u8],
         message: &Value,
         view: View,
     ) -> Option<Response> {
         let (id, lone, version) = self.accepts(&parts.headers, message)?;
+        // rmcp's own reading of the body, which refuses what a JSON value
+        // lets through (a request with a `result` too, a key given twice).
+        match serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(body) {
+            Ok(rmcp::model::ClientJsonRpcMessage::Request(_)) => {}
+            _ => return None,
+        }
         self.answered.fetch_add(1, Ordering::Relaxed);
         let modern = version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
         // Written straight from rmcp's types, as rmcp writes them.
@@ -135,12 +144,16 @@ impl FastPath {
                 let (registry, calls, text_format) =
                     (self.registry.clone(), self.calls.clone(), self.text_format);
                 let headers = parts.headers.clone();
+                let meta = params.meta.clone().unwrap_or_default();
                 let call = Box::pin(async move {
                     let answered = super::answer_call(
-                        &registry,
-                        &calls,
-                        text_format,
+                        super::CallPath {
+                            registry: &registry,
+                            calls: &calls,
+                            text_format,
+                        },
                         params,
+                        &meta,
                         Some(client),
                         Some(&headers),
                         &view,
@@ -148,7 +161,7 @@ impl FastPath {
                     .await;
                     shape(answered.map(ServerResult::CallToolResult))
                 });
-                Some(respond(call, notes).await)
+                Some(respond(call, notes, self.shutdown.clone()).await)
             }
         }
     }
@@ -352,7 +365,11 @@ type Call = Pin<Box<dyn std::future::Future<Output = String> + Send>>;
 /// JSON if the call ends before the plugin sends anything; otherwise an
 /// SSE stream of what it sends, then the result. The call runs inside the
 /// response's body from then on, so a client that goes away cancels it.
-async fn respond(mut call: Call, mut notes: mpsc::UnboundedReceiver<String>) -> Response {
+async fn respond(
+    mut call: Call,
+    mut notes: mpsc::UnboundedReceiver<String>,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Response {
     let first = tokio::select! {
         biased;
         done = &mut call => match notes.try_recv() {
@@ -362,7 +379,7 @@ async fn respond(mut call: Call, mut notes: mpsc::UnboundedReceiver<String>) -> 
                     messages.push(note);
                 }
                 messages.push(done);
-                return sse(futures_util::stream::iter(messages).boxed());
+                return sse(futures_util::stream::iter(messages).boxed(), shutdown);
             }
             Err(_) => return json_response(done),
         },
@@ -391,15 +408,26 @@ async fn respond(mut call: Call, mut notes: mpsc::UnboundedReceiver<String>) -> 
             }
         },
     );
-    sse(futures_util::stream::once(async move { first })
-        .chain(rest)
-        .boxed())
+    sse(
+        futures_util::stream::once(async move { first })
+            .chain(rest)
+            .boxed(),
+        shutdown,
+    )
 }
 
-fn sse(messages: futures_util::stream::BoxStream<'static, String>) -> Response {
-    let events = messages.map(|message| {
-        Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(format!("data: {message}\n\n")))
-    });
+/// The stream as rmcp sends one: no proxy buffering, ended at shutdown.
+fn sse(
+    messages: futures_util::stream::BoxStream<'static, String>,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Response {
+    let events = messages
+        .take_until(shutdown.cancelled_owned())
+        .map(|message| {
+            Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(format!(
+                "data: {message}\n\n"
+            )))
+        });
     let mut response = Response::new(Body::from_stream(events));
     let headers = response.headers_mut();
     headers.insert(
@@ -407,6 +435,7 @@ fn sse(messages: futures_util::stream::BoxStream<'static, String>) -> Response {
         HeaderValue::from_static("text/event-stream"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
 }
 

@@ -181,11 +181,15 @@ impl ServerHandler for McpFront {
             .extensions
             .get::<axum::http::request::Parts>()
             .map(|parts| &parts.headers);
+        // rmcp moves `params._meta` into the request context.
         answer_call(
-            &self.registry,
-            &self.calls,
-            self.text_format,
+            CallPath {
+                registry: &self.registry,
+                calls: &self.calls,
+                text_format: self.text_format,
+            },
             request,
+            &context.meta,
             Some(client),
             headers,
             &view_in(&context),
@@ -341,19 +345,30 @@ fn list_tools_page(
     })
 }
 
-/// `tools/call` through the call path, in the caller's trace (`_meta`'s,
-/// MCP's convention, else the HTTP request's headers): for a session and
-/// for the stateless fast path (`fast.rs`) alike.
-async fn answer_call(
-    registry: &Arc<Registry>,
-    calls: &Arc<Calls>,
+/// What a `tools/call` goes through: the registry, the call path's books
+/// and the text format.
+struct CallPath<'a> {
+    registry: &'a Arc<Registry>,
+    calls: &'a Arc<Calls>,
     text_format: TextFormat,
+}
+
+/// `tools/call` through the call path, in the caller's trace (`meta`'s,
+/// the request's `_meta`, MCP's convention, else the HTTP request's
+/// headers): for a session and for the stateless fast path (`fast.rs`)
+/// alike.
+async fn answer_call(
+    CallPath {
+        registry,
+        calls,
+        text_format,
+    }: CallPath<'_>,
     request: CallToolRequestParams,
+    meta: &rmcp::model::RequestMetaObject,
     client: CallClient,
     headers: Option<&axum::http::HeaderMap>,
     view: &View,
 ) -> Result<CallToolResult, McpError> {
-    let meta = request.meta.clone().unwrap_or_default();
     let arguments = request.arguments.unwrap_or_default();
     let session = headers
         .and_then(|headers| headers.get("mcp-session-id"))

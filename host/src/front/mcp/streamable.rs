@@ -188,6 +188,7 @@ pub(crate) fn router(
         text_format: settings.text_format,
         lists: lists.clone(),
         allowed_hosts: settings.allowed_hosts.clone(),
+        shutdown: settings.shutdown.clone(),
     };
     let services = Arc::new(Services {
         sessions: service(true),
@@ -296,7 +297,7 @@ async fn post(services: &Services, request: Request) -> Response {
         let view = requester
             .as_ref()
             .map_or_else(View::all, |identity| identity.tools.clone());
-        if let Some(answer) = services.fast.answer(&parts, &message, view).await {
+        if let Some(answer) = services.fast.answer(&parts, &bytes, &message, view).await {
             return answer;
         }
     }
