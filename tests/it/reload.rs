@@ -412,9 +412,13 @@ fn the_compile_cache_forgets_versions_no_longer_served() {
             .is_some_and(|served| served == hash(&second))
     });
     assert_eq!(entries_of(&second), 1, "the second version is cached");
-    assert_eq!(entries_of(&first), 0, "the replaced version is forgotten");
+    server.wait_for("the replaced version forgotten", |_| {
+        entries_of(&first) == 0
+    });
 
     std::fs::remove_file(dir.path().join("echo.wasm")).unwrap();
     server.wait_for("the removal", |s| s.plugin("echo").is_none());
-    assert_eq!(entries_of(&second), 0, "the removed version is forgotten");
+    server.wait_for("the removed version forgotten", |_| {
+        entries_of(&second) == 0
+    });
 }

@@ -532,10 +532,22 @@ fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
             .unwrap()
             .to_string()
     };
+    let spares_used = || -> u64 {
+        let (_, metrics) = crate::metrics::metrics_text(&server, None);
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix("toolhost_spare_instances_used_total "))
+            .unwrap_or_else(|| panic!("no spare counter in:\n{metrics}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
     for _ in 0..4 {
         assert_eq!(count(), "1");
         std::thread::sleep(Duration::from_millis(100));
     }
+    // Calls that leave time for it are served by a spare.
+    assert!(spares_used() >= 2, "spares used: {}", spares_used());
     let quick: Vec<String> = (0..6).map(|_| count()).collect();
     assert_eq!(quick, ["1"; 6]);
     std::thread::sleep(Duration::from_millis(100));

@@ -28,6 +28,7 @@
 //! | `toolhost_executor_calls_waiting` | | calls waiting for a slot |
 //! | `toolhost_http_connections` | | open HTTP connections |
 //! | `toolhost_mcp_sessions` | | open MCP sessions |
+//! | `toolhost_spare_instances_used_total` | | calls of large plugins served by a fresh instance made ahead of them |
 //! | `toolhost_mcp_stateless_fast_total` | | lone stateless `tools/call` and `tools/list` answered by the MCP front's fast path |
 //! | `toolhost_build_info` | version | 1 |
 //!
@@ -356,6 +357,14 @@ impl Collector for HostCollector {
             "Lone stateless MCP requests (tools/call, tools/list) answered without rmcp's per-request service",
             None,
             fast.metric_type(),
+        )?)?;
+
+        let spares = ConstCounter::new(self.registry.runtime().spares_used());
+        spares.encode(encoder.encode_descriptor(
+            "toolhost_spare_instances_used",
+            "Calls of large plugins served by a fresh instance made ahead of them",
+            None,
+            spares.metric_type(),
         )?)?;
 
         let runtime = self.registry.runtime();

@@ -299,9 +299,9 @@ impl Registry {
         // The compile cache forgets versions this server no longer knows
         // (replaced, removed): they would otherwise stay on disk for good.
         let known = next.content_hashes();
-        for gone in before.content_hashes().difference(&known) {
-            self.runtime.forget_compiled(gone);
-        }
+        let gone = before.content_hashes();
+        let gone = gone.difference(&known).map(|hash| hash.to_string());
+        self.runtime.forget_compiled(gone.collect());
         let next = Arc::new(next);
         self.current.store(next.clone());
         if tool_list_changed {

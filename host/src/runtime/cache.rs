@@ -21,7 +21,9 @@
 //! version behind. And the folder is kept under [`MAX_BYTES`], the entries
 //! used least recently removed first (a hit refreshes an entry's time), for
 //! what no server forgets: versions of other processes sharing the folder,
-//! entries of an older wasmtime, a process that stopped mid-compile.
+//! entries of an older wasmtime. (A server sharing its folder with another
+//! may remove an entry the other serves; the other compiles it again at
+//! its next start.)
 
 use std::hash::{Hash, Hasher};
 use std::io::Read as _;
@@ -40,6 +42,7 @@ const TRAILER_BYTES: usize = 32 + TRAILER_MAGIC.len();
 /// workshop take about 1.5 GB, a thousand Rust plugins about as much.
 pub(crate) const MAX_BYTES: u64 = 4 << 30;
 
+#[derive(Clone)]
 pub(crate) struct ArtifactCache {
     dir: PathBuf,
 }
@@ -121,16 +124,16 @@ impl ArtifactCache {
         self.keep_under(MAX_BYTES);
     }
 
-    /// Removes every entry of a component (both compilers', any engine's):
-    /// a version no longer served.
-    pub(crate) fn forget(&self, content_hash: &str) {
-        let prefix = format!("{content_hash}-");
+    /// Removes every entry of these components (both compilers', any
+    /// engine's): versions no longer served.
+    pub(crate) fn forget(&self, content_hashes: &[String]) {
         for (path, _, _) in self.entries() {
-            if path
+            let hash = path
                 .file_name()
                 .and_then(|name| name.to_str())
-                .is_some_and(|name| name.starts_with(&prefix))
-            {
+                .and_then(|name| name.split_once('-'))
+                .map(|(hash, _)| hash);
+            if hash.is_some_and(|hash| content_hashes.iter().any(|gone| gone == hash)) {
                 let _ = std::fs::remove_file(&path);
             }
         }
@@ -243,7 +246,7 @@ mod tests {
         entry("bbb-1.cwasm", 100, 20);
         entry("ccc-1.cwasm", 100, 10);
         entry("notes.txt", 1000, 40);
-        cache.forget("aaa");
+        cache.forget(&["aaa".to_string()]);
         let names = || {
             let mut names: Vec<String> = std::fs::read_dir(dir.path())
                 .unwrap()

@@ -42,6 +42,8 @@ pub struct Runtime {
     executor: Executor,
     /// How many instances are kept between calls, over every plugin.
     kept: KeptInstances,
+    /// Calls served by a spare instance made ahead (`warm.rs`).
+    spares_used: std::sync::atomic::AtomicU64,
 }
 
 impl Runtime {
@@ -93,6 +95,7 @@ impl Runtime {
             limits,
             executor,
             kept: KeptInstances::new(max_calls.max(1)),
+            spares_used: Default::default(),
         }))
     }
 
@@ -165,6 +168,11 @@ impl Runtime {
     }
 
     /// How many calls wait for a slot now.
+    /// How many calls a spare instance made ahead has served.
+    pub(crate) fn spares_used(&self) -> u64 {
+        self.spares_used.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub(crate) fn calls_waiting(&self) -> usize {
         self.executor.calls_waiting()
     }
@@ -268,7 +276,9 @@ impl Runtime {
                             (store, Some(warm.instance), warm.calls)
                         }
                         (None, Some(prepared)) => {
-                            tracing::trace!("a spare instance serves this call");
+                            runtime
+                                .spares_used
+                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             let mut store = prepared.store;
                             runtime.ready_store(&mut store, &grants, client, cancel);
                             (store, Some(prepared.instance), 0)
@@ -324,11 +334,21 @@ impl Runtime {
         }
     }
 
-    /// Removes a component's compiled code from the on-disk cache: a
-    /// version no longer served (`cache.rs`).
-    pub(crate) fn forget_compiled(&self, content_hash: &str) {
-        if let Some(cache) = &self.tiers.cache {
-            cache.forget(content_hash);
+    /// Removes components' compiled code from the on-disk cache: versions
+    /// no longer served (`cache.rs`). On a blocking thread when there is a
+    /// runtime: it lists the cache folder.
+    pub(crate) fn forget_compiled(&self, content_hashes: Vec<String>) {
+        if content_hashes.is_empty() {
+            return;
+        }
+        let Some(cache) = self.tiers.cache.clone() else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn_blocking(move || cache.forget(&content_hashes));
+            }
+            Err(_) => cache.forget(&content_hashes),
         }
     }
 
@@ -390,6 +410,10 @@ impl Runtime {
     /// or if instantiating fails, the next call makes its own instance.
     fn refill(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>) {
         if plugin.inline || grants.reuse_instance.is_some() {
+            return;
+        }
+        // Only with a slot free now: a spare never queues ahead of a call.
+        if self.calls_waiting() > 0 || self.calls_running() >= self.max_calls() {
             return;
         }
         let (Some(filling), Ok(handle)) = (

@@ -74,7 +74,17 @@ impl KeptInstances {
     /// Room for one more instance outside the running calls, if the pool
     /// has it.
     pub(crate) fn claim(&self) -> Option<Kept> {
-        if self.kept.fetch_add(1, Ordering::Relaxed) >= self.max {
+        self.claim_within(self.max)
+    }
+
+    /// Room for a spare: spares may take half of the room, so that idle
+    /// plugins' spares never leave none for kept instances and teardowns.
+    fn claim_spare(&self) -> Option<Kept> {
+        self.claim_within(self.max / 2)
+    }
+
+    fn claim_within(&self, max: usize) -> Option<Kept> {
+        if self.kept.fetch_add(1, Ordering::Relaxed) >= max {
             self.kept.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
@@ -178,7 +188,7 @@ impl Spare {
         Some(Filling(self.clone()))
     }
 
-    /// Keeps `instance` for the next call, if the pool has room for it.
+    /// Keeps `instance` for the next call, if spares have room for it.
     pub(crate) fn fill(
         &self,
         kept: &KeptInstances,
@@ -187,7 +197,7 @@ impl Spare {
         code: Arc<Code>,
         grants: Arc<Grants>,
     ) {
-        let Some(kept) = kept.claim() else {
+        let Some(kept) = kept.claim_spare() else {
             return;
         };
         *self.0.ready.lock().unwrap_or_else(|e| e.into_inner()) = Some(Prepared {
