@@ -305,16 +305,8 @@ fn http_guards_refuse_foreign_hosts_and_missing_tokens() {
 fn the_stateless_fast_path_answers_as_rmcp_does() {
     let dir = plugin_dir(&[&example("echo"), &example("conformance")]);
     let server = Server::in_process(dir.path());
-    let fast_answers = || -> u64 {
-        let (_, metrics) = crate::metrics::metrics_text(&server, None);
-        metrics
-            .lines()
-            .find_map(|line| line.strip_prefix("toolhost_mcp_stateless_fast_total "))
-            .unwrap_or_else(|| panic!("no fast-path counter in:\n{metrics}"))
-            .trim()
-            .parse()
-            .unwrap()
-    };
+    let fast_answers =
+        || crate::metrics::metric_value(&server, "toolhost_mcp_stateless_fast_total");
     let modern_meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},

@@ -117,6 +117,20 @@ pub(crate) fn metrics_text(server: &Server, token: Option<&str>) -> (u16, String
     (status, response.body_mut().read_to_string().unwrap())
 }
 
+/// The value of an unlabelled counter or gauge on an open server's
+/// `/metrics`.
+pub(crate) fn metric_value(server: &Server, name: &str) -> u64 {
+    let (_, metrics) = metrics_text(server, None);
+    let prefix = format!("{name} ");
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {name} in:\n{metrics}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 fn write_tokens(dir: &Path) -> std::path::PathBuf {
     let file = dir.join("tokens.toml");
     std::fs::write(

@@ -532,16 +532,8 @@ fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
             .unwrap()
             .to_string()
     };
-    let spares_used = || -> u64 {
-        let (_, metrics) = crate::metrics::metrics_text(&server, None);
-        metrics
-            .lines()
-            .find_map(|line| line.strip_prefix("toolhost_spare_instances_used_total "))
-            .unwrap_or_else(|| panic!("no spare counter in:\n{metrics}"))
-            .trim()
-            .parse()
-            .unwrap()
-    };
+    let spares_used =
+        || crate::metrics::metric_value(&server, "toolhost_spare_instances_used_total");
     for _ in 0..4 {
         assert_eq!(count(), "1");
         std::thread::sleep(Duration::from_millis(100));

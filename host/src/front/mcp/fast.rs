@@ -39,7 +39,8 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, LoggingLevel, PaginatedRequestParams, ProtocolVersion, ServerResult,
+    CallToolRequestParams, ClientRequest, GetMeta, LoggingLevel, PaginatedRequestParams,
+    ProtocolVersion, ServerResult,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -92,13 +93,27 @@ impl FastPath {
         message: &Value,
         view: View,
     ) -> Option<Response> {
-        let (id, lone, version) = self.accepts(&parts.headers, message)?;
-        // rmcp's own reading of the body, which refuses what a JSON value
-        // lets through (a request with a `result` too, a key given twice).
-        match serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(body) {
-            Ok(rmcp::model::ClientJsonRpcMessage::Request(_)) => {}
-            _ => return None,
+        if !matches!(
+            message.get("method").and_then(Value::as_str),
+            Some("tools/call" | "tools/list")
+        ) {
+            return None;
         }
+        // rmcp's own reading of the body, which refuses what a JSON value
+        // lets through (a request with a `result` too, a key given twice),
+        // and moves `_meta` out of the params as it does for its handlers.
+        let Ok(rmcp::model::ClientJsonRpcMessage::Request(request)) =
+            serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(body)
+        else {
+            return None;
+        };
+        let meta = request.request.get_meta().clone();
+        let lone = match request.request {
+            ClientRequest::CallToolRequest(call) => Lone::Call(call.params),
+            ClientRequest::ListToolsRequest(list) => Lone::List(list.params),
+            _ => return None,
+        };
+        let (id, version) = self.accepts(&parts.headers, message, &lone)?;
         self.answered.fetch_add(1, Ordering::Relaxed);
         let modern = version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
         // Written straight from rmcp's types, as rmcp writes them.
@@ -144,7 +159,6 @@ impl FastPath {
                 let (registry, calls, text_format) =
                     (self.registry.clone(), self.calls.clone(), self.text_format);
                 let headers = parts.headers.clone();
-                let meta = params.meta.clone().unwrap_or_default();
                 let call = Box::pin(async move {
                     let answered = super::answer_call(
                         super::CallPath {
@@ -166,22 +180,20 @@ impl FastPath {
         }
     }
 
-    /// The request's id, method and negotiated version, if every check of
-    /// the module's notes passes.
+    /// The request's id and negotiated version, if every check of the
+    /// module's notes passes (`lone` is the request as rmcp parsed it).
     fn accepts(
         &self,
         headers: &HeaderMap,
         message: &Value,
-    ) -> Option<(Value, Lone, ProtocolVersion)> {
+        lone: &Lone,
+    ) -> Option<(Value, ProtocolVersion)> {
         let object = message.as_object()?;
         let id = object.get("id")?;
         if !(id.is_string() || id.is_i64() || id.is_u64()) {
             return None;
         }
         let method = object.get("method")?.as_str()?;
-        if !matches!(method, "tools/call" | "tools/list") {
-            return None;
-        }
         if !self.transport_accepts(headers) {
             return None;
         }
@@ -222,31 +234,20 @@ impl FastPath {
             }
             (None, header) => header.clone().unwrap_or(ProtocolVersion::V_2025_03_26),
         };
-        let lone = match method {
-            "tools/list" => {
-                if params.is_some_and(|params| !only_keys(params, &["cursor", "_meta"])) {
-                    return None;
-                }
-                Lone::List(match params {
-                    None => None,
-                    Some(params) => Some(serde_json::from_value(params.clone()).ok()?),
-                })
-            }
-            _ => {
-                let params = params?;
-                if !only_keys(params, &["name", "arguments", "_meta"]) {
-                    return None;
-                }
-                Lone::Call(serde_json::from_value(params.clone()).ok()?)
-            }
+        let handled: &[&str] = match lone {
+            Lone::List(_) => &["cursor", "_meta"],
+            Lone::Call(_) => &["name", "arguments", "_meta"],
         };
+        if params.is_some_and(|params| !only_keys(params, handled)) {
+            return None;
+        }
         let standard_headers = header_version
             .as_ref()
             .is_some_and(|version| version.as_str() >= ProtocolVersion::STANDARD_HEADERS.as_str());
-        if standard_headers && !self.standard_headers_match(headers, method, &lone) {
+        if standard_headers && !self.standard_headers_match(headers, method, lone) {
             return None;
         }
-        Some((id.clone(), lone, version))
+        Some((id.clone(), version))
     }
 
     fn transport_accepts(&self, headers: &HeaderMap) -> bool {
