@@ -269,6 +269,18 @@ fn python_and_javascript_source_is_built_on_the_server_and_served() {
 
     // Refused before anything runs: a caller's token, Rust, other types,
     // a source over --max-source-kib.
+    // The feed may tell the last build's end after its answer came back:
+    // count from once it has.
+    let told = Instant::now();
+    while !events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| e["plugin"] == "ada/parse" && e["stage"] == "failed")
+    {
+        assert!(told.elapsed() < Duration::from_secs(20), "no failed event");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let builds_before = events.lock().unwrap().len();
     let before = contents(dir.path());
     let (status, refused) = put_source(&server, "dave/x", DAVE, "text/x-python", PY_WORD_COUNT);
