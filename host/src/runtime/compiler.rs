@@ -151,6 +151,24 @@ impl Compiler {
         self.link(&component)
     }
 
+    /// Links a fresh compile's artifact: stored in the cache when there is
+    /// one, and then served from the stored entry, mapped (`cache.rs`: the
+    /// code resident only where calls run); from memory otherwise.
+    pub(crate) fn link_compiled(
+        &self,
+        artifact: &[u8],
+        cache: Option<&ArtifactCache>,
+        content_hash: &str,
+    ) -> Result<Code, CompileError> {
+        if let Some(cache) = cache {
+            cache.store(&self.engine, content_hash, artifact);
+            if let Some(component) = cache.load(&self.engine, content_hash) {
+                return self.link(&component);
+            }
+        }
+        self.link_artifact(artifact)
+    }
+
     /// Resolves a component's imports once, for every call to come.
     pub(crate) fn link(&self, component: &Component) -> Result<Code, CompileError> {
         let instance_pre = self
@@ -312,13 +330,11 @@ fn optimize_all(tiers: Weak<Tiers>, jobs: mpsc::Receiver<Job>) {
         let optimized = &tiers.optimized;
         let outcome = pool.install(|| {
             let artifact = optimized.precompile(&job.wasm)?;
-            let code = optimized.link_artifact(&artifact)?;
-            Ok::<_, CompileError>((artifact, code))
+            optimized.link_compiled(&artifact, tiers.cache.as_ref(), &job.content_hash)
         });
         match outcome {
-            Ok((artifact, code)) => {
+            Ok(code) => {
                 if let Some(cache) = &tiers.cache {
-                    cache.store(&optimized.engine, &job.content_hash, &artifact);
                     cache.remove(&tiers.baseline.engine, &job.content_hash);
                 }
                 if let Some(target) = job.target.upgrade() {

@@ -119,10 +119,7 @@ impl Runtime {
         };
         let compiled = |compiler: &Compiler| {
             let artifact = compiler.precompile(wasm)?;
-            if let Some(cache) = &tiers.cache {
-                cache.store(&compiler.engine, content_hash, &artifact);
-            }
-            compiler.link_artifact(&artifact)
+            compiler.link_compiled(&artifact, tiers.cache.as_ref(), content_hash)
         };
         let plugin = |code: compiler::Code, from_cache| CompiledPlugin {
             name: name.clone(),

@@ -417,18 +417,24 @@ async fn respond(
     )
 }
 
-/// The stream as rmcp sends one: no proxy buffering, ended at shutdown.
+/// How long a stream stays silent before a keep-alive comment, as rmcp's.
+const SSE_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The stream as rmcp sends one: no proxy buffering, an empty comment
+/// after 15 s without a message (a plugin that logs, then works on),
+/// ended at shutdown.
 fn sse(
     messages: futures_util::stream::BoxStream<'static, String>,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> Response {
-    let events = messages
-        .take_until(shutdown.cancelled_owned())
-        .map(|message| {
-            Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(format!(
-                "data: {message}\n\n"
-            )))
-        });
+    let messages = messages.take_until(shutdown.cancelled_owned()).boxed();
+    let events = futures_util::stream::unfold(messages, |mut messages| async move {
+        let event = tokio::select! {
+            message = messages.next() => axum::body::Bytes::from(format!("data: {}\n\n", message?)),
+            () = tokio::time::sleep(SSE_KEEP_ALIVE) => axum::body::Bytes::from_static(b":\n\n"),
+        };
+        Some((Ok::<_, std::convert::Infallible>(event), messages))
+    });
     let mut response = Response::new(Body::from_stream(events));
     let headers = response.headers_mut();
     headers.insert(
