@@ -120,6 +120,9 @@ pub(crate) fn section(
                 &format!("{label} ratio to REST"),
                 through_rmcp.rps / rest.rps,
             );
+            if let Some((wasmtime, echo)) = &options.wasmtime_serve {
+                wasmtime_serve(work, wasmtime, echo, &rest, duration, report)?;
+            }
             let section = "REST, reuse_instance = 1000";
             report.load(section, &label, &reused);
             report.ratio(section, &to_baseline, reused.rps / bare.rps);
@@ -144,6 +147,67 @@ pub(crate) fn section(
             ),
         );
     }
+    Ok(())
+}
+
+/// `wasmtime serve` with the same JSON echo as a wasi:http component
+/// (tests/fixtures/httpecho), a fresh instance per request as toolhost
+/// makes, at c=16, with and without its pooling allocator: the better of
+/// the two is what REST is held against (issue #39: at least 3x).
+fn wasmtime_serve(
+    work: &Path,
+    wasmtime: &Path,
+    echo: &Path,
+    rest: &crate::probes::WrkResult,
+    duration: &str,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let version = Command::new(wasmtime).arg("--version").output()?;
+    let version = String::from_utf8_lossy(&version.stdout);
+    let version = version.split_whitespace().nth(1).unwrap_or("?").to_string();
+    let mut runs = Vec::new();
+    for pooling in ["n", "y"] {
+        let server = Spawned::start_marked(
+            Command::new(wasmtime)
+                .args(["serve", "--addr", "127.0.0.1:0", "-S", "cli"])
+                .arg(format!("-Opooling-allocator={pooling}"))
+                .arg(echo),
+            "Serving HTTP on http://",
+        )?;
+        runs.push(wrk(
+            work,
+            server.child.id(),
+            server.address,
+            "POST",
+            "/",
+            r#"{"text":"hello"}"#,
+            16,
+            duration,
+        )?);
+    }
+    let section = format!("wasmtime serve {version}");
+    report.record(
+        &section,
+        "c=16 req/s default / pooling allocator",
+        json!([runs[0].rps, runs[1].rps]),
+        format!("{:.0} / {:.0}", runs[0].rps, runs[1].rps),
+    );
+    report.record(
+        &section,
+        "c=16 server CPU us/request default / pooling allocator",
+        json!([runs[0].server_cpu_us, runs[1].server_cpu_us]),
+        format!(
+            "{:.0} / {:.0}",
+            runs[0].server_cpu_us, runs[1].server_cpu_us
+        ),
+    );
+    let best = runs[0].rps.max(runs[1].rps);
+    report.record(
+        &section,
+        "REST c=16 ÷ its better, x",
+        json!(rest.rps / best),
+        format!("{:.2}", rest.rps / best),
+    );
     Ok(())
 }
 

@@ -231,7 +231,17 @@ pub(super) struct Spawned {
 
 impl Spawned {
     pub(super) fn serve(plugins: &Path, cache: &Path, extra: &[&str]) -> anyhow::Result<Spawned> {
-        let mut command = Command::new(toolhost_binary());
+        Self::serve_with(&toolhost_binary(), plugins, cache, extra)
+    }
+
+    /// [`Spawned::serve`] with another build of toolhost.
+    pub(super) fn serve_with(
+        binary: &Path,
+        plugins: &Path,
+        cache: &Path,
+        extra: &[&str],
+    ) -> anyhow::Result<Spawned> {
+        let mut command = Command::new(binary);
         command
             .arg("serve")
             .arg("--plugins")
@@ -250,6 +260,12 @@ impl Spawned {
     }
 
     pub(super) fn start(command: &mut Command) -> anyhow::Result<Spawned> {
+        Self::start_marked(command, "listening on http://")
+    }
+
+    /// [`Spawned::start`] for a server that tells its address after
+    /// `marker` on stderr (`wasmtime serve`: "Serving HTTP on http://").
+    pub(super) fn start_marked(command: &mut Command, marker: &str) -> anyhow::Result<Spawned> {
         let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -265,8 +281,9 @@ impl Spawned {
             if lines.read_line(&mut line)? == 0 {
                 anyhow::bail!("the server exited before listening");
             }
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest.split_whitespace().next().unwrap_or("").parse()?;
+            if let Some(rest) = line.split(marker).nth(1) {
+                let address = rest.split_whitespace().next().unwrap_or("");
+                break address.trim_end_matches('/').parse()?;
             }
         };
         // Keep draining the log so the child never blocks on a full pipe.
