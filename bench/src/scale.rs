@@ -5,7 +5,8 @@
 //! Rows, each with its target (issue #24) beside it in bench/README.md:
 //! cold start and warm restart to every tool listed, idle memory, `GET
 //! /tools` and one MCP `tools/list` page at c=1, the walk through every
-//! page, and the memory a thousand ended sessions leave behind.
+//! page, a small plugin dropped beside them until it answers, and the
+//! memory a thousand ended sessions leave behind.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -17,7 +18,7 @@ use super::benchtool::patched;
 use super::options::BenchOptions;
 use super::probes::{Spawned, percentile, resident_mib, wrk, wrk_as};
 use super::report::Report;
-use super::wire::{exchange, request, wait_until_for};
+use super::wire::{call_status, drop_file, exchange, request, wait_until, wait_until_for};
 
 const SECTION: &str = "1,000 plugins";
 
@@ -105,6 +106,22 @@ pub(super) fn section(
         json!(percentile(&walks, 50.0)),
         format!("{:.1} ({pages})", percentile(&walks, 50.0)),
     );
+    // A small plugin dropped beside them: from the rename into the folder
+    // to its first answer (compiled afresh: its first drop), then removed
+    // so that the sets below count the thousand alone.
+    let echo = std::fs::read(&options.echo)?;
+    let dropped = Instant::now();
+    drop_file(&dir, "zz-small-echo.wasm", &echo)?;
+    wait_until(|| call_status(server.address, "echo") == Some(200))?;
+    let callable = ms(dropped.elapsed());
+    report.record(
+        SECTION,
+        "a small plugin dropped beside them, callable after ms",
+        json!(callable),
+        format!("{callable:.0}"),
+    );
+    std::fs::remove_file(dir.join("zz-small-echo.wasm"))?;
+    wait_until(|| call_status(server.address, "echo") == Some(404))?;
     drop(server);
     tool_sets(work, &dir, &cache, tools, duration, page.p50_ms, report)?;
 
