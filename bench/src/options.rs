@@ -23,6 +23,12 @@ pub(crate) struct BenchOptions {
     /// `tests/clients/ts_client.mjs` beside an installed TypeScript SDK, and
     /// the Node that runs it; without them the clients row is left out.
     pub(crate) ts_client: Option<(PathBuf, PathBuf)>,
+    /// An earlier build of toolhost (its binary, its echo and `rev`), for
+    /// REST side by side with it; without it that section is left out.
+    pub(crate) earlier: Option<PathBuf>,
+    /// The `wasmtime` CLI and the wasi:http echo (tests/fixtures/httpecho),
+    /// for `wasmtime serve` beside REST; without them that row is left out.
+    pub(crate) wasmtime_serve: Option<(PathBuf, PathBuf)>,
     pub(crate) out: PathBuf,
     pub(crate) quick: bool,
     /// Where the `toolhost dev` project's dependencies are built.
@@ -62,6 +68,8 @@ pub(crate) enum Section {
     Replicas,
     /// 16: Python and JavaScript source built on the server.
     Builds,
+    /// 17: REST beside an earlier build (`--earlier`).
+    Earlier,
 }
 
 impl BenchOptions {

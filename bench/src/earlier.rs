@@ -1,0 +1,77 @@
+//! Section 17 of the harness: REST beside an earlier build of toolhost
+//! (`--earlier DIR`: its `toolhost`, the `echo.wasm` built from the same
+//! commit, and `rev` naming the commit; `make bench` builds 229c921 there
+//! once). Both serve their own echo with a fresh instance per call; wrk at
+//! c=16 alternates between them for three rounds, and each build's median
+//! round is kept, with the server CPU each request cost. A change that
+//! costs CPU per call shows here as a falling ratio.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::probes::{Spawned, WrkResult, toolhost_binary, wrk};
+use crate::report::Report;
+
+const SECTION: &str = "REST against an earlier build";
+const ROUNDS: usize = 3;
+
+pub(crate) fn section(
+    earlier: &Path,
+    work: &Path,
+    echo: &Path,
+    duration: &str,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let rev = std::fs::read_to_string(earlier.join("rev"))?;
+    let rev = rev.trim();
+    let serve = |binary: &Path, echo: &Path, name: &str| -> anyhow::Result<Spawned> {
+        let dir = work.join(format!("earlier-{name}"));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::copy(echo, dir.join("echo.wasm"))?;
+        Spawned::serve_with(binary, &dir, &work.join(format!("cache-{name}")), &[])
+    };
+    let now = serve(&toolhost_binary(), echo, "now")?;
+    let then = serve(&earlier.join("toolhost"), &earlier.join("echo.wasm"), rev)?;
+    let body = r#"{"text":"hello"}"#;
+    let measure = |server: &Spawned| {
+        wrk(
+            work,
+            server.child.id(),
+            server.address,
+            "POST",
+            "/tools/echo",
+            body,
+            16,
+            duration,
+        )
+    };
+    let (mut nows, mut thens) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        nows.push(measure(&now)?);
+        thens.push(measure(&then)?);
+    }
+    let median = |runs: &mut Vec<WrkResult>| {
+        runs.sort_by(|a, b| a.rps.total_cmp(&b.rps));
+        runs.swap_remove(runs.len() / 2)
+    };
+    let (now, then) = (median(&mut nows), median(&mut thens));
+    report.record(
+        SECTION,
+        &format!("c=16 req/s this build / {rev}"),
+        json!([now.rps, then.rps]),
+        format!("{:.0} / {:.0}", now.rps, then.rps),
+    );
+    report.record(
+        SECTION,
+        &format!("c=16 server CPU us/request this build / {rev}"),
+        json!([now.server_cpu_us, then.server_cpu_us]),
+        format!("{:.1} / {:.1}", now.server_cpu_us, then.server_cpu_us),
+    );
+    report.ratio(
+        SECTION,
+        &format!("req/s ratio to {rev}"),
+        now.rps / then.rps,
+    );
+    Ok(())
+}
