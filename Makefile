@@ -61,7 +61,9 @@ bench: plugins wrk haproxy docker-registry target/py_echo.wasm target/sm_echo.wa
 # Issue #40's guard: 229c921 (2026-11-22), a fresh instance per call before
 # the shared server's guarantees, built once from this repository's history
 # with its own echo, for the bench's "REST against an earlier build" rows.
-$(EARLIER)/rev:
+$(EARLIER)/rev: | target
+	@git cat-file -e 229c921^{commit} 2>/dev/null || \
+	    { echo "make bench needs 229c921 in this clone's history (git fetch --unshallow)"; exit 1; }
 	rm -rf $(EARLIER)/src && mkdir -p $(EARLIER)/src
 	git archive 229c921 | tar -x -C $(EARLIER)/src
 	cd $(EARLIER)/src && CARGO_TARGET_DIR=$(CURDIR)/$(EARLIER)/target cargo build --release --locked -p toolhost

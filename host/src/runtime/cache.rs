@@ -50,6 +50,17 @@ const TRAILER_BYTES: usize = 32 + TRAILER_MAGIC.len();
 /// workshop take about 1.5 GB, a thousand Rust plugins about as much.
 pub(crate) const MAX_BYTES: u64 = 4 << 30;
 
+/// Where a loaded component's compiled image lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Image {
+    /// Mapped from its cache entry: its pages can be let go and are read
+    /// again from the file (`allocator::release_mapped_file_pages`).
+    Mapped,
+    /// In this process's own memory (no cache, or an entry that cannot be
+    /// mapped as code): it must stay as it is.
+    InMemory,
+}
+
 #[derive(Clone)]
 pub(crate) struct ArtifactCache {
     dir: PathBuf,
@@ -79,46 +90,59 @@ impl ArtifactCache {
     /// The cached compilation, by `engine`, of the component with this
     /// content hash, if there is a usable one. A damaged entry is removed
     /// and reported as a miss, so the caller compiles afresh.
-    pub(crate) fn load(&self, engine: &Engine, content_hash: &str) -> Option<Component> {
+    pub(crate) fn load(&self, engine: &Engine, content_hash: &str) -> Option<(Component, Image)> {
         let engine_key = engine_key(engine);
         let path = self.entry_path(&engine_key, content_hash);
         let discard = |reason: &dyn std::fmt::Display| {
             tracing::warn!(path = %path.display(), %reason, "discarding damaged cache entry; compiling afresh");
             let _ = std::fs::remove_file(&path);
         };
-        match verify(&path, &engine_key, content_hash) {
-            Ok(true) => {}
-            Ok(false) => {
-                discard(&"its checksum does not match");
-                return None;
-            }
+        let mut file = match std::fs::File::open(&path) {
+            Ok(file) => file,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
             Err(error) => {
                 tracing::warn!(path = %path.display(), %error, "cannot read cache entry; compiling afresh");
                 return None;
             }
+        };
+        match verify(&mut file, &engine_key, content_hash) {
+            Ok(true) => {}
+            Ok(false) => {
+                discard(&"its checksum does not match");
+                return None;
+            }
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "cannot read cache entry; compiling afresh");
+                return None;
+            }
         }
-        // SAFETY: the entry is byte for byte what `store` wrote from
+        // SAFETY: the file is byte for byte what `store` wrote from
         // `Engine::precompile_component` of an engine with the same
         // compatibility key (the trailer proves it, short of someone with
         // write access to this user's private folder), and this process
         // never changes an entry in place (module docs); wasmtime
         // additionally checks the header and engine settings, and ignores
-        // the trailer after the artifact's sections.
-        match unsafe { Component::deserialize_file(engine, &path) } {
-            Ok(component) => {
-                // Used now: the last entries the size bound removes.
-                let _ = std::fs::File::options()
-                    .append(true)
-                    .open(&path)
-                    .and_then(|file| file.set_modified(std::time::SystemTime::now()));
-                Some(component)
-            }
-            Err(error) => {
-                discard(&error);
-                None
-            }
-        }
+        // the trailer after the artifact's sections. The file mapped is the
+        // one just checked (its descriptor, not its name again).
+        let mapped = unsafe { Component::deserialize_file(engine, same_file(&file, &path)) };
+        let loaded = match mapped {
+            Ok(component) => (component, Image::Mapped),
+            // Not mappable as code (a folder on a `noexec` mount, no
+            // mappings left) is not damage: the checked bytes, in memory.
+            Err(map_error) => match in_memory(engine, &mut file) {
+                Ok(component) => {
+                    tracing::debug!(path = %path.display(), error = %format!("{map_error:#}"), "cache entry read into memory: it cannot be mapped as code");
+                    (component, Image::InMemory)
+                }
+                Err(error) => {
+                    discard(&error);
+                    return None;
+                }
+            },
+        };
+        // Used now: the last entries the size bound removes.
+        let _ = file.set_modified(std::time::SystemTime::now());
+        Some(loaded)
     }
 
     /// Stores an artifact compiled by `engine`'s settings. A failure to
@@ -202,22 +226,50 @@ fn trailer(engine_key: &str, content_hash: &str, artifact: &[u8]) -> Vec<u8> {
     trailer
 }
 
-/// Whether the entry at `path` ends with the trailer of what comes before
-/// it, read in pieces (an artifact is never held in memory to check it).
-fn verify(path: &Path, engine_key: &str, content_hash: &str) -> std::io::Result<bool> {
-    let mut file = std::fs::File::open(path)?;
+/// Whether the entry open as `file` ends with the trailer of what comes
+/// before it, read in pieces (an artifact is never held in memory to check
+/// it).
+fn verify(file: &mut std::fs::File, engine_key: &str, content_hash: &str) -> std::io::Result<bool> {
     let Some(artifact_bytes) = file.metadata()?.len().checked_sub(TRAILER_BYTES as u64) else {
         return Ok(false);
     };
     let mut hasher = Sha256::new();
     hasher.update(engine_key.as_bytes());
     hasher.update(content_hash.as_bytes());
-    let copied = std::io::copy(&mut (&mut file).take(artifact_bytes), &mut hasher)?;
+    let copied = std::io::copy(&mut file.take(artifact_bytes), &mut hasher)?;
     let mut trailer = Vec::with_capacity(TRAILER_BYTES);
     file.read_to_end(&mut trailer)?;
     let mut expected = hasher.finalize().to_vec();
     expected.extend_from_slice(TRAILER_MAGIC);
     Ok(copied == artifact_bytes && trailer == expected)
+}
+
+/// A name that opens `file` itself (Linux: its descriptor under /proc), so
+/// that what is mapped is what was checked, whatever is renamed over the
+/// entry meanwhile; elsewhere, the entry's path.
+fn same_file(file: &std::fs::File, path: &Path) -> PathBuf {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd as _;
+        let by_descriptor = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        if by_descriptor.exists() {
+            return by_descriptor;
+        }
+    }
+    let _ = file;
+    path.to_path_buf()
+}
+
+/// The checked entry open as `file`, read into memory and loaded from
+/// there.
+fn in_memory(engine: &Engine, file: &mut std::fs::File) -> anyhow::Result<Component> {
+    use std::io::Seek as _;
+    let mut entry = Vec::new();
+    file.seek(std::io::SeekFrom::Start(0))?;
+    file.read_to_end(&mut entry)?;
+    let artifact = &entry[..entry.len().saturating_sub(TRAILER_BYTES)];
+    // SAFETY: as for the mapped load in `load`: these are the bytes checked.
+    unsafe { Component::deserialize(engine, artifact) }.map_err(anyhow::Error::from)
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
@@ -232,8 +284,12 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 /// sees half an entry, even when two processes share the cache.
 fn write_atomically(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
     use std::io::Write as _;
-    let temp = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut file = std::fs::File::create(&temp)?;
+    // Unique per writer, in this process too: two loads of the same bytes
+    // may store one entry at once.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = path.with_extension(format!("tmp{}-{write}", std::process::id()));
+    let mut file = std::fs::File::create_new(&temp)?;
     for part in parts {
         file.write_all(part)?;
     }
@@ -259,7 +315,8 @@ mod tests {
         cache.store(&engine, "abc", &artifact);
         let path = cache.entry_path(&engine_key(&engine), "abc");
 
-        let component = cache.load(&engine, "abc").expect("a stored entry loads");
+        let (component, image) = cache.load(&engine, "abc").expect("a stored entry loads");
+        assert_eq!(image, Image::Mapped);
         #[cfg(target_os = "linux")]
         {
             // Mapped, not copied; its pages can be let go and read back the

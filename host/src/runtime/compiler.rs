@@ -43,7 +43,7 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
 use super::allocator::{release_free_memory, release_mapped_file_pages};
-use super::cache::ArtifactCache;
+use super::cache::{ArtifactCache, Image};
 use super::executor::lower_thread_priority;
 use super::exports::{self, PluginPre};
 use super::failure::{CompileError, root_cause};
@@ -162,8 +162,8 @@ impl Compiler {
     ) -> Result<Code, CompileError> {
         if let Some(cache) = cache {
             cache.store(&self.engine, content_hash, artifact);
-            if let Some(component) = cache.load(&self.engine, content_hash) {
-                return self.link(&component, Image::Mapped);
+            if let Some((component, image)) = cache.load(&self.engine, content_hash) {
+                return self.link(&component, image);
             }
         }
         self.link_artifact(artifact)
@@ -183,16 +183,6 @@ impl Compiler {
             image,
         })
     }
-}
-
-/// Where a component's compiled image lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Image {
-    /// Mapped from its compile cache entry (`cache.rs`): its pages can be
-    /// let go and read again from the file.
-    Mapped,
-    /// In this process's own memory (no cache): it must stay as it is.
-    InMemory,
 }
 
 /// A plugin's code, linked and ready to instantiate.

@@ -114,8 +114,8 @@ impl Runtime {
         let tiers = &self.tiers;
         let cached = |compiler: &Compiler| {
             let cache = tiers.cache.as_ref()?;
-            let component = cache.load(&compiler.engine, content_hash)?;
-            Some(compiler.link(&component, compiler::Image::Mapped))
+            let (component, image) = cache.load(&compiler.engine, content_hash)?;
+            Some(compiler.link(&component, image))
         };
         let compiled = |compiler: &Compiler| {
             let artifact = compiler.precompile(wasm)?;
