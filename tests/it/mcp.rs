@@ -402,6 +402,25 @@ fn the_stateless_fast_path_answers_as_rmcp_does() {
             "left to rmcp: {message} -> {status} {body}"
         );
     }
+    // A key given twice: at the top level rmcp refuses the message, so the
+    // fast path leaves it to rmcp; inside the params both answer alike.
+    let twice_at_top = r#"{"jsonrpc":"2.0","id":17,"id":18,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#;
+    let before = fast_answers();
+    let (status, _, body) = post_mcp(&server, twice_at_top, &[]);
+    assert_eq!(fast_answers(), before, "left to rmcp: {status} {body}");
+    let twice_in_params = r#"{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"echo","name":"echo","arguments":{"text":"hi"}}}"#;
+    let fast = post_mcp(&server, twice_in_params, &[]);
+    let slow = post_mcp(
+        &server,
+        twice_in_params,
+        &[("Accept", "application/json, text/event-stream;q=1")],
+    );
+    assert_eq!(fast.0, slow.0, "{} / {}", fast.2, slow.2);
+    assert_eq!(
+        comparable(&fast.1, &fast.2),
+        comparable(&slow.1, &slow.2),
+        "{twice_in_params}"
+    );
     // The logging tool's answer is a stream: three messages, then the result.
     let (_, content_type, body) = rpc(&server, call(13, "test_tool_with_logging", json!({})), &[]);
     assert!(

@@ -39,8 +39,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, ClientRequest, GetMeta, LoggingLevel, PaginatedRequestParams,
-    ProtocolVersion, ServerResult,
+    CallToolRequestParams, LoggingLevel, PaginatedRequestParams, ProtocolVersion, ServerResult,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -99,19 +98,44 @@ impl FastPath {
         ) {
             return None;
         }
-        // rmcp's own reading of the body, which refuses what a JSON value
-        // lets through (a request with a `result` too, a key given twice),
-        // and moves `_meta` out of the params as it does for its handlers.
-        let Ok(rmcp::model::ClientJsonRpcMessage::Request(request)) =
-            serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(body)
-        else {
-            return None;
-        };
-        let meta = request.request.get_meta().clone();
-        let lone = match request.request {
-            ClientRequest::CallToolRequest(call) => Lone::Call(call.params),
-            ClientRequest::ListToolsRequest(list) => Lone::List(list.params),
-            _ => return None,
+        // What rmcp's reading of the body refuses and a JSON value lets
+        // through: a key given twice, or one a request does not have (a
+        // `result` too). A strict reading of the top level finds both in one
+        // pass that skips the values (rmcp's own message type costs an
+        // untagged and a tagged enum's buffering: MCP at 0.73 of REST).
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Strict<'a> {
+            #[serde(rename = "jsonrpc")]
+            _jsonrpc: serde::de::IgnoredAny,
+            #[serde(rename = "id")]
+            _id: serde::de::IgnoredAny,
+            #[serde(rename = "method")]
+            _method: serde::de::IgnoredAny,
+            #[serde(borrow, default)]
+            params: Option<&'a serde_json::value::RawValue>,
+        }
+        let strict: Strict<'_> = serde_json::from_slice(body).ok()?;
+        // The params as rmcp's types read them, `_meta` moved out of them
+        // as rmcp does for its handlers.
+        let params = strict.params.map(serde_json::value::RawValue::get);
+        let (lone, meta) = match message.get("method").and_then(Value::as_str) {
+            Some("tools/call") => {
+                let mut call: CallToolRequestParams = serde_json::from_str(params?).ok()?;
+                let meta = call.meta.take().unwrap_or_default();
+                (Lone::Call(call), meta)
+            }
+            _ => {
+                let mut list: Option<PaginatedRequestParams> = match params {
+                    Some(params) => serde_json::from_str(params).ok()?,
+                    None => None,
+                };
+                let meta = list
+                    .as_mut()
+                    .and_then(|list| list.meta.take())
+                    .unwrap_or_default();
+                (Lone::List(list), meta)
+            }
         };
         let (id, version) = self.accepts(&parts.headers, message, &lone)?;
         self.answered.fetch_add(1, Ordering::Relaxed);
