@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::probes::{Spawned, WrkResult, toolhost_binary, wrk};
+use crate::probes::{Spawned, WrkResult, toolhost_binary, wrk_echo};
 use crate::report::Report;
 
 const SECTION: &str = "REST against an earlier build";
@@ -33,19 +33,7 @@ pub(crate) fn section(
     };
     let now = serve(&toolhost_binary(), echo, "now")?;
     let then = serve(&earlier.join("toolhost"), &earlier.join("echo.wasm"), rev)?;
-    let body = r#"{"text":"hello"}"#;
-    let measure = |server: &Spawned| {
-        wrk(
-            work,
-            server.child.id(),
-            server.address,
-            "POST",
-            "/tools/echo",
-            body,
-            16,
-            duration,
-        )
-    };
+    let measure = |server: &Spawned| wrk_echo(work, server, "/tools/echo", duration);
     let (mut nows, mut thens) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         nows.push(measure(&now)?);

@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::options::BenchOptions;
-use crate::probes::{Spawned, wrk, wrk_with};
+use crate::probes::{Spawned, wrk, wrk_echo, wrk_with};
 use crate::report::Report;
 
 /// Sections 2 and 3: REST beside a bare axum echo, and MCP beside REST.
@@ -174,16 +174,7 @@ fn wasmtime_serve(
                 .arg(echo),
             "Serving HTTP on http://",
         )?;
-        runs.push(wrk(
-            work,
-            server.child.id(),
-            server.address,
-            "POST",
-            "/",
-            r#"{"text":"hello"}"#,
-            16,
-            duration,
-        )?);
+        runs.push(wrk_echo(work, &server, "/", duration)?);
     }
     let section = format!("wasmtime serve {version}");
     report.record(

@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::options::BenchOptions;
-use crate::probes::{Spawned, toolhost_binary, wrk};
+use crate::probes::{Spawned, toolhost_binary, wrk_echo};
 use crate::report::Report;
 
 pub(crate) fn section(
@@ -38,19 +38,7 @@ pub(crate) fn section(
     std::fs::create_dir_all(&dir)?;
     std::fs::copy(&options.echo, dir.join("echo.wasm"))?;
     let cache = work.join("cache-operations");
-    let body = r#"{"text":"hello"}"#;
-    let load = |server: &Spawned, seconds: &str| {
-        wrk(
-            work,
-            server.child.id(),
-            server.address,
-            "POST",
-            "/tools/echo",
-            body,
-            16,
-            seconds,
-        )
-    };
+    let load = |server: &Spawned, seconds: &str| wrk_echo(work, server, "/tools/echo", seconds);
     // Each server is warmed for a second first: the first calls after a
     // start pay for the pool's first slots and the allocator's growth.
     let run = |server: &Spawned| {

@@ -42,6 +42,26 @@ pub(super) fn wrk(
     )
 }
 
+/// The echo (`POST path`, `{"text":"hello"}`: `/tools/echo` over REST)
+/// under wrk at c=16 for `duration`: the call most rows compare.
+pub(super) fn wrk_echo(
+    work: &Path,
+    server: &Spawned,
+    path: &str,
+    duration: &str,
+) -> anyhow::Result<WrkResult> {
+    wrk(
+        work,
+        server.child.id(),
+        server.address,
+        "POST",
+        path,
+        r#"{"text":"hello"}"#,
+        16,
+        duration,
+    )
+}
+
 /// [`wrk`] with `Authorization: Bearer TOKEN` when `token` is given.
 pub(super) fn wrk_as(
     work: &Path,
