@@ -201,24 +201,22 @@ fn a_call_with_a_known_trace_id_arrives_under_it_over_rest_and_mcp() {
     // whose error type is on the span).
     let mcp_trace = "0af7651916cd43dd8448eb211c80319c";
     let mcp_parent = "b7ad6b7169203331";
-    let (status, _, body) = crate::mcp::rpc(
-        &server,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "divide", "arguments": {"a": 1, "b": 0},
-                          "_meta": {"traceparent": format!("00-{mcp_trace}-{mcp_parent}-01")}}}),
-        &[],
-    );
-    assert_eq!(status, 200, "{body}");
-    let spans = spans_of(
-        &received,
-        mcp_trace,
-        &["tools/call divide", "call"],
-        &server,
-    );
-    let request = spans
-        .iter()
-        .find(|span| span.name == "tools/call divide")
-        .unwrap();
+    let divide = |trace: &str, b: i64, headers: &[(&str, &str)]| -> Span {
+        let (status, _, body) = crate::mcp::rpc(
+            &server,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "divide", "arguments": {"a": 1, "b": b},
+                              "_meta": {"traceparent": format!("00-{trace}-{mcp_parent}-01")}}}),
+            headers,
+        );
+        assert_eq!(status, 200, "{body}");
+        let spans = spans_of(&received, trace, &["tools/call divide", "call"], &server);
+        spans
+            .into_iter()
+            .find(|span| span.name == "tools/call divide")
+            .unwrap()
+    };
+    let request = &divide(mcp_trace, 0, &[]);
     assert_eq!(hex(&request.parent_span_id), mcp_parent);
     assert_eq!(attr(request, "gen_ai.tool.name").as_deref(), Some("divide"));
     assert_eq!(
@@ -230,24 +228,11 @@ fn a_call_with_a_known_trace_id_arrives_under_it_over_rest_and_mcp() {
     // request with its `Accept` given twice to rmcp): `_meta` reaches the
     // call there too.
     let rmcp_trace = "1bf7651916cd43dd8448eb211c80319c";
-    let (status, _, body) = crate::mcp::rpc(
-        &server,
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "divide", "arguments": {"a": 1, "b": 2},
-                          "_meta": {"traceparent": format!("00-{rmcp_trace}-{mcp_parent}-01")}}}),
+    let request = divide(
+        rmcp_trace,
+        2,
         &[("Accept", "application/json, text/event-stream")],
     );
-    assert_eq!(status, 200, "{body}");
-    let spans = spans_of(
-        &received,
-        rmcp_trace,
-        &["tools/call divide", "call"],
-        &server,
-    );
-    let request = spans
-        .iter()
-        .find(|span| span.name == "tools/call divide")
-        .unwrap();
     assert_eq!(hex(&request.parent_span_id), mcp_parent);
 
     // What the exporter sent it on: OTLP/HTTP with protobuf bodies.

@@ -351,23 +351,28 @@ impl Collector for HostCollector {
             busy_counter.metric_type(),
         )?)?;
 
-        let fast = ConstCounter::new((self.http.fast_answers)());
-        fast.encode(encoder.encode_descriptor(
-            "toolhost_mcp_stateless_fast",
-            "Lone stateless MCP requests (tools/call, tools/list) answered without rmcp's per-request service",
-            None,
-            fast.metric_type(),
-        )?)?;
-
-        let spares = ConstCounter::new(self.registry.runtime().spares_used());
-        spares.encode(encoder.encode_descriptor(
-            "toolhost_spare_instances_used",
-            "Calls of large plugins served by a fresh instance made ahead of them",
-            None,
-            spares.metric_type(),
-        )?)?;
-
         let runtime = self.registry.runtime();
+        for (name, help, value) in [
+            (
+                "toolhost_mcp_stateless_fast",
+                "Lone stateless MCP requests (tools/call, tools/list) answered without rmcp's per-request service",
+                (self.http.fast_answers)(),
+            ),
+            (
+                "toolhost_spare_instances_used",
+                "Calls of large plugins served by a fresh instance made ahead of them",
+                runtime.spares_used(),
+            ),
+        ] {
+            let counter = ConstCounter::new(value);
+            counter.encode(encoder.encode_descriptor(
+                name,
+                help,
+                None,
+                counter.metric_type(),
+            )?)?;
+        }
+
         let sessions = (self.http.sessions)();
         for (name, help, value) in [
             (

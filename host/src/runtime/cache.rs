@@ -217,10 +217,21 @@ impl ArtifactCache {
 /// The trailer of an entry: SHA-256 over the engine key, the content hash
 /// and the artifact, then a magic tag.
 fn trailer(engine_key: &str, content_hash: &str, artifact: &[u8]) -> Vec<u8> {
+    let mut hasher = checksum(engine_key, content_hash);
+    hasher.update(artifact);
+    sealed(hasher)
+}
+
+/// The trailer's hash, over the engine key and content hash so far.
+fn checksum(engine_key: &str, content_hash: &str) -> Sha256 {
     let mut hasher = Sha256::new();
     hasher.update(engine_key.as_bytes());
     hasher.update(content_hash.as_bytes());
-    hasher.update(artifact);
+    hasher
+}
+
+/// The trailer once the artifact is hashed: the hash, then the magic tag.
+fn sealed(hasher: Sha256) -> Vec<u8> {
     let mut trailer = hasher.finalize().to_vec();
     trailer.extend_from_slice(TRAILER_MAGIC);
     trailer
@@ -233,15 +244,11 @@ fn verify(file: &mut std::fs::File, engine_key: &str, content_hash: &str) -> std
     let Some(artifact_bytes) = file.metadata()?.len().checked_sub(TRAILER_BYTES as u64) else {
         return Ok(false);
     };
-    let mut hasher = Sha256::new();
-    hasher.update(engine_key.as_bytes());
-    hasher.update(content_hash.as_bytes());
+    let mut hasher = checksum(engine_key, content_hash);
     let copied = std::io::copy(&mut file.take(artifact_bytes), &mut hasher)?;
     let mut trailer = Vec::with_capacity(TRAILER_BYTES);
     file.read_to_end(&mut trailer)?;
-    let mut expected = hasher.finalize().to_vec();
-    expected.extend_from_slice(TRAILER_MAGIC);
-    Ok(copied == artifact_bytes && trailer == expected)
+    Ok(copied == artifact_bytes && trailer == sealed(hasher))
 }
 
 /// A name that opens `file` itself (Linux: its descriptor under /proc), so

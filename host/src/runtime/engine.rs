@@ -164,12 +164,12 @@ impl Runtime {
         self.executor.max_calls()
     }
 
-    /// How many calls wait for a slot now.
     /// How many calls a spare instance made ahead has served.
     pub(crate) fn spares_used(&self) -> u64 {
         self.spares_used.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// How many calls wait for a slot now.
     pub(crate) fn calls_waiting(&self) -> usize {
         self.executor.calls_waiting()
     }
