@@ -379,16 +379,30 @@ fn the_stateless_fast_path_answers_as_rmcp_does() {
             "{message}"
         );
     }
-    // What the fast path leaves to rmcp: a progress token (rmcp streams
-    // progress), a request that also carries a `result` (rmcp refuses it),
-    // an `Origin`.
+    // What the fast path leaves to the general path: a progress token (rmcp
+    // streams progress), a request that also carries a `result` (rmcp
+    // refuses it), another JSON-RPC revision, params in a list, a key of
+    // params it does not handle, a session, an `Origin`.
     let mut with_progress = call(14, "echo", json!({"text": "hi"}));
     with_progress["params"]["_meta"] = json!({"progressToken": "p1"});
     let mut with_result = call(15, "echo", json!({"text": "hi"}));
     with_result["result"] = json!({});
+    let mut old_revision = call(20, "echo", json!({"text": "hi"}));
+    old_revision["jsonrpc"] = json!("1.0");
+    let mut params_in_a_list = call(21, "echo", json!({"text": "hi"}));
+    params_in_a_list["params"] = json!(["echo", {"text": "hi"}]);
+    let mut a_task = call(22, "echo", json!({"text": "hi"}));
+    a_task["params"]["task"] = json!({});
     for (message, headers) in [
         (with_progress, vec![]),
         (with_result, vec![]),
+        (old_revision, vec![]),
+        (params_in_a_list, vec![]),
+        (a_task, vec![]),
+        (
+            call(23, "echo", json!({"text": "hi"})),
+            vec![("Mcp-Session-Id", "none")],
+        ),
         (
             call(16, "echo", json!({"text": "hi"})),
             vec![("Origin", "http://127.0.0.1")],

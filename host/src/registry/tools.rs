@@ -29,7 +29,14 @@ pub struct Tool {
     pub(crate) annotations: Option<Value>,
     pub(crate) input_validator: Validator,
     pub(crate) output_validator: Option<Validator>,
+    /// Whether the input schema mentions [`PARAM_HEADER_MARK`] anywhere,
+    /// found once here rather than on every call.
+    pub(crate) marks_param_headers: bool,
 }
+
+/// How a schema marks an argument that MCP's 2026-07-28 revision
+/// (SEP-2243) also sends as an `Mcp-Param-*` header.
+pub(crate) const PARAM_HEADER_MARK: &str = "x-mcp-header";
 
 impl Tool {
     /// Whether the tool says it has no side effects (`readOnlyHint`): REST
@@ -236,7 +243,9 @@ fn build_tool(spec: DeclaredTool) -> Result<Tool, ToolListError> {
         }
         None => (None, None),
     };
+    let marks_param_headers = input_schema.to_string().contains(PARAM_HEADER_MARK);
     Ok(Tool {
+        marks_param_headers,
         annotations: spec.annotations.map(annotations_json),
         declared: name.clone(),
         name,

@@ -39,7 +39,8 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, LoggingLevel, PaginatedRequestParams, ProtocolVersion, ServerResult,
+    CallToolRequestParams, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
+    RequestMetaObject, ServerResult,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -57,9 +58,6 @@ const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
 const PARAM_HEADER_PREFIX: &str = "mcp-param-";
-/// The key of a tool schema's property that asks for an `Mcp-Param-*`
-/// header.
-const PARAM_HEADER_ANNOTATION: &str = "x-mcp-header";
 const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_PROGRESS_TOKEN: &str = "progressToken";
 
@@ -76,6 +74,32 @@ pub(super) struct FastPath {
     pub(super) shutdown: tokio_util::sync::CancellationToken,
 }
 
+/// The keys of a `tools/call`'s params this path handles; any other (a
+/// task, an input response) or one given twice goes to rmcp.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallKeys {
+    #[serde(rename = "name")]
+    _name: serde::de::IgnoredAny,
+    #[serde(rename = "arguments", default)]
+    _arguments: Option<serde::de::IgnoredAny>,
+    #[serde(rename = "_meta", default)]
+    _meta: Option<serde::de::IgnoredAny>,
+}
+
+/// The same for `tools/list`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListKeys {
+    #[serde(rename = "cursor", default)]
+    _cursor: Option<serde::de::IgnoredAny>,
+    #[serde(rename = "_meta", default)]
+    _meta: Option<serde::de::IgnoredAny>,
+}
+
+/// The headers a call reads: its trace context.
+const TRACE_HEADERS: [&str; 2] = ["traceparent", "tracestate"];
+
 /// One of the two methods, parsed as rmcp parses it.
 enum Lone {
     List(Option<PaginatedRequestParams>),
@@ -83,19 +107,12 @@ enum Lone {
 }
 
 impl FastPath {
-    /// The answer to `message` if it is a lone stateless request this path
-    /// takes; `None` sends it on to rmcp.
-    pub(super) async fn answer(
-        &self,
-        parts: &Parts,
-        body: &[u8],
-        message: &Value,
-        view: View,
-    ) -> Option<Response> {
-        let method = message.get("method").and_then(Value::as_str)?;
-        if !matches!(method, "tools/call" | "tools/list") {
-            return None;
-        }
+    /// The answer to the request in `body` if it is a lone stateless
+    /// request this path takes; `None` sends it on to the general path
+    /// (`jsonrpc.rs`'s checks, then rmcp). The body is read without a JSON
+    /// value: a strict struct over the top level, rmcp's params types for
+    /// the params.
+    pub(super) async fn answer(&self, parts: &Parts, body: &[u8], view: View) -> Option<Response> {
         // What rmcp's reading of the body refuses and a JSON value lets
         // through: a key given twice, or one a request does not have (a
         // `result` too). A strict reading of the top level finds both in one
@@ -103,38 +120,53 @@ impl FastPath {
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Strict<'a> {
-            #[serde(rename = "jsonrpc")]
-            _jsonrpc: serde::de::IgnoredAny,
-            #[serde(rename = "id")]
-            _id: serde::de::IgnoredAny,
-            #[serde(rename = "method")]
-            _method: serde::de::IgnoredAny,
+            jsonrpc: &'a str,
+            id: Value,
+            method: &'a str,
             #[serde(borrow, default)]
             params: Option<&'a serde_json::value::RawValue>,
         }
         let strict: Strict<'_> = serde_json::from_slice(body).ok()?;
+        let Strict {
+            jsonrpc,
+            id,
+            method,
+            params,
+        } = strict;
+        if jsonrpc != "2.0" || !matches!(method, "tools/call" | "tools/list") {
+            return None;
+        }
+        if !(id.is_string() || id.is_i64() || id.is_u64()) {
+            return None;
+        }
         // The params as rmcp's types read them, `_meta` moved out of them
-        // as rmcp does for its handlers.
-        let params = strict.params.map(serde_json::value::RawValue::get);
+        // as rmcp does for its handlers; only the keys this path handles.
+        let params = params.map(serde_json::value::RawValue::get);
+        if params.is_some_and(|params| !params.starts_with('{')) {
+            return None;
+        }
         let (lone, meta) = match method {
             "tools/call" => {
-                let mut call: CallToolRequestParams = serde_json::from_str(params?).ok()?;
-                let meta = call.meta.take().unwrap_or_default();
+                let params = params?;
+                serde_json::from_str::<CallKeys>(params).ok()?;
+                let mut call: CallToolRequestParams = serde_json::from_str(params).ok()?;
+                let meta = call.meta.take();
                 (Lone::Call(call), meta)
             }
             _ => {
                 let mut list: Option<PaginatedRequestParams> = match params {
-                    Some(params) => serde_json::from_str(params).ok()?,
+                    Some(params) => {
+                        serde_json::from_str::<ListKeys>(params).ok()?;
+                        serde_json::from_str(params).ok()?
+                    }
                     None => None,
                 };
-                let meta = list
-                    .as_mut()
-                    .and_then(|list| list.meta.take())
-                    .unwrap_or_default();
+                let meta = list.as_mut().and_then(|list| list.meta.take());
                 (Lone::List(list), meta)
             }
         };
-        let (id, version) = self.accepts(&parts.headers, message, &lone)?;
+        let version = self.accepts(&parts.headers, method, meta.as_ref(), &lone)?;
+        let meta = meta.unwrap_or_default();
         self.answered.fetch_add(1, Ordering::Relaxed);
         let modern = version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
         // Written straight from rmcp's types, as rmcp writes them.
@@ -179,7 +211,14 @@ impl FastPath {
                 let client = Arc::new(StatelessClient { notes: sender });
                 let (registry, calls, text_format) =
                     (self.registry.clone(), self.calls.clone(), self.text_format);
-                let headers = parts.headers.clone();
+                // Only what a call reads of the headers: the trace context
+                // (a stateless request has no session).
+                let mut headers = HeaderMap::new();
+                for name in TRACE_HEADERS {
+                    if let Some(value) = parts.headers.get(name) {
+                        headers.insert(name, value.clone());
+                    }
+                }
                 let call = Box::pin(async move {
                     let answered = super::answer_call(
                         super::CallPath {
@@ -201,30 +240,20 @@ impl FastPath {
         }
     }
 
-    /// The request's id and negotiated version, if every check of the
-    /// module's notes passes (`lone` is the request as rmcp parsed it).
+    /// The negotiated version, if every check of the module's notes passes
+    /// (`lone` is the request as rmcp parsed it, `meta` its `_meta`).
     fn accepts(
         &self,
         headers: &HeaderMap,
-        message: &Value,
+        method: &str,
+        meta: Option<&RequestMetaObject>,
         lone: &Lone,
-    ) -> Option<(Value, ProtocolVersion)> {
-        let object = message.as_object()?;
-        let id = object.get("id")?;
-        if !(id.is_string() || id.is_i64() || id.is_u64()) {
-            return None;
-        }
-        let method = object.get("method")?.as_str()?;
+    ) -> Option<ProtocolVersion> {
         if !self.transport_accepts(headers) {
             return None;
         }
-        let params = object.get("params");
-        let meta = params.and_then(|params| params.get("_meta"));
-        if meta.is_some_and(|meta| !meta.is_object())
-            || meta
-                .and_then(|meta| meta.get(META_PROGRESS_TOKEN))
-                .is_some()
-        {
+        let keys = meta.map(|meta| &meta.0.0);
+        if keys.is_some_and(|keys| keys.contains_key(META_PROGRESS_TOKEN)) {
             return None;
         }
         let header_version = single(headers, PROTOCOL_VERSION_HEADER).ok()?;
@@ -232,16 +261,15 @@ impl FastPath {
             Some(text) => Some(known_version(text)?),
             None => None,
         };
-        let meta_version = meta.and_then(|meta| meta.get(META_PROTOCOL_VERSION));
+        let meta_version = keys.and_then(|keys| keys.get(META_PROTOCOL_VERSION));
         let version = match (meta_version, &header_version) {
             (Some(given), Some(header)) => {
                 // rmcp's own reading of `_meta`, and the keys 2026-07-28
                 // requires of a request that negotiates in it.
-                let request_meta: rmcp::model::RequestMetaObject =
-                    serde_json::from_value(meta?.clone()).ok()?;
-                let version = request_meta.protocol_version()?;
+                let meta = meta?;
+                let version = meta.protocol_version()?;
                 if given.as_str()? != header.as_str()
-                    || !request_meta
+                    || !meta
                         .missing_required_keys(&ProtocolVersion::V_2026_07_28)
                         .is_empty()
                 {
@@ -255,20 +283,13 @@ impl FastPath {
             }
             (None, header) => header.clone().unwrap_or(ProtocolVersion::V_2025_03_26),
         };
-        let handled: &[&str] = match lone {
-            Lone::List(_) => &["cursor", "_meta"],
-            Lone::Call(_) => &["name", "arguments", "_meta"],
-        };
-        if params.is_some_and(|params| !only_keys(params, handled)) {
-            return None;
-        }
         let standard_headers = header_version
             .as_ref()
             .is_some_and(|version| version.as_str() >= ProtocolVersion::STANDARD_HEADERS.as_str());
         if standard_headers && !self.standard_headers_match(headers, method, lone) {
             return None;
         }
-        Some((id.clone(), version))
+        Some(version)
     }
 
     fn transport_accepts(&self, headers: &HeaderMap) -> bool {
@@ -319,13 +340,9 @@ impl FastPath {
                     return false;
                 }
                 let snapshot = self.registry.snapshot();
-                snapshot.tool(&params.name).is_none_or(|entry| {
-                    !entry
-                        .tool
-                        .input_schema
-                        .to_string()
-                        .contains(PARAM_HEADER_ANNOTATION)
-                })
+                snapshot
+                    .tool(&params.name)
+                    .is_none_or(|entry| !entry.tool.marks_param_headers)
             }
         }
     }
@@ -351,25 +368,20 @@ fn known_version(text: &str) -> Option<ProtocolVersion> {
         .cloned()
 }
 
-fn only_keys(params: &Value, allowed: &[&str]) -> bool {
-    params
-        .as_object()
-        .is_some_and(|object| object.keys().all(|key| allowed.contains(&key.as_str())))
-}
-
 /// A `Host` the allowed list names: its host alone (any port) or with
-/// its port.
+/// its port, compared as rmcp compares them (ASCII case aside), without
+/// allocating.
 fn host_allowed(host: &str, allowed: &[String]) -> bool {
-    let host = host.trim().to_ascii_lowercase();
+    let host = host.trim();
     let name = match host.rsplit_once(':') {
         Some((name, port)) if !name.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host.as_str(),
+        _ => host,
     };
     let name = name.trim_start_matches('[').trim_end_matches(']');
     allowed.iter().any(|entry| {
-        let entry = entry.trim().to_ascii_lowercase();
+        let entry = entry.trim();
         let entry_name = entry.trim_start_matches('[').trim_end_matches(']');
-        entry == host || entry_name == name
+        entry.eq_ignore_ascii_case(host) || entry_name.eq_ignore_ascii_case(name)
     })
 }
 

@@ -449,21 +449,38 @@ fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
     // them) travel in `_meta`, not in `structuredContent`, which clients
     // validate against the tool's `outputSchema`.
     // So does the call's accounting (`call/accounting.rs`).
-    let mut result = serde_json::to_value(&envelope).unwrap_or_default();
-    if let Some(object) = result.as_object_mut() {
-        let mut meta = serde_json::Map::new();
-        if let Some(error) = object.remove("error") {
-            meta.insert(ERROR_META.into(), error);
-        }
-        if let Some(call) = object.remove("meta") {
-            meta.insert(CALL_META.into(), call);
-        }
-        if !meta.is_empty() {
-            object.insert("_meta".into(), Value::Object(meta));
-        }
-    }
-    let mut result: CallToolResult = serde_json::from_value(result)
+    // Built field by field: each content block read by rmcp's type, the
+    // rest moved as it is (no JSON value of the whole envelope between).
+    let Envelope {
+        content,
+        structured_content,
+        is_error,
+        error,
+        meta,
+    } = envelope;
+    let content = content
+        .into_iter()
+        .map(serde_json::from_value)
+        .collect::<Result<Vec<rmcp::model::ContentBlock>, _>>()
         .map_err(|e| McpError::internal_error(format!("result envelope: {e}"), None))?;
+    let mut extra = serde_json::Map::new();
+    if let Some(error) = error {
+        extra.insert(
+            ERROR_META.into(),
+            serde_json::to_value(&*error).unwrap_or_default(),
+        );
+    }
+    if let Some(call) = meta {
+        extra.insert(
+            CALL_META.into(),
+            serde_json::to_value(&*call).unwrap_or_default(),
+        );
+    }
+    let mut result = CallToolResult::default();
+    result.content = content;
+    result.structured_content = structured_content.map(Value::Object);
+    result.is_error = Some(is_error);
+    result.meta = (!extra.is_empty()).then_some(rmcp::model::MetaObject(extra));
     result.result_type = Some(ResultType::COMPLETE);
     Ok(result)
 }

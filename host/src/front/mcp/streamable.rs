@@ -11,13 +11,13 @@
 //!   such a request would be refused for want of a session.
 //!
 //! The dispatcher in front of both:
-//! - checks each POSTed message (`jsonrpc.rs`) and answers a malformed one
-//!   itself with a JSON-RPC error;
 //! - answers a POST without `Mcp-Session-Id` whose message is a plain
-//!   `tools/call` or `tools/list` itself, without rmcp's per-request
-//!   service (`fast.rs`); sends any other request but `initialize` without
-//!   a session to the one-shot service, everything else to the session
-//!   service;
+//!   `tools/call` or `tools/list` itself, read without a JSON value and
+//!   without rmcp's per-request service (`fast.rs`);
+//! - checks every other POSTed message (`jsonrpc.rs`) and answers a
+//!   malformed one itself with a JSON-RPC error; sends any other request
+//!   but `initialize` without a session to the one-shot service,
+//!   everything else to the session service;
 //! - answers an unknown session with 404 and a JSON-RPC error, DELETE of an
 //!   open session with 204, and `initialize` past `--max-sessions` (or the
 //!   person's `--max-sessions-per-person`) with 503;
@@ -234,6 +234,16 @@ async fn post(services: &Services, request: Request) -> Response {
             );
         }
     };
+    let requester = requester_of(&parts.extensions);
+    let session = parts.headers.get(SESSION_HEADER).cloned();
+    if session.is_none() {
+        let view = requester
+            .as_ref()
+            .map_or_else(View::all, |identity| identity.tools.clone());
+        if let Some(answer) = services.fast.answer(&parts, &bytes, view).await {
+            return answer;
+        }
+    }
     let message = match jsonrpc::parse(&bytes) {
         Ok(message) => message,
         Err(rejection) => {
@@ -253,8 +263,6 @@ async fn post(services: &Services, request: Request) -> Response {
             );
         }
     };
-    let requester = requester_of(&parts.extensions);
-    let session = parts.headers.get(SESSION_HEADER).cloned();
     if let Some(id) = &session {
         let Some(id) = id
             .to_str()
@@ -293,14 +301,6 @@ async fn post(services: &Services, request: Request) -> Response {
         }
     }
     let lone = session.is_none() && is_lone_request(&message);
-    if lone {
-        let view = requester
-            .as_ref()
-            .map_or_else(View::all, |identity| identity.tools.clone());
-        if let Some(answer) = services.fast.answer(&parts, &bytes, &message, view).await {
-            return answer;
-        }
-    }
     let request = Request::from_parts(parts, Body::from(bytes));
     let target = if lone {
         &services.oneshot
