@@ -24,25 +24,21 @@
 //! `resultType: "complete"` before 2026-07-28; cache hints filled from it
 //! on), JSON unless the plugin logs while it runs, in which case the
 //! answer is an SSE stream of its log messages, then the result, as rmcp's
-//! one-shot service streams it. Sampling and elicitation have no client on
-//! a stateless request, as with rmcp. `tests/it/mcp.rs` compares both
-//! paths' answers request by request.
+//! one-shot service streams it (`answer_stream.rs`). Sampling and
+//! elicitation have no client on a stateless request, as with rmcp.
+//! `tests/it/mcp.rs` compares both paths' answers request by request.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use axum::body::Body;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
+use axum::http::{HeaderMap, header};
+use axum::response::Response;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
-    RequestMetaObject, ServerResult,
+    CallToolRequestParams, PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerResult,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::call::Calls;
@@ -50,9 +46,8 @@ use crate::call::envelope::TextFormat;
 use crate::front::lists::ToolLists;
 use crate::registry::Registry;
 use crate::registry::view::View;
-use crate::runtime::{ClientChannel, LogLevel};
 
-use super::session_client::severity;
+use super::answer_stream::{StatelessClient, json_response, respond};
 
 const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 const METHOD_HEADER: &str = "mcp-method";
@@ -383,132 +378,4 @@ fn host_allowed(host: &str, allowed: &[String]) -> bool {
         let entry_name = entry.trim_start_matches('[').trim_end_matches(']');
         entry.eq_ignore_ascii_case(host) || entry_name.eq_ignore_ascii_case(name)
     })
-}
-
-fn json_response(message: String) -> Response {
-    let mut response = (StatusCode::OK, message).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-type Call = Pin<Box<dyn std::future::Future<Output = String> + Send>>;
-
-/// JSON if the call ends before the plugin sends anything; otherwise an
-/// SSE stream of what it sends, then the result. The call runs inside the
-/// response's body from then on, so a client that goes away cancels it.
-async fn respond(
-    mut call: Call,
-    mut notes: mpsc::UnboundedReceiver<String>,
-    shutdown: tokio_util::sync::CancellationToken,
-) -> Response {
-    let first = tokio::select! {
-        biased;
-        done = &mut call => match notes.try_recv() {
-            Ok(note) => {
-                let mut messages = vec![note];
-                while let Ok(note) = notes.try_recv() {
-                    messages.push(note);
-                }
-                messages.push(done);
-                return sse(futures_util::stream::iter(messages).boxed(), shutdown);
-            }
-            Err(_) => return json_response(done),
-        },
-        Some(note) = notes.recv() => note,
-    };
-    let rest = futures_util::stream::unfold(
-        (Some(call), notes, std::collections::VecDeque::new()),
-        |(mut call, mut notes, mut tail)| async move {
-            loop {
-                if let Some(next) = tail.pop_front() {
-                    return Some((next, (call, notes, tail)));
-                }
-                let running = call.as_mut()?;
-                tokio::select! {
-                    biased;
-                    Some(note) = notes.recv() => return Some((note, (call, notes, tail))),
-                    done = running => {
-                        // What the plugin sent before it returned comes first.
-                        while let Ok(note) = notes.try_recv() {
-                            tail.push_back(note);
-                        }
-                        tail.push_back(done);
-                        call = None;
-                    }
-                }
-            }
-        },
-    );
-    sse(
-        futures_util::stream::once(async move { first })
-            .chain(rest)
-            .boxed(),
-        shutdown,
-    )
-}
-
-/// How long a stream stays silent before a keep-alive comment, as rmcp's.
-const SSE_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// The stream as rmcp sends one: no proxy buffering, an empty comment
-/// after 15 s without a message (a plugin that logs, then works on),
-/// ended at shutdown.
-fn sse(
-    messages: futures_util::stream::BoxStream<'static, String>,
-    shutdown: tokio_util::sync::CancellationToken,
-) -> Response {
-    let messages = messages.take_until(shutdown.cancelled_owned()).boxed();
-    let events = futures_util::stream::unfold(messages, |mut messages| async move {
-        let event = tokio::select! {
-            message = messages.next() => axum::body::Bytes::from(format!("data: {}\n\n", message?)),
-            () = tokio::time::sleep(SSE_KEEP_ALIVE) => axum::body::Bytes::from_static(b":\n\n"),
-        };
-        Some((Ok::<_, std::convert::Infallible>(event), messages))
-    });
-    let mut response = Response::new(Body::from_stream(events));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
-}
-
-/// A stateless request's client: log messages at rmcp's default level
-/// (info) go to the answer's stream; there is no progress token (a request
-/// with one goes to rmcp), and no client to ask for sampling or
-/// elicitation, as on rmcp's stateless path.
-struct StatelessClient {
-    notes: mpsc::UnboundedSender<String>,
-}
-
-#[wasmtime_wasi::async_trait]
-impl ClientChannel for StatelessClient {
-    async fn log(&self, level: LogLevel, message: String) {
-        let level = super::session_client::logging_level(level);
-        if severity(level) < severity(LoggingLevel::Info) {
-            return;
-        }
-        let note = json!({
-            "jsonrpc": "2.0",
-            "method": "notifications/message",
-            "params": { "level": level, "data": message },
-        });
-        let _ = self.notes.send(note.to_string());
-    }
-
-    async fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
-
-    async fn create_message(&self, _params: String) -> Result<String, String> {
-        Err("the client does not support sampling/createMessage".into())
-    }
-
-    async fn elicit(&self, _params: String) -> Result<String, String> {
-        Err("the client does not support elicitation/create".into())
-    }
 }

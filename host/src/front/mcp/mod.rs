@@ -14,6 +14,7 @@
 // still have them, and MCP clients use them.
 #![allow(deprecated)]
 
+mod answer_stream;
 mod catalog_methods;
 mod changes;
 mod fast;
