@@ -382,7 +382,8 @@ fn the_stateless_fast_path_answers_as_rmcp_does() {
     // What the fast path leaves to the general path: a progress token (rmcp
     // streams progress), a request that also carries a `result` (rmcp
     // refuses it), another JSON-RPC revision, params in a list, a key of
-    // params it does not handle, a session, an `Origin`.
+    // params it does not handle, a session, an id past i64 (refused by
+    // both), an `Origin`.
     let mut with_progress = call(14, "echo", json!({"text": "hi"}));
     with_progress["params"]["_meta"] = json!({"progressToken": "p1"});
     let mut with_result = call(15, "echo", json!({"text": "hi"}));
@@ -402,6 +403,10 @@ fn the_stateless_fast_path_answers_as_rmcp_does() {
         (
             call(23, "echo", json!({"text": "hi"})),
             vec![("Mcp-Session-Id", "none")],
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 9_223_372_036_854_775_808_u64, "method": "tools/list"}),
+            vec![],
         ),
         (
             call(16, "echo", json!({"text": "hi"})),

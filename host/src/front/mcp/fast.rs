@@ -131,7 +131,8 @@ impl FastPath {
         if jsonrpc != "2.0" || !matches!(method, "tools/call" | "tools/list") {
             return None;
         }
-        if !(id.is_string() || id.is_i64() || id.is_u64()) {
+        // As `jsonrpc.rs` and rmcp's `NumberOrString`: a string or an i64.
+        if !(id.is_string() || id.is_i64()) {
             return None;
         }
         // The params as rmcp's types read them, `_meta` moved out of them
