@@ -20,6 +20,10 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::call::envelope::Envelope;
 
+/// The headers that carry a caller's trace context (W3C Trace Context):
+/// `traceparent`, then `tracestate`.
+pub(crate) const TRACE_HEADERS: [&str; 2] = ["traceparent", "tracestate"];
+
 /// The caller's trace context, as it came in.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct TraceParent {
@@ -37,8 +41,8 @@ impl TraceParent {
                 .map(str::to_string)
         };
         TraceParent {
-            traceparent: header("traceparent"),
-            tracestate: header("tracestate"),
+            traceparent: header(TRACE_HEADERS[0]),
+            tracestate: header(TRACE_HEADERS[1]),
         }
     }
 

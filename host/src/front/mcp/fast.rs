@@ -92,9 +92,6 @@ struct ListKeys {
     _meta: Option<serde::de::IgnoredAny>,
 }
 
-/// The headers a call reads: its trace context.
-const TRACE_HEADERS: [&str; 2] = ["traceparent", "tracestate"];
-
 /// One of the two methods, parsed as rmcp parses it.
 enum Lone {
     List(Option<PaginatedRequestParams>),
@@ -131,8 +128,7 @@ impl FastPath {
         if jsonrpc != "2.0" || !matches!(method, "tools/call" | "tools/list") {
             return None;
         }
-        // As `jsonrpc.rs` and rmcp's `NumberOrString`: a string or an i64.
-        if !(id.is_string() || id.is_i64()) {
+        if !super::jsonrpc::is_valid_id(&id) {
             return None;
         }
         // The params as rmcp's types read them, `_meta` moved out of them
@@ -210,7 +206,7 @@ impl FastPath {
                 // Only what a call reads of the headers: the trace context
                 // (a stateless request has no session).
                 let mut headers = HeaderMap::new();
-                for name in TRACE_HEADERS {
+                for name in crate::ops::trace::TRACE_HEADERS {
                     if let Some(value) = parts.headers.get(name) {
                         headers.insert(name, value.clone());
                     }

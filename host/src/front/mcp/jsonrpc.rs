@@ -67,6 +67,12 @@ pub(crate) fn parse(text: &[u8]) -> Result<Value, Rejection> {
     Ok(message)
 }
 
+/// An id JSON-RPC requests may carry here, as rmcp's `NumberOrString`
+/// reads one: a string, or an integer that fits in an i64.
+pub(crate) fn is_valid_id(id: &Value) -> bool {
+    id.is_string() || id.is_i64()
+}
+
 /// Checks a parsed message.
 pub(crate) fn check(message: &Value) -> Result<(), Rejection> {
     let invalid = |id: &Value, problem: &str| {
@@ -88,7 +94,7 @@ pub(crate) fn check(message: &Value) -> Result<(), Rejection> {
     };
     let id = match object.get("id") {
         None => Value::Null,
-        Some(id) if id.is_string() || id.as_i64().is_some() => id.clone(),
+        Some(id) if is_valid_id(id) => id.clone(),
         Some(_) => {
             return Err(invalid(
                 &Value::Null,
