@@ -12,7 +12,7 @@
 //! `completion`.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode as RpcErrorCode, GetPromptRequestParams,
@@ -36,11 +36,13 @@ const MAX_SUBSCRIPTIONS: usize = 1000;
 
 /// What bounds subscriptions over every session: the longest URI, and
 /// how many one person may hold in all (with tokens), with what each
-/// person holds now.
+/// person holds now and the sessions holding them (so that a session's
+/// end gives its share back at once, not when rmcp drops its service).
 pub(crate) struct CatalogLimits {
     pub(crate) max_uri_bytes: usize,
     pub(crate) per_person: usize,
     held: Mutex<HashMap<String, usize>>,
+    holders: Mutex<HashMap<String, Weak<Mutex<Subscriptions>>>>,
 }
 
 impl CatalogLimits {
@@ -49,11 +51,25 @@ impl CatalogLimits {
             max_uri_bytes,
             per_person,
             held: Mutex::default(),
+            holders: Mutex::default(),
         })
     }
 
+    /// Session `id` ended (DELETE, idle, revoked): the subscriptions it
+    /// held count against its person no more, from now on.
+    pub(crate) fn session_ended(&self, id: &str) {
+        let holder = lock(&self.holders).remove(id);
+        if let Some(subscriptions) = holder.and_then(|holder| holder.upgrade()) {
+            let mut subscriptions = lock(&subscriptions);
+            let count = std::mem::take(&mut subscriptions.uris).len();
+            if let Some(person) = &subscriptions.person {
+                self.release(person, count);
+            }
+        }
+    }
+
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.held)
     }
 
     fn release(&self, person: &str, count: usize) {
@@ -72,7 +88,7 @@ impl CatalogLimits {
 /// subscribed to, counted against its person's share until it ends.
 pub(crate) struct SessionCatalog {
     offered: Mutex<(bool, bool)>,
-    subscriptions: Mutex<Subscriptions>,
+    subscriptions: Arc<Mutex<Subscriptions>>,
     limits: Arc<CatalogLimits>,
 }
 
@@ -81,27 +97,39 @@ struct Subscriptions {
     uris: HashSet<String>,
     /// Whose they are (the session's person, with tokens).
     person: Option<String>,
+    /// The session's id, once a subscription counted against a person.
+    session: Option<String>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl SessionCatalog {
     pub(crate) fn new(limits: Arc<CatalogLimits>) -> SessionCatalog {
         SessionCatalog {
             offered: Mutex::default(),
-            subscriptions: Mutex::default(),
+            subscriptions: Arc::default(),
             limits,
         }
     }
 
     fn subscriptions(&self) -> std::sync::MutexGuard<'_, Subscriptions> {
-        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.subscriptions)
     }
 }
 
 impl Drop for SessionCatalog {
     fn drop(&mut self) {
-        let subscriptions = self.subscriptions();
+        let mut subscriptions = self.subscriptions();
+        let count = std::mem::take(&mut subscriptions.uris).len();
         if let Some(person) = &subscriptions.person {
-            self.limits.release(person, subscriptions.uris.len());
+            self.limits.release(person, count);
+        }
+        let session = subscriptions.session.take();
+        drop(subscriptions);
+        if let Some(id) = session {
+            lock(&self.limits.holders).remove(&id);
         }
     }
 }
@@ -228,6 +256,7 @@ pub(crate) fn subscribe(
     session: &SessionCatalog,
     uri: String,
     person: Option<&str>,
+    session_id: Option<&str>,
     view: &View,
 ) -> Result<(), McpError> {
     catalog_path::check_uri(&uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
@@ -265,7 +294,14 @@ pub(crate) fn subscribe(
             )));
         }
         *count += 1;
+        drop(held);
         subscriptions.person = Some(person.to_string());
+        if let Some(id) = session_id
+            && subscriptions.session.is_none()
+        {
+            subscriptions.session = Some(id.to_string());
+            lock(&limits.holders).insert(id.to_string(), Arc::downgrade(&session.subscriptions));
+        }
     }
     subscriptions.uris.insert(uri);
     Ok(())

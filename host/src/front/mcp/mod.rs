@@ -236,11 +236,17 @@ impl ServerHandler for McpFront {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let person = requester(&context).map(|identity| identity.name.clone());
+        let session = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.headers.get(sessions::SESSION_HEADER))
+            .and_then(|id| id.to_str().ok());
         catalog_methods::subscribe(
             &self.registry,
             &self.catalog,
             request.uri,
             person.as_deref(),
+            session,
             &view_in(&context),
         )
     }

@@ -32,7 +32,11 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::catalog_methods::CatalogLimits;
 use crate::edge::auth::{Authority, Identity};
+
+/// The header that names a session, on every request after `initialize`.
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
 /// What is known of one session.
 struct Session {
@@ -49,6 +53,8 @@ pub(crate) struct Sessions {
     idle: Duration,
     max_per_person: usize,
     authority: Arc<Authority>,
+    /// Subscriptions a session holds go back to its person when it ends.
+    catalogs: Arc<CatalogLimits>,
     table: Mutex<Table>,
     changed: tokio::sync::Notify,
 }
@@ -106,12 +112,14 @@ impl Sessions {
         idle: Duration,
         max_per_person: usize,
         authority: Arc<Authority>,
+        catalogs: Arc<CatalogLimits>,
         shutdown: CancellationToken,
     ) -> Arc<Sessions> {
         let sessions = Arc::new(Sessions {
             idle,
             max_per_person,
             authority,
+            catalogs,
             table: Mutex::new(Table::default()),
             changed: tokio::sync::Notify::new(),
         });
@@ -201,9 +209,11 @@ impl Sessions {
         }
     }
 
-    /// The session was ended by its client.
+    /// The session was ended (by its client, idle or revoked): it holds
+    /// its person's subscriptions no more, before the answer goes out.
     pub(crate) fn ended(&self, id: &str) {
         self.lock().open.remove(id);
+        self.catalogs.session_ended(id);
     }
 
     /// The sessions to end now (idle past their deadline, or their token

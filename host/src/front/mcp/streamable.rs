@@ -55,7 +55,7 @@ use crate::front::mcp::McpFront;
 use crate::front::mcp::catalog_methods::CatalogLimits;
 use crate::front::mcp::fast::FastPath;
 use crate::front::mcp::jsonrpc::{self, INVALID_REQUEST};
-use crate::front::mcp::sessions::Sessions;
+use crate::front::mcp::sessions::{SESSION_HEADER, Sessions};
 use crate::registry::Registry;
 use crate::registry::view::View;
 
@@ -68,7 +68,6 @@ const SESSION_NOT_FOUND: i64 = -32001;
 const SERVER_BUSY: i64 = -32000;
 /// The JSON-RPC code for an internal error.
 const INTERNAL_ERROR: i64 = -32603;
-const SESSION_HEADER: &str = "mcp-session-id";
 
 struct Services {
     sessions: McpService,
@@ -137,19 +136,20 @@ pub(crate) fn router(
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = None;
     let manager = Arc::new(manager);
+    let limits = CatalogLimits::new(
+        settings.max_uri_bytes,
+        settings.max_subscriptions_per_person,
+    );
     let held = Sessions::start(
         manager.clone(),
         settings.session_idle,
         settings.max_sessions_per_person,
         settings.authority.clone(),
+        limits.clone(),
         settings.shutdown.clone(),
     );
     // One set of tool lists for every session and both services.
     let lists = Arc::new(ToolLists::default());
-    let limits = CatalogLimits::new(
-        settings.max_uri_bytes,
-        settings.max_subscriptions_per_person,
-    );
     let service = |legacy_sessions: bool| {
         let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(settings.allowed_hosts.clone())
