@@ -44,6 +44,10 @@ async function launch() {
 async function openPage(browser) {
   const page = await browser.newPage();
   await page.setViewport({ width: 1400, height: 1000 });
+  // Puppeteer's 30 s default is short in the whole suite on two cores,
+  // where other tests build Python and JavaScript at the same time; a step
+  // that never comes still fails, with its stack, after 90 s.
+  page.setDefaultTimeout(90000);
   // Chromium logs every 4xx answer to fetch as a console error; those are
   // kept apart, with their URL, and the test checks each was asked for.
   page.on("console", (message) => {
