@@ -150,8 +150,6 @@ fn init_logging(
         Some(asked) => format!("{asked},sigstore=error"),
         None => format!("{default_level},sigstore=error"),
     };
-    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let logs = match format {
         LogFormat::Text => logs
@@ -165,7 +163,11 @@ fn init_logging(
             .with_span_list(false)
             .boxed(),
     };
-    let registry = tracing_subscriber::registry().with(logs.with_filter(filter));
+    let logs = match log_filter(&directives, default_level) {
+        LogFilter::Targets(targets) => logs.with_filter(targets).boxed(),
+        LogFilter::Spans(filter) => logs.with_filter(filter).boxed(),
+    };
+    let registry = tracing_subscriber::registry().with(logs);
     match telemetry::otlp_layer()? {
         Some((traces, keeper)) => {
             registry.with(traces).init();
@@ -175,5 +177,56 @@ fn init_logging(
             registry.init();
             Ok(None)
         }
+    }
+}
+
+/// TOOLHOST_LOG's directives as the log layer's filter.
+#[derive(Debug)]
+enum LogFilter {
+    /// Levels by target (`info`, `info,toolhost=debug`): decided once per
+    /// call site, with nothing to do when a span is entered or left.
+    Targets(tracing_subscriber::filter::Targets),
+    /// Directives that name spans or fields (`[call{tool=echo}]=debug`)
+    /// need `EnvFilter`, which takes a lock on every span's enter and exit,
+    /// that is on every poll of every call (#40).
+    Spans(tracing_subscriber::EnvFilter),
+}
+
+fn log_filter(directives: &str, default_level: &str) -> LogFilter {
+    if !directives.contains('[')
+        && let Ok(targets) = directives.parse()
+    {
+        return LogFilter::Targets(targets);
+    }
+    LogFilter::Spans(
+        tracing_subscriber::EnvFilter::try_new(directives)
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LogFilter, log_filter};
+    use tracing::Level;
+
+    #[test]
+    fn levels_by_target_take_the_filter_without_span_hooks() {
+        let LogFilter::Targets(targets) = log_filter("info,toolhost=debug,sigstore=error", "info")
+        else {
+            panic!("levels by target are a Targets filter");
+        };
+        assert!(targets.would_enable("toolhost::call", &Level::DEBUG));
+        assert!(!targets.would_enable("hyper", &Level::DEBUG));
+        assert!(targets.would_enable("hyper", &Level::INFO));
+        assert!(!targets.would_enable("sigstore::cosign", &Level::WARN));
+        assert!(matches!(
+            log_filter("[call{tool=echo}]=debug", "info"),
+            LogFilter::Spans(_)
+        ));
+        // Not a filter at all: the default level, as before.
+        assert!(matches!(
+            log_filter("info,=x=y", "info"),
+            LogFilter::Spans(_)
+        ));
     }
 }
