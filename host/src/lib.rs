@@ -17,8 +17,9 @@
 //!  ops/       what operators read: metrics, traces, the event feed
 //!     │
 //!  edge/      between a socket and a front: the listener, each body's
-//!     │         clock, the guard (Host/Origin, other sites, who is
-//!     │         asking: auth, oauth), CORS, responses
+//!     │         clock, the outer layer (CORS, lingering close, the
+//!     │         finish), the guard (Host/Origin, other sites, who is
+//!     │         asking: auth, oauth), responses
 //!  builds/    published Python or JavaScript source into a component:
 //!     │         the recipes (`new` and `dev` run the same), a child
 //!     │         process in a scratch folder under limits, the queue, the

@@ -18,11 +18,11 @@ use crate::call::Calls;
 use crate::call::envelope::TextFormat;
 use crate::call::invoke::Front;
 use crate::edge::auth::{Authority, People, Role};
-use crate::edge::cors::{self, CorsOrigins};
+use crate::edge::cors::CorsOrigins;
 use crate::edge::guard::{self, GuardSettings, LOOPBACK_HOSTS, Refusals};
-use crate::edge::linger;
 use crate::edge::listener::{self, ConnectionLimits};
 use crate::edge::oauth::{self, OAuth, OAuthSettings};
+use crate::edge::outer::{self, Outer};
 use crate::front::mcp::McpFront;
 use crate::front::mcp::stdio;
 use crate::front::mcp::streamable::{self as mcp_http, McpHttpSettings};
@@ -301,16 +301,13 @@ async fn serve(
     if let Some(oauth) = oauth {
         app = app.merge(guarded(oauth::router(oauth), guard.without_token()));
     }
-    let app = app
-        .layer(axum::middleware::from_fn_with_state(
-            settings.max_body_bytes.max(settings.max_plugin_bytes) as u64,
-            linger::drain_unread,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
+    let app = app.layer(axum::middleware::from_fn_with_state(
+        Arc::new(Outer {
             cors_origins,
-            cors::cors,
-        ))
-        .layer(axum::middleware::from_fn(crate::edge::responses::finish));
+            drain_limit: settings.max_body_bytes.max(settings.max_plugin_bytes) as u64,
+        }),
+        outer::outer,
+    ));
     let limits = ConnectionLimits {
         header_timeout: settings.header_timeout,
         max_connections: settings.max_connections,

@@ -17,11 +17,8 @@
 //! The guard lets a listed origin pass its `Origin` check
 //! ([`CorsOrigins::allows`]); nothing else here decides who may do what.
 
-use std::sync::Arc;
-
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// Request headers a cross-origin client may send.
@@ -64,45 +61,42 @@ impl CorsOrigins {
         self.0.contains(&origin)
     }
 
-    fn listed_origin(&self, headers: &HeaderMap) -> Option<HeaderValue> {
+    /// The request's `Origin`, when it is listed.
+    pub(crate) fn listed_origin(&self, headers: &HeaderMap) -> Option<HeaderValue> {
         let origin = headers.get(header::ORIGIN)?;
         self.allows(origin.to_str().ok()?).then(|| origin.clone())
     }
 }
 
-/// The layer: answers listed origins' preflights, and marks every answer
-/// to a listed origin.
-pub(crate) async fn cors(
-    State(origins): State<Arc<CorsOrigins>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(origin) = origins.listed_origin(request.headers()) else {
-        return next.run(request).await;
-    };
-    let preflight = request.method() == Method::OPTIONS
+/// Whether `request` is a CORS preflight (`OPTIONS` asking for a method).
+pub(crate) fn is_preflight(request: &Request) -> bool {
+    request.method() == Method::OPTIONS
         && request
             .headers()
-            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
-    let mut response = if preflight {
-        let mut response = StatusCode::NO_CONTENT.into_response();
-        let headers = response.headers_mut();
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static(ALLOWED_METHODS),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_HEADERS,
-            HeaderValue::from_static(ALLOWED_HEADERS),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_MAX_AGE,
-            HeaderValue::from_static("600"),
-        );
-        response
-    } else {
-        next.run(request).await
-    };
+            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+}
+
+/// The answer to a listed origin's preflight.
+pub(crate) fn preflight() -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static(ALLOWED_METHODS),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(ALLOWED_HEADERS),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
+    response
+}
+
+/// Marks an answer to the listed `origin` (refusals too).
+pub(crate) fn mark(response: &mut Response, origin: HeaderValue) {
     let headers = response.headers_mut();
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
     headers.append(header::VARY, HeaderValue::from_static("Origin"));
@@ -110,7 +104,6 @@ pub(crate) async fn cors(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
         HeaderValue::from_static(EXPOSED_HEADERS),
     );
-    response
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 use bytes::Bytes;
@@ -27,13 +27,10 @@ use hyper::body::{Body as HttpBody, Frame, SizeHint};
 /// How long a refused body may take to drain.
 const LINGER: Duration = Duration::from_secs(10);
 
-/// Middleware: hands the handler a body it shares with this layer, and
-/// drains what the handler left unread once it has answered.
-pub(crate) async fn drain_unread(
-    State(limit): State<u64>,
-    request: Request,
-    next: Next,
-) -> Response {
+/// Runs the rest of the request (`next`), handing the handler a body it
+/// shares with this function, and drains what the handler left unread
+/// once it has answered.
+pub(crate) async fn drain_unread(limit: u64, request: Request, next: Next) -> Response {
     let declared = request
         .headers()
         .get(http::header::CONTENT_LENGTH)

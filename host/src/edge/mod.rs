@@ -11,7 +11,9 @@
 //!   identity, before any route; [`cors`]: preflights and headers for the
 //!   browser origins allowed.
 //! - [`responses`]: the one place an envelope (or a JSON-RPC refusal)
-//!   becomes an HTTP response, and the last layer every answer passes.
+//!   becomes an HTTP response, and what every answer gets last.
+//! - [`outer`]: the one layer around every route: CORS, lingering close
+//!   and the finish, in that order.
 
 pub(crate) mod auth;
 pub(crate) mod body;
@@ -20,4 +22,5 @@ pub(crate) mod guard;
 pub(crate) mod linger;
 pub(crate) mod listener;
 pub(crate) mod oauth;
+pub(crate) mod outer;
 pub(crate) mod responses;

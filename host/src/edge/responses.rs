@@ -2,14 +2,12 @@
 //! route (REST, the guard's refusals, the listener's connection-cap
 //! refusal) and so for CGI too: the status `errors.rs` gives the code, a
 //! JSON body, and the two fields seed 001 asks of every REST response.
-//! [`finish`] is the last layer every HTTP answer passes: a wrong method on
+//! [`finish`] is the last step of the one outer layer (`outer.rs`): a wrong method on
 //! any route gets the envelope too (with `Allow`), and every answer says
 //! `X-Content-Type-Options: nosniff`, so no browser reads a plugin's JSON
 //! as anything else.
 
-use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::call::envelope::Envelope;
@@ -60,10 +58,9 @@ pub(crate) fn json_rpc_error(id: serde_json::Value, code: i64, message: &str) ->
     serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
 }
 
-/// The last layer of every HTTP answer (see the module documentation).
-pub(crate) async fn finish(request: Request, next: Next) -> Response {
-    let (method, path) = (request.method().clone(), request.uri().path().to_string());
-    let mut response = next.run(request).await;
+/// What every HTTP answer gets last (see the module documentation), for a
+/// request of `method` on `path` (`outer.rs` calls it).
+pub(crate) fn finish(mut response: Response, method: &Method, path: &str) -> Response {
     if response.status() == StatusCode::METHOD_NOT_ALLOWED
         && !response.headers().contains_key(header::CONTENT_TYPE)
     {
