@@ -164,8 +164,8 @@ fn init_logging(
             .boxed(),
     };
     let logs = match log_filter(&directives, default_level) {
-        LogFilter::Targets(targets) => logs.with_filter(targets).boxed(),
-        LogFilter::Spans(filter) => logs.with_filter(filter).boxed(),
+        LogFilter::Targets(targets) => logs.with_filter(*targets).boxed(),
+        LogFilter::Spans(filter) => logs.with_filter(*filter).boxed(),
     };
     let registry = tracing_subscriber::registry().with(logs);
     match telemetry::otlp_layer()? {
@@ -185,23 +185,23 @@ fn init_logging(
 enum LogFilter {
     /// Levels by target (`info`, `info,toolhost=debug`): decided once per
     /// call site, with nothing to do when a span is entered or left.
-    Targets(tracing_subscriber::filter::Targets),
+    Targets(Box<tracing_subscriber::filter::Targets>),
     /// Directives that name spans or fields (`[call{tool=echo}]=debug`)
     /// need `EnvFilter`, which takes a lock on every span's enter and exit,
     /// that is on every poll of every call (#40).
-    Spans(tracing_subscriber::EnvFilter),
+    Spans(Box<tracing_subscriber::EnvFilter>),
 }
 
 fn log_filter(directives: &str, default_level: &str) -> LogFilter {
     if !directives.contains('[')
         && let Ok(targets) = directives.parse()
     {
-        return LogFilter::Targets(targets);
+        return LogFilter::Targets(Box::new(targets));
     }
-    LogFilter::Spans(
+    LogFilter::Spans(Box::new(
         tracing_subscriber::EnvFilter::try_new(directives)
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
-    )
+    ))
 }
 
 #[cfg(test)]
