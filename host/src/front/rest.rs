@@ -41,7 +41,8 @@ pub(crate) struct RestSettings {
     pub(crate) front: Front,
 }
 
-#[derive(Clone)]
+/// Shared by every request as one `Arc`: axum clones the state for each
+/// request, and one count is cheaper than four (#40).
 struct AppState {
     registry: Arc<Registry>,
     /// The call path's books (the ledger, the call slots).
@@ -62,12 +63,12 @@ pub(crate) fn health_router(
         .route("/health", get(health))
         .route("/ready", get(ready))
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(AppState {
+        .with_state(Arc::new(AppState {
             registry,
             calls,
             settings,
             lists: Arc::default(),
-        })
+        }))
 }
 
 /// Every other REST route, with the envelope answers for unknown routes
@@ -82,18 +83,18 @@ pub(crate) fn router(registry: Arc<Registry>, calls: Arc<Calls>, settings: RestS
         .method_not_allowed_fallback(method_not_allowed)
         // The call handler enforces its own limit, answering with an envelope.
         .layer(DefaultBodyLimit::disable())
-        .with_state(AppState {
+        .with_state(Arc::new(AppState {
             registry,
             calls,
             settings,
             lists: Arc::default(),
-        })
+        }))
 }
 
 /// `ok`, or `degraded` while some plugin file is rejected (a newer version
 /// that failed to load while the old one serves, say): still 200, since
 /// the server answers, with the count so a watcher can tell.
-async fn health(State(state): State<AppState>) -> Response {
+async fn health(State(state): State<Arc<AppState>>) -> Response {
     let snapshot = state.registry.snapshot();
     let rejected = state.registry.rejected_count();
     let body = json!({
@@ -109,7 +110,7 @@ async fn health(State(state): State<AppState>) -> Response {
 /// or failed, 503 before; for a load balancer's or Kubernetes' readiness
 /// probe. `/health` is liveness: the process answers. Like `/health`, it
 /// needs no token.
-async fn ready(State(state): State<AppState>) -> Response {
+async fn ready(State(state): State<Arc<AppState>>) -> Response {
     let snapshot = state.registry.snapshot();
     if !state.registry.is_ready() {
         return json_response(503, &json!({ "status": "loading" }));
@@ -125,7 +126,7 @@ async fn ready(State(state): State<AppState>) -> Response {
 }
 
 async fn list_tools(
-    State(state): State<AppState>,
+    State(state): State<Arc<AppState>>,
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
     let view = view_of(requester.as_ref());
@@ -138,7 +139,7 @@ async fn list_tools(
 /// `GET /plugins`: server paths and everyone's refusal reasons only for
 /// admins (and on an open server).
 async fn list_plugins(
-    State(state): State<AppState>,
+    State(state): State<Arc<AppState>>,
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
     let report = state.registry.plugins_report();
@@ -149,7 +150,7 @@ async fn list_plugins(
 }
 
 async fn openapi(
-    State(state): State<AppState>,
+    State(state): State<Arc<AppState>>,
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
     let view = view_of(requester.as_ref());
@@ -160,7 +161,7 @@ async fn openapi(
 }
 
 async fn call_tool(
-    State(state): State<AppState>,
+    State(state): State<Arc<AppState>>,
     name: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
     requester: Option<axum::Extension<Requester>>,
@@ -212,7 +213,7 @@ pub(crate) async fn read_arguments(
 /// with `Allow: POST`. Answers are `Cache-Control: no-store`: a read-only
 /// tool's answer still changes (the time, the weather).
 async fn call_read_only_tool(
-    State(state): State<AppState>,
+    State(state): State<Arc<AppState>>,
     name: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
     requester: Option<axum::Extension<Requester>>,
