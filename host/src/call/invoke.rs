@@ -25,7 +25,6 @@ use crate::call::envelope::{Envelope, TextFormat, schema_problems};
 use crate::call::errors::ErrorCode;
 use crate::call::slots::{BUSY_WAIT, slots};
 use crate::registry::Registry;
-use crate::registry::plugin::LoadedPlugin;
 use crate::registry::view::View;
 use crate::runtime::{CallClient, CallFailure, CallUsage};
 
@@ -95,10 +94,15 @@ pub async fn call_tool(
     front: Front,
     view: &View,
 ) -> Envelope {
+    let started = Instant::now();
+    // The tool is looked up first, so that the span is made with its
+    // plugin rather than told it afterwards (each field recorded later is
+    // formatted again by the log layer; #40).
+    let entry = visible_tool(registry, name, view);
     let span = tracing::info_span!(
         "call",
         tool = name,
-        plugin = tracing::field::Empty,
+        plugin = entry.as_ref().map(|entry| entry.plugin.id.as_str()),
         front = front.as_str(),
         outcome = tracing::field::Empty,
         duration_ms = tracing::field::Empty,
@@ -106,11 +110,17 @@ pub async fn call_tool(
         fuel = tracing::field::Empty,
         peak_memory_bytes = tracing::field::Empty,
     );
-    let started = Instant::now();
-    let (mut envelope, plugin, usage) =
-        run_call(registry, calls, name, arguments, format, client, view)
-            .instrument(span.clone())
-            .await;
+    let (mut envelope, plugin, usage) = match entry {
+        Some(entry) => {
+            let plugin = entry.plugin.clone();
+            let (envelope, usage) =
+                run_tool(registry, calls, name, entry, arguments, format, client)
+                    .instrument(span.clone())
+                    .await;
+            (envelope, Some(plugin), usage)
+        }
+        None => (tool_not_found(registry, name, view), None, None),
+    };
     envelope.meta = Some(Box::new(CallMeta::new(started.elapsed(), usage.as_ref())));
     let outcome = envelope
         .error
@@ -124,25 +134,6 @@ pub async fn call_tool(
         usage.as_ref(),
     );
     envelope
-}
-
-/// The envelope, the plugin that served the tool (`None` when no served
-/// tool has that name), and what its code used (`None` when none ran).
-async fn run_call(
-    registry: &Arc<Registry>,
-    calls: &Calls,
-    name: &str,
-    arguments: Map<String, Value>,
-    format: TextFormat,
-    client: CallClient,
-    view: &View,
-) -> (Envelope, Option<Arc<LoadedPlugin>>, Option<CallUsage>) {
-    let Some(entry) = visible_tool(registry, name, view) else {
-        return (tool_not_found(registry, name, view), None, None);
-    };
-    let plugin = entry.plugin.clone();
-    let (envelope, usage) = run_tool(registry, calls, name, entry, arguments, format, client).await;
-    (envelope, Some(plugin), usage)
 }
 
 async fn run_tool(
@@ -172,7 +163,6 @@ async fn run_tool(
         return (refused, None);
     }
 
-    tracing::Span::current().record("plugin", entry.plugin.id.as_str());
     let plugin = &entry.plugin;
     let _slots = match slots(&calls.slots, plugin).await {
         Ok(slots) => slots,
