@@ -1,0 +1,3 @@
+wrk.method = "POST"
+wrk.body = [[{"text":"hello"}]]
+wrk.headers["Content-Type"] = "application/json"
