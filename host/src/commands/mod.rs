@@ -193,7 +193,7 @@ enum LogFilter {
 }
 
 fn log_filter(directives: &str, default_level: &str) -> LogFilter {
-    if !directives.contains('[')
+    if directives.split(',').all(plain_directive)
         && let Ok(targets) = directives.parse()
     {
         return LogFilter::Targets(Box::new(targets));
@@ -202,6 +202,25 @@ fn log_filter(directives: &str, default_level: &str) -> LogFilter {
         tracing_subscriber::EnvFilter::try_new(directives)
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
     ))
+}
+
+/// `target=level`, `target` or `level`, written as `EnvFilter` reads it
+/// too: anything else (an empty piece, spaces, quotes, a span) goes to
+/// `EnvFilter`, so that a `TOOLHOST_LOG` means what it meant before.
+fn plain_directive(directive: &str) -> bool {
+    let (target, level) = match directive.split_once('=') {
+        Some((target, level)) => (target, Some(level)),
+        None => (directive, None),
+    };
+    target.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && target
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '-'))
+        && level.is_none_or(|level| {
+            level
+                .parse::<tracing_subscriber::filter::LevelFilter>()
+                .is_ok()
+        })
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! The one layer every HTTP request passes first and every answer last,
 //! in this order: a listed origin's CORS preflight is answered at once
 //! (`cors.rs`); anything else goes on with its body shared, so that what
-//! the handler left unread is drained after the answer (`linger.rs`); a
-//! listed origin's answer is marked for CORS; and every answer is finished
-//! (`responses.rs`: a wrong method as an envelope, `nosniff`).
+//! the handler left unread is drained after the answer (`linger.rs`);
+//! every answer is finished (`responses.rs`: a wrong method as an
+//! envelope, `nosniff`); and a listed origin's answer is marked for CORS.
 //!
 //! One layer, not three: each `from_fn` layer costs a boxed service and a
 //! boxed future per request, on every call (#40).
@@ -38,8 +38,11 @@ pub(crate) async fn outer(
     } else {
         linger::drain_unread(outer.drain_limit, request, next).await
     };
+    // Finished first, so that a 405 made into an envelope there is marked
+    // for a listed origin too, and its browser can read it.
+    response = responses::finish(response, &method, uri.path());
     if let Some(origin) = origin {
         cors::mark(&mut response, origin);
     }
-    responses::finish(response, &method, uri.path())
+    response
 }

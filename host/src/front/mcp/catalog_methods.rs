@@ -42,7 +42,9 @@ pub(crate) struct CatalogLimits {
     pub(crate) max_uri_bytes: usize,
     pub(crate) per_person: usize,
     held: Mutex<HashMap<String, usize>>,
-    holders: Mutex<HashMap<String, Weak<Mutex<Subscriptions>>>>,
+    /// By session id: a session's own catalog, and any made for one
+    /// request that named the session (rmcp's stateless path).
+    holders: Mutex<HashMap<String, Vec<Weak<Mutex<Subscriptions>>>>>,
 }
 
 impl CatalogLimits {
@@ -58,8 +60,8 @@ impl CatalogLimits {
     /// Session `id` ended (DELETE, idle, revoked): the subscriptions it
     /// held count against its person no more, from now on.
     pub(crate) fn session_ended(&self, id: &str) {
-        let holder = lock(&self.holders).remove(id);
-        if let Some(subscriptions) = holder.and_then(|holder| holder.upgrade()) {
+        let holders = lock(&self.holders).remove(id).unwrap_or_default();
+        for subscriptions in holders.iter().filter_map(Weak::upgrade) {
             let mut subscriptions = lock(&subscriptions);
             let count = std::mem::take(&mut subscriptions.uris).len();
             if let Some(person) = &subscriptions.person {
@@ -129,7 +131,14 @@ impl Drop for SessionCatalog {
         let session = subscriptions.session.take();
         drop(subscriptions);
         if let Some(id) = session {
-            lock(&self.limits.holders).remove(&id);
+            let mut holders = lock(&self.limits.holders);
+            if let Some(held) = holders.get_mut(&id) {
+                let this = Arc::downgrade(&self.subscriptions);
+                held.retain(|holder| !holder.ptr_eq(&this));
+                if held.is_empty() {
+                    holders.remove(&id);
+                }
+            }
         }
     }
 }
@@ -300,7 +309,10 @@ pub(crate) fn subscribe(
             && subscriptions.session.is_none()
         {
             subscriptions.session = Some(id.to_string());
-            lock(&limits.holders).insert(id.to_string(), Arc::downgrade(&session.subscriptions));
+            lock(&limits.holders)
+                .entry(id.to_string())
+                .or_default()
+                .push(Arc::downgrade(&session.subscriptions));
         }
     }
     subscriptions.uris.insert(uri);
