@@ -675,6 +675,30 @@ fn cors_answers_listed_origins_only() {
         "a browser page can read why: {}",
         unauthorized.headers
     );
+    // A wrong method too, on a route whose 405 the outer layer makes an
+    // envelope: it carries the origin.
+    let wrong_method = raw(
+        &server,
+        &format!(
+            "PATCH /events HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://localhost:6274\r\n\
+             Authorization: Bearer {}\r\nConnection: close\r\n\r\n",
+            crate::publish::ADA
+        ),
+    );
+    assert_eq!(wrong_method.status, 405, "{}", wrong_method.body);
+    assert!(
+        wrong_method.body.contains("METHOD_NOT_ALLOWED"),
+        "{}",
+        wrong_method.body
+    );
+    assert!(
+        wrong_method
+            .headers
+            .to_ascii_lowercase()
+            .contains("access-control-allow-origin: http://localhost:6274"),
+        "{}",
+        wrong_method.headers
+    );
 
     for foreign in ["http://evil.example", "null"] {
         let refused = preflight(foreign);
