@@ -216,10 +216,12 @@ fn plain_directive(directive: &str) -> bool {
         && target
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '-'))
+        // (LevelFilter reads an empty level as `error`; EnvFilter as trace.)
         && level.is_none_or(|level| {
-            level
-                .parse::<tracing_subscriber::filter::LevelFilter>()
-                .is_ok()
+            !level.is_empty()
+                && level
+                    .parse::<tracing_subscriber::filter::LevelFilter>()
+                    .is_ok()
         })
 }
 
@@ -242,10 +244,26 @@ mod tests {
             log_filter("[call{tool=echo}]=debug", "info"),
             LogFilter::Spans(_)
         ));
-        // Not a filter at all: the default level, as before.
+        // What Targets would read otherwise than EnvFilter does: an empty
+        // piece (Targets: `error` for everything), quotes kept from an env
+        // file, a space, a level left out; and no filter at all (the
+        // default level, as before).
+        for other in [
+            "debug,",
+            "info,,toolhost=debug",
+            "\"debug\"",
+            "warn, toolhost=debug",
+            "toolhost=",
+            "info,=x=y",
+        ] {
+            assert!(
+                matches!(log_filter(other, "info"), LogFilter::Spans(_)),
+                "{other}"
+            );
+        }
         assert!(matches!(
-            log_filter("info,=x=y", "info"),
-            LogFilter::Spans(_)
+            log_filter("WARN,toolhost::call=DEBUG,rmcp=off", "info"),
+            LogFilter::Targets(_)
         ));
     }
 }
