@@ -12,8 +12,8 @@
 //!   browser origins allowed.
 //! - [`responses`]: the one place an envelope (or a JSON-RPC refusal)
 //!   becomes an HTTP response, and what every answer gets last.
-//! - [`outer`]: the one layer around every route: CORS, lingering close
-//!   and the finish, in that order.
+//! - [`outer`]: the one layer around every route: a listed origin's
+//!   preflight, lingering close, the finish, then the CORS marks.
 
 pub(crate) mod auth;
 pub(crate) mod body;

@@ -62,11 +62,17 @@ impl CatalogLimits {
     pub(crate) fn session_ended(&self, id: &str) {
         let holders = lock(&self.holders).remove(id).unwrap_or_default();
         for subscriptions in holders.iter().filter_map(Weak::upgrade) {
-            let mut subscriptions = lock(&subscriptions);
-            let count = std::mem::take(&mut subscriptions.uris).len();
-            if let Some(person) = &subscriptions.person {
-                self.release(person, count);
-            }
+            self.give_back(&mut lock(&subscriptions));
+        }
+    }
+
+    /// Empties `subscriptions`, giving their count back to their person:
+    /// whichever of a session's end and its catalog's drop comes second
+    /// gives back nothing.
+    fn give_back(&self, subscriptions: &mut Subscriptions) {
+        let count = std::mem::take(&mut subscriptions.uris).len();
+        if let Some(person) = &subscriptions.person {
+            self.release(person, count);
         }
     }
 
@@ -124,10 +130,7 @@ impl SessionCatalog {
 impl Drop for SessionCatalog {
     fn drop(&mut self) {
         let mut subscriptions = self.subscriptions();
-        let count = std::mem::take(&mut subscriptions.uris).len();
-        if let Some(person) = &subscriptions.person {
-            self.limits.release(person, count);
-        }
+        self.limits.give_back(&mut subscriptions);
         let session = subscriptions.session.take();
         drop(subscriptions);
         if let Some(id) = session {
