@@ -36,7 +36,7 @@ pub(super) async fn measure(options: &BenchOptions, work: &Path) -> anyhow::Resu
     let mut full = Vec::with_capacity(calls);
     for round in 0..2 * calls {
         let started = Instant::now();
-        let (outcome, _usage) = registry
+        let run = registry
             .runtime()
             .call_tool(
                 &entry.plugin.compiled,
@@ -47,7 +47,7 @@ pub(super) async fn measure(options: &BenchOptions, work: &Path) -> anyhow::Resu
             )
             .await;
         let bare_us = started.elapsed().as_secs_f64() * 1e6;
-        anyhow::ensure!(matches!(outcome, Ok(Ok(_))), "bare call failed");
+        anyhow::ensure!(matches!(run.outcome, Ok(Ok(_))), "bare call failed");
         let started = Instant::now();
         let envelope = host
             .call(

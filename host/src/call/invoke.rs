@@ -5,13 +5,14 @@
 //! parsed JSON value) and get an [`Envelope`] back; they never see wasmtime
 //! or the registry's internals.
 //!
-//! Every call runs inside one `tracing` span named `call` (tool, plugin,
-//! front, outcome, duration, and the guest's CPU time, fuel and peak
-//! memory when its code ran), and what the plugin prints is logged inside
-//! it. A failure the host detects (a deadline, the memory cap, a trap, a
-//! full house) is logged once at `warn`; a caller's own mistake (bad
-//! arguments, an unknown tool) only at `debug`. Nothing is logged per call
-//! at `info`.
+//! Every line a call logs is in one `tracing` span named `call` (tool,
+//! plugin, front, outcome, duration, and the guest's CPU time, fuel and
+//! peak memory when its code ran), made up front only for debug logs and
+//! traces (`span.rs`); what the plugin prints is logged inside it. A
+//! failure the host detects (a deadline, the memory cap, a trap, a full
+//! house) is logged once at `warn`; a caller's own mistake (bad arguments,
+//! an unknown tool) only at `debug`. Nothing is logged per call at
+//! `info`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,7 +24,8 @@ use crate::call::Calls;
 use crate::call::accounting::CallMeta;
 use crate::call::envelope::{Envelope, TextFormat, schema_problems};
 use crate::call::errors::ErrorCode;
-use crate::call::slots::{BUSY_WAIT, slots};
+use crate::call::slots::{BUSY_WAIT, slots, try_slots};
+use crate::call::span::CallSpan;
 use crate::registry::Registry;
 use crate::registry::view::View;
 use crate::runtime::{CallClient, CallFailure, CallUsage};
@@ -99,27 +101,21 @@ pub async fn call_tool(
     // plugin rather than told it afterwards (each field recorded later is
     // formatted again by the log layer; #40).
     let entry = visible_tool(registry, name, view);
-    let span = tracing::info_span!(
-        "call",
-        tool = name,
-        plugin = entry.as_ref().map(|entry| entry.plugin.id.as_str()),
-        front = front.as_str(),
-        outcome = tracing::field::Empty,
-        duration_ms = tracing::field::Empty,
-        cpu_ms = tracing::field::Empty,
-        fuel = tracing::field::Empty,
-        peak_memory_bytes = tracing::field::Empty,
+    let plugin = entry.as_ref().map(|entry| entry.plugin.clone());
+    let span = CallSpan::new(
+        name,
+        plugin.as_deref().map(|plugin| plugin.id.as_str()),
+        front,
     );
-    let (mut envelope, plugin, usage) = match entry {
+    let (mut envelope, usage) = match entry {
         Some(entry) => {
-            let plugin = entry.plugin.clone();
-            let (envelope, usage) =
-                run_tool(registry, calls, name, entry, arguments, format, client)
-                    .instrument(span.clone())
-                    .await;
-            (envelope, Some(plugin), usage)
+            run_tool(
+                registry, calls, name, entry, arguments, format, client, &span,
+            )
+            .instrument(span.running())
+            .await
         }
-        None => (tool_not_found(registry, name, view), None, None),
+        None => (tool_not_found(registry, name, view), None),
     };
     envelope.meta = Some(Box::new(CallMeta::new(started.elapsed(), usage.as_ref())));
     let outcome = envelope
@@ -127,7 +123,7 @@ pub async fn call_tool(
         .as_ref()
         .map_or("ok", |error| error.outcome());
     calls.settle(
-        &span,
+        &span.running(),
         plugin.as_deref().map(|plugin| (name, plugin.id.as_str())),
         outcome,
         started,
@@ -136,6 +132,7 @@ pub async fn call_tool(
     envelope
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_tool(
     registry: &Arc<Registry>,
     calls: &Calls,
@@ -144,6 +141,7 @@ async fn run_tool(
     arguments: Map<String, Value>,
     format: TextFormat,
     client: CallClient,
+    span: &CallSpan<'_>,
 ) -> (Envelope, Option<CallUsage>) {
     let arguments = Value::Object(arguments);
     // `is_valid` stops at the first fault; listing every fault is only
@@ -164,11 +162,21 @@ async fn run_tool(
     }
 
     let plugin = &entry.plugin;
-    let _slots = match slots(&calls.slots, plugin).await {
+    // Free slots are taken at once; a call that must wait for them, and
+    // may be refused as BUSY (a warn line), waits in its span.
+    let slots = match try_slots(&calls.slots, plugin) {
+        Some(slots) => Ok(slots),
+        None => {
+            slots(&calls.slots, plugin)
+                .instrument(span.get().clone())
+                .await
+        }
+    };
+    let _slots = match slots {
         Ok(slots) => slots,
         Err(busy) => return (busy, None),
     };
-    let (outcome, usage) = registry
+    let run = registry
         .runtime()
         .call_tool(
             &plugin.compiled,
@@ -180,12 +188,17 @@ async fn run_tool(
             client,
         )
         .await;
-    let envelope = tracing::debug_span!("normalise").in_scope(|| match outcome {
+    if !run.printed.is_empty() {
+        span.get().in_scope(|| run.printed.log(&plugin.id));
+    }
+    let envelope = tracing::debug_span!("normalise").in_scope(|| match run.outcome {
         Ok(Ok(output)) => Envelope::success(output, &entry.tool, format),
         Ok(Err(tool_error)) => Envelope::tool_error(tool_error, name),
-        Err(failure) => call_failure(name, &entry.plugin.id, failure),
+        Err(failure) => span
+            .get()
+            .in_scope(|| call_failure(name, &entry.plugin.id, failure)),
     });
-    (envelope, usage)
+    (envelope, run.usage)
 }
 
 /// The tool `name`, if it serves and `view` sees its plugin.

@@ -4,7 +4,8 @@
 //! codes and their HTTP, JSON-RPC and exit statuses; [`render`] turns
 //! structured data into text; [`accounting`] is what a call cost, returned
 //! with its result; [`ledger`] the one count of calls, which metrics, the
-//! event feed and the page read; [`catalog_path`] is the same path for
+//! event feed and the page read; [`span`] a tool call's span, made only
+//! when something reads it; [`catalog_path`] is the same path for
 //! resources, prompts and completion.
 //!
 //! [`Calls`] is what the path keeps besides the registry: the ledger and
@@ -19,6 +20,7 @@ pub mod invoke;
 pub mod ledger;
 pub(crate) mod render;
 pub(crate) mod slots;
+pub(crate) mod span;
 
 use std::time::Instant;
 

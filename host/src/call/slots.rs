@@ -66,6 +66,19 @@ pub(crate) struct Slots {
     _plugin: tokio::sync::OwnedSemaphorePermit,
 }
 
+/// The slots for one call of `plugin` if both are free now, without a
+/// clock: the common case, for which [`slots`] would make a timer.
+pub(crate) fn try_slots(shares: &CallShares, plugin: &LoadedPlugin) -> Option<Slots> {
+    let person = match layout::namespace_of(&plugin.id) {
+        Some(namespace) => Some(shares.of(namespace).try_acquire_owned().ok()?),
+        None => None,
+    };
+    Some(Slots {
+        _person: person,
+        _plugin: plugin.permits.clone().try_acquire_owned().ok()?,
+    })
+}
+
 /// Takes the slots for one call of `plugin` (every kind: a tool, a
 /// resource read, a prompt, a completion), or the BUSY envelope.
 pub(crate) async fn slots(shares: &CallShares, plugin: &LoadedPlugin) -> Result<Slots, Envelope> {

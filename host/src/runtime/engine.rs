@@ -14,9 +14,6 @@ use tracing::Instrument;
 use wasmtime::{Config, Store, UpdateDeadline};
 
 use super::asks::{Answer, Ask};
-use super::bindings::exports::toolhost::plugin0_1_0::tools::{
-    Output as PluginOutput, ToolError as PluginError,
-};
 use super::cache::ArtifactCache;
 use super::client::CallClient;
 use super::compiled::{CompiledPlugin, Description};
@@ -27,7 +24,7 @@ use super::executor::{self, Cancel, Executor, Refusal};
 use super::exports::Plugin;
 use super::failure::{CallFailure, CompileError};
 use super::grants::{Grants, Limits};
-use super::outcome::{settle, usage_of};
+use super::outcome::{Printed, ToolRun, settle, usage_of};
 use super::pool;
 use super::sandbox::Sandbox;
 use super::usage::CallUsage;
@@ -223,7 +220,8 @@ impl Runtime {
                 Ok(description)
             })
             .await;
-            let settled = settle(&plugin.name, &grants, &mut store, outcome);
+            let (settled, printed) = settle(&grants, &mut store, outcome);
+            printed.log(&plugin.name);
             drop(store);
             code.release_resident();
             settled
@@ -234,7 +232,8 @@ impl Runtime {
 
     /// Runs `call-tool` in a fresh instance with the plugin's grants.
     /// `arguments` is JSON text; `client` is the client behind the call, if
-    /// there is one.
+    /// there is one. What the plugin printed comes back for the caller to
+    /// log in the call's span, which it may make only then (#40).
     pub async fn call_tool(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,
@@ -242,10 +241,7 @@ impl Runtime {
         tool: &str,
         arguments: String,
         client: CallClient,
-    ) -> (
-        Result<Result<PluginOutput, PluginError>, CallFailure>,
-        Option<CallUsage>,
-    ) {
+    ) -> ToolRun {
         if let Some(pending) = &plugin.pending {
             self.optimizer
                 .enqueue(&self.tiers, &plugin.name, pending, &plugin.code);
@@ -313,7 +309,7 @@ impl Runtime {
                         Ok(Err(error)) => (Ok(Err(error)), None),
                         Err(elapsed) => (Err(elapsed), None),
                     };
-                    let settled = settle(&plugin.name, &grants, &mut store, outcome);
+                    let (settled, printed) = settle(&grants, &mut store, outcome);
                     // Only an instance whose call ended well is handed on;
                     // a large one is torn down after the answer has gone.
                     match (grants.reuse_instance, instance, &settled) {
@@ -323,14 +319,22 @@ impl Runtime {
                         _ if !plugin.inline => runtime.after_call(&plugin, &grants, store),
                         _ => {}
                     }
-                    Ok((settled, usage))
+                    Ok((settled, usage, printed))
                 }
                 .instrument(span)
             })
             .await;
         match ran {
-            Ok(((outcome, usage), cpu)) => (outcome, Some(CallUsage { cpu, ..usage })),
-            Err(failure) => (Err(failure), None),
+            Ok(((outcome, usage, printed), cpu)) => ToolRun {
+                outcome,
+                usage: Some(CallUsage { cpu, ..usage }),
+                printed,
+            },
+            Err(failure) => ToolRun {
+                outcome: Err(failure),
+                usage: None,
+                printed: Printed::default(),
+            },
         }
     }
 
@@ -567,7 +571,9 @@ impl Runtime {
                     })
                     .await;
                     let usage = usage_of(&store, &grants, &code);
-                    Ok((settle(&plugin.name, &grants, &mut store, outcome), usage))
+                    let (settled, printed) = settle(&grants, &mut store, outcome);
+                    printed.log(&plugin.name);
+                    Ok((settled, usage))
                 };
                 tracing::Instrument::instrument(job, span)
             })

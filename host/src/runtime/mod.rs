@@ -77,6 +77,7 @@ pub(crate) use self::executor::QUEUE_WAIT;
 pub use self::failure::{CallFailure, CompileError};
 pub(crate) use self::grants::{DirGrant, OriginPattern};
 pub use self::grants::{Grants, Limits};
+pub use self::outcome::{Printed, ToolRun};
 pub use self::usage::CallUsage;
 
 /// The plugin's own values, as the contract (`wit/plugin.wit`) defines them.

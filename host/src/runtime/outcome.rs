@@ -1,11 +1,15 @@
 //! A finished call's store turned into the runtime's own outcome: what the
-//! call used ([`usage_of`]), what the plugin printed (logged), and
-//! wasmtime's result or trap as the plugin's value or a [`CallFailure`].
+//! call used ([`usage_of`]), what the plugin printed ([`Printed`], logged
+//! by whoever holds the call's span), and wasmtime's result or trap as the
+//! plugin's value or a [`CallFailure`].
 
 use std::time::Duration;
 
 use wasmtime::{Store, Trap};
 
+use super::bindings::exports::toolhost::plugin0_1_0::tools::{
+    Output as PluginOutput, ToolError as PluginError,
+};
 use super::compiler;
 use super::failure::{CallFailure, root_cause, tail};
 use super::grants::Grants;
@@ -29,24 +33,72 @@ pub(super) fn usage_of(
     }
 }
 
-/// Logs what the plugin printed and turns wasmtime's outcome into ours.
+/// One `call-tool`, as the runtime hands it back: the plugin's answer or
+/// the failure, what the call used (when its code ran), and what it
+/// printed.
+#[derive(Debug)]
+pub struct ToolRun {
+    pub outcome: Result<Result<PluginOutput, PluginError>, CallFailure>,
+    pub usage: Option<CallUsage>,
+    pub printed: Printed,
+}
+
+/// What a plugin printed in one call, bounded (`log_capture.rs`): each
+/// stream's text and how many bytes past the bound were dropped.
+#[derive(Debug, Default)]
+pub struct Printed {
+    stdout: (String, usize),
+    stderr: (String, usize),
+}
+
+impl Printed {
+    /// Whether there is nothing to log.
+    pub fn is_empty(&self) -> bool {
+        [&self.stdout, &self.stderr]
+            .iter()
+            .all(|(text, dropped)| text.is_empty() && *dropped == 0)
+    }
+
+    /// Logs it, a line at `info` per printed line, in the span the caller
+    /// is in (a tool call's, `call/invoke.rs`).
+    pub fn log(&self, plugin: &str) {
+        log_output(plugin, "stdout", &self.stdout);
+        log_output(plugin, "stderr", &self.stderr);
+    }
+}
+
+/// Turns wasmtime's outcome into ours, with what the plugin printed.
 pub(super) fn settle<T>(
-    plugin: &str,
     grants: &Grants,
     store: &mut Store<Sandbox>,
     outcome: Result<wasmtime::Result<T>, tokio::time::error::Elapsed>,
-) -> Result<T, CallFailure> {
+) -> (Result<T, CallFailure>, Printed) {
     let sandbox = store.data_mut();
-    log_output(plugin, "stdout", &sandbox.stdout.take());
-    let stderr = sandbox.stderr.take();
-    log_output(plugin, "stderr", &stderr);
+    let printed = Printed {
+        stdout: sandbox.stdout.take(),
+        stderr: sandbox.stderr.take(),
+    };
+    let refused = sandbox.limiter.refused;
+    (
+        failure_of(grants, refused, &printed.stderr, outcome),
+        printed,
+    )
+}
+
+/// `refused`: whether the memory budget refused a growth in the call.
+fn failure_of<T>(
+    grants: &Grants,
+    refused: bool,
+    stderr: &(String, usize),
+    outcome: Result<wasmtime::Result<T>, tokio::time::error::Elapsed>,
+) -> Result<T, CallFailure> {
     let error = match outcome {
         Ok(Ok(value)) => return Ok(value),
         Err(_elapsed) => return Err(CallFailure::Timeout(grants.limits.timeout)),
         Ok(Err(error)) => error,
     };
     Err(match error.downcast_ref::<Trap>() {
-        _ if sandbox.limiter.refused => CallFailure::OutOfMemory {
+        _ if refused => CallFailure::OutOfMemory {
             cap_bytes: grants.limits.memory_bytes,
         },
         Some(Trap::Interrupt) => CallFailure::Timeout(grants.limits.timeout),

@@ -1,0 +1,136 @@
+//! A tool call's `tracing` span, `call` (tool, plugin, front; at its end
+//! outcome, duration, CPU, fuel and peak memory), made only when something
+//! will read it (#40).
+//!
+//! Debug logs and OTLP traces follow everything inside a call, so when the
+//! subscriber could take anything at `debug` (`TOOLHOST_LOG` at `debug`
+//! for any target, traces on, span filters) the span is made as the call
+//! starts and the call runs in it. Otherwise it is made only for a line
+//! logged in the call: what the plugin printed, the warn line of a failure
+//! the host detected, a BUSY refusal. It holds the same fields, so the
+//! line reads as it would in a span made up front. At the default level a
+//! call logs nothing, and making, entering and formatting a span on every
+//! call cost about 8 µs of a REST echo's CPU (bench/README.md).
+//!
+//! One line reads differently: `outbound HTTP denied`, logged by the
+//! sandbox while the plugin runs, carries its plugin and URI but, at
+//! `info`, not the call's span.
+
+use std::sync::OnceLock;
+
+use tracing::Span;
+use tracing::level_filters::LevelFilter;
+
+use crate::call::invoke::Front;
+
+/// A call's span, made now or when first asked for.
+pub(crate) struct CallSpan<'a> {
+    tool: &'a str,
+    plugin: Option<&'a str>,
+    front: Front,
+    span: OnceLock<Span>,
+}
+
+impl<'a> CallSpan<'a> {
+    /// The span of a call of `tool` (of `plugin`, if it serves) through
+    /// `front`: made now if debug logs or traces may read it.
+    pub(crate) fn new(tool: &'a str, plugin: Option<&'a str>, front: Front) -> Self {
+        let call = CallSpan {
+            tool,
+            plugin,
+            front,
+            span: OnceLock::new(),
+        };
+        if LevelFilter::current() >= LevelFilter::DEBUG {
+            let _ = call.span.set(call.make());
+        }
+        call
+    }
+
+    /// The span to run the call in: the call's if it was made up front,
+    /// else none.
+    pub(crate) fn running(&self) -> Span {
+        self.span.get().cloned().unwrap_or_else(Span::none)
+    }
+
+    /// The call's span, made now if it was not, for a line logged in it.
+    pub(crate) fn get(&self) -> &Span {
+        self.span.get_or_init(|| self.make())
+    }
+
+    fn make(&self) -> Span {
+        tracing::info_span!(
+            target: "toolhost::call::invoke",
+            "call",
+            tool = self.tool,
+            plugin = self.plugin,
+            front = self.front.as_str(),
+            outcome = tracing::field::Empty,
+            duration_ms = tracing::field::Empty,
+            cpu_ms = tracing::field::Empty,
+            fuel = tracing::field::Empty,
+            peak_memory_bytes = tracing::field::Empty,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing::Level;
+
+    use super::*;
+
+    /// A log subscriber at `level` writing to `lines`.
+    fn logs(level: Level, lines: &Arc<Mutex<Vec<u8>>>) -> impl tracing::Subscriber + use<> {
+        let lines = lines.clone();
+        tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_ansi(false)
+            .with_writer(move || Lines(lines.clone()))
+            .finish()
+    }
+
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn made_up_front_only_when_debug_may_read_it() {
+        // At info, a call that logs nothing makes no span; a line logged
+        // in it gets one, with the fields a span made up front has.
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        tracing::subscriber::with_default(logs(Level::INFO, &lines), || {
+            let quiet = CallSpan::new("echo", Some("echo"), Front::Rest);
+            assert!(quiet.span.get().is_none());
+            assert!(quiet.running().is_none());
+            let failing = CallSpan::new("panic", Some("misbehave"), Front::Mcp);
+            failing.get().in_scope(|| tracing::warn!("trapped"));
+        });
+        let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
+        assert!(
+            text.contains(r#"call{tool="panic" plugin="misbehave" front="mcp"}: "#)
+                && text.contains("trapped"),
+            "{text}"
+        );
+
+        // At debug (or with traces on), the call runs in its span.
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        tracing::subscriber::with_default(logs(Level::DEBUG, &lines), || {
+            let call = CallSpan::new("echo", Some("echo"), Front::Rest);
+            assert!(call.span.get().is_some());
+            let running = call.running();
+            assert!(!running.is_none());
+            assert_eq!(running.id(), call.get().id(), "the same span, not a second");
+        });
+    }
+}
