@@ -150,15 +150,22 @@ impl Executor {
         Fut: Future<Output = T> + Send + 'static,
         T: Send + 'static,
     {
-        self.waiting.fetch_add(1, Ordering::Relaxed);
-        let acquired = tokio::time::timeout(QUEUE_WAIT, self.slots.clone().acquire_owned()).await;
-        self.waiting.fetch_sub(1, Ordering::Relaxed);
-        let permit = match acquired {
-            Ok(Ok(permit)) => permit,
-            _ => {
-                return Err(Refusal::Busy {
-                    max_calls: self.max_calls,
-                });
+        // A free slot is taken at once, without making the queue's clock.
+        let permit = match self.slots.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                self.waiting.fetch_add(1, Ordering::Relaxed);
+                let acquired =
+                    tokio::time::timeout(QUEUE_WAIT, self.slots.clone().acquire_owned()).await;
+                self.waiting.fetch_sub(1, Ordering::Relaxed);
+                match acquired {
+                    Ok(Ok(permit)) => permit,
+                    _ => {
+                        return Err(Refusal::Busy {
+                            max_calls: self.max_calls,
+                        });
+                    }
+                }
             }
         };
         let cancel = Cancel::default();
