@@ -207,7 +207,12 @@ impl Server {
     ) {
         let id = self.connections.next_id.fetch_add(1, Ordering::Relaxed);
         let in_flight = Arc::new(AtomicUsize::new(0));
-        let evict = CancellationToken::new();
+        // Cancelled by eviction or, as the server's child, by shutdown: the
+        // connection waits on one token of its own. Each poll of a token's
+        // `cancelled()` takes that token's lock, and the connection is
+        // polled on every read and write; the server's token is every
+        // connection's (#40).
+        let evict = self.shutdown.child_token();
         self.open_connections.fetch_add(1, Ordering::Relaxed);
         self.connections.lock().insert(
             id,
@@ -242,13 +247,12 @@ impl Server {
             .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
         tokio::pin!(connection);
         tokio::select! {
+            biased;
             _ = connection.as_mut() => {}
             () = evict.cancelled() => {
-                tracing::debug!("closing an idle keep-alive connection to make room");
-                connection.as_mut().graceful_shutdown();
-                let _ = connection.await;
-            }
-            () = self.shutdown.cancelled() => {
+                if !self.shutdown.is_cancelled() {
+                    tracing::debug!("closing an idle keep-alive connection to make room");
+                }
                 connection.as_mut().graceful_shutdown();
                 let _ = connection.await;
             }
