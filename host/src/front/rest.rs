@@ -165,9 +165,12 @@ async fn call_tool(
     name: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
     requester: Option<axum::Extension<Requester>>,
-    headers: HeaderMap,
-    body: Body,
+    // The request itself, not a `HeaderMap` extractor: that clones every
+    // header, on every call (#40).
+    request: axum::extract::Request,
 ) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
     let view = view_of(requester.as_ref());
     let name = match tool_name(name) {
         Ok(name) => name,
@@ -177,11 +180,11 @@ async fn call_tool(
         Ok(format) => format,
         Err(envelope) => return envelope.into_response(),
     };
-    let arguments = match read_arguments(&headers, body, state.settings.max_body_bytes).await {
+    let arguments = match read_arguments(headers, body, state.settings.max_body_bytes).await {
         Ok(arguments) => arguments,
         Err(envelope) => return envelope.into_response(),
     };
-    run(&state, "POST", &name, arguments, format, &headers, &view)
+    run(&state, "POST", &name, arguments, format, headers, &view)
         .await
         .into_response()
 }
