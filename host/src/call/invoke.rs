@@ -105,7 +105,7 @@ pub async fn call_tool(
     let span = CallSpan::new(
         name,
         plugin.as_deref().map(|plugin| plugin.id.as_str()),
-        front,
+        front.as_str(),
     );
     let (mut envelope, usage) = match entry {
         Some(entry) => {

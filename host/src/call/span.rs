@@ -21,20 +21,19 @@ use std::sync::OnceLock;
 use tracing::Span;
 use tracing::level_filters::LevelFilter;
 
-use crate::call::invoke::Front;
-
 /// A call's span, made now or when first asked for.
 pub(crate) struct CallSpan<'a> {
     tool: &'a str,
     plugin: Option<&'a str>,
-    front: Front,
+    front: &'static str,
     span: OnceLock<Span>,
 }
 
 impl<'a> CallSpan<'a> {
     /// The span of a call of `tool` (of `plugin`, if it serves) through
-    /// `front`: made now if debug logs or traces may read it.
-    pub(crate) fn new(tool: &'a str, plugin: Option<&'a str>, front: Front) -> Self {
+    /// `front` (`rest`, `mcp`, ...): made now if debug logs or traces may
+    /// read it.
+    pub(crate) fn new(tool: &'a str, plugin: Option<&'a str>, front: &'static str) -> Self {
         let call = CallSpan {
             tool,
             plugin,
@@ -64,7 +63,7 @@ impl<'a> CallSpan<'a> {
             "call",
             tool = self.tool,
             plugin = self.plugin,
-            front = self.front.as_str(),
+            front = self.front,
             outcome = tracing::field::Empty,
             duration_ms = tracing::field::Empty,
             cpu_ms = tracing::field::Empty,
@@ -110,10 +109,10 @@ mod tests {
         // in it gets one, with the fields a span made up front has.
         let lines = Arc::new(Mutex::new(Vec::new()));
         tracing::subscriber::with_default(logs(Level::INFO, &lines), || {
-            let quiet = CallSpan::new("echo", Some("echo"), Front::Rest);
+            let quiet = CallSpan::new("echo", Some("echo"), "rest");
             assert!(quiet.span.get().is_none());
             assert!(quiet.running().is_none());
-            let failing = CallSpan::new("panic", Some("misbehave"), Front::Mcp);
+            let failing = CallSpan::new("panic", Some("misbehave"), "mcp");
             failing.get().in_scope(|| tracing::warn!("trapped"));
         });
         let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
@@ -126,7 +125,7 @@ mod tests {
         // At debug (or with traces on), the call runs in its span.
         let lines = Arc::new(Mutex::new(Vec::new()));
         tracing::subscriber::with_default(logs(Level::DEBUG, &lines), || {
-            let call = CallSpan::new("echo", Some("echo"), Front::Rest);
+            let call = CallSpan::new("echo", Some("echo"), "rest");
             assert!(call.span.get().is_some());
             let running = call.running();
             assert!(!running.is_none());
