@@ -168,7 +168,7 @@ async fn run_tool(
         Some(slots) => Ok(slots),
         None => {
             slots(&calls.slots, plugin)
-                .instrument(span.get().clone())
+                .instrument(span.for_lines())
                 .await
         }
     };
@@ -176,7 +176,7 @@ async fn run_tool(
         Ok(slots) => slots,
         Err(busy) => return (busy, None),
     };
-    let run = registry
+    let mut run = registry
         .runtime()
         .call_tool(
             &plugin.compiled,
@@ -189,13 +189,13 @@ async fn run_tool(
         )
         .await;
     if !run.printed.is_empty() {
-        span.get().in_scope(|| run.printed.log(&plugin.id));
+        span.for_lines().in_scope(|| run.printed.log());
     }
     let envelope = tracing::debug_span!("normalise").in_scope(|| match run.outcome {
         Ok(Ok(output)) => Envelope::success(output, &entry.tool, format),
         Ok(Err(tool_error)) => Envelope::tool_error(tool_error, name),
         Err(failure) => span
-            .get()
+            .for_lines()
             .in_scope(|| call_failure(name, &entry.plugin.id, failure)),
     });
     (envelope, run.usage)

@@ -27,6 +27,9 @@ pub(crate) struct CallSpan<'a> {
     plugin: Option<&'a str>,
     front: &'static str,
     span: OnceLock<Span>,
+    /// Whether the span was made as the call started, so that the call
+    /// runs in it.
+    up_front: bool,
 }
 
 impl<'a> CallSpan<'a> {
@@ -39,8 +42,9 @@ impl<'a> CallSpan<'a> {
             plugin,
             front,
             span: OnceLock::new(),
+            up_front: LevelFilter::current() >= LevelFilter::DEBUG,
         };
-        if LevelFilter::current() >= LevelFilter::DEBUG {
+        if call.up_front {
             let _ = call.span.set(call.make());
         }
         call
@@ -52,9 +56,14 @@ impl<'a> CallSpan<'a> {
         self.span.get().cloned().unwrap_or_else(Span::none)
     }
 
-    /// The call's span, made now if it was not, for a line logged in it.
-    pub(crate) fn get(&self) -> &Span {
-        self.span.get_or_init(|| self.make())
+    /// The span to log a line of the call in: none when the call already
+    /// runs in its span (entering it again would count as idle time in
+    /// its trace), else the call's, made now if it was not.
+    pub(crate) fn for_lines(&self) -> Span {
+        if self.up_front {
+            return Span::none();
+        }
+        self.span.get_or_init(|| self.make()).clone()
     }
 
     fn make(&self) -> Span {
@@ -91,6 +100,7 @@ mod tests {
             .finish()
     }
 
+    /// Log lines kept for the test to read.
     struct Lines(Arc<Mutex<Vec<u8>>>);
 
     impl std::io::Write for Lines {
@@ -113,7 +123,7 @@ mod tests {
             assert!(quiet.span.get().is_none());
             assert!(quiet.running().is_none());
             let failing = CallSpan::new("panic", Some("misbehave"), "mcp");
-            failing.get().in_scope(|| tracing::warn!("trapped"));
+            failing.for_lines().in_scope(|| tracing::warn!("trapped"));
         });
         let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
         assert!(
@@ -126,10 +136,18 @@ mod tests {
         let lines = Arc::new(Mutex::new(Vec::new()));
         tracing::subscriber::with_default(logs(Level::DEBUG, &lines), || {
             let call = CallSpan::new("echo", Some("echo"), "rest");
-            assert!(call.span.get().is_some());
             let running = call.running();
             assert!(!running.is_none());
-            assert_eq!(running.id(), call.get().id(), "the same span, not a second");
+            // A line is logged in the span the call runs in, not in a
+            // second one or the same one entered again.
+            assert!(call.for_lines().is_none());
+            running.in_scope(|| call.for_lines().in_scope(|| tracing::warn!("trapped")));
         });
+        let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
+        assert!(
+            text.contains(r#"call{tool="echo" plugin="echo" front="rest"}: "#)
+                && text.contains("trapped"),
+            "{text}"
+        );
     }
 }

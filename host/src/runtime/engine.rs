@@ -220,8 +220,8 @@ impl Runtime {
                 Ok(description)
             })
             .await;
-            let (settled, printed) = settle(&grants, &mut store, outcome);
-            printed.log(&plugin.name);
+            let (settled, mut printed) = settle(&plugin.name, &grants, &mut store, outcome);
+            printed.log();
             drop(store);
             code.release_resident();
             settled
@@ -248,8 +248,8 @@ impl Runtime {
         }
         let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
         let tool = tool.to_string();
-        // The call's span (if the caller opened one) goes with it to the
-        // guest thread, so what the plugin prints is logged inside it.
+        // The caller's span (a tool call's, when debug logs or traces
+        // made it up front) goes with the call to the guest thread.
         let span = tracing::Span::current();
         let inline = plugin.inline;
         let ran = self
@@ -309,7 +309,7 @@ impl Runtime {
                         Ok(Err(error)) => (Ok(Err(error)), None),
                         Err(elapsed) => (Err(elapsed), None),
                     };
-                    let (settled, printed) = settle(&grants, &mut store, outcome);
+                    let (settled, printed) = settle(&plugin.name, &grants, &mut store, outcome);
                     // Only an instance whose call ended well is handed on;
                     // a large one is torn down after the answer has gone.
                     match (grants.reuse_instance, instance, &settled) {
@@ -571,8 +571,8 @@ impl Runtime {
                     })
                     .await;
                     let usage = usage_of(&store, &grants, &code);
-                    let (settled, printed) = settle(&grants, &mut store, outcome);
-                    printed.log(&plugin.name);
+                    let (settled, mut printed) = settle(&plugin.name, &grants, &mut store, outcome);
+                    printed.log();
                     Ok((settled, usage))
                 };
                 tracing::Instrument::instrument(job, span)

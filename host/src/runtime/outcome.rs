@@ -3,6 +3,8 @@
 //! by whoever holds the call's span), and wasmtime's result or trap as the
 //! plugin's value or a [`CallFailure`].
 
+use std::mem::take;
+use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::{Store, Trap};
@@ -44,9 +46,13 @@ pub struct ToolRun {
 }
 
 /// What a plugin printed in one call, bounded (`log_capture.rs`): each
-/// stream's text and how many bytes past the bound were dropped.
+/// stream's text and how many bytes past the bound were dropped. Never
+/// lost: what is not logged by [`Printed::log`] is logged when it is
+/// dropped, as when a caller went away before the call ended and its
+/// answer is dropped unread.
 #[derive(Debug, Default)]
 pub struct Printed {
+    plugin: Arc<str>,
     stdout: (String, usize),
     stderr: (String, usize),
 }
@@ -60,21 +66,32 @@ impl Printed {
     }
 
     /// Logs it, a line at `info` per printed line, in the span the caller
-    /// is in (a tool call's, `call/invoke.rs`).
-    pub fn log(&self, plugin: &str) {
-        log_output(plugin, "stdout", &self.stdout);
-        log_output(plugin, "stderr", &self.stderr);
+    /// is in (a tool call's, `call/invoke.rs`); once.
+    pub fn log(&mut self) {
+        let (stdout, stderr) = (take(&mut self.stdout), take(&mut self.stderr));
+        log_output(&self.plugin, "stdout", &stdout);
+        log_output(&self.plugin, "stderr", &stderr);
     }
 }
 
-/// Turns wasmtime's outcome into ours, with what the plugin printed.
+impl Drop for Printed {
+    fn drop(&mut self) {
+        if !self.is_empty() {
+            self.log();
+        }
+    }
+}
+
+/// Turns wasmtime's outcome into ours, with what `plugin` printed.
 pub(super) fn settle<T>(
+    plugin: &Arc<str>,
     grants: &Grants,
     store: &mut Store<Sandbox>,
     outcome: Result<wasmtime::Result<T>, tokio::time::error::Elapsed>,
 ) -> (Result<T, CallFailure>, Printed) {
     let sandbox = store.data_mut();
     let printed = Printed {
+        plugin: plugin.clone(),
         stdout: sandbox.stdout.take(),
         stderr: sandbox.stderr.take(),
     };
@@ -124,5 +141,61 @@ fn log_output(plugin: &str, stream: &str, (text, dropped): &(String, usize)) {
     }
     if *dropped > 0 {
         tracing::warn!(target: "toolhost::plugin", plugin, stream, dropped, "output over the log limit was dropped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// What `printed` leaves in an `info` log when `handle` is done with
+    /// it.
+    fn logged(printed: Printed, handle: impl FnOnce(Printed)) -> String {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let logs = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || Sink(sink.clone()))
+            .finish();
+        tracing::subscriber::with_default(logs, || handle(printed));
+        String::from_utf8(lines.lock().unwrap().clone()).unwrap()
+    }
+
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn printed() -> Printed {
+        Printed {
+            plugin: "chatty".into(),
+            stdout: ("one\ntwo\n".into(), 0),
+            stderr: (String::new(), 7),
+        }
+    }
+
+    #[test]
+    fn what_a_plugin_printed_is_logged_once_even_when_nobody_reads_it() {
+        // Logged by whoever holds the call's span ...
+        let read = logged(printed(), |mut printed| printed.log());
+        // ... or, when the caller went away and the answer is dropped
+        // unread, when it is dropped.
+        let dropped = logged(printed(), drop);
+        for log in [read, dropped] {
+            assert_eq!(log.matches("one").count(), 1, "{log}");
+            assert_eq!(log.matches("two").count(), 1, "{log}");
+            assert_eq!(log.matches("dropped=7").count(), 1, "{log}");
+            assert!(log.contains(r#"plugin="chatty""#), "{log}");
+        }
+        assert!(!printed().is_empty() && Printed::default().is_empty());
     }
 }
