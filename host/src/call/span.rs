@@ -84,48 +84,22 @@ impl<'a> CallSpan<'a> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
     use tracing::Level;
 
     use super::*;
-
-    /// A log subscriber at `level` writing to `lines`.
-    fn logs(level: Level, lines: &Arc<Mutex<Vec<u8>>>) -> impl tracing::Subscriber + use<> {
-        let lines = lines.clone();
-        tracing_subscriber::fmt()
-            .with_max_level(level)
-            .with_ansi(false)
-            .with_writer(move || Lines(lines.clone()))
-            .finish()
-    }
-
-    /// Log lines kept for the test to read.
-    struct Lines(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Lines {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    use crate::runtime::logged_at;
 
     #[test]
     fn made_up_front_only_when_debug_may_read_it() {
         // At info, a call that logs nothing makes no span; a line logged
         // in it gets one, with the fields a span made up front has.
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        tracing::subscriber::with_default(logs(Level::INFO, &lines), || {
+        let text = logged_at(Level::INFO, || {
             let quiet = CallSpan::new("echo", Some("echo"), "rest");
             assert!(quiet.span.get().is_none());
             assert!(quiet.running().is_none());
             let failing = CallSpan::new("panic", Some("misbehave"), "mcp");
             failing.for_lines().in_scope(|| tracing::warn!("trapped"));
         });
-        let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
         assert!(
             text.contains(r#"call{tool="panic" plugin="misbehave" front="mcp"}: "#)
                 && text.contains("trapped"),
@@ -133,8 +107,7 @@ mod tests {
         );
 
         // At debug (or with traces on), the call runs in its span.
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        tracing::subscriber::with_default(logs(Level::DEBUG, &lines), || {
+        let text = logged_at(Level::DEBUG, || {
             let call = CallSpan::new("echo", Some("echo"), "rest");
             let running = call.running();
             assert!(!running.is_none());
@@ -143,7 +116,6 @@ mod tests {
             assert!(call.for_lines().is_none());
             running.in_scope(|| call.for_lines().in_scope(|| tracing::warn!("trapped")));
         });
-        let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
         assert!(
             text.contains(r#"call{tool="echo" plugin="echo" front="rest"}: "#)
                 && text.contains("trapped"),

@@ -77,6 +77,8 @@ pub(crate) use self::executor::QUEUE_WAIT;
 pub use self::failure::{CallFailure, CompileError};
 pub(crate) use self::grants::{DirGrant, OriginPattern};
 pub use self::grants::{Grants, Limits};
+#[cfg(test)]
+pub(crate) use self::outcome::logged_at;
 pub use self::outcome::{Printed, ToolRun};
 pub use self::usage::CallUsage;
 

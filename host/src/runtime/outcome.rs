@@ -145,24 +145,11 @@ fn log_output(plugin: &str, stream: &str, (text, dropped): &(String, usize)) {
     }
 }
 
+/// What `run` logs under a text subscriber at `level`, for tests of the
+/// lines a call logs (here and `call/span.rs`).
 #[cfg(test)]
-mod tests {
+pub(crate) fn logged_at(level: tracing::Level, run: impl FnOnce()) -> String {
     use std::sync::Mutex;
-
-    use super::*;
-
-    /// What `printed` leaves in an `info` log when `handle` is done with
-    /// it.
-    fn logged(printed: Printed, handle: impl FnOnce(Printed)) -> String {
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        let logs = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_writer(move || Sink(sink.clone()))
-            .finish();
-        tracing::subscriber::with_default(logs, || handle(printed));
-        String::from_utf8(lines.lock().unwrap().clone()).unwrap()
-    }
 
     struct Sink(Arc<Mutex<Vec<u8>>>);
 
@@ -174,6 +161,27 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let logs = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_writer(move || Sink(sink.clone()))
+        .finish();
+    tracing::subscriber::with_default(logs, run);
+    String::from_utf8(lines.lock().unwrap().clone()).unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `printed` leaves in an `info` log when `handle` is done with
+    /// it.
+    fn logged(printed: Printed, handle: impl FnOnce(Printed)) -> String {
+        logged_at(tracing::Level::INFO, || handle(printed))
     }
 
     fn printed() -> Printed {
