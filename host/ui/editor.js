@@ -24,6 +24,10 @@ let context = null;
 let view = null;
 const languageMode = new Compartment();
 const current = { language: "python", building: null };
+/// Each load into the editor (a template, a plugin's source) takes the next
+/// number; one whose fetch ends after a later load began is dropped, so a
+/// slow template cannot overwrite a source opened after it.
+let loads = 0;
 
 const $ = (id) => document.getElementById(id);
 
@@ -101,8 +105,10 @@ async function startFromTemplate() {
   const name = $("write-name").value.trim() || "my_tool";
   if (!NAME.test(name)) return say("bad", "A name is letters, digits, _ or -, starting with a letter.");
   $("write-name").value = name;
+  const load = ++loads;
   const response = await fetch(LANGUAGES[current.language].template);
   const template = await response.text();
+  if (load !== loads) return;
   setSource(template.replaceAll("__NAME__", name).replaceAll("__ID__", name.replace(/-/g, "_")));
   say("", `A new ${LANGUAGES[current.language].label} tool from the template: edit it, then Publish (Ctrl/Cmd-S).`);
   view.focus();
@@ -111,12 +117,15 @@ async function startFromTemplate() {
 /// Loads one of the person's own source-built plugins back (`id` is
 /// `namespace/name`, `language` its `builtFrom`).
 export async function editSource(id, language) {
+  const load = ++loads;
   const response = await fetch(`/plugins/${id.split("/").map(encodeURIComponent).join("/")}/source`, {
     headers: context.headers(),
   });
+  const source = await response.text();
+  if (load !== loads) return;
   if (response.status !== 200) return say("bad", `Cannot load the source of ${id} (HTTP ${response.status}).`);
   setLanguage(language in LANGUAGES ? language : "python");
-  setSource(await response.text());
+  setSource(source);
   $("write-name").value = id.split("/").pop();
   $("write-section").scrollIntoView({ block: "start" });
   say("", `The source ${id} serves from: edit it, then Publish.`);
