@@ -22,7 +22,7 @@ use crate::edge::cors::CorsOrigins;
 use crate::edge::guard::{self, GuardSettings, LOOPBACK_HOSTS, Refusals};
 use crate::edge::listener::{self, ConnectionLimits};
 use crate::edge::oauth::{self, OAuth, OAuthSettings};
-use crate::edge::outer::{self, Outer};
+use crate::edge::outer::Outer;
 use crate::front::mcp::McpFront;
 use crate::front::mcp::stdio;
 use crate::front::mcp::streamable::{self as mcp_http, McpHttpSettings};
@@ -301,13 +301,10 @@ async fn serve(
     if let Some(oauth) = oauth {
         app = app.merge(guarded(oauth::router(oauth), guard.without_token()));
     }
-    let app = app.layer(axum::middleware::from_fn_with_state(
-        Arc::new(Outer {
-            cors_origins,
-            drain_limit: settings.max_body_bytes.max(settings.max_plugin_bytes) as u64,
-        }),
-        outer::outer,
-    ));
+    let outer = Outer {
+        cors_origins,
+        drain_limit: settings.max_body_bytes.max(settings.max_plugin_bytes) as u64,
+    };
     let limits = ConnectionLimits {
         header_timeout: settings.header_timeout,
         max_connections: settings.max_connections,
@@ -320,7 +317,7 @@ async fn serve(
         tools = snapshot.tools().count(),
         "toolhost listening on http://{local} (REST at /, MCP at /mcp)",
     );
-    listener::serve(listener, app, limits, open_connections, shutdown).await?;
+    listener::serve(listener, app, outer, limits, open_connections, shutdown).await?;
     Ok(())
 }
 

@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::middleware::Next;
 use axum::response::Response;
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -30,7 +29,11 @@ const LINGER: Duration = Duration::from_secs(10);
 /// Runs the rest of the request (`next`), handing the handler a body it
 /// shares with this function, and drains what the handler left unread
 /// once it has answered.
-pub(crate) async fn drain_unread(limit: u64, request: Request, next: Next) -> Response {
+pub(crate) async fn drain_unread<Next, Answer>(limit: u64, request: Request, next: Next) -> Response
+where
+    Next: FnOnce(Request) -> Answer,
+    Answer: Future<Output = Response>,
+{
     let declared = request
         .headers()
         .get(http::header::CONTENT_LENGTH)
@@ -39,16 +42,15 @@ pub(crate) async fn drain_unread(limit: u64, request: Request, next: Next) -> Re
         .headers()
         .contains_key(http::header::TRANSFER_ENCODING);
     if (declared.unwrap_or(0) == 0 && !chunked) || declared.is_some_and(|n| n > limit) {
-        return next.run(request).await;
+        return next(request).await;
     }
     let (parts, body) = request.into_parts();
     let shared = Arc::new(Mutex::new(Some(body)));
-    let response = next
-        .run(Request::from_parts(
-            parts,
-            Body::new(Shared(shared.clone())),
-        ))
-        .await;
+    let response = next(Request::from_parts(
+        parts,
+        Body::new(Shared(shared.clone())),
+    ))
+    .await;
     // Only when the handler has let go of the body: one still streaming it
     // (in a task of its own) is reading it anyway.
     if Arc::strong_count(&shared) == 1 {

@@ -7,9 +7,11 @@
 //!   about 40 ms per call on an MCP session.
 //! - A header-read timeout (`--header-timeout-ms`, default 10 s): a client
 //!   must send a request's whole header within it, and a keep-alive
-//!   connection that sends no next request is closed after it (hyper runs
-//!   the same timer while it waits for the next request). A response in
-//!   progress, such as an SSE stream, is not affected.
+//!   connection that sends no next request is closed after it. A response
+//!   in progress, such as an SSE stream, is not affected. One timer per
+//!   connection keeps it ([`header_watchdog`]), armed for when the
+//!   connection's idle time would run out and looked at only when it
+//!   fires: hyper's own timer was made and dropped on every request (#40).
 //! - A connection cap (`--max-connections`, default 1024), so idle or slow
 //!   clients cannot take every file descriptor. At the cap, the oldest
 //!   connection with no request in flight (an answered keep-alive one, or
@@ -30,15 +32,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::edge::body::{BodyLimits, timed};
+use crate::edge::outer::{Outer, outer};
 
 /// How long open connections may take to finish once shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -53,10 +57,40 @@ const MAX_WAITING: usize = 64;
 
 /// One open connection, as eviction sees it.
 struct Open {
+    activity: Arc<Activity>,
+    evict: CancellationToken,
+}
+
+/// A connection's requests, as eviction and its header watchdog see them.
+struct Activity {
+    /// When the connection opened: `idle_since` counts from it.
+    opened: Instant,
     /// Requests whose response has not been sent whole yet (an SSE stream
     /// counts until it ends).
-    in_flight: Arc<AtomicUsize>,
-    evict: CancellationToken,
+    in_flight: AtomicUsize,
+    /// When the connection last had no request in flight, in milliseconds
+    /// since `opened`: 0, or when its last answer was sent whole.
+    idle_since: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            opened: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(0),
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+    }
+
+    /// When the connection went idle, if it is.
+    fn idle_since(&self) -> Option<Instant> {
+        self.is_idle()
+            .then(|| self.opened + Duration::from_millis(self.idle_since.load(Ordering::Acquire)))
+    }
 }
 
 /// The open connections, oldest first (ids only grow).
@@ -75,9 +109,9 @@ impl Connections {
     /// keep-alive, or not yet through its first request), if there is one.
     fn evict_oldest_idle(&self) {
         let open = self.lock();
-        let idle = open.values().find(|connection| {
-            connection.in_flight.load(Ordering::Acquire) == 0 && !connection.evict.is_cancelled()
-        });
+        let idle = open
+            .values()
+            .find(|connection| connection.activity.is_idle() && !connection.evict.is_cancelled());
         if let Some(connection) = idle {
             connection.evict.cancel();
         }
@@ -86,11 +120,40 @@ impl Connections {
 
 /// Counts a request from its start until its response body has been sent
 /// whole (or dropped).
-struct InFlight(Arc<AtomicUsize>);
+struct InFlight(Arc<Activity>);
+
+impl InFlight {
+    fn start(activity: &Arc<Activity>) -> InFlight {
+        activity.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight(activity.clone())
+    }
+}
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        // The time first: a watchdog that sees no request in flight sees
+        // when the last one ended.
+        let idle = self.0.opened.elapsed().as_millis() as u64;
+        self.0.idle_since.store(idle, Ordering::Release);
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Ends when `activity`'s connection has had no request in flight for
+/// `timeout`: it sent no whole header in that time (the first request's,
+/// or the next one's on a keep-alive connection). One timer, re-armed only
+/// when it fires: for when the idle time would run out, or, with a request
+/// in flight, `timeout` later to look again.
+async fn header_watchdog(activity: &Activity, timeout: Duration) {
+    let mut deadline = activity.opened + timeout;
+    loop {
+        tokio::time::sleep_until(deadline).await;
+        let now = Instant::now();
+        deadline = match activity.idle_since() {
+            Some(since) if since + timeout <= now => return,
+            Some(since) => since + timeout,
+            None => now + timeout,
+        };
     }
 }
 
@@ -106,6 +169,7 @@ pub(crate) struct ConnectionLimits {
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
+    outer: Outer,
     limits: ConnectionLimits,
     open_connections: Arc<AtomicUsize>,
     shutdown: CancellationToken,
@@ -116,14 +180,13 @@ pub(crate) async fn serve(
         waiting: Arc::new(tokio::sync::Semaphore::new(MAX_WAITING)),
         connections: Connections::default(),
         builder: {
+            // No `header_read_timeout`: [`header_watchdog`] keeps it.
             let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_timeout)
-                .keep_alive(true);
+            builder.keep_alive(true);
             builder
         },
         app,
+        outer,
         limits,
         shutdown: shutdown.clone(),
     });
@@ -193,6 +256,8 @@ struct Server {
     connections: Connections,
     builder: hyper::server::conn::http1::Builder,
     app: Router,
+    /// What every request passes first and every answer last (`outer.rs`).
+    outer: Outer,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
 }
@@ -206,7 +271,7 @@ impl Server {
         slot: tokio::sync::OwnedSemaphorePermit,
     ) {
         let id = self.connections.next_id.fetch_add(1, Ordering::Relaxed);
-        let in_flight = Arc::new(AtomicUsize::new(0));
+        let activity = Arc::new(Activity::new());
         // Cancelled by eviction or, as the server's child, by shutdown: the
         // connection waits on one token of its own. Each poll of a token's
         // `cancelled()` takes that token's lock, and the connection is
@@ -217,22 +282,28 @@ impl Server {
         self.connections.lock().insert(
             id,
             Open {
-                in_flight: in_flight.clone(),
+                activity: activity.clone(),
                 evict: evict.clone(),
             },
         );
-        let app = self.app.clone();
+        let server = self.clone();
+        let requests = activity.clone();
         let body_limits = BodyLimits {
             pause: self.limits.header_timeout,
             whole: self.limits.body_timeout,
         };
         let service = tower::service_fn(move |request: http::Request<hyper::body::Incoming>| {
             let request = request.map(|body| timed(body, body_limits));
-            in_flight.fetch_add(1, Ordering::AcqRel);
-            let guard = InFlight(in_flight.clone());
-            let call = tower::ServiceExt::oneshot(app.clone(), request);
+            let guard = InFlight::start(&requests);
+            let server = server.clone();
             async move {
-                let response = call.await?;
+                let response = outer(&server.outer, request, |request| async {
+                    match tower::ServiceExt::oneshot(server.app.clone(), request).await {
+                        Ok(response) => response,
+                        Err(never) => match never {},
+                    }
+                })
+                .await;
                 // Counted until the body has been sent whole (or dropped).
                 Ok::<_, std::convert::Infallible>(response.map(|body| {
                     axum::body::Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
@@ -255,6 +326,10 @@ impl Server {
                 }
                 connection.as_mut().graceful_shutdown();
                 let _ = connection.await;
+            }
+            () = header_watchdog(&activity, self.limits.header_timeout) => {
+                // Dropped: closed at once, as hyper's own timeout did.
+                tracing::debug!("closing a connection that sent no whole request header in time");
             }
         }
         self.connections.lock().remove(&id);
