@@ -201,10 +201,7 @@ impl Runtime {
             let mut store = runtime.new_store(&plugin, &code, &grants, None, cancel)?;
             let outcome = tokio::time::timeout(grants.limits.timeout, async {
                 let instance = code.pre.instantiate_async(&mut store).await?;
-                let tools = instance
-                    .toolhost_plugin_tools()
-                    .call_list_tools(&mut store)
-                    .await?;
+                let tools = code.pre.list_tools(&mut store, &instance).await?;
                 let mut description = Description {
                     tools,
                     provides: code.pre.provides(),
@@ -296,8 +293,7 @@ impl Runtime {
                             }
                         };
                         let answer = instance
-                            .toolhost_plugin_tools()
-                            .call_call_tool(&mut store, &tool, &arguments)
+                            .call_tool(&mut store, &tool, &arguments)
                             .instrument(tracing::debug_span!("guest"))
                             .await?;
                         Ok((answer, instance))

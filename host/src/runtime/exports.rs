@@ -4,8 +4,10 @@
 //! [`PluginPre`] looks each export up when a component is linked, and
 //! [`Plugin`] is one instance of it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use wasmtime::AsContextMut;
-use wasmtime::component::{Instance, InstancePre};
+use wasmtime::component::{ComponentExportIndex, Func, Instance, InstancePre, TypedFunc};
 
 use super::bindings::{Full, completion, prompts, resources, tools};
 use super::sandbox::Sandbox;
@@ -22,6 +24,12 @@ pub(crate) struct Provides {
 pub(crate) struct PluginPre {
     pre: InstancePre<Sandbox>,
     tools: tools::GuestIndices,
+    /// `call-tool` within `tools`, looked up once.
+    call_tool: ComponentExportIndex,
+    /// Whether an instance has had `tools`' types checked. They are the
+    /// component's, the same in every instance: checked once, a call only
+    /// looks its function up (#40).
+    checked: AtomicBool,
     resources: Option<resources::GuestIndices>,
     prompts: Option<prompts::GuestIndices>,
     completion: Option<completion::GuestIndices>,
@@ -30,7 +38,7 @@ pub(crate) struct PluginPre {
 /// One instance of a plugin, in one store.
 pub(crate) struct Plugin {
     instance: Instance,
-    tools: tools::Guest,
+    call_tool: Func,
 }
 
 impl PluginPre {
@@ -38,7 +46,14 @@ impl PluginPre {
     /// wrong with it), the others may.
     pub(crate) fn new(pre: InstancePre<Sandbox>) -> wasmtime::Result<PluginPre> {
         let tools = tools::GuestIndices::new(&pre)?;
+        let component = pre.component();
+        let call_tool = component
+            .get_export_index(None, "toolhost:plugin/tools@0.1.0")
+            .and_then(|tools| component.get_export_index(Some(&tools), "call-tool"))
+            .ok_or_else(|| wasmtime::format_err!("no export `call-tool` in `tools`"))?;
         Ok(PluginPre {
+            call_tool,
+            checked: AtomicBool::new(false),
             resources: resources::GuestIndices::new(&pre).ok(),
             prompts: prompts::GuestIndices::new(&pre).ok(),
             completion: completion::GuestIndices::new(&pre).ok(),
@@ -64,8 +79,30 @@ impl PluginPre {
         mut store: impl AsContextMut<Data = Sandbox>,
     ) -> wasmtime::Result<Plugin> {
         let instance = self.pre.instantiate_async(&mut store).await?;
-        let tools = self.tools.load(&mut store, &instance)?;
-        Ok(Plugin { instance, tools })
+        let call_tool = if self.checked.load(Ordering::Acquire) {
+            instance.get_func(&mut store, &self.call_tool)
+        } else {
+            let tools = self.tools.load(&mut store, &instance)?;
+            self.checked.store(true, Ordering::Release);
+            Some(*tools.func_call_tool().func())
+        };
+        let call_tool =
+            call_tool.ok_or_else(|| wasmtime::format_err!("no export `call-tool` in `tools`"))?;
+        Ok(Plugin {
+            instance,
+            call_tool,
+        })
+    }
+
+    /// `list-tools` of `plugin`: its types checked as the bindings check
+    /// them (once per load, off the call path).
+    pub(crate) async fn list_tools(
+        &self,
+        mut store: impl AsContextMut<Data = Sandbox>,
+        plugin: &Plugin,
+    ) -> wasmtime::Result<Vec<tools::Tool>> {
+        let tools = self.tools.load(&mut store, &plugin.instance)?;
+        tools.call_list_tools(&mut store).await
     }
 
     /// The instance's `resources` export, if the component has one.
@@ -106,8 +143,23 @@ impl PluginPre {
 }
 
 impl Plugin {
-    pub(crate) fn toolhost_plugin_tools(&self) -> &tools::Guest {
-        &self.tools
+    /// Calls `call-tool` (`tool` with its `arguments` as JSON text).
+    pub(crate) async fn call_tool(
+        &self,
+        mut store: impl AsContextMut<Data = Sandbox>,
+        tool: &str,
+        arguments: &str,
+    ) -> wasmtime::Result<Result<tools::Output, tools::ToolError>> {
+        // SAFETY: `call_tool` is this component's `call-tool`, whose types
+        // `PluginPre::instantiate_async` checked (`GuestIndices::load`) on
+        // the first instance of this component; every instance of it has
+        // the same types.
+        let callee: TypedFunc<(&str, &str), (Result<tools::Output, tools::ToolError>,)> =
+            unsafe { TypedFunc::new_unchecked(self.call_tool) };
+        let (answer,) = callee
+            .call_async(store.as_context_mut(), (tool, arguments))
+            .await?;
+        Ok(answer)
     }
 }
 
