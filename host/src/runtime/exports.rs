@@ -80,7 +80,7 @@ impl PluginPre {
     ) -> wasmtime::Result<Plugin> {
         let instance = self.pre.instantiate_async(&mut store).await?;
         let call_tool = if self.checked.load(Ordering::Acquire) {
-            instance.get_func(&mut store, &self.call_tool)
+            instance.get_func(&mut store, self.call_tool)
         } else {
             let tools = self.tools.load(&mut store, &instance)?;
             self.checked.store(true, Ordering::Release);
