@@ -407,6 +407,83 @@ fn silent_slow_and_idle_connections_are_closed() {
     }
 }
 
+/// A connection evicted at the cap while half its header is in is still
+/// on the header timeout: hyper closes it only once the header is whole,
+/// so without the timer it would keep its slot for good.
+#[test]
+fn half_headers_evicted_at_the_cap_still_time_out() {
+    let (_dir, server) = echo_server(&["--max-connections", "2", "--header-timeout-ms", "1000"]);
+    let address = server.base.trim_start_matches("http://").to_string();
+    let mut half: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut stream = TcpStream::connect(&address).unwrap();
+            stream
+                .write_all(b"GET /health HTTP/1.1\r\nHost: 127")
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            stream
+        })
+        .collect();
+    // A third connection makes the server evict the oldest; its answer
+    // (200 or 503) does not matter here.
+    let _ = raw(
+        &server,
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    let oldest = half.remove(0);
+    let took = time_until_closed(oldest);
+    assert!(took < Duration::from_secs(5), "evicted, open for {took:?}");
+    server.wait_for("a slot to come back", |s| {
+        raw(
+            s,
+            "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        )
+        .status
+            == 200
+    });
+}
+
+/// A body still coming after its answer (an upload refused for its token,
+/// drained for a lingering close) keeps its connection past the header
+/// timeout: the client writes it all, then reads the 401, with no reset.
+#[test]
+fn a_body_drained_after_its_answer_outlasts_the_header_timeout() {
+    let (_dir, server) = echo_server(&["--header-timeout-ms", "1000", "--token", "the-right-one"]);
+    let address = server.base.trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(&address).unwrap();
+    let chunk = vec![b'x'; 16 * 1024];
+    // 15 pieces 200 ms apart: three header timeouts of body after the 401.
+    let pieces = 15;
+    stream
+        .write_all(
+            format!(
+                "PUT /plugins/late.wasm HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                 Authorization: Bearer the-wrong-one\r\nContent-Length: {}\r\n\r\n",
+                pieces * chunk.len()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    for piece in 0..pieces {
+        std::thread::sleep(Duration::from_millis(200));
+        stream
+            .write_all(&chunk)
+            .unwrap_or_else(|error| panic!("piece {piece} of the body: {error}"));
+    }
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = stream.read(&mut buffer).expect("the answer");
+        assert!(read > 0, "closed before the answer could be read");
+        seen.extend_from_slice(&buffer[..read]);
+    }
+    let head = String::from_utf8_lossy(&seen).to_string();
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+}
+
 /// Past the cap, with every connection busy (here each holds an open
 /// `/events` stream), a new one is refused with the BUSY envelope.
 #[test]

@@ -56,8 +56,13 @@ pub(crate) struct BodyLimits {
     pub(crate) whole: Duration,
 }
 
-/// `body` on its clock, which starts now.
-pub(crate) fn timed(body: Incoming, limits: BodyLimits) -> axum::body::Body {
+/// `body` on its clock, which starts now. `held` is kept until the body
+/// has ended or is dropped (the listener counts the body as a request in
+/// flight with it).
+pub(crate) fn timed<H>(body: Incoming, limits: BodyLimits, held: Option<H>) -> axum::body::Body
+where
+    H: Send + Unpin + 'static,
+{
     if body.is_end_stream() {
         return axum::body::Body::new(body);
     }
@@ -67,10 +72,11 @@ pub(crate) fn timed(body: Incoming, limits: BodyLimits) -> axum::body::Body {
         deadline: Instant::now() + limits.whole,
         timer: None,
         expired: false,
+        held,
     })
 }
 
-struct Timed {
+struct Timed<H> {
     inner: Incoming,
     limits: BodyLimits,
     deadline: Instant,
@@ -78,9 +84,11 @@ struct Timed {
     /// the deadline.
     timer: Option<Pin<Box<Sleep>>>,
     expired: bool,
+    /// Let go of once the body has ended.
+    held: Option<H>,
 }
 
-impl HttpBody for Timed {
+impl<H: Unpin> HttpBody for Timed<H> {
     type Data = Bytes;
     type Error = axum::BoxError;
 
@@ -94,6 +102,9 @@ impl HttpBody for Timed {
         match Pin::new(&mut self.inner).poll_frame(cx) {
             Poll::Ready(frame) => {
                 self.timer = None;
+                if !matches!(frame, Some(Ok(_))) || self.inner.is_end_stream() {
+                    self.held = None;
+                }
                 Poll::Ready(frame.map(|frame| frame.map_err(Into::into)))
             }
             Poll::Pending => {
@@ -107,6 +118,7 @@ impl HttpBody for Timed {
                     return Poll::Pending;
                 }
                 self.expired = true;
+                self.held = None;
                 let pause = Instant::now() < deadline;
                 let limit = if pause { limits.pause } else { limits.whole };
                 Poll::Ready(Some(Err(Box::new(BodyTimeout { pause, limit }))))

@@ -182,7 +182,7 @@ pub(crate) async fn serve(
         builder: {
             // No `header_read_timeout`: [`header_watchdog`] keeps it.
             let mut builder = hyper::server::conn::http1::Builder::new();
-            builder.keep_alive(true);
+            builder.keep_alive(true).header_read_timeout(None);
             builder
         },
         app,
@@ -293,8 +293,16 @@ impl Server {
             whole: self.limits.body_timeout,
         };
         let service = tower::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-            let request = request.map(|body| timed(body, body_limits));
+            // A request is in flight until its answer has been sent whole
+            // and its body has ended: a body still coming after the answer
+            // (drained for a lingering close, say) is not an idle
+            // connection's silence.
             let guard = InFlight::start(&requests);
+            let request = request.map(|body| {
+                let reading =
+                    (!hyper::body::Body::is_end_stream(&body)).then(|| InFlight::start(&requests));
+                timed(body, body_limits, reading)
+            });
             let server = server.clone();
             async move {
                 let response = outer(&server.outer, request, |request| async {
@@ -325,7 +333,12 @@ impl Server {
                     tracing::debug!("closing an idle keep-alive connection to make room");
                 }
                 connection.as_mut().graceful_shutdown();
-                let _ = connection.await;
+                // hyper closes a connection with half a header only once
+                // the header is whole: the timer still runs.
+                tokio::select! {
+                    _ = connection.as_mut() => {}
+                    () = header_watchdog(&activity, self.limits.header_timeout) => {}
+                }
             }
             () = header_watchdog(&activity, self.limits.header_timeout) => {
                 // Dropped: closed at once, as hyper's own timeout did.
