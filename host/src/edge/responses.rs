@@ -72,20 +72,28 @@ pub(crate) fn http_body(envelope: &Envelope) -> HttpBody<'_> {
 impl serde::Serialize for HttpBody<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let envelope = self.envelope;
+        // Every field named: a field added to `Envelope` fails to compile
+        // here until it is written.
+        let Envelope {
+            content,
+            structured_content,
+            is_error,
+            error,
+            meta,
+        } = self.envelope;
         let mut body = serializer.serialize_struct("Envelope", 7)?;
-        body.serialize_field("content", &envelope.content)?;
-        if let Some(structured) = &envelope.structured_content {
+        body.serialize_field("content", content)?;
+        if let Some(structured) = structured_content {
             body.serialize_field("structuredContent", structured)?;
         }
-        body.serialize_field("isError", &envelope.is_error)?;
-        if let Some(error) = &envelope.error {
+        body.serialize_field("isError", is_error)?;
+        if let Some(error) = error {
             body.serialize_field("error", error)?;
         }
-        if let Some(meta) = &envelope.meta {
+        if let Some(meta) = meta {
             body.serialize_field("meta", meta)?;
         }
-        body.serialize_field("success", &!envelope.is_error)?;
+        body.serialize_field("success", &!is_error)?;
         body.serialize_field("timestamp", &Timestamp(self.now))?;
         body.end()
     }
