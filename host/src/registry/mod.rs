@@ -276,7 +276,7 @@ impl Registry {
                 tracing::warn!(plugin = %id, reason = %rejection.reason, "plugin waits for a tool name");
             }
         }
-        let tool_list_changed = before.tool_list_fingerprint() != next.tool_list_fingerprint();
+        let tool_list_changed = !before.lists_tools_as(&next);
         let [resources_before, prompts_before] = before.catalog_fingerprint();
         let [resources_after, prompts_after] = next.catalog_fingerprint();
         let (resources_changed, prompts_changed) = (

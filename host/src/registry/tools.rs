@@ -47,6 +47,17 @@ impl Tool {
             .is_some_and(|annotations| annotations["readOnlyHint"] == true)
     }
 
+    /// Whether `other` is listed exactly as this tool is (what
+    /// [`Tool::listing`] writes), compared in place: no listing is built.
+    pub(crate) fn lists_as(&self, other: &Tool) -> bool {
+        self.name == other.name
+            && self.title == other.title
+            && self.description == other.description
+            && self.input_schema == other.input_schema
+            && self.output_schema == other.output_schema
+            && self.annotations == other.annotations
+    }
+
     /// The tool as MCP's `tools/list` and REST's `GET /tools` describe it:
     /// exactly what the plugin declared, in MCP's field names.
     pub(crate) fn listing(&self) -> Map<String, Value> {
