@@ -159,15 +159,14 @@ pub(crate) async fn get_prompt(
 ) -> Result<Value, Envelope> {
     let snapshot = registry.snapshot();
     let Some(plugin) = snapshot.prompt(name, view) else {
-        let available: Vec<&str> = snapshot
+        let available = snapshot
             .serving()
             .filter(|plugin| view.sees(&plugin.id))
-            .flat_map(|p| p.catalog.prompts.iter().map(|p| p.name.as_str()))
-            .collect();
+            .flat_map(|p| p.catalog.prompts.iter().map(|p| p.name.as_str()));
         return Err(Envelope::host_error(
             ErrorCode::PromptNotFound,
             format!("no prompt named {name:?} is loaded"),
-            Some(json!({ "available": available })),
+            Some(crate::call::invoke::not_found_details(available)),
         ));
     };
     let prompt = plugin

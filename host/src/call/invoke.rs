@@ -217,19 +217,41 @@ pub(crate) fn visible_tool(
 
 /// The answer for a tool that does not exist, or that `view` does not
 /// see: the two are the same, to the byte (`available` is what `view`
-/// sees).
+/// sees, at most [`MAX_AVAILABLE`] names).
 pub(crate) fn tool_not_found(registry: &Registry, name: &str, view: &View) -> Envelope {
     let snapshot = registry.snapshot();
-    let available: Vec<&String> = snapshot
+    let available = snapshot
         .tools()
         .filter(|entry| view.sees(&entry.plugin.id))
-        .map(|entry| &entry.tool.name)
-        .collect();
+        .map(|entry| entry.tool.name.as_str());
     Envelope::host_error(
         ErrorCode::ToolNotFound,
         format!("no tool named {name:?} is loaded"),
-        Some(json!({ "available": available })),
+        Some(not_found_details(available)),
     )
+}
+
+/// How many names a not-found answer lists at most.
+pub(crate) const MAX_AVAILABLE: usize = 100;
+
+/// A not-found answer's details: the first [`MAX_AVAILABLE`] names there
+/// are (`available`), and with more, how many there are in all
+/// (`availableCount`). A name mistyped on a server of 10,000 tools was
+/// answered with all of them, 300 kB written for each wrong name (#39).
+pub(crate) fn not_found_details<'a>(names: impl Iterator<Item = &'a str>) -> Value {
+    let mut available = Vec::new();
+    let mut count = 0usize;
+    for name in names {
+        if count < MAX_AVAILABLE {
+            available.push(name);
+        }
+        count += 1;
+    }
+    if count > MAX_AVAILABLE {
+        json!({ "available": available, "availableCount": count })
+    } else {
+        json!({ "available": available })
+    }
 }
 
 fn call_failure(tool: &str, plugin: &str, failure: CallFailure) -> Envelope {
@@ -275,4 +297,25 @@ pub(crate) fn failure_envelope(
         _ => tracing::warn!(%code, "{subject} {failure}"),
     }
     Envelope::host_error(code, format!("{subject} {failure}"), Some(details))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_not_found_answer_lists_at_most_a_hundred_names_and_counts_the_rest() {
+        let few: Vec<String> = (0..3).map(|n| format!("t{n}")).collect();
+        assert_eq!(
+            not_found_details(few.iter().map(String::as_str)),
+            json!({ "available": ["t0", "t1", "t2"] })
+        );
+        let many: Vec<String> = (0..10_000).map(|n| format!("t{n:05}")).collect();
+        let details = not_found_details(many.iter().map(String::as_str));
+        assert_eq!(details["availableCount"], 10_000);
+        let listed = details["available"].as_array().unwrap();
+        assert_eq!(listed.len(), MAX_AVAILABLE);
+        assert_eq!(listed[0], "t00000");
+        assert_eq!(listed[MAX_AVAILABLE - 1], "t00099");
+    }
 }
