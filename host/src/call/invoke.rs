@@ -310,6 +310,13 @@ mod tests {
             not_found_details(few.iter().map(String::as_str)),
             json!({ "available": ["t0", "t1", "t2"] })
         );
+        let exactly: Vec<String> = (0..MAX_AVAILABLE).map(|n| format!("t{n}")).collect();
+        let details = not_found_details(exactly.iter().map(String::as_str));
+        assert_eq!(
+            details["available"].as_array().unwrap().len(),
+            MAX_AVAILABLE
+        );
+        assert!(details.get("availableCount").is_none(), "{details}");
         let many: Vec<String> = (0..10_000).map(|n| format!("t{n:05}")).collect();
         let details = not_found_details(many.iter().map(String::as_str));
         assert_eq!(details["availableCount"], 10_000);
