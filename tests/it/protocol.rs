@@ -98,6 +98,14 @@ fn mcp(server: &Server, method: &str, body: &str, extra: &str) -> Answer {
     )
 }
 
+/// `GET /health` on a connection of its own, closed after the answer.
+fn health(server: &Server) -> Answer {
+    raw(
+        server,
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    )
+}
+
 fn echo_server(extra: &[&str]) -> (tempfile::TempDir, Server) {
     let dir = plugin_dir(&[&example("echo")]);
     let server = Server::start(dir.path(), extra);
@@ -426,21 +434,11 @@ fn half_headers_evicted_at_the_cap_still_time_out() {
         .collect();
     // A third connection makes the server evict the oldest; its answer
     // (200 or 503) does not matter here.
-    let _ = raw(
-        &server,
-        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-    );
+    let _ = health(&server);
     let oldest = half.remove(0);
     let took = time_until_closed(oldest);
     assert!(took < Duration::from_secs(5), "evicted, open for {took:?}");
-    server.wait_for("a slot to come back", |s| {
-        raw(
-            s,
-            "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-        )
-        .status
-            == 200
-    });
+    server.wait_for("a slot to come back", |s| health(s).status == 200);
 }
 
 /// A body still coming after its answer (an upload refused for its token,
@@ -504,23 +502,13 @@ fn connections_past_the_cap_are_refused_with_json() {
             stream
         })
         .collect();
-    let refused = raw(
-        &server,
-        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-    );
+    let refused = health(&server);
     assert_eq!(refused.status, 503, "{}", refused.body);
     assert_eq!(refused.json()["error"]["code"], "BUSY");
     assert_eq!(refused.json()["success"], false);
     // The streams end, and the server answers again.
     drop(held);
-    server.wait_for("the streams to close", |s| {
-        raw(
-            s,
-            "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-        )
-        .status
-            == 200
-    });
+    server.wait_for("the streams to close", |s| health(s).status == 200);
 }
 
 /// Connections that never send a request make room at the cap as idle
@@ -537,10 +525,7 @@ fn silent_connections_make_room_at_the_cap() {
             stream
         })
         .collect();
-    let answered = raw(
-        &server,
-        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-    );
+    let answered = health(&server);
     assert_eq!(answered.status, 200, "{}", answered.body);
     let oldest = silent.remove(0);
     assert!(time_until_closed(oldest) < Duration::from_secs(5));
@@ -594,10 +579,7 @@ fn idle_keep_alive_connections_make_room_at_the_cap() {
         })
         .collect();
     for _ in 0..3 {
-        let fresh = raw(
-            &server,
-            "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-        );
+        let fresh = health(&server);
         assert_eq!(fresh.status, 200, "{}", fresh.body);
     }
     // The oldest idle connections were the ones closed.

@@ -56,10 +56,14 @@ pub(crate) struct BodyLimits {
     pub(crate) whole: Duration,
 }
 
-/// `body` on its clock, which starts now. `held` is kept until the body
-/// has ended or is dropped (the listener counts the body as a request in
-/// flight with it).
-pub(crate) fn timed<H>(body: Incoming, limits: BodyLimits, held: Option<H>) -> axum::body::Body
+/// `body` on its clock, which starts now. For a body still to come,
+/// `hold()` is made and kept until the body has ended or is dropped (the
+/// listener counts the body as a request in flight with it).
+pub(crate) fn timed<H>(
+    body: Incoming,
+    limits: BodyLimits,
+    hold: impl FnOnce() -> H,
+) -> axum::body::Body
 where
     H: Send + Unpin + 'static,
 {
@@ -72,7 +76,7 @@ where
         deadline: Instant::now() + limits.whole,
         timer: None,
         expired: false,
-        held,
+        held: Some(hold()),
     })
 }
 

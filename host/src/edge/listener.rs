@@ -65,11 +65,11 @@ struct Open {
 struct Activity {
     /// When the connection opened: `idle_since` counts from it.
     opened: Instant,
-    /// Requests whose response has not been sent whole yet (an SSE stream
-    /// counts until it ends).
+    /// Answers not sent whole yet (an SSE stream counts until it ends) and
+    /// request bodies not ended yet (one drained after its answer counts).
     in_flight: AtomicUsize,
-    /// When the connection last had no request in flight, in milliseconds
-    /// since `opened`: 0, or when its last answer was sent whole.
+    /// When the connection last had nothing in flight, in milliseconds
+    /// since `opened`: 0, or when its last answer or body ended.
     idle_since: AtomicU64,
 }
 
@@ -118,8 +118,8 @@ impl Connections {
     }
 }
 
-/// Counts a request from its start until its response body has been sent
-/// whole (or dropped).
+/// Counts an answer until it has been sent whole, or a request body until
+/// it has ended (or either is dropped).
 struct InFlight(Arc<Activity>);
 
 impl InFlight {
@@ -298,11 +298,8 @@ impl Server {
             // (drained for a lingering close, say) is not an idle
             // connection's silence.
             let guard = InFlight::start(&requests);
-            let request = request.map(|body| {
-                let reading =
-                    (!hyper::body::Body::is_end_stream(&body)).then(|| InFlight::start(&requests));
-                timed(body, body_limits, reading)
-            });
+            let request =
+                request.map(|body| timed(body, body_limits, || InFlight::start(&requests)));
             let server = server.clone();
             async move {
                 let response = outer(&server.outer, request, |request| async {

@@ -9,6 +9,8 @@
 //! request. A `from_fn` layer costs a boxed service and a boxed future per
 //! request, and `Router::layer` wraps each route, not the router (#40).
 
+use std::sync::Arc;
+
 use axum::extract::Request;
 use axum::response::Response;
 
@@ -18,7 +20,7 @@ use super::{linger, responses};
 /// What the outer step needs: the browser origins allowed, and the most a
 /// refused request's body may be drained of.
 pub(crate) struct Outer {
-    pub(crate) cors_origins: std::sync::Arc<CorsOrigins>,
+    pub(crate) cors_origins: Arc<CorsOrigins>,
     pub(crate) drain_limit: u64,
 }
 
@@ -30,17 +32,13 @@ where
     Answer: Future<Output = Response>,
 {
     let origin = outer.cors_origins.listed_origin(request.headers());
-    if origin.is_some() && cors::is_preflight(&request) {
-        let mut response =
-            responses::finish(cors::preflight(), request.method(), request.uri().path());
-        if let Some(origin) = origin {
-            cors::mark(&mut response, origin);
-        }
-        return response;
-    }
     let method = request.method().clone();
     let uri = request.uri().clone();
-    let mut response = linger::drain_unread(outer.drain_limit, request, next).await;
+    let mut response = if origin.is_some() && cors::is_preflight(&request) {
+        cors::preflight()
+    } else {
+        linger::drain_unread(outer.drain_limit, request, next).await
+    };
     // Finished first, so that a 405 made into an envelope there is marked
     // for a listed origin too, and its browser can read it.
     response = responses::finish(response, &method, uri.path());

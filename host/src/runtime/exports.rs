@@ -50,7 +50,7 @@ impl PluginPre {
         let call_tool = component
             .get_export_index(None, "toolhost:plugin/tools@0.1.0")
             .and_then(|tools| component.get_export_index(Some(&tools), "call-tool"))
-            .ok_or_else(|| wasmtime::format_err!("no export `call-tool` in `tools`"))?;
+            .ok_or_else(no_call_tool)?;
         Ok(PluginPre {
             call_tool,
             checked: AtomicBool::new(false),
@@ -86,8 +86,7 @@ impl PluginPre {
             self.checked.store(true, Ordering::Release);
             Some(*tools.func_call_tool().func())
         };
-        let call_tool =
-            call_tool.ok_or_else(|| wasmtime::format_err!("no export `call-tool` in `tools`"))?;
+        let call_tool = call_tool.ok_or_else(no_call_tool)?;
         Ok(Plugin {
             instance,
             call_tool,
@@ -161,6 +160,11 @@ impl Plugin {
             .await?;
         Ok(answer)
     }
+}
+
+/// A component whose `tools` has no `call-tool`.
+fn no_call_tool() -> wasmtime::Error {
+    wasmtime::format_err!("no export `call-tool` in `tools`")
 }
 
 /// Adds the contract's imports (`client`, `config`) to a linker.
