@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use crate::support::{Server, drop_in, example, fixture, plugin_dir, variant_of};
 use serde_json::json;
 use toolhost::registry::report::PluginState;
+use toolhost::runtime::Tier;
 
 #[test]
 fn dropped_replaced_and_deleted_plugins_follow_the_folder() {
@@ -168,6 +170,43 @@ fn bad_files_are_rejected_with_reasons_and_lose_nothing() {
     server.wait_for("math's recovery", |s| {
         s.plugin("math").unwrap().state == PluginState::Loaded
     });
+}
+
+/// A plugin dropped into a running server is one someone waits for: it
+/// answers on baseline code (Winch) whatever its size, and its optimised
+/// code takes over in place a few seconds later (`runtime/compiler.rs`).
+/// Plugins loaded while the server starts compile optimised directly.
+#[test]
+fn a_small_plugin_dropped_into_a_running_server_answers_on_baseline_code_first() {
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().to_str().unwrap();
+    let dir = plugin_dir(&[&example("echo")]);
+    let server = Server::start(dir.path(), &["--cache-dir", cache_dir]);
+    let echo = server.plugin("echo").unwrap();
+    assert_eq!(echo.compiler, Some(Tier::Optimized), "{echo:?}");
+
+    drop_in(&example("math"), dir.path(), "math.wasm");
+    server.wait_for("math", |s| s.settled_plugin("math").is_some());
+    let math = server.plugin("math").unwrap();
+    assert_eq!(math.state, PluginState::Loaded, "{math:?}");
+    assert_eq!(math.compiler, Some(Tier::Baseline), "{math:?}");
+    let add = |server: &Server| {
+        server.call("add", json!({"a": 1, "b": 2})).json["structuredContent"]["result"].clone()
+    };
+    assert_eq!(add(&server), 3.0);
+    server.wait_for_within("math's optimised code", Duration::from_secs(120), |s| {
+        s.plugin("math")
+            .is_some_and(|p| p.compiler == Some(Tier::Optimized))
+    });
+    assert_eq!(add(&server), 3.0);
+
+    // A restart finds the optimised code in the cache.
+    drop(server);
+    let again = Server::start(dir.path(), &["--cache-dir", cache_dir]);
+    let math = again.plugin("math").unwrap();
+    assert_eq!(math.from_cache, Some(true), "{math:?}");
+    assert_eq!(math.compiler, Some(Tier::Optimized), "{math:?}");
+    assert_eq!(add(&again), 3.0);
 }
 
 #[test]

@@ -362,6 +362,7 @@ impl Registry {
         tracing::info!(folder = %dir.display(), files = paths.len(), "loading the plugin folder");
         self.load(paths).await;
         self.scanned.store(true, Ordering::Release);
+        self.runtime.started();
         Ok(())
     }
 

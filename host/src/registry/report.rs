@@ -155,8 +155,9 @@ pub struct PluginReport {
     pub loaded_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_cache: Option<bool>,
-    /// Which compiler made the serving code: `baseline` until a large
-    /// plugin's optimised code is in place (see `runtime/compiler.rs`).
+    /// Which compiler made the serving code: `baseline` until the
+    /// optimised code of a large plugin, or of one loaded after the
+    /// server's start, is in place (see `runtime/compiler.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiler: Option<crate::runtime::Tier>,
     /// The version that still serves while a newer one is rejected.

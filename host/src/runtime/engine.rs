@@ -34,6 +34,10 @@ pub struct Runtime {
     /// Both compilers and the cache, shared with the optimiser.
     tiers: Arc<Tiers>,
     tier_up: TierUp,
+    /// Set once the start-up loads are done ([`Runtime::started`]): from
+    /// then on each load is a plugin someone dropped or published and is
+    /// waiting for.
+    started: std::sync::atomic::AtomicBool,
     optimizer: Optimizer,
     limits: Limits,
     executor: Executor,
@@ -88,6 +92,7 @@ impl Runtime {
         Ok(Arc::new(Runtime {
             tiers: Arc::new(Tiers::new(optimized, baseline, cache)),
             tier_up,
+            started: Default::default(),
             optimizer: Optimizer::default(),
             limits,
             executor,
@@ -98,8 +103,9 @@ impl Runtime {
 
     /// Compiles (or loads from the cache) and links a component: optimised
     /// code from the cache if there is some, else baseline code first for a
-    /// large component, else optimised code (see [`compiler`]). Blocking
-    /// and CPU-heavy: call it off the async runtime's worker threads.
+    /// large component, and for any component a running server loads after
+    /// its start, else optimised code (see [`compiler`]). Blocking and
+    /// CPU-heavy: call it off the async runtime's worker threads.
     pub(crate) fn compile(
         self: &Arc<Self>,
         name: &str,
@@ -118,28 +124,42 @@ impl Runtime {
             let artifact = compiler.precompile(wasm)?;
             compiler.link_compiled(&artifact, tiers.cache.as_ref(), content_hash)
         };
+        let large = wasm.len() >= BASELINE_FROM_BYTES;
         let plugin = |code: compiler::Code, from_cache| CompiledPlugin {
             name: name.clone(),
             code: Arc::new(arc_swap::ArcSwap::from_pointee(code)),
             pending: None,
             from_cache,
-            inline: wasm.len() < BASELINE_FROM_BYTES,
+            inline: !large,
             shelf: Shelf::default(),
             spare: Spare::default(),
         };
         if let Some(code) = cached(&tiers.optimized) {
             return Ok(plugin(code?, true));
         }
-        if wasm.len() >= BASELINE_FROM_BYTES {
-            let baseline = match cached(&tiers.baseline) {
-                Some(code) => code.map(|code| (code, true)),
-                None => compiled(&tiers.baseline).map(|code| (code, false)),
-            };
+        let tier_up = self.tier_up == TierUp::InBackground;
+        let awaited = tier_up && self.started.load(std::sync::atomic::Ordering::Acquire);
+        // Baseline code in the cache serves whatever the size (a small
+        // plugin dropped into a server restarted before its optimised code
+        // was made); it is compiled afresh only for the cases above.
+        let baseline = match cached(&tiers.baseline) {
+            Some(code) => Some(code.map(|code| (code, true))),
+            None if large || awaited => Some(compiled(&tiers.baseline).map(|code| (code, false))),
+            None => None,
+        };
+        if let Some(baseline) = baseline {
             match baseline {
                 Ok((code, from_cache)) => {
                     let mut plugin = plugin(code, from_cache);
-                    if self.tier_up == TierUp::InBackground {
-                        plugin.pending = Some(Pending::new(wasm, content_hash));
+                    if tier_up {
+                        let pending = Pending::new(wasm, content_hash);
+                        // A small component's optimised code costs a
+                        // fraction of a second: it is queued now, not at
+                        // its first call, and still waits `SETTLE`.
+                        if !large {
+                            self.optimizer.enqueue(tiers, &name, &pending, &plugin.code);
+                        }
+                        plugin.pending = Some(pending);
                     }
                     return Ok(plugin);
                 }
@@ -149,6 +169,16 @@ impl Runtime {
             }
         }
         Ok(plugin(compiled(&tiers.optimized)?, false))
+    }
+
+    /// Says that the start-up loads are done: from now on, a component
+    /// not in the cache is compiled by the baseline compiler first
+    /// whatever its size, because someone who just dropped or published
+    /// it is waiting for its first answer (`compiler.rs`). A short-lived
+    /// command never calls this.
+    pub(crate) fn started(&self) {
+        self.started
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// The grants of a plugin without a policy: nothing, default limits.
