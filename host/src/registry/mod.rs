@@ -45,6 +45,7 @@ pub mod shares;
 mod snapshot;
 pub(crate) mod sources;
 pub mod tools;
+pub(crate) mod validators;
 mod verdict;
 pub mod view;
 pub(crate) mod watcher;

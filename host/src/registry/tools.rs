@@ -7,6 +7,7 @@
 //! about than a rejected one.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use jsonschema::Validator;
 use serde_json::{Map, Value, json};
@@ -27,8 +28,10 @@ pub struct Tool {
     pub(crate) output_schema: Option<Value>,
     /// MCP `ToolAnnotations` (`readOnlyHint`, ...), only the hints stated.
     pub(crate) annotations: Option<Value>,
-    pub(crate) input_validator: Validator,
-    pub(crate) output_validator: Option<Validator>,
+    /// Shared with every loaded tool that declares the same schema text
+    /// (`validators.rs`).
+    pub(crate) input_validator: Arc<Validator>,
+    pub(crate) output_validator: Option<Arc<Validator>>,
     /// Whether the input schema mentions [`PARAM_HEADER_MARK`] anywhere,
     /// found once here rather than on every call.
     pub(crate) marks_param_headers: bool,
@@ -277,7 +280,7 @@ fn compile_schema(
     tool: &str,
     which: &'static str,
     text: &str,
-) -> Result<(Value, Validator), ToolListError> {
+) -> Result<(Value, Arc<Validator>), ToolListError> {
     let fault = |problem: String| ToolListError::Schema {
         tool: tool.to_string(),
         which,
@@ -293,7 +296,7 @@ fn compile_schema(
             r#"must have "type": "object" at the top level"#.into(),
         ));
     }
-    let validator = jsonschema::validator_for(&schema)
+    let validator = super::validators::validator(text, &schema)
         .map_err(|e| fault(format!("is not a valid JSON Schema: {e}")))?;
     Ok((schema, validator))
 }
