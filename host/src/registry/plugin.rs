@@ -345,17 +345,8 @@ pub(crate) async fn load(
         let hash = source.version.content_hash.clone();
         let wasm = source.wasm;
         tokio::task::spawn_blocking(move || {
-            // A thread pool of its own for each compile: wasmtime compiles
-            // functions in parallel on the current rayon pool, and in a
-            // shared pool a small plugin's functions would queue behind
-            // every function of a large one compiling beside it.
-            let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .thread_name(|i| format!("toolhost-compile-{i}"))
-                .build()
-                .map_err(|e| LoadError::Compiler(format!("cannot start compiler threads: {e}")))?;
-            pool.install(|| runtime.compile(&id, &wasm, &hash))
+            runtime
+                .compile(&id, &wasm, &hash)
                 .map_err(LoadError::Compile)
         })
         .await
