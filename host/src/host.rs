@@ -42,7 +42,7 @@ use crate::server::{self, Settings};
 
 /// How a [`Host`] is opened. [`HostConfig::new`] gives the defaults
 /// `toolhost serve` documents: a watched folder, the shared compile cache,
-/// and large plugins optimised in the background after their first call.
+/// and plugins on baseline code optimised in the background (`runtime/compiler.rs`).
 #[derive(Debug, Clone)]
 pub struct HostConfig {
     /// The plugin folder (`*.wasm`, not searched recursively); `None` for a
@@ -59,7 +59,7 @@ pub struct HostConfig {
     /// Hot reload: watch the folder, loading a changed file once it has
     /// been quiet this long. `None` loads the folder once.
     pub watch: Option<Duration>,
-    /// Whether large plugins' baseline code is optimised in the background
+    /// Whether plugins' baseline code is optimised in the background
     /// ([`TierUp::InBackground`], a server) or kept ([`TierUp::Never`], a
     /// short-lived command).
     pub tier_up: TierUp,

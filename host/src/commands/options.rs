@@ -94,7 +94,7 @@ impl HostOptions {
     }
 
     /// The host these flags describe, for a server: watched with
-    /// `debounce`, large plugins optimised in the background.
+    /// `debounce`, baseline code optimised in the background.
     pub(crate) fn config(&self, debounce: Duration) -> HostConfig {
         HostConfig {
             folder: Some(self.plugins()),

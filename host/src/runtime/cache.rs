@@ -10,8 +10,7 @@
 //! trusted as it lies on disk: each ends with a trailer, the XXH3-128 of the
 //! engine key, the content hash and the artifact, written with it. An entry
 //! whose trailer does not match (a flipped bit, a torn write, a file from
-//! elsewhere or of an older entry format) is deleted, logged and compiled
-//! afresh; wasmtime's own header checks come only after. The checksum
+//! elsewhere) is deleted, logged and compiled afresh; wasmtime's own header checks come only after. The checksum
 //! guards against damage, not against someone who can write the folder:
 //! that must be the user running toolhost alone (it is created 0700). So it
 //! need not be cryptographic, and a warm restart of 1,000 plugins reads
@@ -45,9 +44,12 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 use xxhash_rust::xxh3::Xxh3;
 
-/// Ends every entry, after its checksum; also names the entry format
-/// (`THCACHE1` ended a SHA-256).
+/// Ends every entry, after its checksum (`THCACHE1` ended a SHA-256).
 const TRAILER_MAGIC: &[u8; 8] = b"THCACHE2";
+/// The entry format, in each entry's name: entries of the first format
+/// (`{hash}-{key}.cwasm`, SHA-256) are never opened, and age out by the
+/// size bound or go with their version (`forget`).
+const ENTRY_FORMAT: &str = "v2";
 const TRAILER_BYTES: usize = 16 + TRAILER_MAGIC.len();
 
 /// How much of an entry is read at a time to check it.
@@ -90,8 +92,12 @@ impl ArtifactCache {
         })
     }
 
+    /// An entry's file: its format in the name, so that a toolhost of
+    /// another entry format sharing the folder (a rollback, a CLI beside a
+    /// server) never opens, and never removes, this one's entries.
     fn entry_path(&self, engine_key: &str, content_hash: &str) -> PathBuf {
-        self.dir.join(format!("{content_hash}-{engine_key}.cwasm"))
+        self.dir
+            .join(format!("{content_hash}-{engine_key}.{ENTRY_FORMAT}.cwasm"))
     }
 
     /// The cached compilation, by `engine`, of the component with this
@@ -116,11 +122,6 @@ impl ArtifactCache {
             Ok(Check::Sound) => {}
             Ok(Check::Damaged) => {
                 discard(&"its checksum does not match");
-                return None;
-            }
-            Ok(Check::OlderFormat) => {
-                tracing::info!(path = %path.display(), "cache entry of an older format; compiling afresh");
-                let _ = std::fs::remove_file(&path);
                 return None;
             }
             Err(error) => {
@@ -256,9 +257,6 @@ enum Check {
     Sound,
     /// It does not: too short, or a checksum that does not match.
     Damaged,
-    /// It ends with another format's magic tag (an entry of an older
-    /// toolhost): not damage, but not loadable either.
-    OlderFormat,
 }
 
 /// Whether the entry open as `file` ends with the trailer of what comes
@@ -269,18 +267,7 @@ fn verify(
     engine_key: &str,
     content_hash: &str,
 ) -> std::io::Result<Check> {
-    use std::io::Seek as _;
-    let len = file.metadata()?.len();
-    if len >= TRAILER_MAGIC.len() as u64 {
-        let mut magic = [0; TRAILER_MAGIC.len()];
-        file.seek(std::io::SeekFrom::Start(len - magic.len() as u64))?;
-        file.read_exact(&mut magic)?;
-        file.seek(std::io::SeekFrom::Start(0))?;
-        if &magic != TRAILER_MAGIC && magic.starts_with(b"THCACHE") {
-            return Ok(Check::OlderFormat);
-        }
-    }
-    let Some(artifact_bytes) = len.checked_sub(TRAILER_BYTES as u64) else {
+    let Some(artifact_bytes) = file.metadata()?.len().checked_sub(TRAILER_BYTES as u64) else {
         return Ok(Check::Damaged);
     };
     let mut hasher = checksum(engine_key, content_hash);
@@ -428,19 +415,22 @@ mod tests {
         assert!(cache.load(&engine, "abc").is_none());
         assert!(cache.load(&engine, "missing").is_none());
 
-        // An entry of the first format (a SHA-256, then `THCACHE1`) is not
-        // loaded, and is removed.
+        // An entry of the first format (a SHA-256, then `THCACHE1`, under
+        // the name without the format) is neither opened nor removed: a
+        // toolhost of that format may share the folder.
+        let first_format = dir
+            .path()
+            .join(format!("abc-{}.cwasm", engine_key(&engine)));
         let mut older = artifact.to_vec();
         older.extend_from_slice(&[0; 32]);
         older.extend_from_slice(b"THCACHE1");
-        std::fs::write(&path, &older).unwrap();
-        let mut file = std::fs::File::open(&path).unwrap();
-        assert_eq!(
-            verify(&mut file, &engine_key(&engine), "abc").unwrap(),
-            Check::OlderFormat
-        );
+        std::fs::write(&first_format, &older).unwrap();
         assert!(cache.load(&engine, "abc").is_none());
-        assert!(!path.exists(), "an entry of an older format is removed");
+        assert!(
+            first_format.exists(),
+            "another format's entry is left alone"
+        );
+        assert!(path.to_str().unwrap().ends_with(".v2.cwasm"), "{path:?}");
         // The current format, stored again, is sound.
         cache.store(&engine, "abc", &artifact);
         let mut file = std::fs::File::open(&path).unwrap();

@@ -38,11 +38,13 @@
 //! compile`; beside 1,000 plugins Cranelift took 216 ms of a 364 ms drop).
 //! Its optimised code costs a fraction of a second, so it is queued at
 //! once rather than at its first call, and still waits [`SETTLE`], so a
-//! version replaced within seconds (an edit loop) is never optimised. A
-//! component Winch cannot compile (a proposal it lacks) goes to Cranelift
-//! too.
+//! version replaced within seconds (an edit loop) is never optimised. Past
+//! [`QUEUE_BUDGET_BYTES`] of queued components, loads come as a batch (a
+//! script copying a folder in, a rescan), and a small one compiles
+//! optimised directly again. A component Winch cannot compile (a proposal
+//! it lacks) goes to Cranelift too.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -265,10 +267,17 @@ impl Pending {
     }
 }
 
+/// The most bytes of components the optimiser's queue holds before a
+/// small plugin loaded into a running server compiles optimised directly
+/// instead: past it, loads come as a batch (a script copying a folder in,
+/// a rescan), not one person waiting, and each queued job holds a copy of
+/// its component until its turn, one at a time at the lowest priority.
+pub(crate) const QUEUE_BUDGET_BYTES: usize = 32 << 20;
+
 /// One component waiting for its optimised code.
 struct Job {
     name: Arc<str>,
-    wasm: Vec<u8>,
+    wasm: Queued,
     content_hash: String,
     /// Gone when the plugin was removed or replaced before its turn.
     target: Weak<ArcSwap<Code>>,
@@ -276,14 +285,34 @@ struct Job {
     queued: Instant,
 }
 
+/// A queued component's bytes, counted in the queue's total until the job
+/// is done or skipped.
+struct Queued {
+    wasm: Vec<u8>,
+    total: Arc<AtomicUsize>,
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.total.fetch_sub(self.wasm.len(), Ordering::Relaxed);
+    }
+}
+
 /// The background optimiser: one thread, started on first use, working
 /// through its queue one component at a time.
 #[derive(Default)]
 pub(crate) struct Optimizer {
     queue: Mutex<Option<mpsc::Sender<Job>>>,
+    /// The bytes of the components queued now.
+    queued_bytes: Arc<AtomicUsize>,
 }
 
 impl Optimizer {
+    /// Whether `bytes` more fit in the queue under [`QUEUE_BUDGET_BYTES`].
+    pub(crate) fn has_room_for(&self, bytes: usize) -> bool {
+        self.queued_bytes.load(Ordering::Relaxed) + bytes <= QUEUE_BUDGET_BYTES
+    }
+
     /// Queues a pending plugin to be compiled by Cranelift and put into
     /// `target`, once: later calls find its bytes gone.
     pub(crate) fn enqueue(
@@ -304,9 +333,13 @@ impl Optimizer {
         else {
             return;
         };
+        self.queued_bytes.fetch_add(wasm.len(), Ordering::Relaxed);
         let job = Job {
             name: name.clone(),
-            wasm,
+            wasm: Queued {
+                wasm,
+                total: self.queued_bytes.clone(),
+            },
             content_hash: pending.content_hash.clone(),
             target: Arc::downgrade(target),
             queued: Instant::now(),
@@ -354,11 +387,19 @@ fn optimize_all(tiers: Weak<Tiers>, jobs: mpsc::Receiver<Job>) {
         let started = Instant::now();
         let optimized = &tiers.optimized;
         let outcome = pool.install(|| {
-            let artifact = optimized.precompile(&job.wasm)?;
-            optimized.link_compiled(&artifact, tiers.cache.as_ref(), &job.content_hash)
+            let artifact = optimized.precompile(&job.wasm.wasm)?;
+            // Replaced or removed while it compiled: its version's entries
+            // are already forgotten, and none is stored again.
+            if job.target.strong_count() == 0 {
+                return Ok(None);
+            }
+            optimized
+                .link_compiled(&artifact, tiers.cache.as_ref(), &job.content_hash)
+                .map(Some)
         });
         match outcome {
-            Ok(code) => {
+            Ok(None) => {}
+            Ok(Some(code)) => {
                 if let Some(cache) = &tiers.cache {
                     cache.remove(&tiers.baseline.engine, &job.content_hash);
                 }

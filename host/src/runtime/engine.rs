@@ -51,7 +51,7 @@ impl Runtime {
     /// Builds the engine and the executor. `cache_dir` of `None` disables
     /// the on-disk compile cache; `max_calls` is how many calls (and
     /// load-time tool listings) run guest code at once; `tier_up` says
-    /// whether large plugins' baseline code is optimised in the background.
+    /// whether baseline code is optimised in the background.
     pub fn new(
         limits: Limits,
         cache_dir: Option<PathBuf>,
@@ -138,7 +138,9 @@ impl Runtime {
             return Ok(plugin(code?, true));
         }
         let tier_up = self.tier_up == TierUp::InBackground;
-        let awaited = tier_up && self.started.load(std::sync::atomic::Ordering::Acquire);
+        let awaited = tier_up
+            && self.started.load(std::sync::atomic::Ordering::Acquire)
+            && (large || self.optimizer.has_room_for(wasm.len()));
         // Baseline code in the cache serves whatever the size (a small
         // plugin dropped into a server restarted before its optimised code
         // was made); it is compiled afresh only for the cases above.
@@ -153,13 +155,15 @@ impl Runtime {
                     let mut plugin = plugin(code, from_cache);
                     if tier_up {
                         let pending = Pending::new(wasm, content_hash);
-                        // A small component's optimised code costs a
-                        // fraction of a second: it is queued now, not at
-                        // its first call, and still waits `SETTLE`.
-                        if !large {
+                        if large || !self.optimizer.has_room_for(wasm.len()) {
+                            plugin.pending = Some(pending);
+                        } else {
+                            // A small component's optimised code costs a
+                            // fraction of a second: it is queued now, not
+                            // at its first call (so its calls need not
+                            // look), and still waits `SETTLE`.
                             self.optimizer.enqueue(tiers, &name, &pending, &plugin.code);
                         }
-                        plugin.pending = Some(pending);
                     }
                     return Ok(plugin);
                 }
