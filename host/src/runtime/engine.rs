@@ -138,15 +138,18 @@ impl Runtime {
             return Ok(plugin(code?, true));
         }
         let tier_up = self.tier_up == TierUp::InBackground;
-        let awaited = tier_up
-            && self.started.load(std::sync::atomic::Ordering::Acquire)
-            && (large || self.optimizer.has_room_for(wasm.len()));
+        // A small component on baseline code is queued for the optimiser
+        // at once while the queue has room; it gets baseline code first
+        // only then, and only once someone waits for it (after start-up).
+        let queue_at_once = !large && tier_up && self.optimizer.has_room_for(wasm.len());
+        let baseline_first =
+            large || (queue_at_once && self.started.load(std::sync::atomic::Ordering::Acquire));
         // Baseline code in the cache serves whatever the size (a small
         // plugin dropped into a server restarted before its optimised code
         // was made); it is compiled afresh only for the cases above.
         let baseline = match cached(&tiers.baseline) {
             Some(code) => Some(code.map(|code| (code, true))),
-            None if large || awaited => Some(compiled(&tiers.baseline).map(|code| (code, false))),
+            None if baseline_first => Some(compiled(&tiers.baseline).map(|code| (code, false))),
             None => None,
         };
         if let Some(baseline) = baseline {
@@ -155,14 +158,14 @@ impl Runtime {
                     let mut plugin = plugin(code, from_cache);
                     if tier_up {
                         let pending = Pending::new(wasm, content_hash);
-                        if large || !self.optimizer.has_room_for(wasm.len()) {
-                            plugin.pending = Some(pending);
-                        } else {
+                        if queue_at_once {
                             // A small component's optimised code costs a
                             // fraction of a second: it is queued now, not
                             // at its first call (so its calls need not
                             // look), and still waits `SETTLE`.
                             self.optimizer.enqueue(tiers, &name, &pending, &plugin.code);
+                        } else {
+                            plugin.pending = Some(pending);
                         }
                     }
                     return Ok(plugin);
