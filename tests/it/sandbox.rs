@@ -76,6 +76,12 @@ fn hostile_plugins_are_contained_while_others_keep_answering() {
             "after {tool}"
         );
     }
+    // A small plugin's instance is as fresh as can be: made for the call,
+    // it has answered nothing before it (only a large plugin's spare is
+    // warmed, `a_large_plugins_spare_instance_is_fresh_for_every_call`).
+    let listings = server.call("listings", json!({}));
+    assert_eq!(listings.json["content"][0]["text"], "0");
+    assert_eq!(listings.json["meta"]["warm"], false, "{:?}", listings.json);
     let passwd = server.call("read_passwd", json!({}));
     assert!(
         !passwd.json.to_string().contains("root:"),
@@ -470,6 +476,11 @@ fn an_instance_is_reused_only_when_the_policy_opts_in() {
     };
     let counts: Vec<String> = (0..7).map(|_| count()).collect();
     assert_eq!(counts, ["1", "2", "3", "1", "2", "3", "1"]);
+    // The accounting says which instance was kept: the one at "2".
+    let kept = server.call("counter", json!({}));
+    assert_eq!(kept.json["content"][0]["text"], "2");
+    assert_eq!(kept.json["meta"]["warm"], true, "{:?}", kept.json);
+    assert_eq!(count(), "3");
     // The kept instance (one call served) goes to the panicking call and
     // is dropped with it; the next call starts fresh.
     let panicked = server.call("panic", json!({}));
@@ -501,9 +512,9 @@ fn an_instance_is_reused_only_when_the_policy_opts_in() {
 
 /// A large plugin (1 MiB or more: compiled by the baseline compiler first)
 /// is served from a spare instance made ahead of each call
-/// (`runtime/warm.rs`), and every call still gets an instance no call has
-/// used: `counter` counts 1 every time, whether the calls come apart (a
-/// spare each) or right after each other; a trap or a timeout leaves
+/// (`runtime/warm.rs`) and warmed by answering `list-tools`, and every
+/// call still gets an instance no call has used: `counter` counts 1 every
+/// time, whether the calls come apart (a spare each) or right after each other; a trap or a timeout leaves
 /// nothing behind; and a policy changed meanwhile reaches the next call,
 /// not a spare made under the old one.
 #[test]
@@ -538,8 +549,18 @@ fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
         assert_eq!(count(), "1");
         std::thread::sleep(Duration::from_millis(100));
     }
-    // Calls that leave time for it are served by a spare.
+    // Calls that leave time for it are served by a spare, warmed by one
+    // `list-tools` before the call (the first call of all made its own
+    // instance and found none).
     assert!(spares_used() >= 2, "spares used: {}", spares_used());
+    let listings = server.call("listings", json!({}));
+    assert_eq!(
+        listings.json["content"][0]["text"], "1",
+        "{:?}",
+        listings.json
+    );
+    assert_eq!(listings.json["meta"]["warm"], true, "{:?}", listings.json);
+    std::thread::sleep(Duration::from_millis(100));
     let quick: Vec<String> = (0..6).map(|_| count()).collect();
     assert_eq!(quick, ["1"; 6]);
     std::thread::sleep(Duration::from_millis(100));

@@ -17,9 +17,10 @@
 //!   guest burned (wasmtime counts it on every call); `peakMemoryBytes` is
 //!   the largest total of the instance's memories and tables; `code` is
 //!   `baseline` or `optimised`, the compiler whose code ran;
-//! - `warm`: whether the instance came ready-made from a pool of
-//!   pre-instantiated instances. Each call gets a fresh instance today (a
-//!   pooled slot, instantiated for the call), so it is `false`.
+//! - `warm`: whether the instance was made ahead of the call: a large
+//!   plugin's spare (no call has used it; it has answered `list-tools`) or
+//!   one kept from an earlier call by a policy's `reuse_instance`. `false`:
+//!   instantiated for this call.
 
 use std::time::Duration;
 
@@ -53,7 +54,7 @@ impl CallMeta {
             fuel: usage.map(|usage| usage.fuel),
             peak_memory_bytes: usage.map(|usage| usage.peak_memory_bytes),
             code: usage.map(|usage| usage.tier.code_name()),
-            warm: false,
+            warm: usage.is_some_and(|usage| usage.warm),
         }
     }
 }

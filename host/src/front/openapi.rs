@@ -384,7 +384,7 @@ fn shared_schemas() -> Map<String, Value> {
             "code": { "enum": ["baseline", "optimised"],
                       "description": "Which compiler's code ran." },
             "warm": { "type": "boolean",
-                      "description": "Whether the instance came ready-made from a pool (false: a fresh instance per call)." }
+                      "description": "Whether the instance was made ahead of the call: a large plugin's spare (no call has used it) or one a policy's reuse_instance kept. false: instantiated for this call." }
         }
     });
     let error_envelope = json!({

@@ -319,6 +319,7 @@ impl Runtime {
                             0,
                         ),
                     };
+                    let warm = kept.is_some();
                     let outcome = tokio::time::timeout(grants.limits.timeout, async {
                         let instance: Plugin = match kept {
                             Some(instance) => instance,
@@ -336,7 +337,10 @@ impl Runtime {
                         Ok((answer, instance))
                     })
                     .await;
-                    let usage = usage_of(&store, &grants, &code);
+                    let usage = CallUsage {
+                        warm,
+                        ..usage_of(&store, &grants, &code)
+                    };
                     let (outcome, instance) = match outcome {
                         Ok(Ok((answer, instance))) => (Ok(Ok(answer)), Some(instance)),
                         Ok(Err(error)) => (Ok(Err(error)), None),
@@ -467,11 +471,19 @@ impl Runtime {
                     let _filling = filling;
                     let code = plugin.code.load_full();
                     let mut store = maker.new_store(&plugin, &code, &grants, None, cancel)?;
-                    let made = tokio::time::timeout(
-                        grants.limits.timeout,
-                        code.pre.instantiate_async(&mut store),
-                    )
+                    // Made, then warmed: it answers `list-tools` (no input,
+                    // nothing of a caller's) so that the interpreter's
+                    // first-use costs (lazy function tables, copy-on-write
+                    // faults of its heap) are paid here, not by the call.
+                    let made = tokio::time::timeout(grants.limits.timeout, async {
+                        let instance = code.pre.instantiate_async(&mut store).await?;
+                        code.pre.list_tools(&mut store, &instance).await?;
+                        wasmtime::Result::<_>::Ok(instance)
+                    })
                     .await;
+                    // What the warming printed is not the next call's output.
+                    let sandbox = store.data_mut();
+                    let _ = (sandbox.stdout.take(), sandbox.stderr.take());
                     if let Ok(Ok(instance)) = made {
                         plugin
                             .spare

@@ -32,6 +32,7 @@ pub(super) fn usage_of(
             .saturating_sub(store.get_fuel().unwrap_or(0)),
         peak_memory_bytes: store.data().limiter.peak_bytes as u64,
         tier: code.tier,
+        warm: false,
     }
 }
 

@@ -1,6 +1,7 @@
 //! What one call used: CPU time (the clock of each thread that polled it,
 //! summed by the executor: a call may start on its caller's thread and end
-//! on a guest thread), fuel, peak memory and which code ran.
+//! on a guest thread), fuel, peak memory, which code ran and whether its
+//! instance was made ahead.
 
 use std::time::Duration;
 
@@ -20,4 +21,8 @@ pub struct CallUsage {
     pub peak_memory_bytes: u64,
     /// Which compiler's code ran.
     pub tier: Tier,
+    /// Whether the instance was made ahead of the call: kept from an
+    /// earlier call (a policy's `reuse_instance`) or a large plugin's
+    /// spare (`warm.rs`).
+    pub warm: bool,
 }

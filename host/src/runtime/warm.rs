@@ -11,13 +11,17 @@
 //! A large plugin (a componentize-py or componentize-js component) keeps
 //! isolation and still does not instantiate on the call path: its
 //! [`Spare`] is a fresh instance made ahead, off the call path, that no
-//! call has used. A call takes it; once the call has answered, its used
-//! instance is torn down and the next spare made, one after the other on
-//! a guest thread. Instantiating and tearing down such a component cost
-//! about 2 of a call's 3.4 ms on 2 cores (perf: mostly wasmtime making
-//! function references, `ref.func`, and the page faults of a fresh
-//! memory; bench/README.md, "Big components"), so a caller who is not right behind another call of the same plugin gets
-//! an answer in the time of the call alone. Calls that follow each other
+//! call has used. It has answered `list-tools` once (no caller's input),
+//! which pays an interpreter's first-use costs (function references made
+//! lazily, the copy-on-write faults of its heap) before the call. A call
+//! takes it; once the call has answered, its used instance is torn down
+//! and the next spare made, one after the other on a guest thread.
+//! Instantiating and tearing down such a component cost about 2 of a
+//! call's 3.4 ms on 2 cores (perf: mostly wasmtime making function
+//! references, `ref.func`, and the page faults of a fresh memory;
+//! bench/README.md, "Big components" and "Sixth pass"), so a caller who is
+//! not right behind another call of the same plugin gets an answer in the
+//! time of the call alone. Calls that follow each other
 //! faster than a spare is made instantiate their own, as before.
 //!
 //! Kept instances, spares and instances being torn down hold pool slots, so their number over all plugins is
