@@ -516,7 +516,8 @@ fn an_instance_is_reused_only_when_the_policy_opts_in() {
 /// call still gets an instance no call has used: `counter` counts 1 every
 /// time, whether the calls come apart (a spare each) or right after each other; a trap or a timeout leaves
 /// nothing behind; and a policy changed meanwhile reaches the next call,
-/// not a spare made under the old one.
+/// not a spare made under the old one, and the new version's first call
+/// finds a spare made as it loaded.
 #[test]
 fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
     let dir = tempfile::tempdir().unwrap();
@@ -583,6 +584,13 @@ fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
             .and_then(|p| p.granted)
             .is_some_and(|granted| granted.to_string().contains("SPARE_CHECK"))
     });
+    // A version loaded into the running server has its first spare made
+    // as it loads: its very first call finds it, warmed.
+    std::thread::sleep(Duration::from_millis(300));
+    let first = server.call("listings", json!({}));
+    assert_eq!(first.json["content"][0]["text"], "1", "{:?}", first.json);
+    assert_eq!(first.json["meta"]["warm"], true, "{:?}", first.json);
+    std::thread::sleep(Duration::from_millis(100));
     let env = server.call("read_env", json!({}));
     assert!(
         env.json["content"][0]["text"]

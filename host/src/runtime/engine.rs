@@ -188,6 +188,17 @@ impl Runtime {
             .store(true, std::sync::atomic::Ordering::Release);
     }
 
+    /// A plugin loaded with `grants`, before it serves: a large one loaded
+    /// into a running server (someone dropped or published it, and calls
+    /// it next) gets its first spare now, so that its first call finds one
+    /// (`warm.rs`). Plugins loaded while the server starts get theirs after
+    /// their first call, as every plugin's later spares.
+    pub(crate) fn loaded(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>) {
+        if self.started.load(std::sync::atomic::Ordering::Acquire) {
+            self.refill(plugin, grants);
+        }
+    }
+
     /// The grants of a plugin without a policy: nothing, default limits.
     pub(crate) fn no_grants(&self) -> Grants {
         Grants::none(self.limits)

@@ -15,7 +15,9 @@
 //! which pays an interpreter's first-use costs (function references made
 //! lazily, the copy-on-write faults of its heap) before the call. A call
 //! takes it; once the call has answered, its used instance is torn down
-//! and the next spare made, one after the other on a guest thread.
+//! and the next spare made, one after the other on a guest thread. A
+//! plugin loaded into a running server has its first spare made as it
+//! loads (`Runtime::loaded`), so its first call finds one too.
 //! Instantiating and tearing down such a component cost about 2 of a
 //! call's 3.4 ms on 2 cores (perf: mostly wasmtime making function
 //! references, `ref.func`, and the page faults of a fresh memory;
