@@ -135,7 +135,7 @@ pub(super) fn section(
         report.record(
             SECTION,
             &format!(
-                "{} next {calls} calls 10 ms apart, p50/p95 ms (spare-served, on baseline code)",
+                "{} next {calls} calls 10 ms apart, p50/p95 ms (calls on a spare, on baseline code)",
                 big.label
             ),
             json!([paced.p50, paced.p95, paced.warm, paced.baseline]),

@@ -68,7 +68,7 @@ fn the_benchmark_harness_runs_in_quick_mode() {
         "workshop: /health and echo calls failed meanwhile",
         "REST, reuse_instance = 1000: c=16 ratio to baseline",
         "big components: componentize-qjs REST call p50/p99 ms",
-        "big components: componentize-qjs next 20 calls 10 ms apart, p50/p95 ms (spare-served, on baseline code)",
+        "big components: componentize-qjs next 20 calls 10 ms apart, p50/p95 ms (calls on a spare, on baseline code)",
         "big components: the 171 KiB echo, 20 calls 10 ms apart, p50/p95 ms (the pace's floor)",
         "big components: RSS 3 s after deleting them over echo-only before, MiB",
         "1,000 plugins: warm restart to all listed ms",

@@ -584,9 +584,9 @@ fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
             .and_then(|p| p.granted)
             .is_some_and(|granted| granted.to_string().contains("SPARE_CHECK"))
     });
-    // A version loaded into the running server has its first spare made
-    // as it loads: its very first call finds it, warmed.
-    std::thread::sleep(Duration::from_millis(300));
+    // A version loaded alone into the running server has its first spare
+    // made as it starts serving: its very first call finds it, warmed.
+    std::thread::sleep(Duration::from_millis(500));
     let first = server.call("listings", json!({}));
     assert_eq!(first.json["content"][0]["text"], "1", "{:?}", first.json);
     assert_eq!(first.json["meta"]["warm"], true, "{:?}", first.json);

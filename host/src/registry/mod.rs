@@ -303,6 +303,15 @@ impl Registry {
         let gone = before.content_hashes();
         let gone = gone.difference(&known).map(|hash| hash.to_string());
         self.runtime.forget_compiled(gone.collect());
+        // One plugin that now serves a new version, alone (a drop, a
+        // publish, a policy edit; not a scan or a rescan): its first spare
+        // is made now (`Runtime::loaded`).
+        if let [(id, Outcome::Admitted)] = &outcomes[..]
+            && let Some(plugin) = next.serving().find(|plugin| plugin.id == *id)
+            && !before.serving().any(|old| Arc::ptr_eq(old, plugin))
+        {
+            self.runtime.loaded(&plugin.compiled, &plugin.grants);
+        }
         let next = Arc::new(next);
         self.current.store(next.clone());
         if tool_list_changed {

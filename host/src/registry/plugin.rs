@@ -367,8 +367,6 @@ pub(crate) async fn load(
     let max_concurrent = grants
         .max_concurrent
         .unwrap_or_else(|| default_share(runtime.max_calls()));
-    let grants = Arc::new(grants);
-    runtime.loaded(&compiled, &grants);
     Ok(LoadedPlugin {
         id: id.to_string(),
         file: file.to_path_buf(),
@@ -379,7 +377,7 @@ pub(crate) async fn load(
         compiled,
         permits: Arc::new(tokio::sync::Semaphore::new(max_concurrent)),
         max_concurrent,
-        grants,
+        grants: Arc::new(grants),
         tools,
         catalog,
         schema_warnings,

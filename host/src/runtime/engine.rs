@@ -188,11 +188,14 @@ impl Runtime {
             .store(true, std::sync::atomic::Ordering::Release);
     }
 
-    /// A plugin loaded with `grants`, before it serves: a large one loaded
-    /// into a running server (someone dropped or published it, and calls
-    /// it next) gets its first spare now, so that its first call finds one
-    /// (`warm.rs`). Plugins loaded while the server starts get theirs after
-    /// their first call, as every plugin's later spares.
+    /// A plugin that has just started serving with `grants`, alone (the
+    /// registry says so for a drop, a publish or a policy edit: someone
+    /// calls it next): a large one gets its first spare now, so that its
+    /// first call finds one (`warm.rs`). Plugins loaded while the server
+    /// starts, or in a batch (a rescan), get theirs after a first call, as
+    /// every plugin's later spares. Never for a version that does not
+    /// serve: one held for approval or waiting for a name runs no code
+    /// with its grants.
     pub(crate) fn loaded(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>) {
         if self.started.load(std::sync::atomic::Ordering::Acquire) {
             self.refill(plugin, grants);
@@ -456,10 +459,17 @@ impl Runtime {
     }
 
     /// Makes `plugin`'s next spare instance (`warm.rs`) on the executor,
-    /// beside the call that asks, unless the plugin is small (its
-    /// instantiation costs microseconds), reuses instances by policy, or
-    /// has a spare or one being made. Best effort: with every slot busy,
-    /// or if instantiating fails, the next call makes its own instance.
+    /// after a call has answered (`after_call`) or as a plugin starts
+    /// serving (`loaded`), unless the plugin is small (its instantiation
+    /// costs microseconds), reuses instances by policy, or has a spare or
+    /// one being made. The spare is instantiated, then warmed: it answers
+    /// `list-tools` (no input, nothing of a caller's), so that an
+    /// interpreter's first-use costs (function references made lazily,
+    /// the copy-on-write faults of its heap) are paid here rather than by
+    /// the call; what that printed is dropped. Best effort: with every
+    /// slot busy, no room for a spare, or if instantiating fails, the next
+    /// call makes its own instance. If warming fails, the plugin's spares
+    /// are only instantiated from then on.
     fn refill(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>) {
         if plugin.inline || grants.reuse_instance.is_some() {
             return;
@@ -474,6 +484,9 @@ impl Runtime {
         ) else {
             return;
         };
+        let Some(room) = self.kept.claim_spare() else {
+            return;
+        };
         let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
         handle.spawn(async move {
             let maker = runtime.clone();
@@ -482,23 +495,41 @@ impl Runtime {
                     let _filling = filling;
                     let code = plugin.code.load_full();
                     let mut store = maker.new_store(&plugin, &code, &grants, None, cancel)?;
-                    // Made, then warmed: it answers `list-tools` (no input,
-                    // nothing of a caller's) so that the interpreter's
-                    // first-use costs (lazy function tables, copy-on-write
-                    // faults of its heap) are paid here, not by the call.
+                    let warms = plugin.spare.warms();
                     let made = tokio::time::timeout(grants.limits.timeout, async {
                         let instance = code.pre.instantiate_async(&mut store).await?;
-                        code.pre.list_tools(&mut store, &instance).await?;
-                        wasmtime::Result::<_>::Ok(instance)
+                        if warms {
+                            // The listing has a budget of its own.
+                            let _ = store.set_fuel(grants.fuel_budget());
+                            if let Err(error) = code.pre.list_tools(&mut store, &instance).await {
+                                return Ok(Err(error));
+                            }
+                        }
+                        wasmtime::Result::<_>::Ok(Ok(instance))
                     })
                     .await;
-                    // What the warming printed is not the next call's output.
                     let sandbox = store.data_mut();
                     let _ = (sandbox.stdout.take(), sandbox.stderr.take());
-                    if let Ok(Ok(instance)) = made {
-                        plugin
-                            .spare
-                            .fill(&maker.kept, store, instance, code, grants);
+                    match made {
+                        Ok(Ok(Ok(instance))) => {
+                            plugin.spare.fill(room, store, instance, code, grants);
+                        }
+                        Ok(Ok(Err(error))) => {
+                            tracing::warn!(
+                                plugin = %plugin.name,
+                                error = %format!("{error:#}"),
+                                "warming a spare instance failed: its spares are only instantiated from now on"
+                            );
+                            plugin.spare.stop_warming();
+                        }
+                        Err(_) if warms => {
+                            tracing::warn!(
+                                plugin = %plugin.name,
+                                "warming a spare instance ran past the deadline: its spares are only instantiated from now on"
+                            );
+                            plugin.spare.stop_warming();
+                        }
+                        _ => {}
                     }
                     Ok(())
                 })

@@ -6,7 +6,10 @@
 //! `memory_cap.rs`, the bounded stdout/stderr capture in `log_capture.rs`.
 //!
 //! A new [`Sandbox`] is built for every call (and every tool listing), so
-//! nothing a plugin did in one call is visible in the next.
+//! nothing a plugin did in one call is visible in the next. A large
+//! plugin's spare instance (`warm.rs`) has answered `list-tools` in its
+//! sandbox before its call: what that listing left (memory, open files)
+//! is the plugin's own, never a caller's.
 
 use std::sync::Arc;
 

@@ -85,7 +85,7 @@ impl KeptInstances {
 
     /// Room for a spare: spares may take half of the room, so that idle
     /// plugins' spares never leave none for kept instances and teardowns.
-    fn claim_spare(&self) -> Option<Kept> {
+    pub(crate) fn claim_spare(&self) -> Option<Kept> {
         self.claim_within(self.max / 2)
     }
 
@@ -144,6 +144,10 @@ pub(crate) struct Spare(Arc<SpareSlot>);
 struct SpareSlot {
     ready: Mutex<Option<Prepared>>,
     filling: AtomicBool,
+    /// Set once warming failed (a `list-tools` that traps or runs out of
+    /// fuel with the plugin's grants): its spares are then only
+    /// instantiated, as before warming.
+    cold: AtomicBool,
 }
 
 /// An instance no call has used, with its store.
@@ -194,18 +198,25 @@ impl Spare {
         Some(Filling(self.clone()))
     }
 
-    /// Keeps `instance` for the next call, if spares have room for it.
+    /// Whether this plugin's spares are warmed (see [`SpareSlot::cold`]).
+    pub(crate) fn warms(&self) -> bool {
+        !self.0.cold.load(Ordering::Relaxed)
+    }
+
+    /// Its spares are made without warming from now on.
+    pub(crate) fn stop_warming(&self) {
+        self.0.cold.store(true, Ordering::Relaxed);
+    }
+
+    /// Keeps `instance` for the next call, in the room `kept` claimed.
     pub(crate) fn fill(
         &self,
-        kept: &KeptInstances,
+        kept: Kept,
         store: Store<Sandbox>,
         instance: Plugin,
         code: Arc<Code>,
         grants: Arc<Grants>,
     ) {
-        let Some(kept) = kept.claim_spare() else {
-            return;
-        };
         *self.0.ready.lock().unwrap_or_else(|e| e.into_inner()) = Some(Prepared {
             store,
             instance,
