@@ -303,9 +303,15 @@ impl Registry {
         let gone = before.content_hashes();
         let gone = gone.difference(&known).map(|hash| hash.to_string());
         self.runtime.forget_compiled(gone.collect());
+        // Versions that no longer serve let their ready instances go.
+        for old in before.serving() {
+            if !next.serving().any(|now| Arc::ptr_eq(now, old)) {
+                self.runtime.unserved(&old.compiled);
+            }
+        }
         // One plugin that now serves a new version, alone (a drop, a
-        // publish, a policy edit; not a scan or a rescan): its first spare
-        // is made now (`Runtime::loaded`).
+        // publish, a policy edit, each file of a rescan; not the start-up
+        // scan): its first spare is made now (`Runtime::loaded`).
         if let [(id, Outcome::Admitted)] = &outcomes[..]
             && let Some(plugin) = next.serving().find(|plugin| plugin.id == *id)
             && !before.serving().any(|old| Arc::ptr_eq(old, plugin))

@@ -192,14 +192,23 @@ impl Runtime {
     /// registry says so for a drop, a publish or a policy edit: someone
     /// calls it next): a large one gets its first spare now, so that its
     /// first call finds one (`warm.rs`). Plugins loaded while the server
-    /// starts, or in a batch (a rescan), get theirs after a first call, as
-    /// every plugin's later spares. Never for a version that does not
+    /// starts get theirs after a first call, as every plugin's later
+    /// spares (a rescan reloads file by file, so each changed plugin gets
+    /// one, within the spares' room: half the pool). Never for a version that does not
     /// serve: one held for approval or waiting for a name runs no code
     /// with its grants.
     pub(crate) fn loaded(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>) {
         if self.started.load(std::sync::atomic::Ordering::Acquire) {
             self.refill(plugin, grants);
         }
+    }
+
+    /// A version that no longer serves (replaced, displaced, waiting for a
+    /// name): its spare and kept instances go now, not with its last
+    /// clone (a waiting version is held for as long as it waits).
+    pub(crate) fn unserved(&self, plugin: &CompiledPlugin) {
+        plugin.spare.clear();
+        plugin.shelf.clear();
     }
 
     /// The grants of a plugin without a policy: nothing, default limits.
@@ -494,43 +503,48 @@ impl Runtime {
                 .run(false, move |cancel| async move {
                     let _filling = filling;
                     let code = plugin.code.load_full();
-                    let mut store = maker.new_store(&plugin, &code, &grants, None, cancel)?;
-                    let warms = plugin.spare.warms();
-                    let made = tokio::time::timeout(grants.limits.timeout, async {
-                        let instance = code.pre.instantiate_async(&mut store).await?;
-                        if warms {
-                            // The listing has a budget of its own.
-                            let _ = store.set_fuel(grants.fuel_budget());
-                            if let Err(error) = code.pre.list_tools(&mut store, &instance).await {
-                                return Ok(Err(error));
+                    let mut store =
+                        maker.new_store(&plugin, &code, &grants, None, cancel.clone())?;
+                    let made = tokio::time::timeout(
+                        grants.limits.timeout,
+                        code.pre.instantiate_async(&mut store),
+                    )
+                    .await;
+                    let Ok(Ok(instance)) = made else {
+                        return Ok(());
+                    };
+                    if plugin.spare.warms() {
+                        // The listing has a budget and a deadline of its own.
+                        let _ = store.set_fuel(grants.fuel_budget());
+                        Self::set_deadline(&mut store, grants.limits.timeout, cancel.clone());
+                        let listed = tokio::time::timeout(
+                            grants.limits.timeout,
+                            code.pre.list_tools(&mut store, &instance),
+                        )
+                        .await;
+                        match listed {
+                            Ok(Ok(_)) => {}
+                            // The server stops: nothing to learn.
+                            _ if cancel.is_set() => return Ok(()),
+                            failed => {
+                                let error = match failed {
+                                    Ok(Err(error)) => format!("{error:#}"),
+                                    _ => "it ran past the deadline".to_string(),
+                                };
+                                tracing::warn!(
+                                    plugin = %plugin.name,
+                                    %error,
+                                    "warming a spare instance failed: its spares are only instantiated from now on"
+                                );
+                                plugin.spare.stop_warming();
+                                return Ok(());
                             }
                         }
-                        wasmtime::Result::<_>::Ok(Ok(instance))
-                    })
-                    .await;
+                    }
+                    // What making it printed is not the next call's output.
                     let sandbox = store.data_mut();
                     let _ = (sandbox.stdout.take(), sandbox.stderr.take());
-                    match made {
-                        Ok(Ok(Ok(instance))) => {
-                            plugin.spare.fill(room, store, instance, code, grants);
-                        }
-                        Ok(Ok(Err(error))) => {
-                            tracing::warn!(
-                                plugin = %plugin.name,
-                                error = %format!("{error:#}"),
-                                "warming a spare instance failed: its spares are only instantiated from now on"
-                            );
-                            plugin.spare.stop_warming();
-                        }
-                        Err(_) if warms => {
-                            tracing::warn!(
-                                plugin = %plugin.name,
-                                "warming a spare instance ran past the deadline: its spares are only instantiated from now on"
-                            );
-                            plugin.spare.stop_warming();
-                        }
-                        _ => {}
-                    }
+                    plugin.spare.fill(room, store, instance, code, grants);
                     Ok(())
                 })
                 .await;

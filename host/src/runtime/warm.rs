@@ -16,8 +16,11 @@
 //! lazily, the copy-on-write faults of its heap) before the call. A call
 //! takes it; once the call has answered, its used instance is torn down
 //! and the next spare made, one after the other on a guest thread. A
-//! plugin loaded into a running server has its first spare made as it
-//! loads (`Runtime::loaded`), so its first call finds one too.
+//! plugin that starts serving alone in a running server (a drop, a
+//! publish, a policy edit) has its first spare made at once
+//! (`Runtime::loaded`), so its first call finds one too; a version that
+//! stops serving has its spare and kept instances dropped at once
+//! (`Runtime::unserved`).
 //! Instantiating and tearing down such a component cost about 2 of a
 //! call's 3.4 ms on 2 cores (perf: mostly wasmtime making function
 //! references, `ref.func`, and the page faults of a fresh memory;
@@ -111,6 +114,12 @@ impl Shelf {
         shelf.pop()
     }
 
+    /// Drops every kept instance (the plugin's version no longer serves).
+    pub(crate) fn clear(&self) {
+        let taken = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(taken);
+    }
+
     /// Keeps an instance for the next call, unless as many instances as
     /// the pool has room for are kept already.
     pub(crate) fn put(
@@ -196,6 +205,18 @@ impl Spare {
             return None;
         }
         Some(Filling(self.clone()))
+    }
+
+    /// Drops the prepared instance, if there is one (the plugin's version
+    /// no longer serves).
+    pub(crate) fn clear(&self) {
+        let taken = self
+            .0
+            .ready
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        drop(taken);
     }
 
     /// Whether this plugin's spares are warmed (see [`SpareSlot::cold`]).
