@@ -303,23 +303,30 @@ impl Registry {
         let gone = before.content_hashes();
         let gone = gone.difference(&known).map(|hash| hash.to_string());
         self.runtime.forget_compiled(gone.collect());
-        // Versions that no longer serve let their ready instances go.
-        for old in before.serving() {
-            if !next.serving().any(|now| Arc::ptr_eq(now, old)) {
+        let next = Arc::new(next);
+        self.current.store(next.clone());
+        // The versions this swap took out of service (replaced, removed,
+        // displaced, waiting for a name) let their ready instances go; and
+        // one plugin that now serves a new version, alone (a drop, a
+        // publish, a policy edit, each file of a rescan; not the start-up
+        // scan), gets its first spare (`Runtime::loaded`). Only the ids
+        // this swap changed are looked at.
+        for (id, _) in &outcomes {
+            let (old, now) = (before.serving_of(id), next.serving_of(id));
+            if let Some(old) = old
+                && !now.is_some_and(|now| Arc::ptr_eq(now, old))
+            {
                 self.runtime.unserved(&old.compiled);
             }
         }
-        // One plugin that now serves a new version, alone (a drop, a
-        // publish, a policy edit, each file of a rescan; not the start-up
-        // scan): its first spare is made now (`Runtime::loaded`).
         if let [(id, Outcome::Admitted)] = &outcomes[..]
-            && let Some(plugin) = next.serving().find(|plugin| plugin.id == *id)
-            && !before.serving().any(|old| Arc::ptr_eq(old, plugin))
+            && let Some(now) = next.serving_of(id)
+            && !before
+                .serving_of(id)
+                .is_some_and(|old| Arc::ptr_eq(old, now))
         {
-            self.runtime.loaded(&plugin.compiled, &plugin.grants);
+            self.runtime.loaded(&now.compiled, &now.grants);
         }
-        let next = Arc::new(next);
-        self.current.store(next.clone());
         if tool_list_changed {
             self.tool_list_version.send_modify(|version| *version += 1);
         }

@@ -204,6 +204,11 @@ impl Snapshot {
         found
     }
 
+    /// The version of plugin `id` that serves, if one does.
+    pub(super) fn serving_of(&self, id: &str) -> Option<&Arc<LoadedPlugin>> {
+        self.plugins.get(id)?.serving.as_ref()
+    }
+
     /// Every serving plugin version.
     pub(crate) fn serving(&self) -> impl Iterator<Item = &Arc<LoadedPlugin>> {
         self.plugins

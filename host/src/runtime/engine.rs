@@ -193,8 +193,9 @@ impl Runtime {
     /// calls it next): a large one gets its first spare now, so that its
     /// first call finds one (`warm.rs`). Plugins loaded while the server
     /// starts get theirs after a first call, as every plugin's later
-    /// spares (a rescan reloads file by file, so each changed plugin gets
-    /// one, within the spares' room: half the pool). Never for a version that does not
+    /// spares. A rescan reloads file by file, so each changed plugin gets
+    /// one if a slot is free then, within the spares' room (half the
+    /// pool); spares are never evicted. Never for a version that does not
     /// serve: one held for approval or waiting for a name runs no code
     /// with its grants.
     pub(crate) fn loaded(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>) {
@@ -205,7 +206,9 @@ impl Runtime {
 
     /// A version that no longer serves (replaced, displaced, waiting for a
     /// name): its spare and kept instances go now, not with its last
-    /// clone (a waiting version is held for as long as it waits).
+    /// clone (a waiting version is held for as long as it waits). A call
+    /// of it still running may leave one more behind, which goes with the
+    /// version, or when it serves again and is replaced.
     pub(crate) fn unserved(&self, plugin: &CompiledPlugin) {
         plugin.spare.clear();
         plugin.shelf.clear();

@@ -19,8 +19,8 @@
 //! plugin that starts serving alone in a running server (a drop, a
 //! publish, a policy edit) has its first spare made at once
 //! (`Runtime::loaded`), so its first call finds one too; a version that
-//! stops serving has its spare and kept instances dropped at once
-//! (`Runtime::unserved`).
+//! stops serving has its spare and kept instances dropped as it stops
+//! (`Runtime::unserved`; a call of it still running may leave one more).
 //! Instantiating and tearing down such a component cost about 2 of a
 //! call's 3.4 ms on 2 cores (perf: mostly wasmtime making function
 //! references, `ref.func`, and the page faults of a fresh memory;
@@ -153,9 +153,9 @@ pub(crate) struct Spare(Arc<SpareSlot>);
 struct SpareSlot {
     ready: Mutex<Option<Prepared>>,
     filling: AtomicBool,
-    /// Set once warming failed (a `list-tools` that traps or runs out of
-    /// fuel with the plugin's grants): its spares are then only
-    /// instantiated, as before warming.
+    /// Set once warming failed (a `list-tools` that traps, runs out of
+    /// fuel or runs past its deadline with the plugin's grants): its
+    /// spares are then only instantiated, as before warming.
     cold: AtomicBool,
 }
 
