@@ -353,6 +353,7 @@ fn the_stateless_fast_path_answers_as_rmcp_does() {
             ],
         ),
         (call(8, "echo", json!({"wrong": 1})), vec![]),
+        (call(24, "echo", Value::Null), vec![]),
         (call(9, "nope", json!({})), vec![]),
         (call(10, "test_error_handling", json!({})), vec![]),
         (call(11, "test_sampling", json!({"prompt": "hi"})), vec![]),
@@ -394,12 +395,29 @@ fn the_stateless_fast_path_answers_as_rmcp_does() {
     params_in_a_list["params"] = json!(["echo", {"text": "hi"}]);
     let mut a_task = call(22, "echo", json!({"text": "hi"}));
     a_task["params"]["task"] = json!({});
+    // 2026-07-28's `_meta` without the client's capabilities, or naming
+    // another version than the header.
+    let modern_headers = vec![
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "echo"),
+    ];
+    let mut no_capabilities = call(25, "echo", json!({"text": "hi"}));
+    no_capabilities["params"]["_meta"] =
+        json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    let mut other_version = call(26, "echo", json!({"text": "hi"}));
+    other_version["params"]["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2025-11-25",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
     for (message, headers) in [
         (with_progress, vec![]),
         (with_result, vec![]),
         (old_revision, vec![]),
         (params_in_a_list, vec![]),
         (a_task, vec![]),
+        (no_capabilities, modern_headers.clone()),
+        (other_version, modern_headers),
         (
             call(23, "echo", json!({"text": "hi"})),
             vec![("Mcp-Session-Id", "none")],

@@ -69,17 +69,18 @@ pub(super) struct FastPath {
     pub(super) shutdown: tokio_util::sync::CancellationToken,
 }
 
-/// The keys of a `tools/call`'s params this path handles; any other (a
-/// task, an input response) or one given twice goes to rmcp.
+/// A `tools/call`'s params as rmcp's `CallToolRequestParams` reads them
+/// (its field types), read in one pass with only the keys this path
+/// handles: any other (a task, an input response) or one given twice goes
+/// to rmcp.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CallKeys {
-    #[serde(rename = "name")]
-    _name: serde::de::IgnoredAny,
-    #[serde(rename = "arguments", default)]
-    _arguments: Option<serde::de::IgnoredAny>,
+struct CallParams {
+    name: std::borrow::Cow<'static, str>,
+    #[serde(default)]
+    arguments: Option<rmcp::model::JsonObject>,
     #[serde(rename = "_meta", default)]
-    _meta: Option<serde::de::IgnoredAny>,
+    meta: Option<RequestMetaObject>,
 }
 
 /// The same for `tools/list`.
@@ -139,11 +140,10 @@ impl FastPath {
         }
         let (lone, meta) = match method {
             "tools/call" => {
-                let params = params?;
-                serde_json::from_str::<CallKeys>(params).ok()?;
-                let mut call: CallToolRequestParams = serde_json::from_str(params).ok()?;
-                let meta = call.meta.take();
-                (Lone::Call(call), meta)
+                let read: CallParams = serde_json::from_str(params?).ok()?;
+                let mut call = CallToolRequestParams::new(read.name);
+                call.arguments = read.arguments;
+                (Lone::Call(call), read.meta)
             }
             _ => {
                 let mut list: Option<PaginatedRequestParams> = match params {
@@ -256,18 +256,14 @@ impl FastPath {
         let meta_version = keys.and_then(|keys| keys.get(META_PROTOCOL_VERSION));
         let version = match (meta_version, &header_version) {
             (Some(given), Some(header)) => {
-                // rmcp's own reading of `_meta`, and the keys 2026-07-28
-                // requires of a request that negotiates in it.
-                let meta = meta?;
-                let version = meta.protocol_version()?;
-                if given.as_str()? != header.as_str()
-                    || !meta
-                        .missing_required_keys(&ProtocolVersion::V_2026_07_28)
-                        .is_empty()
-                {
+                // The same version as the header (so one rmcp knows, as
+                // its reading of `_meta` would find), and the other key
+                // 2026-07-28 requires of a request that negotiates in it,
+                // read by rmcp's own type (`missing_required_keys`).
+                if given.as_str()? != header.as_str() || meta?.client_capabilities().is_none() {
                     return None;
                 }
-                version
+                header.clone()
             }
             (Some(_), None) => return None,
             (None, Some(header)) if header.as_str() >= ProtocolVersion::V_2026_07_28.as_str() => {
@@ -294,8 +290,11 @@ impl FastPath {
         if accept.contains(';') {
             return false;
         }
-        let kinds: Vec<&str> = accept.split(',').map(str::trim).collect();
-        let has = |kind: &str| kinds.iter().any(|given| given.eq_ignore_ascii_case(kind));
+        let has = |kind: &str| {
+            accept
+                .split(',')
+                .any(|given| given.trim().eq_ignore_ascii_case(kind))
+        };
         if !has("application/json") || !has("text/event-stream") {
             return false;
         }

@@ -442,6 +442,26 @@ fn requester(context: &RequestContext<RoleServer>) -> Option<&crate::edge::auth:
 /// `details`): the same object REST answers with as `error`.
 pub(crate) const ERROR_META: &str = "toolhost/error";
 
+/// One of the envelope's content blocks as rmcp's type. A plain text block
+/// (`type` and `text`, nothing else: most blocks) is built as rmcp would
+/// read it; any other is read by rmcp's type, whose tagged enum first
+/// copies the block into a buffer of its own.
+fn content_block(block: Value) -> Result<rmcp::model::ContentBlock, serde_json::Error> {
+    match block {
+        Value::Object(mut fields)
+            if fields.len() == 2
+                && fields.get("type").and_then(Value::as_str) == Some("text")
+                && fields.get("text").is_some_and(Value::is_string) =>
+        {
+            let Some(Value::String(text)) = fields.swap_remove("text") else {
+                unreachable!("checked above")
+            };
+            Ok(rmcp::model::ContentBlock::text(text))
+        }
+        other => serde_json::from_value(other),
+    }
+}
+
 fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
     if let Some(error) = &envelope.error
         && let Some(code) = error.host_code.and_then(|code| code.jsonrpc_code())
@@ -467,7 +487,7 @@ fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
     } = envelope;
     let content = content
         .into_iter()
-        .map(serde_json::from_value)
+        .map(content_block)
         .collect::<Result<Vec<rmcp::model::ContentBlock>, _>>()
         .map_err(|e| McpError::internal_error(format!("result envelope: {e}"), None))?;
     let mut extra = serde_json::Map::new();
@@ -490,4 +510,36 @@ fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
     result.meta = (!extra.is_empty()).then_some(rmcp::model::MetaObject(extra));
     result.result_type = Some(ResultType::COMPLETE);
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::content_block;
+
+    /// A plain text block built in place is what rmcp's own reading gives;
+    /// a block with anything more is still read by rmcp's type.
+    #[test]
+    fn content_blocks_read_as_rmcp_reads_them() {
+        let blocks = [
+            json!({"type": "text", "text": "hello"}),
+            json!({"text": "", "type": "text"}),
+            json!({"type": "text", "text": "hi", "annotations": {"priority": 0.5}}),
+            json!({"type": "text", "text": "hi", "_meta": {"k": 1}}),
+            json!({"type": "image", "data": "aGk=", "mimeType": "image/png"}),
+        ];
+        for block in blocks {
+            let ours = content_block(block.clone()).unwrap();
+            let theirs: rmcp::model::ContentBlock = serde_json::from_value(block.clone()).unwrap();
+            assert_eq!(ours, theirs, "{block}");
+        }
+        for bad in [
+            json!({"type": "text", "text": 7}),
+            json!({"type": "text"}),
+            json!({"type": "nope", "text": "x"}),
+        ] {
+            assert!(content_block(bad.clone()).is_err(), "{bad}");
+        }
+    }
 }
