@@ -32,10 +32,11 @@ pub(super) type Call = Pin<Box<dyn std::future::Future<Output = String> + Send>>
 /// JSON if the call ends before the plugin sends anything; otherwise an
 /// SSE stream of what it sends, then the result. The call runs inside the
 /// response's body from then on, so a client that goes away cancels it.
+/// Only a stream holds on to `shutdown` (a clone takes the token's lock).
 pub(super) async fn respond(
     mut call: Call,
     mut notes: mpsc::UnboundedReceiver<String>,
-    shutdown: tokio_util::sync::CancellationToken,
+    shutdown: &tokio_util::sync::CancellationToken,
 ) -> Response {
     let first = tokio::select! {
         biased;
@@ -46,7 +47,7 @@ pub(super) async fn respond(
                     messages.push(note);
                 }
                 messages.push(done);
-                return sse(futures_util::stream::iter(messages).boxed(), shutdown);
+                return sse(futures_util::stream::iter(messages).boxed(), shutdown.clone());
             }
             Err(_) => return json_response(done),
         },
@@ -79,7 +80,7 @@ pub(super) async fn respond(
         futures_util::stream::once(async move { first })
             .chain(rest)
             .boxed(),
-        shutdown,
+        shutdown.clone(),
     )
 }
 

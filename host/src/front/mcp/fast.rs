@@ -227,7 +227,7 @@ impl FastPath {
                     .await;
                     shape(answered.map(ServerResult::CallToolResult))
                 });
-                Some(respond(call, notes, self.shutdown.clone()).await)
+                Some(respond(call, notes, &self.shutdown).await)
             }
         }
     }
