@@ -354,6 +354,11 @@ fn the_stateless_fast_path_answers_as_rmcp_does() {
         ),
         (call(8, "echo", json!({"wrong": 1})), vec![]),
         (call(24, "echo", Value::Null), vec![]),
+        (
+            json!({"jsonrpc": "2.0", "id": 27, "method": "tools/call",
+                   "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": null}}),
+            vec![],
+        ),
         (call(9, "nope", json!({})), vec![]),
         (call(10, "test_error_handling", json!({})), vec![]),
         (call(11, "test_sampling", json!({"prompt": "hi"})), vec![]),
@@ -418,6 +423,12 @@ fn the_stateless_fast_path_answers_as_rmcp_does() {
         (a_task, vec![]),
         (no_capabilities, modern_headers.clone()),
         (other_version, modern_headers),
+        (call(28, "echo", json!([])), vec![]),
+        (
+            json!({"jsonrpc": "2.0", "id": 29, "method": "tools/call",
+                   "params": {"name": 5, "arguments": {}}}),
+            vec![],
+        ),
         (
             call(23, "echo", json!({"text": "hi"})),
             vec![("Mcp-Session-Id", "none")],
@@ -458,6 +469,23 @@ fn the_stateless_fast_path_answers_as_rmcp_does() {
         comparable(&slow.1, &slow.2),
         "{twice_in_params}"
     );
+    // A name written with an escape reads as the same name on both paths.
+    let escaped = r#"{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"ech\u006f","arguments":{"text":"hi"}}}"#;
+    let before = fast_answers();
+    let fast = post_mcp(&server, escaped, &[]);
+    assert_eq!(fast_answers(), before + 1, "the fast path took {escaped}");
+    let slow = post_mcp(
+        &server,
+        escaped,
+        &[("Accept", "application/json, text/event-stream;q=1")],
+    );
+    assert_eq!(fast.0, slow.0, "{} / {}", fast.2, slow.2);
+    assert_eq!(
+        comparable(&fast.1, &fast.2),
+        comparable(&slow.1, &slow.2),
+        "{escaped}"
+    );
+    assert!(fast.2.contains(r#""text":"hi""#), "{}", fast.2);
     // The logging tool's answer is a stream: three messages, then the result.
     let (_, content_type, body) = rpc(&server, call(13, "test_tool_with_logging", json!({})), &[]);
     assert!(

@@ -16,8 +16,9 @@
 //!   with the 2026-07-28 revision's required keys; from 2026-07-28 on, the
 //!   `Mcp-Method` and `Mcp-Name` headers (SEP-2243) equal to the body's,
 //!   no `Mcp-Param-*` header and no tool whose schema asks for one;
-//! - the request's: params rmcp parses into its own types, with no field
-//!   this path does not handle (a progress token, tasks, input responses).
+//! - the request's: params that read with rmcp's field types (one pass
+//!   over a local struct), with no field this path does not handle (a
+//!   progress token, tasks, input responses).
 //!
 //! The answer is rmcp's too: the same handlers (`mod.rs`) produce it, the
 //! result shaped for the negotiated version as rmcp shapes it (no
@@ -103,8 +104,8 @@ impl FastPath {
     /// The answer to the request in `body` if it is a lone stateless
     /// request this path takes; `None` sends it on to the general path
     /// (`jsonrpc.rs`'s checks, then rmcp). The body is read without a JSON
-    /// value: a strict struct over the top level, rmcp's params types for
-    /// the params.
+    /// value: a strict struct over the top level, then one over the params
+    /// with rmcp's field types.
     pub(super) async fn answer(&self, parts: &Parts, body: &[u8], view: View) -> Option<Response> {
         // What rmcp's reading of the body refuses and a JSON value lets
         // through: a key given twice, or one a request does not have (a
@@ -259,7 +260,8 @@ impl FastPath {
                 // The same version as the header (so one rmcp knows, as
                 // its reading of `_meta` would find), and the other key
                 // 2026-07-28 requires of a request that negotiates in it,
-                // read by rmcp's own type (`missing_required_keys`).
+                // checked as rmcp's `missing_required_keys` checks it: the
+                // client's capabilities decode as rmcp's type.
                 if given.as_str()? != header.as_str() || meta?.client_capabilities().is_none() {
                     return None;
                 }

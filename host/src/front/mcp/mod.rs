@@ -527,6 +527,7 @@ mod tests {
             json!({"text": "", "type": "text"}),
             json!({"type": "text", "text": "hi", "annotations": {"priority": 0.5}}),
             json!({"type": "text", "text": "hi", "_meta": {"k": 1}}),
+            json!({"type": "text", "text": "x", "extra": 1}),
             json!({"type": "image", "data": "aGk=", "mimeType": "image/png"}),
         ];
         for block in blocks {
