@@ -4,7 +4,9 @@
 //! streams it; and the stateless request's client that collects those
 //! log messages.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -12,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use rmcp::model::LoggingLevel;
 use serde_json::json;
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 
 use crate::runtime::{ClientChannel, LogLevel};
 
@@ -35,27 +37,27 @@ pub(super) type Call = Pin<Box<dyn std::future::Future<Output = String> + Send>>
 /// Only a stream holds on to `shutdown` (a clone takes the token's lock).
 pub(super) async fn respond(
     mut call: Call,
-    mut notes: mpsc::UnboundedReceiver<String>,
+    notes: Arc<StatelessClient>,
     shutdown: &tokio_util::sync::CancellationToken,
 ) -> Response {
     let first = tokio::select! {
         biased;
-        done = &mut call => match notes.try_recv() {
-            Ok(note) => {
+        done = &mut call => match notes.take() {
+            Some(note) => {
                 let mut messages = vec![note];
-                while let Ok(note) = notes.try_recv() {
+                while let Some(note) = notes.take() {
                     messages.push(note);
                 }
                 messages.push(done);
                 return sse(futures_util::stream::iter(messages).boxed(), shutdown.clone());
             }
-            Err(_) => return json_response(done),
+            None => return json_response(done),
         },
-        Some(note) = notes.recv() => note,
+        note = notes.next() => note,
     };
     let rest = futures_util::stream::unfold(
-        (Some(call), notes, std::collections::VecDeque::new()),
-        |(mut call, mut notes, mut tail)| async move {
+        (Some(call), notes, VecDeque::new()),
+        |(mut call, notes, mut tail)| async move {
             loop {
                 if let Some(next) = tail.pop_front() {
                     return Some((next, (call, notes, tail)));
@@ -63,10 +65,10 @@ pub(super) async fn respond(
                 let running = call.as_mut()?;
                 tokio::select! {
                     biased;
-                    Some(note) = notes.recv() => return Some((note, (call, notes, tail))),
+                    note = notes.next() => return Some((note, (call, notes, tail))),
                     done = running => {
                         // What the plugin sent before it returned comes first.
-                        while let Ok(note) = notes.try_recv() {
+                        while let Some(note) = notes.take() {
                             tail.push_back(note);
                         }
                         tail.push_back(done);
@@ -116,9 +118,42 @@ fn sse(
 /// A stateless request's client: log messages at rmcp's default level
 /// (info) go to the answer's stream; there is no progress token (a request
 /// with one goes to rmcp), and no client to ask for sampling or
-/// elicitation, as on rmcp's stateless path.
+/// elicitation, as on rmcp's stateless path. The messages wait in a queue
+/// of its own (one allocation per call, where a channel takes three: most
+/// calls send none).
+#[derive(Default)]
 pub(super) struct StatelessClient {
-    pub(super) notes: mpsc::UnboundedSender<String>,
+    notes: Mutex<VecDeque<String>>,
+    sent: Notify,
+}
+
+impl StatelessClient {
+    fn send(&self, note: String) {
+        self.notes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(note);
+        self.sent.notify_one();
+    }
+
+    /// The next message, if one waits.
+    fn take(&self) -> Option<String> {
+        self.notes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front()
+    }
+
+    /// The next message, once there is one (`notify_one` keeps a wake-up
+    /// for a sender that comes between `take` and the wait).
+    async fn next(&self) -> String {
+        loop {
+            if let Some(note) = self.take() {
+                return note;
+            }
+            self.sent.notified().await;
+        }
+    }
 }
 
 #[wasmtime_wasi::async_trait]
@@ -133,7 +168,7 @@ impl ClientChannel for StatelessClient {
             "method": "notifications/message",
             "params": { "level": level, "data": message },
         });
-        let _ = self.notes.send(note.to_string());
+        self.send(note.to_string());
     }
 
     async fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}

@@ -36,26 +36,23 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use rmcp::ErrorData as McpError;
-use rmcp::model::{
-    CallToolRequestParams, PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ServerResult,
-};
+use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, ProtocolVersion, ServerResult};
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use crate::call::Calls;
 use crate::call::envelope::TextFormat;
 use crate::front::lists::ToolLists;
+use crate::ops::trace::TraceParent;
 use crate::registry::Registry;
 use crate::registry::view::View;
 
 use super::answer_stream::{StatelessClient, json_response, respond};
+use super::call_answer::call_answer;
 
 const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
 const PARAM_HEADER_PREFIX: &str = "mcp-param-";
-const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_PROGRESS_TOKEN: &str = "progressToken";
 
 /// What the fast path needs of the MCP front.
 pub(super) struct FastPath {
@@ -81,7 +78,86 @@ struct CallParams {
     #[serde(default)]
     arguments: Option<rmcp::model::JsonObject>,
     #[serde(rename = "_meta", default)]
-    meta: Option<RequestMetaObject>,
+    meta: Option<MetaKeys>,
+}
+
+/// What the path reads of a request's `_meta`, as rmcp's
+/// `RequestMetaObject` (a JSON object) gives it: a key given twice counts
+/// once, the last; any other key is skipped, as rmcp's handlers skip it.
+/// Read without building the object: its keys are compared in place.
+#[derive(Default)]
+struct MetaKeys {
+    /// `io.modelcontextprotocol/protocolVersion`, if given; a value that
+    /// is not text sends the request to rmcp.
+    version: Option<String>,
+    /// Whether `io.modelcontextprotocol/clientCapabilities` decodes as
+    /// rmcp's `ClientCapabilities` (as its `missing_required_keys` decodes
+    /// it: from the JSON value).
+    capabilities: bool,
+    /// A progress token, of any value: such a request goes to rmcp.
+    progress: bool,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for MetaKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(field_identifier)]
+        enum Key {
+            #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+            Version,
+            #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+            Capabilities,
+            #[serde(rename = "progressToken")]
+            Progress,
+            #[serde(rename = "traceparent")]
+            Traceparent,
+            #[serde(rename = "tracestate")]
+            Tracestate,
+            #[serde(other)]
+            Other,
+        }
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = MetaKeys;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<MetaKeys, A::Error> {
+                let mut keys = MetaKeys::default();
+                let text = |value: Value| match value {
+                    Value::String(text) => Some(text),
+                    _ => None,
+                };
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Version => keys.version = Some(map.next_value()?),
+                        Key::Capabilities => {
+                            let value: Value = map.next_value()?;
+                            keys.capabilities =
+                                serde_json::from_value::<rmcp::model::ClientCapabilities>(value)
+                                    .is_ok();
+                        }
+                        Key::Progress => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                            keys.progress = true;
+                        }
+                        Key::Traceparent => keys.traceparent = text(map.next_value()?),
+                        Key::Tracestate => keys.tracestate = text(map.next_value()?),
+                        Key::Other => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(keys)
+            }
+        }
+        deserializer.deserialize_map(Keys)
+    }
 }
 
 /// The same for `tools/list`.
@@ -91,7 +167,7 @@ struct ListKeys {
     #[serde(rename = "cursor", default)]
     _cursor: Option<serde::de::IgnoredAny>,
     #[serde(rename = "_meta", default)]
-    _meta: Option<serde::de::IgnoredAny>,
+    meta: Option<MetaKeys>,
 }
 
 /// One of the two methods, parsed as rmcp parses it.
@@ -146,62 +222,37 @@ impl FastPath {
                 call.arguments = read.arguments;
                 (Lone::Call(call), read.meta)
             }
-            _ => {
-                let mut list: Option<PaginatedRequestParams> = match params {
-                    Some(params) => {
-                        serde_json::from_str::<ListKeys>(params).ok()?;
-                        serde_json::from_str(params).ok()?
-                    }
-                    None => None,
-                };
-                let meta = list.as_mut().and_then(|list| list.meta.take());
-                (Lone::List(list), meta)
-            }
+            _ => match params {
+                Some(params) => {
+                    let keys: ListKeys = serde_json::from_str(params).ok()?;
+                    let mut list: PaginatedRequestParams = serde_json::from_str(params).ok()?;
+                    list.meta = None;
+                    (Lone::List(Some(list)), keys.meta)
+                }
+                None => (Lone::List(None), None),
+            },
         };
         let version = self.accepts(&parts.headers, method, meta.as_ref(), &lone)?;
-        let meta = meta.unwrap_or_default();
         self.answered.fetch_add(1, Ordering::Relaxed);
         let modern = version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
-        // Written straight from rmcp's types, as rmcp writes them.
-        let shape = move |result: Result<ServerResult, McpError>| -> String {
-            #[derive(serde::Serialize)]
-            struct Reply<'a, T: serde::Serialize> {
-                jsonrpc: &'static str,
-                id: &'a Value,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                result: Option<T>,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                error: Option<McpError>,
-            }
-            let (result, error) = match result {
-                Ok(mut result) => {
-                    if modern {
-                        result.fill_missing_cache_hints();
-                    } else {
-                        result.strip_result_type_for_legacy_peer();
-                    }
-                    (Some(result), None)
-                }
-                Err(error) => (None, Some(error)),
-            };
-            serde_json::to_string(&Reply {
-                jsonrpc: "2.0",
-                id: &id,
-                result,
-                error,
-            })
-            .unwrap_or_default()
-        };
         match lone {
             Lone::List(params) => {
                 let cursor = params.as_ref().and_then(|params| params.cursor.as_deref());
                 let listed = super::list_tools_page(&self.lists, &self.registry, cursor, &view)
-                    .map(ServerResult::ListToolsResult);
-                Some(json_response(shape(listed)))
+                    .map(|listed| {
+                        let mut result = ServerResult::ListToolsResult(listed);
+                        if modern {
+                            result.fill_missing_cache_hints();
+                        } else {
+                            result.strip_result_type_for_legacy_peer();
+                        }
+                        result
+                    });
+                Some(json_response(reply(&id, listed)))
             }
             Lone::Call(params) => {
-                let (sender, notes) = mpsc::unbounded_channel();
-                let client = Arc::new(StatelessClient { notes: sender });
+                let notes = Arc::new(StatelessClient::default());
+                let client = notes.clone();
                 let (registry, calls, text_format) =
                     (self.registry.clone(), self.calls.clone(), self.text_format);
                 // Only what a call reads of the headers: the trace context
@@ -212,21 +263,33 @@ impl FastPath {
                         headers.insert(name, value.clone());
                     }
                 }
+                let from_meta = meta.map_or_else(TraceParent::default, |meta| TraceParent {
+                    traceparent: meta.traceparent,
+                    tracestate: meta.tracestate,
+                });
                 let call = Box::pin(async move {
-                    let answered = super::answer_call(
+                    let envelope = super::answer_call(
                         super::CallPath {
                             registry: &registry,
                             calls: &calls,
                             text_format,
                         },
                         params,
-                        &meta,
+                        move || from_meta,
                         Some(client),
                         Some(&headers),
                         &view,
                     )
                     .await;
-                    shape(answered.map(ServerResult::CallToolResult))
+                    // Written from the envelope, as rmcp writes the result
+                    // a session gets (`call_answer.rs`).
+                    let answer = call_answer(envelope).map(|mut answer| {
+                        if !modern {
+                            answer.result_type = None;
+                        }
+                        answer
+                    });
+                    reply(&id, answer)
                 });
                 Some(respond(call, notes, &self.shutdown).await)
             }
@@ -239,14 +302,13 @@ impl FastPath {
         &self,
         headers: &HeaderMap,
         method: &str,
-        meta: Option<&RequestMetaObject>,
+        meta: Option<&MetaKeys>,
         lone: &Lone,
     ) -> Option<ProtocolVersion> {
         if !self.transport_accepts(headers) {
             return None;
         }
-        let keys = meta.map(|meta| &meta.0.0);
-        if keys.is_some_and(|keys| keys.contains_key(META_PROGRESS_TOKEN)) {
+        if meta.is_some_and(|meta| meta.progress) {
             return None;
         }
         let header_version = single(headers, PROTOCOL_VERSION_HEADER).ok()?;
@@ -254,7 +316,7 @@ impl FastPath {
             Some(text) => Some(known_version(text)?),
             None => None,
         };
-        let meta_version = keys.and_then(|keys| keys.get(META_PROTOCOL_VERSION));
+        let meta_version = meta.and_then(|meta| meta.version.as_deref());
         let version = match (meta_version, &header_version) {
             (Some(given), Some(header)) => {
                 // The same version as the header (so one rmcp knows, as
@@ -262,7 +324,7 @@ impl FastPath {
                 // 2026-07-28 requires of a request that negotiates in it,
                 // checked as rmcp's `missing_required_keys` checks it: the
                 // client's capabilities decode as rmcp's type.
-                if given.as_str()? != header.as_str() || meta?.client_capabilities().is_none() {
+                if given != header.as_str() || !meta?.capabilities {
                     return None;
                 }
                 header.clone()
@@ -376,4 +438,98 @@ fn host_allowed(host: &str, allowed: &[String]) -> bool {
         let entry_name = entry.trim_start_matches('[').trim_end_matches(']');
         entry.eq_ignore_ascii_case(host) || entry_name.eq_ignore_ascii_case(name)
     })
+}
+
+/// A JSON-RPC answer to the request with `id`, written as rmcp writes its
+/// `ServerJsonRpcMessage`.
+fn reply<T: serde::Serialize>(id: &Value, result: Result<T, McpError>) -> String {
+    #[derive(serde::Serialize)]
+    struct Reply<'a, T: serde::Serialize> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<T>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<McpError>,
+    }
+    let (result, error) = match result {
+        Ok(result) => (Some(result), None),
+        Err(error) => (None, Some(error)),
+    };
+    serde_json::to_string(&Reply {
+        jsonrpc: "2.0",
+        id,
+        result,
+        error,
+    })
+    .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::RequestMetaObject;
+    use serde_json::json;
+
+    use super::MetaKeys;
+
+    /// `_meta` read in place gives what rmcp's `RequestMetaObject` gives
+    /// for the keys the path reads: a key given twice counts once (the
+    /// last), a key written with an escape is the same key, other keys are
+    /// skipped; a version that is not text is refused (the request goes to
+    /// rmcp).
+    #[test]
+    fn meta_keys_read_as_rmcp_reads_them() {
+        let version = "io.modelcontextprotocol/protocolVersion";
+        let capabilities = "io.modelcontextprotocol/clientCapabilities";
+        let metas = [
+            format!(r#"{{"{version}":"2026-07-28","{capabilities}":{{}}}}"#),
+            format!(r#"{{"{version}":"2025-06-18","{version}":"2026-07-28"}}"#),
+            r#"{"io.modelcontextprotocol\/protocolVersion":"2026-07-28","x":[1,{"y":null}]}"#
+                .to_string(),
+            format!(r#"{{"{capabilities}":{{"roots":{{"listChanged":true}}}}}}"#),
+            format!(r#"{{"{capabilities}":{{"roots":7}}}}"#),
+            format!(r#"{{"{capabilities}":null}}"#),
+            r#"{"progressToken":null}"#.to_string(),
+            r#"{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01","tracestate":5}"#
+                .to_string(),
+            r#"{"tracestate":"a=1","tracestate":"b=2"}"#.to_string(),
+            "{}".to_string(),
+        ];
+        for text in metas {
+            let ours: MetaKeys = serde_json::from_str(&text).expect(&text);
+            let theirs: RequestMetaObject = serde_json::from_str(&text).unwrap();
+            let rmcp_version = theirs
+                .0
+                .0
+                .get(version)
+                .and_then(|value| value.as_str().map(str::to_string));
+            assert_eq!(ours.version, rmcp_version, "{text}");
+            assert_eq!(
+                ours.capabilities,
+                theirs.client_capabilities().is_some(),
+                "{text}"
+            );
+            assert_eq!(
+                ours.progress,
+                theirs.0.0.contains_key("progressToken"),
+                "{text}"
+            );
+            assert_eq!(
+                ours.traceparent.as_deref(),
+                theirs.get_traceparent(),
+                "{text}"
+            );
+            assert_eq!(
+                ours.tracestate.as_deref(),
+                theirs.get_tracestate(),
+                "{text}"
+            );
+        }
+        for refused in [json!({version: 7}), json!({version: null}), json!([1])] {
+            assert!(
+                serde_json::from_value::<MetaKeys>(refused.clone()).is_err(),
+                "{refused}"
+            );
+        }
+    }
 }

@@ -15,6 +15,7 @@
 #![allow(deprecated)]
 
 mod answer_stream;
+mod call_answer;
 mod catalog_methods;
 mod changes;
 mod fast;
@@ -28,17 +29,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-    CompleteResult, ErrorCode as RpcErrorCode, GetPromptRequestParams, GetPromptResponse,
-    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ResultType,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, UnsubscribeRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use tracing::Instrument;
@@ -47,7 +47,6 @@ pub(crate) use self::catalog_methods::CatalogLimits;
 use self::session_client::SessionClient;
 
 use crate::call::Calls;
-use crate::call::accounting::CALL_META;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::invoke;
 use crate::edge::auth::Authority;
@@ -183,20 +182,24 @@ impl ServerHandler for McpFront {
             .get::<axum::http::request::Parts>()
             .map(|parts| &parts.headers);
         // rmcp moves `params._meta` into the request context.
-        answer_call(
+        let meta = &context.meta;
+        let envelope = answer_call(
             CallPath {
                 registry: &self.registry,
                 calls: &self.calls,
                 text_format: self.text_format,
             },
             request,
-            &context.meta,
+            || TraceParent {
+                traceparent: meta.get_traceparent().map(str::to_string),
+                tracestate: meta.get_tracestate().map(str::to_string),
+            },
             Some(client),
             headers,
             &view_in(&context),
         )
-        .await
-        .map(Into::into)
+        .await;
+        call_answer::call_tool_result(envelope).map(Into::into)
     }
 
     async fn list_resources(
@@ -360,10 +363,11 @@ struct CallPath<'a> {
     text_format: TextFormat,
 }
 
-/// `tools/call` through the call path, in the caller's trace (`meta`'s,
-/// the request's `_meta`, MCP's convention, else the HTTP request's
-/// headers): for a session and for the stateless fast path (`fast.rs`)
-/// alike.
+/// `tools/call` through the call path, in the caller's trace
+/// (`from_meta`'s, read from the request's `_meta` by MCP's convention,
+/// only when a span is exported; else the HTTP request's headers): for a
+/// session and for the stateless fast path (`fast.rs`) alike. The
+/// envelope becomes MCP's answer in `call_answer.rs`.
 async fn answer_call(
     CallPath {
         registry,
@@ -371,11 +375,11 @@ async fn answer_call(
         text_format,
     }: CallPath<'_>,
     request: CallToolRequestParams,
-    meta: &rmcp::model::RequestMetaObject,
+    from_meta: impl FnOnce() -> TraceParent,
     client: CallClient,
     headers: Option<&axum::http::HeaderMap>,
     view: &View,
-) -> Result<CallToolResult, McpError> {
+) -> Envelope {
     let arguments = request.arguments.unwrap_or_default();
     let session = headers
         .and_then(|headers| headers.get("mcp-session-id"))
@@ -385,10 +389,7 @@ async fn answer_call(
         &request.name,
         session,
         || {
-            let from_meta = TraceParent {
-                traceparent: meta.get_traceparent().map(str::to_string),
-                tracestate: meta.get_tracestate().map(str::to_string),
-            };
+            let from_meta = from_meta();
             match headers {
                 Some(headers) => from_meta.or(TraceParent::from_headers(headers)),
                 None => from_meta,
@@ -408,7 +409,7 @@ async fn answer_call(
     .instrument(span.clone())
     .await;
     trace::record_outcome(&span, &envelope);
-    call_tool_result(envelope)
+    envelope
 }
 
 /// What the sender of the request sees: their tool set as the guard found
@@ -428,119 +429,4 @@ fn requester(context: &RequestContext<RoleServer>) -> Option<&crate::edge::auth:
         .get::<crate::edge::guard::Requester>()?
         .0
         .as_ref()
-}
-
-/// The envelope as MCP's answer. Failures with a JSON-RPC code (an unknown
-/// tool) are protocol errors; every other failure is a tool result with
-/// `isError: true` the model can read, as MCP 2025-11-25 asks.
-///
-/// Results built here through serde get `resultType: "complete"`, which
-/// the 2026-07-28 revision requires (clients on it reject a result without
-/// it); rmcp strips it again for peers on an older revision. rmcp's own
-/// constructors do the same, but they cannot take our JSON shape.
-/// The `_meta` key of a failed call's error object (`code`, `message`,
-/// `details`): the same object REST answers with as `error`.
-pub(crate) const ERROR_META: &str = "toolhost/error";
-
-/// One of the envelope's content blocks as rmcp's type. A plain text block
-/// (`type` and `text`, nothing else: most blocks) is built as rmcp would
-/// read it; any other is read by rmcp's type, whose tagged enum first
-/// copies the block into a buffer of its own.
-fn content_block(block: Value) -> Result<rmcp::model::ContentBlock, serde_json::Error> {
-    match block {
-        Value::Object(mut fields)
-            if fields.len() == 2
-                && fields.get("type").and_then(Value::as_str) == Some("text")
-                && fields.get("text").is_some_and(Value::is_string) =>
-        {
-            let Some(Value::String(text)) = fields.swap_remove("text") else {
-                unreachable!("checked above")
-            };
-            Ok(rmcp::model::ContentBlock::text(text))
-        }
-        other => serde_json::from_value(other),
-    }
-}
-
-fn call_tool_result(envelope: Envelope) -> Result<CallToolResult, McpError> {
-    if let Some(error) = &envelope.error
-        && let Some(code) = error.host_code.and_then(|code| code.jsonrpc_code())
-    {
-        return Err(McpError::new(
-            RpcErrorCode(code),
-            error.message.clone(),
-            error.details.clone(),
-        ));
-    }
-    // The error's code, message and details (a trap's stderr tail among
-    // them) travel in `_meta`, not in `structuredContent`, which clients
-    // validate against the tool's `outputSchema`.
-    // So does the call's accounting (`call/accounting.rs`).
-    // Built field by field: each content block read by rmcp's type, the
-    // rest moved as it is (no JSON value of the whole envelope between).
-    let Envelope {
-        content,
-        structured_content,
-        is_error,
-        error,
-        meta,
-    } = envelope;
-    let content = content
-        .into_iter()
-        .map(content_block)
-        .collect::<Result<Vec<rmcp::model::ContentBlock>, _>>()
-        .map_err(|e| McpError::internal_error(format!("result envelope: {e}"), None))?;
-    let mut extra = serde_json::Map::new();
-    if let Some(error) = error {
-        extra.insert(
-            ERROR_META.into(),
-            serde_json::to_value(&*error).unwrap_or_default(),
-        );
-    }
-    if let Some(call) = meta {
-        extra.insert(
-            CALL_META.into(),
-            serde_json::to_value(&*call).unwrap_or_default(),
-        );
-    }
-    let mut result = CallToolResult::default();
-    result.content = content;
-    result.structured_content = structured_content.map(Value::Object);
-    result.is_error = Some(is_error);
-    result.meta = (!extra.is_empty()).then_some(rmcp::model::MetaObject(extra));
-    result.result_type = Some(ResultType::COMPLETE);
-    Ok(result)
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::content_block;
-
-    /// A plain text block built in place is what rmcp's own reading gives;
-    /// a block with anything more is still read by rmcp's type.
-    #[test]
-    fn content_blocks_read_as_rmcp_reads_them() {
-        let blocks = [
-            json!({"type": "text", "text": "hello"}),
-            json!({"text": "", "type": "text"}),
-            json!({"type": "text", "text": "hi", "annotations": {"priority": 0.5}}),
-            json!({"type": "text", "text": "hi", "_meta": {"k": 1}}),
-            json!({"type": "text", "text": "x", "extra": 1}),
-            json!({"type": "image", "data": "aGk=", "mimeType": "image/png"}),
-        ];
-        for block in blocks {
-            let ours = content_block(block.clone()).unwrap();
-            let theirs: rmcp::model::ContentBlock = serde_json::from_value(block.clone()).unwrap();
-            assert_eq!(ours, theirs, "{block}");
-        }
-        for bad in [
-            json!({"type": "text", "text": 7}),
-            json!({"type": "text"}),
-            json!({"type": "nope", "text": "x"}),
-        ] {
-            assert!(content_block(bad.clone()).is_err(), "{bad}");
-        }
-    }
 }
