@@ -291,7 +291,7 @@ fn http_guards_refuse_foreign_hosts_and_missing_tokens() {
     assert_eq!(mcp.status().as_u16(), 401, "the token guards MCP too");
 }
 
-/// The stateless fast path (`front/mcp/fast.rs`) answers a lone
+/// The stateless fast path (`front/mcp/fast/`) answers a lone
 /// `tools/call` or `tools/list` as rmcp's one-shot service does. Each
 /// request goes twice: as it is (the fast path takes it, and
 /// `toolhost_mcp_stateless_fast_total` counts it) and with its `Accept`

@@ -70,7 +70,7 @@ pub(crate) struct HttpGauges {
     /// instant one is being added or removed).
     pub(crate) sessions: Box<dyn Fn() -> Option<usize> + Send + Sync>,
     /// How many lone stateless MCP requests the fast path answered
-    /// (`front/mcp/fast.rs`), without rmcp's per-request service.
+    /// (`front/mcp/fast/`), without rmcp's per-request service.
     pub(crate) fast_answers: Box<dyn Fn() -> u64 + Send + Sync>,
 }
 

@@ -1,4 +1,4 @@
-//! How the fast path (`fast.rs`) sends a stateless answer: JSON when the
+//! How the fast path (`fast/`) sends a stateless answer: JSON when the
 //! call ends before the plugin says anything, otherwise an SSE stream of
 //! what the plugin logs, then the result, as rmcp's one-shot service
 //! streams it; and the stateless request's client that collects those
@@ -9,8 +9,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
 use futures_util::StreamExt;
 use rmcp::model::LoggingLevel;
 use serde_json::json;
@@ -20,8 +20,10 @@ use crate::runtime::{ClientChannel, LogLevel};
 
 use super::session_client::severity;
 
+/// A JSON answer, its one header written once (a `String`'s own answer
+/// would say `text/plain` first).
 pub(super) fn json_response(message: String) -> Response {
-    let mut response = (StatusCode::OK, message).into_response();
+    let mut response = Response::new(Body::from(message));
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -1,6 +1,6 @@
 //! The envelope as MCP's `tools/call` result, for both paths: read once
 //! into a [`CallAnswer`], which a session hands to rmcp as its
-//! `CallToolResult` and the stateless fast path (`fast.rs`) writes itself,
+//! `CallToolResult` and the stateless fast path (`fast/`) writes itself,
 //! byte for byte as rmcp writes that type (a unit test below holds the two
 //! equal), without the JSON values rmcp's type keeps between.
 //!

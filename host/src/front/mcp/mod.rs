@@ -333,7 +333,7 @@ impl ServerHandler for McpFront {
 /// One page of the tools ([`TOOLS_PAGE`](crate::front::lists::TOOLS_PAGE)
 /// at most) that `view` sees, with `nextCursor` while more follow; a
 /// cursor this server never gave is refused as invalid params. For a
-/// session and for the stateless fast path (`fast.rs`) alike.
+/// session and for the stateless fast path (`fast/`) alike.
 fn list_tools_page(
     lists: &ToolLists,
     registry: &Registry,
@@ -366,7 +366,7 @@ struct CallPath<'a> {
 /// `tools/call` through the call path, in the caller's trace
 /// (`from_meta`'s, read from the request's `_meta` by MCP's convention,
 /// only when a span is exported; else the HTTP request's headers): for a
-/// session and for the stateless fast path (`fast.rs`) alike. The
+/// session and for the stateless fast path (`fast/`) alike. The
 /// envelope becomes MCP's answer in `call_answer.rs`.
 async fn answer_call(
     CallPath {

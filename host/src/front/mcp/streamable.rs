@@ -13,7 +13,7 @@
 //! The dispatcher in front of both:
 //! - answers a POST without `Mcp-Session-Id` whose message is a plain
 //!   `tools/call` or `tools/list` itself, read without a JSON value and
-//!   without rmcp's per-request service (`fast.rs`);
+//!   without rmcp's per-request service (`fast/`);
 //! - checks every other POSTed message (`jsonrpc.rs`) and answers a
 //!   malformed one itself with a JSON-RPC error; sends any other request
 //!   but `initialize` without a session to the one-shot service,
@@ -73,7 +73,7 @@ struct Services {
     sessions: McpService,
     oneshot: McpService,
     /// A lone stateless `tools/call` or `tools/list`, without rmcp's
-    /// per-request service (`fast.rs`).
+    /// per-request service (`fast/`).
     fast: FastPath,
     manager: Arc<LocalSessionManager>,
     /// Who holds each session, and the task that ends idle and revoked

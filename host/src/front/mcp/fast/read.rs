@@ -1,0 +1,359 @@
+//! How the fast path reads a request's body: the top level strictly, in
+//! one pass with a call's params when they follow its method, with rmcp's
+//! field types and only the keys the path handles; `_meta`'s keys in
+//! place. Whatever this refuses goes on to rmcp, which answers it.
+
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, PaginatedRequestParams};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// What the path takes of a request: its id, its method (one of the two
+/// it answers), the params as rmcp reads them and `_meta`'s keys; `None`
+/// for anything else.
+pub(super) fn read(body: &[u8]) -> Option<(Value, &str, Lone, Option<MetaKeys>)> {
+    let Top {
+        jsonrpc,
+        id,
+        method,
+        params,
+    } = serde_json::from_slice(body).ok()?;
+    if jsonrpc != "2.0" || !super::super::jsonrpc::is_valid_id(&id) {
+        return None;
+    }
+    // The params as rmcp's types read them, `_meta` moved out of them as
+    // rmcp does for its handlers; only the keys this path handles.
+    let (lone, meta) = match (method, params) {
+        ("tools/call", Params::Call(read)) => read.into_lone(),
+        ("tools/call", Params::Raw(Some(params))) if params.get().starts_with('{') => {
+            serde_json::from_str::<CallParams>(params.get())
+                .ok()?
+                .into_lone()
+        }
+        ("tools/list", Params::Raw(Some(params))) if params.get().starts_with('{') => {
+            let params = params.get();
+            let keys: ListKeys = serde_json::from_str(params).ok()?;
+            let mut list: PaginatedRequestParams = serde_json::from_str(params).ok()?;
+            list.meta = None;
+            (Lone::List(Some(list)), keys.meta)
+        }
+        ("tools/list", Params::Raw(None)) => (Lone::List(None), None),
+        _ => return None,
+    };
+    Some((id, method, lone, meta))
+}
+
+/// A `tools/call`'s params as rmcp's `CallToolRequestParams` reads them
+/// (its field types), read in one pass with only the keys this path
+/// handles: any other (a task, an input response) or one given twice goes
+/// to rmcp.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallParams {
+    name: std::borrow::Cow<'static, str>,
+    #[serde(default)]
+    arguments: Option<rmcp::model::JsonObject>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<MetaKeys>,
+}
+
+/// What the path reads of a request's `_meta`, as rmcp's
+/// `RequestMetaObject` (a JSON object) gives it: a key given twice counts
+/// once, the last; any other key is skipped, as rmcp's handlers skip it.
+/// Read without building the object: its keys are compared in place.
+#[derive(Default)]
+pub(super) struct MetaKeys {
+    /// `io.modelcontextprotocol/protocolVersion`, if given; a value that
+    /// is not text sends the request to rmcp.
+    pub(super) version: Option<String>,
+    /// Whether `io.modelcontextprotocol/clientCapabilities` decodes as
+    /// rmcp's `ClientCapabilities` (as its `missing_required_keys` decodes
+    /// it: from the JSON value).
+    pub(super) capabilities: bool,
+    /// A progress token, of any value: such a request goes to rmcp.
+    pub(super) progress: bool,
+    pub(super) traceparent: Option<String>,
+    pub(super) tracestate: Option<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for MetaKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(field_identifier)]
+        enum Key {
+            #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+            Version,
+            #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+            Capabilities,
+            #[serde(rename = "progressToken")]
+            Progress,
+            #[serde(rename = "traceparent")]
+            Traceparent,
+            #[serde(rename = "tracestate")]
+            Tracestate,
+            #[serde(other)]
+            Other,
+        }
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = MetaKeys;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<MetaKeys, A::Error> {
+                let mut keys = MetaKeys::default();
+                let text = |value: Value| match value {
+                    Value::String(text) => Some(text),
+                    _ => None,
+                };
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Version => keys.version = Some(map.next_value()?),
+                        Key::Capabilities => {
+                            // An empty object decodes (a unit test holds
+                            // it); anything else is decoded as rmcp does.
+                            let raw: &'de RawValue = map.next_value()?;
+                            keys.capabilities = raw.get() == "{}"
+                                || serde_json::from_str::<Value>(raw.get())
+                                    .and_then(serde_json::from_value::<ClientCapabilities>)
+                                    .is_ok();
+                        }
+                        Key::Progress => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                            keys.progress = true;
+                        }
+                        Key::Traceparent => keys.traceparent = text(map.next_value()?),
+                        Key::Tracestate => keys.tracestate = text(map.next_value()?),
+                        Key::Other => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(keys)
+            }
+        }
+        deserializer.deserialize_map(Keys)
+    }
+}
+
+impl CallParams {
+    fn into_lone(self) -> (Lone, Option<MetaKeys>) {
+        let mut call = CallToolRequestParams::new(self.name);
+        call.arguments = self.arguments;
+        (Lone::Call(call), self.meta)
+    }
+}
+
+/// A request's top level, read strictly in one pass: what rmcp's reading
+/// of the body refuses and a JSON value lets through (a key given twice,
+/// or one a request does not have, a `result` too) fails it, without
+/// rmcp's whole-message enums. A `tools/call`'s params that follow its
+/// method (as clients write them) are read in the same pass, and only
+/// from an object; any other params are kept as written, to be read once
+/// the method is known.
+struct Top<'a> {
+    jsonrpc: &'a str,
+    id: Value,
+    method: &'a str,
+    params: Params<'a>,
+}
+
+enum Params<'a> {
+    Call(CallParams),
+    /// As written (`None`: absent or `null`).
+    Raw(Option<&'a RawValue>),
+}
+
+impl<'de> serde::Deserialize<'de> for Top<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(serde::Deserialize)]
+        #[serde(field_identifier, rename_all = "lowercase")]
+        enum Key {
+            Jsonrpc,
+            Id,
+            Method,
+            Params,
+        }
+        /// Params read only from an object, as rmcp's type reads them
+        /// there (a struct would also read from an array).
+        struct CallObject;
+        impl<'de> serde::de::Visitor<'de> for CallObject {
+            type Value = CallParams;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<CallParams, A::Error> {
+                serde::Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        struct CallSeed;
+        impl<'de> serde::de::DeserializeSeed<'de> for CallSeed {
+            type Value = CallParams;
+            fn deserialize<D: serde::Deserializer<'de>>(
+                self,
+                deserializer: D,
+            ) -> Result<CallParams, D::Error> {
+                deserializer.deserialize_map(CallObject)
+            }
+        }
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = Top<'de>;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("a JSON-RPC request")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Top<'de>, A::Error> {
+                let (mut jsonrpc, mut id, mut method, mut params) = (None, None, None, None);
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Jsonrpc if jsonrpc.is_none() => jsonrpc = Some(map.next_value()?),
+                        Key::Id if id.is_none() => id = Some(map.next_value()?),
+                        Key::Method if method.is_none() => method = Some(map.next_value()?),
+                        Key::Params if params.is_none() => {
+                            params = Some(if method == Some("tools/call") {
+                                Params::Call(map.next_value_seed(CallSeed)?)
+                            } else {
+                                Params::Raw(map.next_value()?)
+                            });
+                        }
+                        _ => return Err(A::Error::custom("a key given twice")),
+                    }
+                }
+                Ok(Top {
+                    jsonrpc: jsonrpc.ok_or_else(|| A::Error::missing_field("jsonrpc"))?,
+                    id: id.ok_or_else(|| A::Error::missing_field("id"))?,
+                    method: method.ok_or_else(|| A::Error::missing_field("method"))?,
+                    params: params.unwrap_or(Params::Raw(None)),
+                })
+            }
+        }
+        deserializer.deserialize_map(Keys)
+    }
+}
+
+/// The same for `tools/list`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListKeys {
+    #[serde(rename = "cursor", default)]
+    _cursor: Option<serde::de::IgnoredAny>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<MetaKeys>,
+}
+
+/// One of the two methods, parsed as rmcp parses it.
+pub(super) enum Lone {
+    List(Option<PaginatedRequestParams>),
+    Call(CallToolRequestParams),
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::RequestMetaObject;
+    use serde_json::json;
+
+    use super::{MetaKeys, Params, Top};
+
+    /// `_meta` read in place gives what rmcp's `RequestMetaObject` gives
+    /// for the keys the path reads: a key given twice counts once (the
+    /// last), a key written with an escape is the same key, other keys are
+    /// skipped; a version that is not text is refused (the request goes to
+    /// rmcp).
+    #[test]
+    fn meta_keys_read_as_rmcp_reads_them() {
+        let version = "io.modelcontextprotocol/protocolVersion";
+        let capabilities = "io.modelcontextprotocol/clientCapabilities";
+        let metas = [
+            format!(r#"{{"{version}":"2026-07-28","{capabilities}":{{}}}}"#),
+            format!(r#"{{"{version}":"2025-06-18","{version}":"2026-07-28"}}"#),
+            r#"{"io.modelcontextprotocol\/protocolVersion":"2026-07-28","x":[1,{"y":null}]}"#
+                .to_string(),
+            format!(r#"{{"{capabilities}":{{"roots":{{"listChanged":true}}}}}}"#),
+            format!(r#"{{"{capabilities}":{{"roots":7}}}}"#),
+            format!(r#"{{"{capabilities}":null}}"#),
+            r#"{"progressToken":null}"#.to_string(),
+            r#"{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01","tracestate":5}"#
+                .to_string(),
+            r#"{"tracestate":"a=1","tracestate":"b=2"}"#.to_string(),
+            "{}".to_string(),
+        ];
+        for text in metas {
+            let ours: MetaKeys = serde_json::from_str(&text).expect(&text);
+            let theirs: RequestMetaObject = serde_json::from_str(&text).unwrap();
+            let rmcp_version = theirs
+                .0
+                .0
+                .get(version)
+                .and_then(|value| value.as_str().map(str::to_string));
+            assert_eq!(ours.version, rmcp_version, "{text}");
+            assert_eq!(
+                ours.capabilities,
+                theirs.client_capabilities().is_some(),
+                "{text}"
+            );
+            assert_eq!(
+                ours.progress,
+                theirs.0.0.contains_key("progressToken"),
+                "{text}"
+            );
+            assert_eq!(
+                ours.traceparent.as_deref(),
+                theirs.get_traceparent(),
+                "{text}"
+            );
+            assert_eq!(
+                ours.tracestate.as_deref(),
+                theirs.get_tracestate(),
+                "{text}"
+            );
+        }
+        for refused in [json!({version: 7}), json!({version: null}), json!([1])] {
+            assert!(
+                serde_json::from_value::<MetaKeys>(refused.clone()).is_err(),
+                "{refused}"
+            );
+        }
+    }
+
+    /// The top level is read strictly: what rmcp refuses fails, and a
+    /// call's params are read in the same pass only when they follow the
+    /// method (else kept as written), and only from an object.
+    #[test]
+    fn the_top_level_is_read_strictly_in_one_pass() {
+        let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":1}}}"#;
+        let top: Top<'_> = serde_json::from_str(call).unwrap();
+        assert!(matches!(top.params, Params::Call(ref read) if read.name == "echo"));
+        let params_first =
+            r#"{"params":{"name":"echo"},"jsonrpc":"2.0","id":"x","method":"tools/call"}"#;
+        let top: Top<'_> = serde_json::from_str(params_first).unwrap();
+        assert!(matches!(top.params, Params::Raw(Some(raw)) if raw.get() == r#"{"name":"echo"}"#));
+        let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":null}"#;
+        let top: Top<'_> = serde_json::from_str(list).unwrap();
+        assert!(matches!(top.params, Params::Raw(None)));
+        for refused in [
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","result":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools\/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["echo"]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name":"echo"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","task":{}}}"#,
+            r#"["2.0",1,"tools/list"]"#,
+        ] {
+            assert!(
+                serde_json::from_str::<Top<'_>>(refused).is_err(),
+                "{refused}"
+            );
+        }
+    }
+}
