@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::options::BenchOptions;
-use crate::probes::{Spawned, wrk, wrk_echo, wrk_with};
+use crate::probes::{Spawned, percentile, wrk, wrk_echo, wrk_with};
 use crate::report::Report;
 
 /// Sections 2 and 3: REST beside a bare axum echo, and MCP beside REST.
@@ -105,6 +105,7 @@ pub(crate) fn section(
                 &format!("{label} ratio to REST"),
                 modern.rps / rest.rps,
             );
+            alternating(work, &server, duration, report)?;
             let through_rmcp = wrk_with(
                 work,
                 server.child.id(),
@@ -147,6 +148,66 @@ pub(crate) fn section(
             ),
         );
     }
+    Ok(())
+}
+
+/// How many REST and MCP rounds [`alternating`] takes, each pair in
+/// turn's order.
+const ALTERNATING_PAIRS: usize = 5;
+
+/// The stateless MCP call beside REST on one server, in rounds that
+/// alternate (REST then MCP, then MCP then REST, ...): the median of each
+/// pair's ratio, and of the server CPU per request MCP adds. One round of
+/// each drifts with the machine (the same build measured 0.70 and 0.94
+/// within the hour); pairs taken together see the same machine.
+fn alternating(
+    work: &Path,
+    server: &Spawned,
+    duration: &str,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "echo"),
+    ];
+    let (mut ratios, mut added) = (Vec::new(), Vec::new());
+    for pair in 0..ALTERNATING_PAIRS {
+        let rest = || wrk_echo(work, server, "/tools/echo", duration);
+        let mcp = || {
+            wrk_with(
+                work,
+                server.child.id(),
+                server.address,
+                ("POST", "/mcp", MODERN_CALL),
+                &headers,
+                16,
+                duration,
+            )
+        };
+        let (rest, mcp) = if pair % 2 == 0 {
+            let rest = rest()?;
+            (rest, mcp()?)
+        } else {
+            let mcp = mcp()?;
+            (rest()?, mcp)
+        };
+        ratios.push(mcp.rps / rest.rps);
+        added.push(mcp.server_cpu_us - rest.server_cpu_us);
+    }
+    let section = "MCP, stateless 2026-07-28";
+    report.ratio(
+        section,
+        &format!("c=16 ratio to REST, median of {ALTERNATING_PAIRS} alternating pairs"),
+        percentile(&ratios, 50.0),
+    );
+    let added = percentile(&added, 50.0);
+    report.record(
+        section,
+        &format!("c=16 server CPU us/request over REST, median of {ALTERNATING_PAIRS} pairs"),
+        json!(added),
+        format!("{added:.1}"),
+    );
     Ok(())
 }
 
