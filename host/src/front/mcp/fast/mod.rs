@@ -20,8 +20,9 @@
 //!   with no field this path does not handle (a progress token, tasks,
 //!   input responses).
 //!
-//! The answer is rmcp's too: the same handlers (`mod.rs`) produce it, the
-//! result shaped for the negotiated version as rmcp shapes it (no
+//! The answer is rmcp's too: the same handlers (`mod.rs`) produce it, a
+//! call's result written as rmcp writes a session's (`call_answer.rs`),
+//! shaped for the negotiated version as rmcp shapes it (no
 //! `resultType: "complete"` before 2026-07-28; cache hints filled from it
 //! on), JSON unless the plugin logs while it runs, in which case the
 //! answer is an SSE stream of its log messages, then the result, as rmcp's

@@ -4,6 +4,7 @@
 //! place. Whatever this refuses goes on to rmcp, which answers it.
 
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, PaginatedRequestParams};
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -24,12 +25,12 @@ pub(super) fn read(body: &[u8]) -> Option<(Value, &str, Lone, Option<MetaKeys>)>
     // rmcp does for its handlers; only the keys this path handles.
     let (lone, meta) = match (method, params) {
         ("tools/call", Params::Call(read)) => read.into_lone(),
-        ("tools/call", Params::Raw(Some(params))) if params.get().starts_with('{') => {
+        ("tools/call", Params::Raw(Some(params))) if rereadable(params) => {
             serde_json::from_str::<CallParams>(params.get())
                 .ok()?
                 .into_lone()
         }
-        ("tools/list", Params::Raw(Some(params))) if params.get().starts_with('{') => {
+        ("tools/list", Params::Raw(Some(params))) if rereadable(params) => {
             let params = params.get();
             let keys: ListKeys = serde_json::from_str(params).ok()?;
             let mut list: PaginatedRequestParams = serde_json::from_str(params).ok()?;
@@ -40,6 +41,16 @@ pub(super) fn read(body: &[u8]) -> Option<(Value, &str, Lone, Option<MetaKeys>)>
         _ => return None,
     };
     Some((id, method, lone, meta))
+}
+
+/// Whether params kept as written may be read on their own: an object,
+/// nested too little for the depth a reading counts from the body's top
+/// (serde_json's 128) to matter. Each level opens a bracket, so few
+/// brackets (counting those in strings too) mean little nesting; params
+/// with many go to rmcp.
+fn rereadable(params: &RawValue) -> bool {
+    let text = params.get();
+    text.starts_with('{') && text.bytes().filter(|b| matches!(b, b'{' | b'[')).count() <= 100
 }
 
 /// A `tools/call`'s params as rmcp's `CallToolRequestParams` reads them
@@ -58,8 +69,9 @@ struct CallParams {
 
 /// What the path reads of a request's `_meta`, as rmcp's
 /// `RequestMetaObject` (a JSON object) gives it: a key given twice counts
-/// once, the last; any other key is skipped, as rmcp's handlers skip it.
-/// Read without building the object: its keys are compared in place.
+/// once, the last; any other key's value is checked as a JSON value's
+/// reading checks it ([`Checked`]), then dropped. Read without building
+/// the object: its keys are compared in place.
 #[derive(Default)]
 pub(super) struct MetaKeys {
     /// `io.modelcontextprotocol/protocolVersion`, if given; a value that
@@ -112,22 +124,20 @@ impl<'de> serde::Deserialize<'de> for MetaKeys {
                     match key {
                         Key::Version => keys.version = Some(map.next_value()?),
                         Key::Capabilities => {
-                            // An empty object decodes (a unit test holds
-                            // it); anything else is decoded as rmcp does.
-                            let raw: &'de RawValue = map.next_value()?;
-                            keys.capabilities = raw.get() == "{}"
-                                || serde_json::from_str::<Value>(raw.get())
-                                    .and_then(serde_json::from_value::<ClientCapabilities>)
-                                    .is_ok();
+                            // Decoded from the JSON value, as rmcp does; an
+                            // empty object decodes (a unit test holds it).
+                            let value: Value = map.next_value()?;
+                            keys.capabilities = value.as_object().is_some_and(|o| o.is_empty())
+                                || ClientCapabilities::deserialize(&value).is_ok();
                         }
                         Key::Progress => {
-                            map.next_value::<serde::de::IgnoredAny>()?;
+                            map.next_value::<Checked>()?;
                             keys.progress = true;
                         }
                         Key::Traceparent => keys.traceparent = text(map.next_value()?),
                         Key::Tracestate => keys.tracestate = text(map.next_value()?),
                         Key::Other => {
-                            map.next_value::<serde::de::IgnoredAny>()?;
+                            map.next_value::<Checked>()?;
                         }
                     }
                 }
@@ -143,6 +153,57 @@ impl CallParams {
         let mut call = CallToolRequestParams::new(self.name);
         call.arguments = self.arguments;
         (Lone::Call(call), self.meta)
+    }
+}
+
+/// A value read as a JSON value's reading reads it, then dropped: numbers
+/// in range, strings that decode, nesting counted from the body's top.
+/// serde's `IgnoredAny` skips a value without these checks, so a body
+/// rmcp refuses as unreadable would pass.
+struct Checked;
+
+impl<'de> serde::Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Any;
+        impl<'de> serde::de::Visitor<'de> for Any {
+            type Value = Checked;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("a JSON value")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_unit<E>(self) -> Result<Checked, E> {
+                Ok(Checked)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Checked, A::Error> {
+                while seq.next_element::<Checked>()?.is_some() {}
+                Ok(Checked)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Checked, A::Error> {
+                while map.next_entry::<Checked, Checked>()?.is_some() {}
+                Ok(Checked)
+            }
+        }
+        deserializer.deserialize_any(Any)
     }
 }
 
@@ -261,7 +322,7 @@ mod tests {
     use rmcp::model::RequestMetaObject;
     use serde_json::json;
 
-    use super::{MetaKeys, Params, Top};
+    use super::{MetaKeys, Params, Top, read};
 
     /// `_meta` read in place gives what rmcp's `RequestMetaObject` gives
     /// for the keys the path reads: a key given twice counts once (the
@@ -353,6 +414,54 @@ mod tests {
             assert!(
                 serde_json::from_str::<Top<'_>>(refused).is_err(),
                 "{refused}"
+            );
+        }
+    }
+
+    /// What a JSON value's reading refuses is refused wherever the path
+    /// skips a value: a number out of range, a lone surrogate, bytes that
+    /// are not UTF-8, nesting past serde_json's limit counted from the
+    /// body's top (rmcp reads the whole body as a value first).
+    #[test]
+    fn values_the_path_skips_are_still_checked() {
+        let call = |meta: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","_meta":{meta}}}}}"#
+            )
+            .into_bytes()
+        };
+        assert!(read(&call(r#"{"x":[1,"two",{"y":null}],"progressToken":1e300}"#)).is_some());
+        let deep = |open: &str, close: &str, depth| open.repeat(depth) + &close.repeat(depth);
+        let capabilities = "io.modelcontextprotocol/clientCapabilities";
+        let mut refused = vec![
+            call(r#"{"x":1e400}"#),
+            call(r#"{"x":"\ud800"}"#),
+            call(r#"{"progressToken":-1e400}"#),
+            call(&format!(r#"{{"x":{}}}"#, deep("[", "]", 130))),
+            call(&format!(
+                r#"{{"{capabilities}":{{"experimental":{{"k":{{"a":{}}}}}}}}}"#,
+                deep("[", "]", 124)
+            )),
+        ];
+        let mut not_utf8 = call(r#"{"x":"?"}"#);
+        let at = not_utf8.iter().position(|&b| b == b'?').unwrap();
+        not_utf8[at] = 0xff;
+        refused.push(not_utf8);
+        // Params kept as written (before the method) with more brackets
+        // than a reading on its own could count alike.
+        let nested = deep("[", "]", 101);
+        refused.push(
+            format!(r#"{{"params":{{"name":"echo","arguments":{{"a":{nested}}}}},"jsonrpc":"2.0","id":1,"method":"tools/call"}}"#)
+                .into_bytes(),
+        );
+        for body in refused {
+            assert!(read(&body).is_none(), "{}", String::from_utf8_lossy(&body));
+            // The general path refuses each as unreadable too.
+            assert!(
+                serde_json::from_slice::<serde_json::Value>(&body).is_err()
+                    || body.starts_with(b"{\"params\""),
+                "{}",
+                String::from_utf8_lossy(&body)
             );
         }
     }
