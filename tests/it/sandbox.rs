@@ -510,6 +510,76 @@ fn an_instance_is_reused_only_when_the_policy_opts_in() {
     });
 }
 
+/// A large plugin whose listing starts failing in a spare's warm-up keeps
+/// answering: the warm-up's failure is logged once, and its spares are
+/// only instantiated from then on (they answered no listing), still made
+/// ahead and still fresh for each call.
+#[test]
+fn a_spare_whose_warm_up_fails_is_made_unwarmed_from_then_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = tempfile::tempdir().unwrap();
+    // Padded apart from the other large misbehave test's copy: each has
+    // its own entry in the shared compile cache, so neither finds the
+    // other's optimised code.
+    let wasm = std::fs::read(padded(&fixture("misbehave"), 3 * 512 * 1024 + 7)).unwrap();
+    std::fs::write(dir.path().join("misbehave.wasm"), &wasm).unwrap();
+    std::fs::write(
+        dir.path().join("misbehave.toml"),
+        format!(
+            "[limits]\ntimeout_ms = 2000\n[[dirs]]\nhost = {:?}\nguest = \"/flags\"\n",
+            flags.path().display().to_string()
+        ),
+    )
+    .unwrap();
+    // A process, whose log the test reads.
+    let server = Server::process(dir.path(), &[]);
+    let listings = || {
+        let answer = server.call("listings", json!({}));
+        assert_eq!(answer.status, 200, "{:?}", answer.json);
+        std::thread::sleep(Duration::from_millis(150));
+        (
+            answer.json["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            answer.json["meta"]["warm"].as_bool().unwrap(),
+        )
+    };
+    // The first call makes its own instance; the next ones find a spare
+    // that answered one listing before them.
+    listings();
+    assert_eq!(listings(), ("1".to_string(), true));
+    // From now on a listing fails. The spare waiting now was warmed
+    // before; the one made after this call is not kept, and warming stops.
+    std::fs::write(flags.path().join("fail-listing"), "").unwrap();
+    assert_eq!(listings(), ("1".to_string(), true));
+    server.wait_for("the warm-up's failure in the log", |s| {
+        s.log().contains("warming a spare instance failed")
+    });
+    // Calls go on, on spares made ahead without a listing.
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(listings());
+    }
+    assert!(
+        seen.iter().all(|(listed, _)| listed == "0"),
+        "no instance after the failure answered a listing: {seen:?}"
+    );
+    assert!(
+        seen.iter().skip(1).all(|(_, warm)| *warm),
+        "unwarmed spares still serve: {seen:?}"
+    );
+    assert_eq!(
+        server
+            .log()
+            .matches("warming a spare instance failed")
+            .count(),
+        1,
+        "logged once: {}",
+        server.log()
+    );
+}
+
 /// A large plugin (1 MiB or more: compiled by the baseline compiler first)
 /// is served from a spare instance made ahead of each call
 /// (`runtime/warm.rs`) and warmed by answering `list-tools`, and every
