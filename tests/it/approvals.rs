@@ -359,3 +359,77 @@ fn with_all_the_hash_is_pinned_and_toolhost_approve_decides() {
     assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("no version waiting"), "{said}");
 }
+
+/// A version held for approval runs no code with the plugin's grants: a
+/// large plugin's held replacement gets no spare instance made ahead
+/// (`toolhost_instances_held` stays at the approved version's one), and
+/// once approved it serves with a spare of its own while the replaced
+/// version's goes.
+#[test]
+fn a_held_version_gets_no_spare_until_it_is_approved() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = tempfile::tempdir().unwrap();
+    let tokens = tokens(config.path());
+    let server = Server::process(
+        dir.path(),
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--require-approval",
+            "all",
+        ],
+    );
+    let held = || {
+        let (status, text) = crate::metrics::metrics_text(&server, Some(INSTRUCTOR));
+        assert_eq!(status, 200, "{text}");
+        text.lines()
+            .find_map(|line| line.strip_prefix("toolhost_instances_held "))
+            .unwrap_or_else(|| panic!("no toolhost_instances_held in:\n{text}"))
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let call = || {
+        let (status, answer) = send(
+            &server,
+            "POST",
+            "/tools/ada__ok",
+            Some(CAROL),
+            "application/json",
+            b"{}",
+        );
+        assert_eq!(status, 200, "{answer}");
+        std::thread::sleep(Duration::from_millis(150));
+    };
+    // Past the large-plugin threshold: it gets spares.
+    let large = crate::support::padded(&described(work.path(), "Adds two numbers"), 3 * 512 * 1024);
+    assert_eq!(put(&server, ADA, &large).0, 202);
+    let approve = || {
+        let (status, answer) = post(&server, "/plugins/ada/helper/approve", INSTRUCTOR);
+        assert_eq!(status, 200, "{answer}");
+    };
+    approve();
+    wait_until("the approved version serves", || {
+        description_for_carol(&server).is_some()
+    });
+    call();
+    call();
+    wait_until("a spare made ahead", || held() == 1);
+
+    // A replacement, held (the hash is pinned): no code of it runs.
+    let replacement = variant_of(&large, "approvals-held-spare");
+    let (status, report) = put(&server, ADA, &replacement);
+    assert_eq!(status, 202, "{report}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(held(), 1, "the held version made a spare");
+    call();
+    wait_until("the approved version's next spare", || held() == 1);
+
+    // Approved: it serves, with its own spare; the replaced one's is gone.
+    approve();
+    std::thread::sleep(Duration::from_millis(500));
+    wait_until("one spare, the new version's", || held() == 1);
+    call();
+    wait_until("its next spare", || held() == 1);
+}

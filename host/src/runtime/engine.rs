@@ -229,6 +229,12 @@ impl Runtime {
         self.spares_used.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// How many instances are held between calls now, over every plugin
+    /// (`warm.rs`).
+    pub(crate) fn instances_held(&self) -> usize {
+        self.kept.held()
+    }
+
     /// How many calls wait for a slot now.
     pub(crate) fn calls_waiting(&self) -> usize {
         self.executor.calls_waiting()

@@ -80,6 +80,11 @@ impl KeptInstances {
         }
     }
 
+    /// How many are held now.
+    pub(crate) fn held(&self) -> usize {
+        self.kept.load(Ordering::Relaxed)
+    }
+
     /// Room for one more instance outside the running calls, if the pool
     /// has it.
     pub(crate) fn claim(&self) -> Option<Kept> {
