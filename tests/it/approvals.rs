@@ -390,6 +390,7 @@ fn a_held_version_gets_no_spare_until_it_is_approved() {
             .parse::<u64>()
             .unwrap()
     };
+    // A call, and whether it ran in an instance made ahead of it.
     let call = || {
         let (status, answer) = send(
             &server,
@@ -400,8 +401,9 @@ fn a_held_version_gets_no_spare_until_it_is_approved() {
             b"{}",
         );
         assert_eq!(status, 200, "{answer}");
-        std::thread::sleep(Duration::from_millis(150));
+        answer["meta"]["warm"].as_bool().unwrap()
     };
+    let settle = || std::thread::sleep(Duration::from_millis(500));
     // Past the large-plugin threshold: it gets spares.
     let large = crate::support::padded(&described(work.path(), "Adds two numbers"), 3 * 512 * 1024);
     assert_eq!(put(&server, ADA, &large).0, 202);
@@ -409,27 +411,28 @@ fn a_held_version_gets_no_spare_until_it_is_approved() {
         let (status, answer) = post(&server, "/plugins/ada/helper/approve", INSTRUCTOR);
         assert_eq!(status, 200, "{answer}");
     };
+    assert_eq!(held(), 0, "a version waiting for approval made a spare");
     approve();
-    wait_until("the approved version serves", || {
-        description_for_carol(&server).is_some()
-    });
-    call();
-    call();
-    wait_until("a spare made ahead", || held() == 1);
+    assert!(description_for_carol(&server).is_some());
+    settle();
+    assert_eq!(held(), 1, "the approved version's first spare");
+    assert!(call(), "its first call found the spare");
 
-    // A replacement, held (the hash is pinned): no code of it runs.
+    // A replacement, held (the hash is pinned): no code of it runs; the
+    // approved version serves on, with its spare.
+    settle();
     let replacement = variant_of(&large, "approvals-held-spare");
     let (status, report) = put(&server, ADA, &replacement);
     assert_eq!(status, 202, "{report}");
-    std::thread::sleep(Duration::from_millis(500));
+    settle();
     assert_eq!(held(), 1, "the held version made a spare");
-    call();
-    wait_until("the approved version's next spare", || held() == 1);
+    assert!(call(), "the approved version's spare still serves");
 
-    // Approved: it serves, with its own spare; the replaced one's is gone.
+    // Approved: it serves, with a spare of its own made as it loaded; the
+    // replaced version's is gone.
+    settle();
     approve();
-    std::thread::sleep(Duration::from_millis(500));
-    wait_until("one spare, the new version's", || held() == 1);
-    call();
-    wait_until("its next spare", || held() == 1);
+    settle();
+    assert_eq!(held(), 1, "one spare, the new version's");
+    assert!(call(), "the new version's first call found its spare");
 }

@@ -545,29 +545,33 @@ fn a_spare_whose_warm_up_fails_is_made_unwarmed_from_then_on() {
             answer.json["meta"]["warm"].as_bool().unwrap(),
         )
     };
-    // The first call makes its own instance; the next ones find a spare
-    // that answered one listing before them.
-    listings();
-    assert_eq!(listings(), ("1".to_string(), true));
-    // From now on a listing fails. The spare waiting now was warmed
-    // before; the one made after this call is not kept, and warming stops.
+    // The first call makes its own instance; within a few calls (the
+    // spares are made between them), one finds a spare that answered one
+    // listing before it.
+    let warmed = (0..20).find(|_| listings() == ("1".to_string(), true));
+    assert!(warmed.is_some(), "no call found a warmed spare");
+    // From now on a listing fails. The next call may still find a spare
+    // warmed before; the spare made after it fails its listing, which is
+    // logged, and warming stops.
     std::fs::write(flags.path().join("fail-listing"), "").unwrap();
-    assert_eq!(listings(), ("1".to_string(), true));
+    listings();
     server.wait_for("the warm-up's failure in the log", |s| {
         s.log().contains("warming a spare instance failed")
     });
-    // Calls go on, on spares made ahead without a listing.
+    // From then on no instance answered a listing, and calls are served
+    // again by spares made ahead without one.
     let mut seen = Vec::new();
-    for _ in 0..3 {
+    while seen.len() < 20 && seen.last() != Some(&("0".to_string(), true)) {
         seen.push(listings());
     }
     assert!(
         seen.iter().all(|(listed, _)| listed == "0"),
-        "no instance after the failure answered a listing: {seen:?}"
+        "an instance answered a listing after the failure: {seen:?}"
     );
-    assert!(
-        seen.iter().skip(1).all(|(_, warm)| *warm),
-        "unwarmed spares still serve: {seen:?}"
+    assert_eq!(
+        seen.last(),
+        Some(&("0".to_string(), true)),
+        "unwarmed spares serve: {seen:?}"
     );
     assert_eq!(
         server

@@ -29,7 +29,7 @@
 //! | `toolhost_http_connections` | | open HTTP connections |
 //! | `toolhost_mcp_sessions` | | open MCP sessions |
 //! | `toolhost_spare_instances_used_total` | | calls of large plugins served by a fresh instance made ahead of them |
-//! | `toolhost_instances_held` | | instances held between calls over every plugin: spares, ones a policy's `reuse_instance` keeps, ones being torn down |
+//! | `toolhost_instances_held` | | instances held between calls over every plugin: spares made ahead or being made, ones a policy's `reuse_instance` keeps, large plugins' ones being torn down |
 //! | `toolhost_mcp_stateless_fast_total` | | lone stateless `tools/call` and `tools/list` answered by the MCP front's fast path |
 //! | `toolhost_build_info` | version | 1 |
 //!
@@ -398,7 +398,7 @@ impl Collector for HostCollector {
             ),
             (
                 "toolhost_instances_held",
-                "Instances held between calls over every plugin: spares made ahead, ones a reuse_instance policy keeps, ones being torn down",
+                "Instances held between calls over every plugin: spares made ahead or being made, ones a reuse_instance policy keeps, large plugins' ones being torn down",
                 runtime.instances_held() as i64,
             ),
             (

@@ -40,6 +40,16 @@ pub(super) fn read(body: &[u8]) -> Option<(Value, &str, Lone, Option<MetaKeys>)>
         ("tools/list", Params::Raw(None)) => (Lone::List(None), None),
         _ => return None,
     };
+    // An arguments object keyed by serde_json's raw-value token, which a
+    // JSON value's reading treats apart: left to rmcp.
+    if let Lone::Call(call) = &lone
+        && call
+            .arguments
+            .as_ref()
+            .is_some_and(|arguments| arguments.contains_key(RAW_VALUE_TOKEN))
+    {
+        return None;
+    }
     Some((id, method, lone, meta))
 }
 
@@ -102,6 +112,8 @@ impl<'de> serde::Deserialize<'de> for MetaKeys {
             Traceparent,
             #[serde(rename = "tracestate")]
             Tracestate,
+            #[serde(rename = "$serde_json::private::RawValue")]
+            RawValueToken,
             #[serde(other)]
             Other,
         }
@@ -139,6 +151,10 @@ impl<'de> serde::Deserialize<'de> for MetaKeys {
                         Key::Other => {
                             map.next_value::<Checked>()?;
                         }
+                        // What a JSON value's reading treats apart.
+                        Key::RawValueToken => {
+                            return Err(serde::de::Error::custom("a raw-value key"));
+                        }
                     }
                 }
                 Ok(keys)
@@ -159,8 +175,35 @@ impl CallParams {
 /// A value read as a JSON value's reading reads it, then dropped: numbers
 /// in range, strings that decode, nesting counted from the body's top.
 /// serde's `IgnoredAny` skips a value without these checks, so a body
-/// rmcp refuses as unreadable would pass.
+/// rmcp refuses as unreadable would pass. An object keyed by serde_json's
+/// raw-value token, which a JSON value's reading treats apart, is refused
+/// here (the request goes to rmcp).
 struct Checked;
+
+/// The key serde_json's `Value` reads as an embedded raw value.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// A map key that is not [`RAW_VALUE_TOKEN`], read and checked as text.
+struct CheckedKey;
+
+impl<'de> serde::Deserialize<'de> for CheckedKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = CheckedKey;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("a key")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<CheckedKey, E> {
+                if key == RAW_VALUE_TOKEN {
+                    return Err(E::custom("a raw-value key"));
+                }
+                Ok(CheckedKey)
+            }
+        }
+        deserializer.deserialize_str(Text)
+    }
+}
 
 impl<'de> serde::Deserialize<'de> for Checked {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -199,7 +242,7 @@ impl<'de> serde::Deserialize<'de> for Checked {
                 self,
                 mut map: A,
             ) -> Result<Checked, A::Error> {
-                while map.next_entry::<Checked, Checked>()?.is_some() {}
+                while map.next_entry::<CheckedKey, Checked>()?.is_some() {}
                 Ok(Checked)
             }
         }
@@ -430,11 +473,29 @@ mod tests {
             )
             .into_bytes()
         };
-        assert!(read(&call(r#"{"x":[1,"two",{"y":null}],"progressToken":1e300}"#)).is_some());
         let deep = |open: &str, close: &str, depth| open.repeat(depth) + &close.repeat(depth);
+        let objects = |depth| format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
+        for fine in [
+            call(r#"{"x":[1,"two",{"y":null}],"progressToken":1e300}"#),
+            call(&format!(
+                r#"{{"x":{},"y":{}}}"#,
+                objects(100),
+                deep("[", "]", 100)
+            )),
+        ] {
+            assert!(read(&fine).is_some(), "{}", String::from_utf8_lossy(&fine));
+        }
+        // An object keyed by serde_json's raw-value token, which a JSON
+        // value reads apart: left to rmcp, whatever it holds.
+        assert!(read(&call(r#"{"$serde_json::private::RawValue":"1"}"#)).is_none());
+        let arguments = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"$serde_json::private::RawValue":"1"}}}"#;
+        assert!(read(arguments).is_none());
         let capabilities = "io.modelcontextprotocol/clientCapabilities";
         let mut refused = vec![
             call(r#"{"x":1e400}"#),
+            call(r#"{"x":{"\ud800":1}}"#),
+            call(r#"{"x":{"$serde_json::private::RawValue":1}}"#),
+            call(&format!(r#"{{"x":{}}}"#, objects(130))),
             call(r#"{"x":"\ud800"}"#),
             call(r#"{"progressToken":-1e400}"#),
             call(&format!(r#"{{"x":{}}}"#, deep("[", "]", 130))),
