@@ -81,6 +81,18 @@ fn mcp_description_for_carol(server: &Server) -> Option<String> {
         .map(|tool| tool["description"].as_str().unwrap().to_string())
 }
 
+/// carol calls `ada__ok` over REST.
+fn carol_calls_ok(server: &Server) -> (u16, Value) {
+    send(
+        server,
+        "POST",
+        "/tools/ada__ok",
+        Some(CAROL),
+        "application/json",
+        b"{}",
+    )
+}
+
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !done() {
@@ -108,14 +120,7 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
     assert_eq!(status, 202, "{report}");
     assert_eq!(report["state"], "pending", "{report}");
     assert_eq!(description_for_carol(&server), None);
-    let (status, called) = send(
-        &server,
-        "POST",
-        "/tools/ada__ok",
-        Some(CAROL),
-        "application/json",
-        b"{}",
-    );
+    let (status, called) = carol_calls_ok(&server);
     assert_eq!(
         (status, called["error"]["code"].as_str()),
         (404, Some("TOOL_NOT_FOUND"))
@@ -223,14 +228,7 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
     );
     let held = helper_as(&server, INSTRUCTOR);
     assert_eq!(held["state"], "pending", "{held}");
-    let (status, called) = send(
-        &server,
-        "POST",
-        "/tools/ada__ok",
-        Some(CAROL),
-        "application/json",
-        b"{}",
-    );
+    let (status, called) = carol_calls_ok(&server);
     assert_eq!(status, 200, "{called}");
     let replica = Server::process(dir.path(), &flags);
     assert_eq!(
@@ -303,8 +301,15 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
     assert_eq!(approval["hash"].as_str().unwrap().len(), 64, "{approval}");
 }
 
-#[test]
-fn with_all_the_hash_is_pinned_and_toolhost_approve_decides() {
+/// A server holding every new version, its hash pinned
+/// (`--require-approval all`), with its folders: a scratch one, the
+/// plugins' and the tokens'.
+fn pinned() -> (
+    tempfile::TempDir,
+    tempfile::TempDir,
+    tempfile::TempDir,
+    Server,
+) {
     let work = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let config = tempfile::tempdir().unwrap();
@@ -318,6 +323,12 @@ fn with_all_the_hash_is_pinned_and_toolhost_approve_decides() {
             "all",
         ],
     );
+    (work, dir, config, server)
+}
+
+#[test]
+fn with_all_the_hash_is_pinned_and_toolhost_approve_decides() {
+    let (work, _dir, _config, server) = pinned();
     let honest = described(work.path(), "Adds two numbers");
     assert_eq!(put(&server, ADA, &honest).0, 202);
     let approve = |extra: &[&str]| {
@@ -367,19 +378,7 @@ fn with_all_the_hash_is_pinned_and_toolhost_approve_decides() {
 /// version's goes.
 #[test]
 fn a_held_version_gets_no_spare_until_it_is_approved() {
-    let work = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = tempfile::tempdir().unwrap();
-    let tokens = tokens(config.path());
-    let server = Server::process(
-        dir.path(),
-        &[
-            "--tokens",
-            tokens.to_str().unwrap(),
-            "--require-approval",
-            "all",
-        ],
-    );
+    let (work, _dir, _config, server) = pinned();
     let held = || {
         let (status, text) = crate::metrics::metrics_text(&server, Some(INSTRUCTOR));
         assert_eq!(status, 200, "{text}");
@@ -392,14 +391,7 @@ fn a_held_version_gets_no_spare_until_it_is_approved() {
     };
     // A call, and whether it ran in an instance made ahead of it.
     let call = || {
-        let (status, answer) = send(
-            &server,
-            "POST",
-            "/tools/ada__ok",
-            Some(CAROL),
-            "application/json",
-            b"{}",
-        );
+        let (status, answer) = carol_calls_ok(&server);
         assert_eq!(status, 200, "{answer}");
         answer["meta"]["warm"].as_bool().unwrap()
     };

@@ -1,7 +1,10 @@
 //! How the fast path reads a request's body: the top level strictly, in
 //! one pass with a call's params when they follow its method, with rmcp's
 //! field types and only the keys the path handles; `_meta`'s keys in
-//! place. Whatever this refuses goes on to rmcp, which answers it.
+//! place. A value it skips is still checked as reading the body into a
+//! JSON value checks it (as rmcp and the general path do), so a body they
+//! refuse as unreadable is never answered here. Whatever this refuses goes
+//! on to rmcp, which answers it.
 
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, PaginatedRequestParams};
 use serde::Deserialize;
