@@ -19,7 +19,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolResult, ContentBlock, ErrorCode as RpcErrorCode, JsonObject, ResultType,
 };
-use serde::ser::{SerializeMap, SerializeSeq};
+use serde::ser::SerializeMap;
 use serde_json::Value;
 
 use crate::call::accounting::{CALL_META, CallMeta};
@@ -159,16 +159,6 @@ impl CallAnswer {
 /// fields in its order, `_meta` holding the error, then the accounting.
 impl serde::Serialize for CallAnswer {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        struct Content<'a>(&'a [Block]);
-        impl serde::Serialize for Content<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-                for block in self.0 {
-                    seq.serialize_element(block)?;
-                }
-                seq.end()
-            }
-        }
         struct Meta<'a>(Option<&'a ErrorBody>, Option<&'a CallMeta>);
         impl serde::Serialize for Meta<'_> {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -186,7 +176,7 @@ impl serde::Serialize for CallAnswer {
         if let Some(result_type) = &self.result_type {
             map.serialize_entry("resultType", result_type)?;
         }
-        map.serialize_entry("content", &Content(&self.content))?;
+        map.serialize_entry("content", &self.content)?;
         if let Some(structured) = &self.structured_content {
             map.serialize_entry("structuredContent", structured)?;
         }

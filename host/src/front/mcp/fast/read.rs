@@ -139,11 +139,9 @@ impl<'de> serde::Deserialize<'de> for MetaKeys {
                     match key {
                         Key::Version => keys.version = Some(map.next_value()?),
                         Key::Capabilities => {
-                            // Decoded from the JSON value, as rmcp does; an
-                            // empty object decodes (a unit test holds it).
+                            // Decoded from the JSON value, as rmcp does.
                             let value: Value = map.next_value()?;
-                            keys.capabilities = value.as_object().is_some_and(|o| o.is_empty())
-                                || ClientCapabilities::deserialize(&value).is_ok();
+                            keys.capabilities = ClientCapabilities::deserialize(&value).is_ok();
                         }
                         Key::Progress => {
                             map.next_value::<Checked>()?;
