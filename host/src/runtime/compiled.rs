@@ -38,7 +38,8 @@ pub struct CompiledPlugin {
     /// Whether the compiled code came from the on-disk cache.
     pub(crate) from_cache: bool,
     /// Whether a call's first slice may run on its caller's thread: small
-    /// components only (see `executor.rs`).
+    /// components (see `executor.rs`); a large one's call may only when it
+    /// takes a spare.
     pub(super) inline: bool,
     /// Instances kept for the next call, if the policy opts in (`warm.rs`).
     pub(super) shelf: Shelf,

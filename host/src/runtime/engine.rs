@@ -317,20 +317,27 @@ impl Runtime {
         // The caller's span (a tool call's, when debug logs or traces
         // made it up front) goes with the call to the guest thread.
         let span = tracing::Span::current();
-        let inline = plugin.inline;
+        let code = plugin.code.load_full();
+        // A large plugin's spare made ahead (`warm.rs`) is taken before the
+        // call is scheduled: with one, nothing is left to instantiate, so
+        // the call's first slice runs where its caller is, as a small
+        // plugin's does. Without that, a call that needs a few hundred
+        // microseconds of guest code paid two thread wake-ups more than
+        // the guest code took on a machine otherwise idle (a workshop's
+        // pace).
+        let spare = match grants.reuse_instance {
+            None if !plugin.inline => plugin.spare.take(&code, &grants),
+            _ => None,
+        };
+        let inline = plugin.inline || spare.is_some();
         let ran = self
             .run(inline, move |cancel| {
                 async move {
-                    let code = plugin.code.load_full();
-                    // A kept instance (policy opt-in, `warm.rs`) or a spare
-                    // made ahead (a large plugin), made ready for this
-                    // call, or a fresh store. A large plugin's next spare
-                    // is made beside this call.
+                    // A kept instance (policy opt-in, `warm.rs`) or the
+                    // spare taken above, made ready for this call, or a
+                    // fresh store. A large plugin's next spare is made
+                    // after this call has answered.
                     let warm = grants.reuse_instance.and_then(|_| plugin.shelf.take(&code));
-                    let spare = match grants.reuse_instance {
-                        None if !plugin.inline => plugin.spare.take(&code, &grants),
-                        _ => None,
-                    };
                     let (mut store, kept, served) = match (warm, spare) {
                         (Some(warm), _) => {
                             let mut store = warm.store;
@@ -459,14 +466,13 @@ impl Runtime {
         grants: &Arc<Grants>,
         store: Store<Sandbox>,
     ) {
-        let (Some(room), Ok(handle)) = (self.kept.claim(), tokio::runtime::Handle::try_current())
-        else {
+        let Some(room) = self.kept.claim() else {
             drop(store);
             self.refill(plugin, grants);
             return;
         };
         let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
-        handle.spawn(async move {
+        self.executor.guests().spawn(async move {
             let _ = tokio::task::spawn_blocking(move || {
                 drop(store);
                 drop(room);

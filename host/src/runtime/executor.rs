@@ -13,9 +13,11 @@
 //!   two futex wake-ups and two context switches per call, 40 % of the
 //!   samples of an echo call). A call still running after its first slice
 //!   (it yielded, or it waits on a timer or a socket) moves, as it is, to
-//!   a guest thread for the rest. A large plugin (see `inline` on
+//!   a guest thread for the rest. A large plugin's call (see `inline` on
 //!   [`Executor::run`]) starts on a guest thread, since instantiating it
-//!   alone takes a millisecond or more that no slice interrupts.
+//!   alone takes a millisecond or more that no slice interrupts, unless
+//!   it found a spare instance made ahead: then nothing is left to
+//!   instantiate, and it starts where its caller is too.
 //! - Everything else (including `list-tools` at load time) runs on a
 //!   thread of its own, taken from the blocking pool of a small tokio
 //!   runtime that belongs to the guests. That runtime's single worker
@@ -122,6 +124,18 @@ impl Executor {
         })
     }
 
+    /// The guests' runtime: work that belongs with guest code but not
+    /// with a call (a large store's teardown after its call answered)
+    /// goes there, off the front's threads, whichever thread the call
+    /// ended on.
+    pub(crate) fn guests(&self) -> tokio::runtime::Handle {
+        self.guests
+            .as_ref()
+            .expect("the guest runtime lives as long as the executor")
+            .handle()
+            .clone()
+    }
+
     pub(crate) fn max_calls(&self) -> usize {
         self.max_calls
     }
@@ -188,12 +202,7 @@ impl Executor {
                 Err(panic) => return Err(Refusal::Panicked(panic_message(&*panic))),
             }
         }
-        let handle = self
-            .guests
-            .as_ref()
-            .expect("the guest runtime lives as long as the executor")
-            .handle()
-            .clone();
+        let handle = self.guests();
         let running = self.running.clone();
         let inner = handle.clone();
         let joined = handle
