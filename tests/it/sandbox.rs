@@ -676,3 +676,82 @@ fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
     );
     assert_eq!(count(), "1");
 }
+
+/// A call that took a large plugin's spare before it was scheduled (so
+/// that it can start where its caller is), but was then refused as busy
+/// (every host slot taken for its whole wait), gives the spare back: it is
+/// still held, and the next call finds it instead of making its own.
+#[test]
+fn a_call_refused_as_busy_gives_its_spare_back() {
+    let dir = tempfile::tempdir().unwrap();
+    // Padded apart from the other large misbehave tests' copies (each has
+    // its own entry in the shared compile cache).
+    let wasm = std::fs::read(padded(&fixture("misbehave"), 3 * 512 * 1024 + 11)).unwrap();
+    std::fs::write(dir.path().join("misbehave.wasm"), &wasm).unwrap();
+    std::fs::write(
+        dir.path().join("misbehave.toml"),
+        "[limits]\ntimeout_ms = 2000\n",
+    )
+    .unwrap();
+    // Small copies in two namespaces (tools `ada__*`, `bob__*`) hold the
+    // host's two slots with their `sleep` until its deadline. (With two
+    // slots, spares may hold one instance between calls.)
+    for person in ["ada", "bob"] {
+        std::fs::create_dir(dir.path().join(person)).unwrap();
+        std::fs::copy(
+            fixture("misbehave"),
+            dir.path().join(person).join("misbehave.wasm"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join(person).join("misbehave.toml"),
+            "[limits]\ntimeout_ms = 1500\n",
+        )
+        .unwrap();
+    }
+    let server = Server::start(dir.path(), &["--max-calls", "2"]);
+    let held = |s: &Server| crate::metrics::metric_value(s, "toolhost_instances_held");
+    // The first call makes its own instance; the spare is made after it.
+    assert_eq!(server.call("counter", json!({})).status, 200);
+    server.wait_for("a spare made ahead", |s| held(s) == 1);
+    let sleepers: Vec<_> = ["ada", "bob"]
+        .map(|person| {
+            let base = server.base.clone();
+            std::thread::spawn(move || {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .build()
+                    .into();
+                agent
+                    .post(format!("{base}/tools/{person}__sleep"))
+                    .header("Content-Type", "application/json")
+                    .send("{}")
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            })
+        })
+        .into();
+    server.wait_for("the sleepers to run", |s| {
+        crate::support::calls_running(s, None) >= 2
+    });
+    let busy = server.call("counter", json!({}));
+    assert_eq!(
+        (busy.status, code_of(&busy).as_deref()),
+        (503, Some("BUSY")),
+        "{}",
+        busy.json
+    );
+    assert_eq!(held(&server), 1, "the refused call gave its spare back");
+    for sleeper in sleepers {
+        assert_eq!(sleeper.join().unwrap(), 504);
+    }
+    let next = server.call("counter", json!({}));
+    assert_eq!(next.status, 200, "{:?}", next.json);
+    assert_eq!(next.json["content"][0]["text"], "1", "{:?}", next.json);
+    assert_eq!(
+        next.json["meta"]["warm"], true,
+        "the next call found the spare: {:?}",
+        next.json
+    );
+}

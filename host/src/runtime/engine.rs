@@ -28,7 +28,7 @@ use super::outcome::{Printed, ToolRun, settle, usage_of};
 use super::pool;
 use super::sandbox::Sandbox;
 use super::usage::CallUsage;
-use super::warm::{KeptInstances, Shelf, Spare};
+use super::warm::{KeptInstances, Shelf, Spare, Taken};
 
 pub struct Runtime {
     /// Both compilers and the cache, shared with the optimiser.
@@ -317,26 +317,42 @@ impl Runtime {
         // The caller's span (a tool call's, when debug logs or traces
         // made it up front) goes with the call to the guest thread.
         let span = tracing::Span::current();
-        let code = plugin.code.load_full();
         // A large plugin's spare made ahead (`warm.rs`) is taken before the
         // call is scheduled: with one, nothing is left to instantiate, so
         // the call's first slice runs where its caller is, as a small
         // plugin's does. Without that, a call that needs a few hundred
         // microseconds of guest code paid two thread wake-ups more than
         // the guest code took on a machine otherwise idle (a workshop's
-        // pace).
+        // pace). A spare of replaced code or older grants is torn down on
+        // a guest thread, and the call goes there to make its own.
         let spare = match grants.reuse_instance {
-            None if !plugin.inline => plugin.spare.take(&code, &grants),
+            None if !plugin.inline => plugin.spare.take(),
             _ => None,
+        };
+        let spare = match spare {
+            Some(prepared) if prepared.fits(&plugin.code.load(), &grants) => {
+                Some(Taken::new(prepared, &plugin.spare, self.executor.guests()))
+            }
+            Some(stale) => {
+                self.executor.guests().spawn_blocking(move || drop(stale));
+                None
+            }
+            None => None,
         };
         let inline = plugin.inline || spare.is_some();
         let ran = self
             .run(inline, move |cancel| {
                 async move {
-                    // A kept instance (policy opt-in, `warm.rs`) or the
-                    // spare taken above, made ready for this call, or a
-                    // fresh store. A large plugin's next spare is made
+                    // The code the spare was made of, or the code served
+                    // now; then a kept instance (policy opt-in,
+                    // `warm.rs`) or the spare, made ready for this call,
+                    // or a fresh store. A large plugin's next spare is made
                     // after this call has answered.
+                    let spare = spare.map(Taken::use_it);
+                    let code = match &spare {
+                        Some(prepared) => prepared.code().clone(),
+                        None => plugin.code.load_full(),
+                    };
                     let warm = grants.reuse_instance.and_then(|_| plugin.shelf.take(&code));
                     let (mut store, kept, served) = match (warm, spare) {
                         (Some(warm), _) => {
@@ -392,7 +408,7 @@ impl Runtime {
                         (Some(reuse), Some(instance), Ok(_)) if served + 1 < reuse => plugin
                             .shelf
                             .put(&runtime.kept, store, instance, code.clone(), served + 1),
-                        _ if !plugin.inline => runtime.after_call(&plugin, &grants, store),
+                        _ if !plugin.inline => runtime.after_call(&plugin, &grants, store).await,
                         _ => {}
                     }
                     Ok((settled, usage, printed))
@@ -459,14 +475,18 @@ impl Runtime {
     /// instance's memory takes a fraction of a millisecond the caller need
     /// not wait for), then its next spare made. Not beside the call: the
     /// memory mappings of a second instance made at the same time slowed
-    /// the call's own page faults more than the spare saved.
-    fn after_call(
+    /// the call's own page faults more than the spare saved. With no room
+    /// to hold the store past the call (`KeptInstances`), it is torn down
+    /// before the answer, within the call's slot, and on a guest thread: a
+    /// call that began where its caller is yields, and so moves there.
+    async fn after_call(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,
         grants: &Arc<Grants>,
         store: Store<Sandbox>,
     ) {
         let Some(room) = self.kept.claim() else {
+            tokio::task::yield_now().await;
             drop(store);
             self.refill(plugin, grants);
             return;

@@ -14,7 +14,9 @@
 //! call has used. It has answered `list-tools` once (no caller's input),
 //! which pays an interpreter's first-use costs (function references made
 //! lazily, the copy-on-write faults of its heap) before the call. A call
-//! takes it; once the call has answered, its used instance is torn down
+//! takes it before it is scheduled and, having nothing to instantiate,
+//! starts where its caller is (a call refused before it runs gives it
+//! back); once the call has answered, its used instance is torn down
 //! and the next spare made, one after the other on a guest thread. A
 //! plugin that starts serving alone in a running server (a drop, a
 //! publish, a policy edit) has its first spare made at once
@@ -182,18 +184,72 @@ impl Drop for Filling {
     }
 }
 
+impl Prepared {
+    /// Whether it was made of `code` with `grants` (not of replaced code
+    /// or older grants).
+    pub(crate) fn fits(&self, code: &Code, grants: &Arc<Grants>) -> bool {
+        std::ptr::eq(Arc::as_ptr(&self.code), code) && Arc::ptr_eq(&self.grants, grants)
+    }
+
+    /// The code it was made of.
+    pub(crate) fn code(&self) -> &Arc<Code> {
+        &self.code
+    }
+}
+
+/// A spare a call has taken, until the call runs in it. One the call never
+/// runs in (the call was refused as busy, or its caller went away while it
+/// waited for a slot) goes back to its plugin for the next call, or, if
+/// another spare is there or being made by then, is torn down on a guest
+/// thread: never on the caller's thread, which serves HTTP.
+pub(crate) struct Taken {
+    prepared: Option<Prepared>,
+    spare: Spare,
+    guests: tokio::runtime::Handle,
+}
+
+impl Taken {
+    pub(crate) fn new(prepared: Prepared, spare: &Spare, guests: tokio::runtime::Handle) -> Taken {
+        Taken {
+            prepared: Some(prepared),
+            spare: spare.clone(),
+            guests,
+        }
+    }
+
+    /// The spare, for the call to run in.
+    pub(crate) fn use_it(mut self) -> Prepared {
+        self.prepared
+            .take()
+            .expect("a taken spare is used once, then dropped")
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        let Some(prepared) = self.prepared.take() else {
+            return;
+        };
+        let slot = &self.spare.0;
+        let mut ready = slot.ready.lock().unwrap_or_else(|e| e.into_inner());
+        if ready.is_none() && !slot.filling.load(Ordering::Acquire) {
+            *ready = Some(prepared);
+        } else {
+            drop(ready);
+            self.guests.spawn_blocking(move || drop(prepared));
+        }
+    }
+}
+
 impl Spare {
-    /// The prepared instance, if there is one of `code` with `grants`
-    /// (one of replaced code or older grants is dropped).
-    pub(crate) fn take(&self, code: &Arc<Code>, grants: &Arc<Grants>) -> Option<Prepared> {
-        let prepared = self
-            .0
+    /// The prepared instance, if there is one, whatever it was made of
+    /// (see [`Prepared::fits`]).
+    pub(crate) fn take(&self) -> Option<Prepared> {
+        self.0
             .ready
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .take()?;
-        (Arc::ptr_eq(&prepared.code, code) && Arc::ptr_eq(&prepared.grants, grants))
-            .then_some(prepared)
+            .take()
     }
 
     /// The right to fill this spare: `None` while it is full or another
