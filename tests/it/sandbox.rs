@@ -23,6 +23,21 @@ fn code_of(response: &crate::support::Response) -> Option<String> {
     assert_envelope(response)
 }
 
+/// Once `running` calls run guest code, a `counter` call is refused as
+/// busy after its wait for a slot.
+fn counter_is_busy_once_running(server: &Server, running: u64) {
+    server.wait_for("the slow calls to run", |s| {
+        crate::support::calls_running(s, None) >= running
+    });
+    let busy = server.call("counter", json!({}));
+    assert_eq!(
+        (busy.status, code_of(&busy).as_deref()),
+        (503, Some("BUSY")),
+        "{}",
+        busy.json
+    );
+}
+
 fn resident_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status
@@ -372,32 +387,10 @@ fn policy_limits_bound_concurrency_and_fuel_and_bad_policies_are_rejected() {
     );
 
     // Two calls at once to a plugin that takes one: the second is BUSY.
-    let base = server.base.clone();
-    let sleeper = std::thread::spawn(move || {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .build()
-            .into();
-        agent
-            .post(format!("{base}/tools/sleep"))
-            .header("Content-Type", "application/json")
-            .send("{}")
-            .unwrap()
-            .status()
-            .as_u16()
-    });
+    let sleeper = crate::support::call_in_background(&server, "sleep");
     // The sleeper holds the only slot for its 1.5 s deadline: the second
     // call goes once it runs, its 250 ms wait well inside that deadline.
-    server.wait_for("the sleeper to run", |s| {
-        crate::support::calls_running(s, None) >= 1
-    });
-    let busy = server.call("counter", json!({}));
-    assert_eq!(
-        (busy.status, code_of(&busy).as_deref()),
-        (503, Some("BUSY")),
-        "{}",
-        busy.json
-    );
+    counter_is_busy_once_running(&server, 1);
     assert_eq!(
         sleeper.join().unwrap(),
         504,
@@ -714,34 +707,9 @@ fn a_call_refused_as_busy_gives_its_spare_back() {
     // The first call makes its own instance; the spare is made after it.
     assert_eq!(server.call("counter", json!({})).status, 200);
     server.wait_for("a spare made ahead", |s| held(s) == 1);
-    let sleepers: Vec<_> = ["ada", "bob"]
-        .map(|person| {
-            let base = server.base.clone();
-            std::thread::spawn(move || {
-                let agent: ureq::Agent = ureq::Agent::config_builder()
-                    .http_status_as_error(false)
-                    .build()
-                    .into();
-                agent
-                    .post(format!("{base}/tools/{person}__sleep"))
-                    .header("Content-Type", "application/json")
-                    .send("{}")
-                    .unwrap()
-                    .status()
-                    .as_u16()
-            })
-        })
-        .into();
-    server.wait_for("the sleepers to run", |s| {
-        crate::support::calls_running(s, None) >= 2
-    });
-    let busy = server.call("counter", json!({}));
-    assert_eq!(
-        (busy.status, code_of(&busy).as_deref()),
-        (503, Some("BUSY")),
-        "{}",
-        busy.json
-    );
+    let sleepers =
+        ["ada__sleep", "bob__sleep"].map(|tool| crate::support::call_in_background(&server, tool));
+    counter_is_busy_once_running(&server, 2);
     assert_eq!(held(&server), 1, "the refused call gave its spare back");
     for sleeper in sleepers {
         assert_eq!(sleeper.join().unwrap(), 504);

@@ -804,6 +804,21 @@ pub fn gauge(server: &Server, name: &str, token: Option<&str>) -> u64 {
         .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
 }
 
+/// Calls `tool` with `{}` over REST on a thread of its own, for a call
+/// that holds a slot while the test goes on: its status, when it ends.
+pub fn call_in_background(server: &Server, tool: &str) -> std::thread::JoinHandle<u16> {
+    let url = format!("{}/tools/{tool}", server.base);
+    std::thread::spawn(move || {
+        agent()
+            .post(url)
+            .header("Content-Type", "application/json")
+            .send("{}")
+            .unwrap()
+            .status()
+            .as_u16()
+    })
+}
+
 /// How many calls run guest code on `server` now.
 pub fn calls_running(server: &Server, token: Option<&str>) -> u64 {
     gauge(server, "toolhost_executor_slots_in_use", token)
