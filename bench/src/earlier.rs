@@ -2,19 +2,23 @@
 //! (`--earlier DIR`: its `toolhost`, the `echo.wasm` built from the same
 //! commit, and `rev` naming the commit; `make bench` builds 229c921 there
 //! once). Both serve their own echo with a fresh instance per call; wrk at
-//! c=16 alternates between them for three rounds, and each build's median
-//! round is kept, with the server CPU each request cost. A change that
-//! costs CPU per call shows here as a falling ratio.
+//! c=16 takes five pairs of rounds, one on each, in turn's order (this
+//! build first, then the earlier one first, ...). Each build's median round
+//! is kept, with the server CPU each request cost, and the ratio is the
+//! median of the pairs' ratios: a pair sees the same minute of this
+//! machine, whose rate drifts by ±10 % within minutes, and neither build
+//! always goes first. A change that costs CPU per call shows here as a
+//! falling ratio.
 
 use std::path::Path;
 
 use serde_json::json;
 
-use crate::probes::{Spawned, WrkResult, toolhost_binary, wrk_echo};
+use crate::probes::{Spawned, WrkResult, percentile, toolhost_binary, wrk_echo};
 use crate::report::Report;
 
 const SECTION: &str = "REST against an earlier build";
-const ROUNDS: usize = 3;
+const PAIRS: usize = 5;
 
 pub(crate) fn section(
     earlier: &Path,
@@ -34,10 +38,18 @@ pub(crate) fn section(
     let now = serve(&toolhost_binary(), echo, "now")?;
     let then = serve(&earlier.join("toolhost"), &earlier.join("echo.wasm"), rev)?;
     let measure = |server: &Spawned| wrk_echo(work, server, "/tools/echo", duration);
-    let (mut nows, mut thens) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        nows.push(measure(&now)?);
-        thens.push(measure(&then)?);
+    let (mut nows, mut thens, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for pair in 0..PAIRS {
+        let (this, that) = if pair % 2 == 0 {
+            let this = measure(&now)?;
+            (this, measure(&then)?)
+        } else {
+            let that = measure(&then)?;
+            (measure(&now)?, that)
+        };
+        ratios.push(this.rps / that.rps);
+        nows.push(this);
+        thens.push(that);
     }
     let median = |runs: &mut Vec<WrkResult>| {
         runs.sort_by(|a, b| a.rps.total_cmp(&b.rps));
@@ -58,8 +70,8 @@ pub(crate) fn section(
     );
     report.ratio(
         SECTION,
-        &format!("req/s ratio to {rev}"),
-        now.rps / then.rps,
+        &format!("req/s ratio to {rev}, median of {PAIRS} alternating pairs"),
+        percentile(&ratios, 50.0),
     );
     Ok(())
 }
