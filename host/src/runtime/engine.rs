@@ -326,18 +326,12 @@ impl Runtime {
         // pace). A spare of replaced code or older grants is torn down on
         // a guest thread, and the call goes there to make its own.
         let spare = match grants.reuse_instance {
-            None if !plugin.inline => plugin.spare.take(),
+            None if !plugin.inline => {
+                plugin
+                    .spare
+                    .take(&plugin.code.load(), &grants, self.executor.guests())
+            }
             _ => None,
-        };
-        let spare = match spare {
-            Some(prepared) if prepared.fits(&plugin.code.load(), &grants) => {
-                Some(Taken::new(prepared, &plugin.spare, self.executor.guests()))
-            }
-            Some(stale) => {
-                self.executor.guests().spawn_blocking(move || drop(stale));
-                None
-            }
-            None => None,
         };
         let inline = plugin.inline || spare.is_some();
         let ran = self

@@ -185,12 +185,6 @@ impl Drop for Filling {
 }
 
 impl Prepared {
-    /// Whether it was made of `code` with `grants` (not of replaced code
-    /// or older grants).
-    pub(crate) fn fits(&self, code: &Code, grants: &Arc<Grants>) -> bool {
-        std::ptr::eq(Arc::as_ptr(&self.code), code) && Arc::ptr_eq(&self.grants, grants)
-    }
-
     /// The code it was made of.
     pub(crate) fn code(&self) -> &Arc<Code> {
         &self.code
@@ -209,7 +203,7 @@ pub(crate) struct Taken {
 }
 
 impl Taken {
-    pub(crate) fn new(prepared: Prepared, spare: &Spare, guests: tokio::runtime::Handle) -> Taken {
+    fn new(prepared: Prepared, spare: &Spare, guests: tokio::runtime::Handle) -> Taken {
         Taken {
             prepared: Some(prepared),
             spare: spare.clone(),
@@ -242,14 +236,28 @@ impl Drop for Taken {
 }
 
 impl Spare {
-    /// The prepared instance, if there is one, whatever it was made of
-    /// (see [`Prepared::fits`]).
-    pub(crate) fn take(&self) -> Option<Prepared> {
-        self.0
+    /// The prepared instance, if there is one of `code` with `grants`,
+    /// for a call to take before it is scheduled. One of replaced code or
+    /// older grants is torn down on a guest thread (`guests`).
+    pub(crate) fn take(
+        &self,
+        code: &Code,
+        grants: &Arc<Grants>,
+        guests: tokio::runtime::Handle,
+    ) -> Option<Taken> {
+        let prepared = self
+            .0
             .ready
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .take()
+            .take()?;
+        if std::ptr::eq(Arc::as_ptr(&prepared.code), code) && Arc::ptr_eq(&prepared.grants, grants)
+        {
+            Some(Taken::new(prepared, self, guests))
+        } else {
+            guests.spawn_blocking(move || drop(prepared));
+            None
+        }
     }
 
     /// The right to fill this spare: `None` while it is full or another
