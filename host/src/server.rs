@@ -294,13 +294,15 @@ async fn serve(
         guard.clone(),
     ))
     .merge(guarded(
-        rest::router(registry, calls, rest_settings),
+        rest::router(registry.clone(), calls.clone(), rest_settings),
         guard.clone(),
     ))
     .merge(guarded(mcp, guard.refusing_as(Refusals::JsonRpc)));
     if let Some(oauth) = oauth {
         app = app.merge(guarded(oauth::router(oauth), guard.without_token()));
     }
+    // Tool calls past the router, guarded as the REST router is.
+    let shortcut = rest::call_shortcut(registry, calls, rest_settings, guard.clone());
     let outer = Outer {
         cors_origins,
         drain_limit: settings.max_body_bytes.max(settings.max_plugin_bytes) as u64,
@@ -317,7 +319,16 @@ async fn serve(
         tools = snapshot.tools().count(),
         "toolhost listening on http://{local} (REST at /, MCP at /mcp)",
     );
-    listener::serve(listener, app, outer, limits, open_connections, shutdown).await?;
+    listener::serve(
+        listener,
+        app,
+        shortcut,
+        outer,
+        limits,
+        open_connections,
+        shutdown,
+    )
+    .await?;
     Ok(())
 }
 

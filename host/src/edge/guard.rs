@@ -238,19 +238,31 @@ impl Requester {
     }
 }
 
+/// The guard as a layer: [`admit`], then the route.
 pub(crate) async fn check(
     State(settings): State<Arc<GuardSettings>>,
     mut request: Request,
     next: Next,
 ) -> Response {
+    match admit(&settings, &mut request).await {
+        Ok(()) => next.run(request).await,
+        Err(refused) => refused,
+    }
+}
+
+/// Every check above on `request`: the refusal, or `Ok` with the
+/// requester handed on in its extensions and the checked host in `Host`.
+/// The listener's shortcut for tool calls (`front/rest.rs`) asks it
+/// directly, as the layer does.
+pub(crate) async fn admit(settings: &GuardSettings, request: &mut Request) -> Result<(), Response> {
     let mcp = settings.refusals == Refusals::JsonRpc;
     let headers = request.headers();
     if headers.get_all(header::HOST).iter().count() > 1 {
-        return refuse(
+        return Err(refuse(
             mcp,
             ErrorCode::InvalidRequest,
             "the request has more than one Host header".into(),
-        );
+        ));
     }
     // An absolute-form target (`GET http://host/path`) names the host
     // itself, and then the Host header is to be ignored (RFC 9112 3.2.2).
@@ -266,12 +278,12 @@ pub(crate) async fn check(
             &settings.cors_origins,
         )
     {
-        return refuse(mcp, ErrorCode::Forbidden, message);
+        return Err(refuse(mcp, ErrorCode::Forbidden, message));
     }
     if settings.check_host
         && let Err(message) = check_site(headers, &settings.cors_origins, settings.navigable)
     {
-        return refuse(mcp, ErrorCode::Forbidden, message);
+        return Err(refuse(mcp, ErrorCode::Forbidden, message));
     }
     let writes = !matches!(
         *request.method(),
@@ -281,7 +293,7 @@ pub(crate) async fn check(
         && settings.authority.is_open()
         && let Some(kind) = simple_body(headers)
     {
-        return refuse(
+        return Err(refuse(
             mcp,
             ErrorCode::UnsupportedMediaType,
             format!(
@@ -289,7 +301,7 @@ pub(crate) async fn check(
                  send Content-Type: application/json (curl --json '{{...}}', or -H \
                  'Content-Type: application/json')"
             ),
-        );
+        ));
     }
     let needs = match settings.writes_need {
         Some(role) if writes => Some(role),
@@ -334,7 +346,7 @@ pub(crate) async fn check(
                         .headers_mut()
                         .insert(header::WWW_AUTHENTICATE, value);
                 }
-                return response;
+                return Err(response);
             }
         }
     }
@@ -342,7 +354,7 @@ pub(crate) async fn check(
     if let Some(host) = target_host.and_then(|host| HeaderValue::from_str(&host).ok()) {
         request.headers_mut().insert(header::HOST, host);
     }
-    next.run(request).await
+    Ok(())
 }
 
 /// A refusal: the JSON envelope, or on `/mcp` a JSON-RPC error object

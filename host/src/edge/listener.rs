@@ -32,6 +32,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::Request;
+use axum::response::Response;
+use futures_util::future::BoxFuture;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -165,10 +168,21 @@ pub(crate) struct ConnectionLimits {
     pub(crate) body_timeout: Duration,
 }
 
-/// Serves `app` on `listener` until `shutdown` is cancelled.
+/// A route answered before the router, for the one request the router's
+/// work is a large share of: it hands back the requests it does not take.
+/// Each request through the router builds its path parameters, clones a
+/// boxed route and the guard's boxed service, and boxes their futures; a
+/// tool call taken here is boxed once (#40).
+pub(crate) type Shortcut =
+    Box<dyn Fn(Request) -> Result<BoxFuture<'static, Response>, Request> + Send + Sync>;
+
+/// Serves `app` on `listener` until `shutdown` is cancelled, with the
+/// requests `shortcut` takes answered by it instead.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
+    shortcut: Shortcut,
     outer: Outer,
     limits: ConnectionLimits,
     open_connections: Arc<AtomicUsize>,
@@ -186,6 +200,7 @@ pub(crate) async fn serve(
             builder
         },
         app,
+        shortcut,
         outer,
         limits,
         shutdown: shutdown.clone(),
@@ -256,6 +271,7 @@ struct Server {
     connections: Connections,
     builder: hyper::server::conn::http1::Builder,
     app: Router,
+    shortcut: Shortcut,
     /// What every request passes first and every answer last (`outer.rs`).
     outer: Outer,
     limits: ConnectionLimits,
@@ -303,9 +319,14 @@ impl Server {
             let server = server.clone();
             async move {
                 let response = outer(&server.outer, request, |request| async {
-                    match tower::ServiceExt::oneshot(server.app.clone(), request).await {
-                        Ok(response) => response,
-                        Err(never) => match never {},
+                    match (server.shortcut)(request) {
+                        Ok(answer) => answer.await,
+                        Err(request) => {
+                            match tower::ServiceExt::oneshot(server.app.clone(), request).await {
+                                Ok(response) => response,
+                                Err(never) => match never {},
+                            }
+                        }
                     }
                 })
                 .await;

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::rejection::PathRejection;
-use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
-use axum::http::{HeaderMap, header};
+use axum::extract::{DefaultBodyLimit, Path, RawQuery, Request, State};
+use axum::http::{HeaderMap, Method, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
@@ -25,7 +25,8 @@ use crate::call::Calls;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::errors::ErrorCode;
 use crate::call::invoke::{self, Front};
-use crate::edge::guard::{Requester, view_of};
+use crate::edge::guard::{self, GuardSettings, Requester, view_of};
+use crate::edge::listener::Shortcut;
 use crate::edge::responses::json_response;
 use crate::front::lists::ToolLists;
 use crate::ops::trace::{self, TraceParent};
@@ -169,14 +170,75 @@ async fn call_tool(
     // header, on every call (#40).
     request: axum::extract::Request,
 ) -> Response {
+    let view = view_of(requester.as_ref());
+    let name = name.map(|Path(name)| name).map_err(|_| bad_name());
+    post_call(&state, name, query.as_deref(), &view, request).await
+}
+
+/// `POST /tools/{name}` answered before the router (`edge/listener.rs`'s
+/// [`Shortcut`]): the guard (`guard::admit`, with `guard`, as the REST
+/// router's layer has it), then the handler above with what its
+/// extractors would have given it. It takes only a POST whose path is
+/// `/tools/` and one segment; every other request goes on to the router.
+pub(crate) fn call_shortcut(
+    registry: Arc<Registry>,
+    calls: Arc<Calls>,
+    settings: RestSettings,
+    guard: GuardSettings,
+) -> Shortcut {
+    let state = Arc::new(AppState {
+        registry,
+        calls,
+        settings,
+        lists: Arc::default(),
+    });
+    let guard = Arc::new(guard);
+    Box::new(move |mut request: Request| {
+        let takes = request.method() == Method::POST
+            && request
+                .uri()
+                .path()
+                .strip_prefix("/tools/")
+                .is_some_and(|segment| !segment.is_empty() && !segment.contains('/'));
+        if !takes {
+            return Err(request);
+        }
+        let (state, guard) = (state.clone(), guard.clone());
+        Ok(Box::pin(async move {
+            if let Err(refused) = guard::admit(&guard, &mut request).await {
+                return refused;
+            }
+            let segment = &request.uri().path()["/tools/".len()..];
+            let name = percent_encoding::percent_decode_str(segment)
+                .decode_utf8()
+                .map(|name| name.into_owned())
+                .map_err(|_| bad_name());
+            let query = request.uri().query().map(str::to_owned);
+            let view = request
+                .extensions()
+                .get::<Requester>()
+                .map_or_else(View::all, Requester::view);
+            post_call(&state, name, query.as_deref(), &view, request).await
+        }))
+    })
+}
+
+/// A tool call's answer, from its name as decoded from the path, its query
+/// and who asked.
+async fn post_call(
+    state: &AppState,
+    name: Result<String, Envelope>,
+    query: Option<&str>,
+    view: &View,
+    request: Request,
+) -> Response {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
-    let view = view_of(requester.as_ref());
-    let name = match tool_name(name) {
+    let name = match name {
         Ok(name) => name,
         Err(refused) => return refused.into_response(),
     };
-    let format = match text_format(query.as_deref(), state.settings.text_format) {
+    let format = match text_format(query, state.settings.text_format) {
         Ok(format) => format,
         Err(envelope) => return envelope.into_response(),
     };
@@ -184,7 +246,7 @@ async fn call_tool(
         Ok(arguments) => arguments,
         Err(envelope) => return envelope.into_response(),
     };
-    run(&state, "POST", &name, arguments, format, headers, &view)
+    run(state, "POST", &name, arguments, format, headers, view)
         .await
         .into_response()
 }
@@ -323,13 +385,15 @@ fn format_named(requested: Option<&str>, default: TextFormat) -> Result<TextForm
 /// The tool name from the path: `/tools/%FF` does not decode to text, and
 /// axum would answer that in plain text.
 fn tool_name(name: Result<Path<String>, PathRejection>) -> Result<String, Envelope> {
-    name.map(|Path(name)| name).map_err(|_| {
-        Envelope::host_error(
-            ErrorCode::InvalidRequest,
-            "the tool name in the path is not valid percent-encoded UTF-8",
-            None,
-        )
-    })
+    name.map(|Path(name)| name).map_err(|_| bad_name())
+}
+
+fn bad_name() -> Envelope {
+    Envelope::host_error(
+        ErrorCode::InvalidRequest,
+        "the tool name in the path is not valid percent-encoded UTF-8",
+        None,
+    )
 }
 
 /// One REST call on the call path, inside its request span (`method` names
