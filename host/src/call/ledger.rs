@@ -119,7 +119,26 @@ impl Ledger {
         usage: Option<&CallUsage>,
     ) {
         let (tool, plugin) = tool.unwrap_or((UNKNOWN_TOOL, ""));
-        let entry = self.entry(tool, plugin);
+        // Counted under the map's read lock, without taking a count of the
+        // entry's `Arc`: both calls' threads share it (#40).
+        let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+        match tools.get(tool) {
+            Some(entry) => Self::count(entry, plugin, outcome, duration, usage),
+            None => {
+                drop(tools);
+                Self::count(&self.entry(tool, plugin), plugin, outcome, duration, usage);
+            }
+        }
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    fn count(
+        entry: &Mutex<ToolEntry>,
+        plugin: &str,
+        outcome: &str,
+        duration: Duration,
+        usage: Option<&CallUsage>,
+    ) {
         let seconds = duration.as_secs_f64();
         let bucket = BUCKETS
             .iter()
@@ -150,8 +169,6 @@ impl Ledger {
         if let Some((_, counts)) = entry.recent.last_mut() {
             counts[bucket] += 1;
         }
-        drop(entry);
-        self.version.fetch_add(1, Ordering::Release);
     }
 
     fn entry(&self, tool: &str, plugin: &str) -> Arc<Mutex<ToolEntry>> {

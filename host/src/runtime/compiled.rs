@@ -25,9 +25,14 @@ pub struct Description {
 }
 
 /// A component compiled and linked, ready to be instantiated per call.
-/// Cloning it is cheap (the compiled code is shared).
+/// Cloning it is one reference count: every call clones it (its guest
+/// code may run on another thread), and each count of a value that two
+/// threads' calls share moves its cache line between their cores (#40).
 #[derive(Clone)]
-pub struct CompiledPlugin {
+pub struct CompiledPlugin(Arc<PluginParts>);
+
+/// What a [`CompiledPlugin`] holds (its fields are read through it).
+pub struct PluginParts {
     /// The plugin's name, to tag its log output.
     pub(super) name: Arc<str>,
     /// The current code: baseline, then optimised (see `compiler.rs`).
@@ -48,8 +53,20 @@ pub struct CompiledPlugin {
 }
 
 impl CompiledPlugin {
+    pub(super) fn new(parts: PluginParts) -> CompiledPlugin {
+        CompiledPlugin(Arc::new(parts))
+    }
+
     /// Which compiler made the code that serves now.
     pub(crate) fn tier(&self) -> Tier {
         self.code.load().tier
+    }
+}
+
+impl std::ops::Deref for CompiledPlugin {
+    type Target = PluginParts;
+
+    fn deref(&self) -> &PluginParts {
+        &self.0
     }
 }

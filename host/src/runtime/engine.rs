@@ -16,7 +16,7 @@ use wasmtime::{Config, Store, UpdateDeadline};
 use super::asks::{Answer, Ask};
 use super::cache::ArtifactCache;
 use super::client::CallClient;
-use super::compiled::{CompiledPlugin, Description};
+use super::compiled::{CompiledPlugin, Description, PluginParts};
 use super::compiler::{
     self, BASELINE_FROM_BYTES, Compiler, Optimizer, Pending, Tier, TierUp, Tiers,
 };
@@ -125,7 +125,7 @@ impl Runtime {
             compiler.link_compiled(&artifact, tiers.cache.as_ref(), content_hash)
         };
         let large = wasm.len() >= BASELINE_FROM_BYTES;
-        let plugin = |code: compiler::Code, from_cache| CompiledPlugin {
+        let plugin = |code: compiler::Code, from_cache| PluginParts {
             name: name.clone(),
             code: Arc::new(arc_swap::ArcSwap::from_pointee(code)),
             pending: None,
@@ -135,7 +135,7 @@ impl Runtime {
             spare: Spare::default(),
         };
         if let Some(code) = cached(&tiers.optimized) {
-            return Ok(plugin(code?, true));
+            return Ok(CompiledPlugin::new(plugin(code?, true)));
         }
         let tier_up = self.tier_up == TierUp::InBackground;
         // A small component on baseline code is queued for the optimiser
@@ -168,14 +168,17 @@ impl Runtime {
                             plugin.pending = Some(pending);
                         }
                     }
-                    return Ok(plugin);
+                    return Ok(CompiledPlugin::new(plugin));
                 }
                 Err(error) => {
                     tracing::info!(plugin = %name, %error, "the baseline compiler cannot take this component; optimising now");
                 }
             }
         }
-        Ok(plugin(compiled(&tiers.optimized)?, false))
+        Ok(CompiledPlugin::new(plugin(
+            compiled(&tiers.optimized)?,
+            false,
+        )))
     }
 
     /// Says that the start-up loads are done: from now on, a component
