@@ -74,6 +74,12 @@ fn successful_calls_answer_with_the_envelope() {
         shape,
         json!({"content": [{"type": "text", "text": "hello"}], "isError": false})
     );
+    // A call is answered before the router (`call_shortcut`), and its
+    // answer still says its length, as every answer through the router
+    // does: not chunked.
+    let head = answer_head(&server.base, "/tools/echo", r#"{"text":"hello"}"#);
+    assert!(head.contains("\r\ncontent-length: "), "{head}");
+    assert!(!head.contains("transfer-encoding"), "{head}");
 
     let add = server.call("add", json!({"a": 2, "b": 3.5}));
     assert_eq!(add.status, 200);
@@ -560,4 +566,23 @@ fn read_only_tools_answer_get_with_query_arguments() {
             .all(|p| p["in"] == "query" && p["required"] == true)
     );
     assert!(document["paths"]["/tools/create_user"]["get"].is_null());
+}
+
+/// The status line and headers of a POST of `body` to `path`, as sent.
+fn answer_head(base: &str, path: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let address = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+        .split_once("\r\n\r\n")
+        .map_or(answer.clone(), |(head, _)| head.to_ascii_lowercase())
 }

@@ -320,7 +320,7 @@ impl Server {
             async move {
                 let response = outer(&server.outer, request, |request| async {
                     match (server.shortcut)(request) {
-                        Ok(answer) => answer.await,
+                        Ok(answer) => with_length(answer.await),
                         Err(request) => {
                             match tower::ServiceExt::oneshot(server.app.clone(), request).await {
                                 Ok(response) => response,
@@ -367,6 +367,22 @@ impl Server {
         self.open_connections.fetch_sub(1, Ordering::Relaxed);
         drop(slot);
     }
+}
+
+/// `Content-Length` from a body of known size, as axum's routes set it: the
+/// listener's own wrapping of the body hides its size from hyper, which
+/// would send it chunked.
+fn with_length(mut response: Response) -> Response {
+    if let Some(length) = hyper::body::Body::size_hint(response.body()).exact()
+        && !response
+            .headers()
+            .contains_key(http::header::CONTENT_LENGTH)
+    {
+        response
+            .headers_mut()
+            .insert(http::header::CONTENT_LENGTH, length.into());
+    }
+    response
 }
 
 /// Answers a connection past the cap with 503 and closes it, without
