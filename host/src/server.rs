@@ -223,6 +223,8 @@ async fn serve(
         check_host: true,
         navigable: false,
     };
+    // The REST router's guard, which its tool-call shortcut shares.
+    let rest_guard = guard.clone();
     let guarded = |router: Router, settings: GuardSettings| {
         router.layer(axum::middleware::from_fn_with_state(
             Arc::new(settings),
@@ -295,14 +297,16 @@ async fn serve(
     ))
     .merge(guarded(
         rest::router(registry.clone(), calls.clone(), rest_settings),
-        guard.clone(),
+        rest_guard.clone(),
     ))
     .merge(guarded(mcp, guard.refusing_as(Refusals::JsonRpc)));
     if let Some(oauth) = oauth {
         app = app.merge(guarded(oauth::router(oauth), guard.without_token()));
     }
-    // Tool calls past the router, guarded as the REST router is.
-    let shortcut = rest::call_shortcut(registry, calls, rest_settings, guard.clone());
+    // Tool calls past the router: the same guard and settings as the REST
+    // router's, from the same values. A layer added to `rest::router`
+    // would not be on this path: `call_shortcut` says so.
+    let shortcut = rest::call_shortcut(registry, calls, rest_settings, rest_guard);
     let outer = Outer {
         cors_origins,
         drain_limit: settings.max_body_bytes.max(settings.max_plugin_bytes) as u64,

@@ -363,7 +363,7 @@ async fn run(
         &span,
         Some((method, &plugin.id)),
         outcome,
-        started,
+        started.elapsed(),
         usage.as_ref(),
     );
     result

@@ -117,7 +117,9 @@ pub async fn call_tool(
         }
         None => (tool_not_found(registry, name, view), None),
     };
-    envelope.meta = Some(Box::new(CallMeta::new(started.elapsed(), usage.as_ref())));
+    // One reading of the clock for the answer's `meta` and the ledger.
+    let duration = started.elapsed();
+    envelope.meta = Some(Box::new(CallMeta::new(duration, usage.as_ref())));
     let outcome = envelope
         .error
         .as_ref()
@@ -126,7 +128,7 @@ pub async fn call_tool(
         &span.running(),
         plugin.as_deref().map(|plugin| (name, plugin.id.as_str())),
         outcome,
-        started,
+        duration,
         usage.as_ref(),
     );
     envelope

@@ -22,7 +22,7 @@ pub(crate) mod render;
 pub(crate) mod slots;
 pub(crate) mod span;
 
-use std::time::Instant;
+use std::time::Duration;
 
 use crate::registry::shares::PersonShares;
 use crate::runtime::CallUsage;
@@ -60,14 +60,13 @@ impl Calls {
         span: &tracing::Span,
         served: Option<(&str, &str)>,
         outcome: &str,
-        started: Instant,
+        duration: Duration,
         usage: Option<&CallUsage>,
     ) {
-        self.ledger
-            .record(served, outcome, started.elapsed(), usage);
+        self.ledger.record(served, outcome, duration, usage);
         if tracing::enabled!(tracing::Level::DEBUG) {
             span.record("outcome", outcome);
-            span.record("duration_ms", started.elapsed().as_secs_f64() * 1e3);
+            span.record("duration_ms", duration.as_secs_f64() * 1e3);
             if let Some(usage) = usage {
                 span.record("cpu_ms", usage.cpu.as_secs_f64() * 1e3);
                 span.record("fuel", usage.fuel);

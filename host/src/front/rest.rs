@@ -180,6 +180,8 @@ async fn call_tool(
 /// router's layer has it), then the handler above with what its
 /// extractors would have given it. It takes only a POST whose path is
 /// `/tools/` and one segment; every other request goes on to the router.
+/// So a layer added to [`router`] does not apply to tool calls, and a
+/// fixed route under `/tools/` would never see a POST: add either here.
 // A request not taken is handed back by value: boxing it would cost every
 // other request an allocation.
 #[allow(clippy::result_large_err)]
