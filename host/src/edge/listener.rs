@@ -178,7 +178,6 @@ pub(crate) type Shortcut =
 
 /// Serves `app` on `listener` until `shutdown` is cancelled, with the
 /// requests `shortcut` takes answered by it instead.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,

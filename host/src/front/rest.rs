@@ -171,7 +171,7 @@ async fn call_tool(
     request: axum::extract::Request,
 ) -> Response {
     let view = view_of(requester.as_ref());
-    let name = name.map(|Path(name)| name).map_err(|_| bad_name());
+    let name = tool_name(name);
     post_call(&state, name, query.as_deref(), &view, request).await
 }
 
