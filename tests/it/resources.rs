@@ -12,7 +12,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 
 use crate::mcp::rpc;
-use crate::support::{Server, drop_in, example, plugin_dir, variant_of};
+use crate::support::{Server, drop_in, example, fixture, plugin_dir, variant_of};
 use toolhost::registry::report::PluginState;
 
 /// A 1x1 red PNG, base64: what the conformance plugin's binary resource is.
@@ -22,6 +22,60 @@ const RED_PIXEL_PNG: &str =
 fn post(server: &Server, path: &str, body: &str) -> (u16, Value) {
     let response = server.post(path, body);
     (response.status, response.json)
+}
+
+/// The Rust SDK exports what a plugin has: `tools` alone for a plugin of
+/// tools only (the echo; every export costs each instantiation, #40), and
+/// resources, prompts and completion beside them for one exported with
+/// `export!(tools, catalog)` (the conformance plugin).
+#[test]
+fn sdk_plugins_export_the_catalog_only_when_they_have_one() {
+    let exports = |name: &str| -> Vec<String> {
+        let bytes = std::fs::read(example(name)).unwrap();
+        let wit_component::DecodedWasm::Component(resolve, world) =
+            wit_component::decode(&bytes).unwrap()
+        else {
+            panic!("{name} is not a component");
+        };
+        resolve.worlds[world]
+            .exports
+            .keys()
+            .map(|key| resolve.name_world_key(key))
+            .collect()
+    };
+    assert_eq!(exports("echo"), ["toolhost:plugin/tools@0.1.0"]);
+    assert_eq!(
+        exports("conformance"),
+        [
+            "toolhost:plugin/tools@0.1.0",
+            "toolhost:plugin/resources@0.2.0",
+            "toolhost:plugin/prompts@0.2.0",
+            "toolhost:plugin/completion@0.2.0",
+        ]
+    );
+}
+
+/// A plugin with a resource exported as tools only (`export!(tools)`,
+/// `catalog` forgotten) is refused, and the reason a person reads says
+/// what to write: the SDK's panic, which a trap's reason alone
+/// (`unreachable`) does not tell.
+#[test]
+fn a_catalog_exported_as_tools_only_is_refused_saying_how_to_export_it() {
+    let dir = plugin_dir(&[&fixture("uncatalogued")]);
+    let server = Server::start(dir.path(), &[]);
+    let plugins = server.get("/plugins");
+    let plugin = &plugins.json["plugins"][0];
+    assert_eq!(plugin["state"], "rejected", "{}", plugins.json);
+    let reason = plugin["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("list-tools failed: trapped:"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("write `toolhost_plugin::export!(tools, catalog)`"),
+        "{reason}"
+    );
+    assert_eq!(plugin["tools"], json!([]), "{}", plugins.json);
 }
 
 #[test]

@@ -40,8 +40,9 @@ pub enum LoadError {
     /// It is not a usable component.
     #[error(transparent)]
     Compile(#[from] CompileError),
-    /// Its `list-tools` (or a 0.2.0 listing) did not answer.
-    #[error("list-tools failed: {0}")]
+    /// Its `list-tools` (or a 0.2.0 listing) did not answer; a trap
+    /// says what the plugin printed last (an SDK's panic message, say).
+    #[error("list-tools failed: {}{}", .0, printed_before(.0))]
     ListTools(#[source] CallFailure),
     /// Its resources or prompts break a rule or a limit (`catalog.rs`).
     #[error(transparent)]
@@ -69,6 +70,18 @@ pub enum LoadError {
     /// (`--require-approval`, see `approvals.rs`).
     #[error("awaiting an admin's approval: {}", .0.summary)]
     Pending(Box<Held>),
+}
+
+/// For a listing that trapped: what the plugin printed last, on one line
+/// (a trap's own reason is wasmtime's, `unreachable` for a Rust panic).
+fn printed_before(failure: &CallFailure) -> String {
+    match failure {
+        CallFailure::Trapped { stderr, .. } if !stderr.trim().is_empty() => {
+            let printed: Vec<&str> = stderr.split_whitespace().collect();
+            format!("; it printed: {}", printed.join(" "))
+        }
+        _ => String::new(),
+    }
 }
 
 impl LoadError {

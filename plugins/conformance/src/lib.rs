@@ -411,4 +411,4 @@ fn plugin() -> Tools {
     with_resources_and_prompts(tools())
 }
 
-toolhost_plugin::export!(plugin);
+toolhost_plugin::export!(plugin, catalog);

@@ -36,7 +36,8 @@
 //!         )
 //! }
 //!
-//! toolhost_plugin::export!(tools);
+//! // `catalog`: resources and prompts are exported beside the tools.
+//! toolhost_plugin::export!(tools, catalog);
 //! ```
 
 use serde::de::DeserializeOwned;
@@ -375,7 +376,22 @@ pub(crate) struct Catalog {
     pub(crate) prompts: Vec<Prompt>,
 }
 
+/// Why a plugin with a catalog exported as tools only does not load;
+/// `tools` is the function `export!` was given.
+pub(crate) fn not_exported(tools: &str) -> String {
+    format!(
+        "this plugin has resources, templates or prompts, but \
+         `toolhost_plugin::export!({tools})` exports its tools only: write \
+         `toolhost_plugin::export!({tools}, catalog)` to export them too"
+    )
+}
+
 impl Catalog {
+    /// Whether there is nothing but tools.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.resources.is_empty() && self.templates.is_empty() && self.prompts.is_empty()
+    }
+
     pub(crate) fn list_resources(&self) -> Vec<resources::Resource> {
         self.resources
             .iter()
@@ -494,5 +510,30 @@ mod tests {
         assert_eq!(vars["id"], "123");
         assert!(t.matches("test://template//data").is_none());
         assert!(t.matches("test://template/1/2/data").is_none());
+    }
+
+    #[test]
+    fn a_catalog_exported_as_tools_only_fails_to_load_saying_how_to_export_it() {
+        use crate::{NoArguments, Tool, Tools};
+        let tools = || Tools::new().tool(Tool::new("t", "d", |_: NoArguments| Ok("x")));
+        assert_eq!(
+            crate::__private::list_exported(&tools(), false, "tools").len(),
+            1
+        );
+        let with_resource =
+            || tools().resource(Resource::new("notes://a", "a", "d", || Ok("text")));
+        assert_eq!(
+            crate::__private::list_exported(&with_resource(), true, "tools").len(),
+            1
+        );
+        let refused = std::panic::catch_unwind(|| {
+            crate::__private::list_exported(&with_resource(), false, "plugin")
+        })
+        .unwrap_err();
+        let message = refused.downcast_ref::<String>().unwrap();
+        assert!(
+            message.contains("`toolhost_plugin::export!(plugin, catalog)`"),
+            "{message}"
+        );
     }
 }

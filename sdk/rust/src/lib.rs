@@ -50,7 +50,8 @@
 //!   with structured data, for tools that want to say exactly what they send.
 //!
 //! Resources, templates and prompts are typed functions too, added to the
-//! same [`Tools`]: see [`catalog`].
+//! same [`Tools`] and exported with `export!(tools, catalog)`: see
+//! [`catalog`].
 //!
 //! The modules, one concern each: [`tool`] (declaring tools and the
 //! dispatch), [`catalog`] (resources, templates, prompts, completion), [`schema`] (deriving schemas), [`content`] (results and
@@ -105,6 +106,23 @@ pub mod bindings {
     });
 }
 
+/// The contract's `plugin` world (tools only), generated for one thing:
+/// the description of that world it puts in every plugin, which is what
+/// lets `export!(tools)` export `tools` alone. `bindings` describes the
+/// `full` world's exports only inside its `export!`, which a plugin of
+/// tools only does not expand; a component pays for each export at every
+/// instantiation (#40). Its types are `bindings`' twins and unused.
+#[doc(hidden)]
+#[allow(dead_code, unused_imports, unused_macros)]
+mod tools_world {
+    wit_bindgen::generate!({
+        world: "plugin",
+        path: "wit",
+        generate_all,
+        runtime_path: "::toolhost_plugin::__private::wit_bindgen::rt",
+    });
+}
+
 /// What the `export!` macro expands to; not part of the API.
 #[doc(hidden)]
 pub mod __private {
@@ -122,6 +140,17 @@ pub mod __private {
         ResourceTemplate as WitResourceTemplate,
     };
     pub use crate::tool::{call, list};
+
+    /// `list-tools`, for `export!`. A plugin whose resources or prompts
+    /// are not exported (`export!(tools)` without `catalog`) fails to load
+    /// with the message saying how to export them, rather than lose them
+    /// without a word.
+    pub fn list_exported(tools: &crate::Tools, catalog: bool, function: &str) -> Vec<WitTool> {
+        if !catalog && !tools.catalog.is_empty() {
+            panic!("{}", crate::catalog::not_exported(function));
+        }
+        list(tools)
+    }
 
     /// `list-resources`, for `export!`.
     pub fn list_resources(tools: &crate::Tools) -> Vec<WitResource> {
@@ -174,25 +203,25 @@ pub mod __private {
 /// returns the plugin's [`Tools`]. It is called once when the host loads
 /// the file (to list the tools) and once per call (every call runs in a
 /// fresh instance, so nothing is kept between calls anyway).
+///
+/// A plugin with resources, templates or prompts (see [`catalog`]) says
+/// so: `export!(tools, catalog)` exports those too, and completion. The
+/// component then has every export of the contract's `full` world, which
+/// costs each call a little more (the host looks up each export's
+/// functions at every instantiation), so a plugin of tools only exports
+/// `tools` alone. A plugin whose [`Tools`] has resources or prompts but
+/// that is exported with `export!(tools)` fails to load, and the load
+/// error says to add `catalog`.
 #[macro_export]
 macro_rules! export {
     ($tools:path) => {
-        #[doc(hidden)]
-        struct __ToolhostPlugin;
-
-        impl $crate::__private::Guest for __ToolhostPlugin {
-            fn list_tools() -> ::std::vec::Vec<$crate::__private::WitTool> {
-                $crate::__private::list(&$tools())
-            }
-
-            fn call_tool(
-                name: ::std::string::String,
-                arguments: ::std::string::String,
-            ) -> ::std::result::Result<$crate::__private::WitOutput, $crate::__private::WitToolError>
-            {
-                $crate::__private::call(&$tools(), &name, &arguments)
-            }
-        }
+        $crate::__toolhost_guest!($tools, false);
+        $crate::bindings::exports::toolhost::plugin0_1_0::tools::__export_toolhost_plugin_tools_0_1_0_cabi!(
+            __ToolhostPlugin with_types_in $crate::bindings::exports::toolhost::plugin0_1_0::tools
+        );
+    };
+    ($tools:path, catalog) => {
+        $crate::__toolhost_guest!($tools, true);
 
         impl $crate::__private::ResourcesGuest for __ToolhostPlugin {
             fn list_resources() -> ::std::vec::Vec<$crate::__private::WitResource> {
@@ -239,5 +268,30 @@ macro_rules! export {
         }
 
         $crate::bindings::__export_plugin!(__ToolhostPlugin with_types_in $crate::bindings);
+    };
+}
+
+/// The `tools` export every plugin has, for `export!`: `catalog` says
+/// whether the resources and prompts are exported beside it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __toolhost_guest {
+    ($tools:path, $catalog:literal) => {
+        #[doc(hidden)]
+        struct __ToolhostPlugin;
+
+        impl $crate::__private::Guest for __ToolhostPlugin {
+            fn list_tools() -> ::std::vec::Vec<$crate::__private::WitTool> {
+                $crate::__private::list_exported(&$tools(), $catalog, stringify!($tools))
+            }
+
+            fn call_tool(
+                name: ::std::string::String,
+                arguments: ::std::string::String,
+            ) -> ::std::result::Result<$crate::__private::WitOutput, $crate::__private::WitToolError>
+            {
+                $crate::__private::call(&$tools(), &name, &arguments)
+            }
+        }
     };
 }
