@@ -101,13 +101,9 @@ pub async fn call_tool(
     // plugin rather than told it afterwards (each field recorded later is
     // formatted again by the log layer; #40).
     let entry = visible_tool(registry, name, view);
-    let plugin = entry.as_ref().map(|entry| entry.plugin.clone());
-    let span = CallSpan::new(
-        name,
-        plugin.as_deref().map(|plugin| plugin.id.as_str()),
-        front.as_str(),
-    );
-    let (mut envelope, usage) = match entry {
+    let plugin = entry.as_ref().map(|entry| entry.plugin.id.as_str());
+    let span = CallSpan::new(name, plugin, front.as_str());
+    let (mut envelope, usage) = match &entry {
         Some(entry) => {
             run_tool(
                 registry, calls, name, entry, arguments, format, client, &span,
@@ -126,7 +122,7 @@ pub async fn call_tool(
         .map_or("ok", |error| error.outcome());
     calls.settle(
         &span.running(),
-        plugin.as_deref().map(|plugin| (name, plugin.id.as_str())),
+        plugin.map(|plugin| (name, plugin)),
         outcome,
         duration,
         usage.as_ref(),
@@ -139,7 +135,7 @@ async fn run_tool(
     registry: &Arc<Registry>,
     calls: &Calls,
     name: &str,
-    entry: crate::registry::ServedTool,
+    entry: &crate::registry::ServedTool,
     arguments: Map<String, Value>,
     format: TextFormat,
     client: CallClient,
@@ -209,7 +205,7 @@ pub(crate) fn visible_tool(
     name: &str,
     view: &View,
 ) -> Option<crate::registry::ServedTool> {
-    let snapshot = registry.snapshot();
+    let snapshot = registry.peek();
     let found = snapshot.tool(name);
     // One match either way: a tool out of view costs what a missing one
     // does.

@@ -207,6 +207,13 @@ impl Registry {
         self.current.load_full()
     }
 
+    /// The current state for one lookup on the call path: no reference
+    /// count is taken, so concurrent calls do not all write the one count
+    /// that every snapshot holder shares (#40). Dropped before any await.
+    pub(crate) fn peek(&self) -> arc_swap::Guard<Arc<Snapshot>> {
+        self.current.load()
+    }
+
     /// Sends one event; nobody listening is fine.
     fn tell(&self, kind: LoadEventKind, id: &str, report: PluginReport) {
         self.loads.record(kind, id, &report);
