@@ -170,7 +170,9 @@ fn greet(args: Args) -> Result<Greeting, ToolError> {
 // A prompt (a template a client offers its user) takes typed arguments too:
 // `.prompt(Prompt::new("{name}_prompt", "Asks the model for a warm
 // greeting.", |args: Args| Ok(format!("Write a short, warm greeting for {}.",
-// args.name))))` below. Resources: `Resource::new`, `Template::new`.
+// args.name))))` below. Resources: `Resource::new`, `Template::new`. A
+// plugin with prompts or resources is exported with
+// `toolhost_plugin::export!(tools, catalog)`.
 
 fn tools() -> Tools {
     Tools::new().tool(Tool::new("{name}", "Greets someone by name.", greet).read_only(true))
@@ -220,8 +222,9 @@ impl NewOptions {
             .lang
             .recipe(
                 &format!("target/{library}.wasm"),
-                // The scaffold is a 0.2.0 project (its app exports every
-                // interface of the `full` world).
+                // The scaffold is a 0.2.0 project (a Python or JavaScript
+                // app exports every interface of the `full` world; a Rust
+                // one, `tools` alone unless it is exported with `catalog`).
                 &Sources {
                     world: Some("full"),
                     ..Sources::default()

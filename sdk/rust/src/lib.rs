@@ -111,7 +111,9 @@ pub mod bindings {
 /// lets `export!(tools)` export `tools` alone. `bindings` describes the
 /// `full` world's exports only inside its `export!`, which a plugin of
 /// tools only does not expand; a component pays for each export at every
-/// instantiation (#40). Its types are `bindings`' twins and unused.
+/// instantiation (#40). Its types are `bindings`' twins and unused. So
+/// a component that links this crate exports `tools`, which a plugin
+/// does anyway.
 #[doc(hidden)]
 #[allow(dead_code, unused_imports, unused_macros)]
 mod tools_world {
@@ -120,6 +122,10 @@ mod tools_world {
         path: "wit",
         generate_all,
         runtime_path: "::toolhost_plugin::__private::wit_bindgen::rt",
+        // Its own section name: a plugin that also binds the `plugin`
+        // world itself gets a section of its own, not one of this SDK's
+        // bytes concatenated with its own.
+        type_section_suffix: "-toolhost-plugin-sdk",
     });
 }
 
@@ -207,9 +213,9 @@ pub mod __private {
 /// A plugin with resources, templates or prompts (see [`catalog`]) says
 /// so: `export!(tools, catalog)` exports those too, and completion. The
 /// component then has every export of the contract's `full` world, which
-/// costs each call a little more (the host looks up each export's
-/// functions at every instantiation), so a plugin of tools only exports
-/// `tools` alone. A plugin whose [`Tools`] has resources or prompts but
+/// costs each call a little more (wasmtime makes a reference to each
+/// exported function, and finds its post-return, at every instantiation),
+/// so a plugin of tools only exports `tools` alone. A plugin whose [`Tools`] has resources or prompts but
 /// that is exported with `export!(tools)` fails to load, and the load
 /// error says to add `catalog`.
 #[macro_export]
@@ -282,7 +288,7 @@ macro_rules! __toolhost_guest {
 
         impl $crate::__private::Guest for __ToolhostPlugin {
             fn list_tools() -> ::std::vec::Vec<$crate::__private::WitTool> {
-                $crate::__private::list_exported(&$tools(), $catalog, stringify!($tools))
+                $crate::__private::list_exported(&$tools(), $catalog, ::core::stringify!($tools))
             }
 
             fn call_tool(
