@@ -215,9 +215,10 @@ pub mod __private {
 /// component then has every export of the contract's `full` world, which
 /// costs each call a little more (wasmtime makes a reference to each
 /// exported function, and finds its post-return, at every instantiation),
-/// so a plugin of tools only exports `tools` alone. A plugin whose [`Tools`] has resources or prompts but
-/// that is exported with `export!(tools)` fails to load, and the load
-/// error says to add `catalog`.
+/// so a plugin of tools only exports `tools` alone. A plugin whose
+/// [`Tools`] has resources or prompts but that is exported with
+/// `export!(tools)` fails to load, and the load error says to add
+/// `catalog`.
 #[macro_export]
 macro_rules! export {
     ($tools:path) => {
