@@ -6,7 +6,7 @@
 #   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve test test-build plugins target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry toolchains ui-editor
+.PHONY: serve test test-build plugins target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry bubblewrap toolchains ui-editor
 
 # The pinned Python and JavaScript toolchains (see `toolchains` below).
 PY_TOOLCHAIN := target/toolchains/python
@@ -29,13 +29,13 @@ JS_RECIPE = $(subst componentize-qjs,$(COMPONENTIZE_QJS),$(subst {world},$(3),$(
 # Builds of published Python and JavaScript source are on (their pinned
 # toolchains come with `plugins`); add flags with SERVE_FLAGS, e.g.
 # make serve SERVE_FLAGS="--tokens tokens.toml --listen 0.0.0.0:8000".
-serve: plugins
+serve: plugins bubblewrap
 	cargo run --release -p toolhost -- serve --plugins plugins --builds python,js $(SERVE_FLAGS)
 
 # The harness's own test needs wrk: `make bench-check` runs it.
 # The helper libraries' own tests (plain Python and Node) come first.
 # The toolchains install (network, disk) while the tests build (CPU).
-test: target lighttpd chromium prometheus haproxy docker-registry
+test: target lighttpd chromium prometheus haproxy docker-registry bubblewrap
 	$(MAKE) -j2 toolchains test-build
 	python3 -m unittest discover -s sdk/python
 	node --test sdk/js/test.mjs plugins/textjs/test.mjs
@@ -130,6 +130,14 @@ haproxy:
 
 docker-registry:
 	@command -v docker-registry >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-registry)
+
+# bubblewrap, which contains every build of published source (a server
+# without it refuses builds: docs/security.md). Installed with apt-get where
+# that can run; elsewhere `make serve` says what to install and goes on.
+bubblewrap:
+	@command -v bwrap >/dev/null || (test "$$(id -u)" = 0 && command -v apt-get >/dev/null && \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap) || \
+	    echo "note: bubblewrap (bwrap) is not installed, so the server will refuse builds of published source: install it (docs/security.md)"
 
 # lighttpd, the real CGI server tests/cli.rs runs `toolhost cgi` under.
 lighttpd:

@@ -62,7 +62,8 @@ const PY_RAISES: &str = "from toolhost_plugin import Tools, tool  # noqa: F401\n
 const JS_PARSE: &str = "import { exportPlugin } from \"./toolhost.js\";\n\nconst x = (;\n\
     export const { tools, resources, prompts, completion } = exportPlugin({ tools: [] });\n";
 
-const PY_LOOP: &str = "from toolhost_plugin import Tools  # noqa: F401\n\nwhile True:\n    pass\n";
+pub(crate) const PY_LOOP: &str =
+    "from toolhost_plugin import Tools  # noqa: F401\n\nwhile True:\n    pass\n";
 
 /// Holds a new MiB (written, so resident) at each turn.
 const PY_HOARD: &str = "from toolhost_plugin import Tools  # noqa: F401\n\nkept = []\nwhile True:\n    \
@@ -70,7 +71,13 @@ const PY_HOARD: &str = "from toolhost_plugin import Tools  # noqa: F401\n\nkept 
 
 /// Publishes `source` of media type `kind` as `id` with `token`, waiting
 /// as long as a queued build may (the shared test agent gives up at 60 s).
-fn put_source(server: &Server, id: &str, token: &str, kind: &str, source: &str) -> (u16, Value) {
+pub(crate) fn put_source(
+    server: &Server,
+    id: &str,
+    token: &str,
+    kind: &str,
+    source: &str,
+) -> (u16, Value) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(600)))
@@ -90,7 +97,7 @@ fn put_source(server: &Server, id: &str, token: &str, kind: &str, source: &str) 
     )
 }
 
-fn call(server: &Server, tool: &str, arguments: Value) -> Value {
+pub(crate) fn call(server: &Server, tool: &str, arguments: Value) -> Value {
     send(
         server,
         "POST",
@@ -119,7 +126,7 @@ fn source_of(server: &Server, id: &str, token: &str) -> (u16, String) {
 
 /// The `build` events of `/events` (as the admin sees them), collected by
 /// a thread of their own from now on.
-fn build_events(server: &Server) -> Arc<Mutex<Vec<Value>>> {
+pub(crate) fn build_events(server: &Server) -> Arc<Mutex<Vec<Value>>> {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (url, kept) = (format!("{}/events", server.base), seen.clone());
     let (ready, listening) = std::sync::mpsc::channel();
@@ -151,7 +158,11 @@ fn build_events(server: &Server) -> Arc<Mutex<Vec<Value>>> {
     seen
 }
 
-fn builds_server(dir: &std::path::Path, config: &std::path::Path, extra: &[&str]) -> Server {
+pub(crate) fn builds_server(
+    dir: &std::path::Path,
+    config: &std::path::Path,
+    extra: &[&str],
+) -> Server {
     let tokens = tokens_file(config);
     let mut args = vec![
         "--tokens",

@@ -10,6 +10,7 @@ mod auth;
 mod builds;
 mod cli;
 mod clients;
+mod containment;
 mod dashboard;
 mod deploy;
 mod dev;

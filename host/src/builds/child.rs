@@ -1,33 +1,38 @@
-//! One build as a child process under limits: the toolchain's program run
-//! in a scratch folder with nothing of the server's environment but `PATH`,
-//! at a low CPU priority (nice 10), in a process group of its own (so that a
-//! limit stops the whole of it), with
+//! One build as a child process under limits: the command
+//! [`contain`](super::contain) prepared (what it sees and its environment
+//! are decided there) run at a low CPU priority (nice 10), in a session
+//! and process group of its own (so that a limit stops the whole of it),
+//! with
 //!
 //! - a wall-clock limit, past which the group is killed;
 //! - a memory limit on the group's resident memory, polled, past which the
 //!   group is killed (an address-space limit would break the toolchains:
-//!   wasmtime reserves far more address space than it uses);
+//!   wasmtime reserves far more address space than it uses); where the
+//!   scratch folder is in memory (tmpfs), what is written there counts too;
+//! - a disk limit on everything written in its scratch folder (the one
+//!   place a contained build can write), polled, past which the group is
+//!   killed, and no file larger than it;
 //! - its output (stdout and stderr, as they come) kept to its last
-//!   `log_bytes`;
-//! - no network where the platform allows it: a network namespace of its
-//!   own (Linux), with only a loopback that is down. The author's code runs
-//!   inside wasm at build time (CPython, QuickJS), with no sockets either
-//!   way; this bounds the toolchain itself.
+//!   `log_bytes`.
 //!
-//! It knows nothing of languages or HTTP: a program, its arguments, a
-//! folder and [`Limits`] in; how it ended ([`Ran`]) out.
+//! It knows nothing of languages or HTTP: a command, its scratch folder and
+//! [`Limits`] in; how it ended ([`Ran`]) out.
 
-use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
+
+use super::contain::Network;
 
 /// What one build may take.
 #[derive(Debug, Clone)]
 pub(crate) struct Limits {
     pub(crate) wall: Duration,
     pub(crate) memory_bytes: u64,
+    /// How much it may write in its scratch folder, in all.
+    pub(crate) disk_bytes: u64,
     /// How much of the output is kept (its end).
     pub(crate) log_bytes: usize,
 }
@@ -43,6 +48,8 @@ pub(crate) struct Ran {
     pub(crate) took: Duration,
     /// The most resident memory its process group held at one poll.
     pub(crate) peak_memory_bytes: u64,
+    /// The most its scratch folder held at one poll.
+    pub(crate) peak_disk_bytes: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,79 +60,32 @@ pub(crate) enum Ended {
     TimedOut,
     /// Its process group held more than the memory limit and was killed.
     OutOfMemory,
-}
-
-/// How builds are kept off the network here, found once (see [`isolation`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Network {
-    /// A network namespace of its own (the process may make one).
-    Namespace,
-    /// A user namespace and a network namespace (an unprivileged process
-    /// where the kernel allows it).
-    UserNamespace,
-    /// Neither is allowed here: builds share the server's network (the
-    /// author's code still runs inside wasm, without sockets).
-    Shared,
-}
-
-impl Network {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Network::Namespace | Network::UserNamespace => "none",
-            Network::Shared => "shared",
-        }
-    }
+    /// It wrote more than the disk limit in its scratch folder and was
+    /// killed.
+    OutOfDisk,
 }
 
 /// How often the memory of a build is looked at.
 const MEMORY_POLL: Duration = Duration::from_millis(50);
 
-/// The largest file a build may write (its component included).
-const MAX_FILE_BYTES: u64 = 512 << 20;
+/// How often what a build wrote is counted (every this many memory polls):
+/// a walk of its scratch folder, a few thousand files for a Python build.
+const DISK_EVERY: u32 = 4;
 
 /// A low CPU priority: the server's calls go first (a nice-0 thread
 /// weighs about nine times a nice-10 one), while a build on a busy machine
 /// still moves.
 const NICENESS: i32 = 10;
 
-/// How builds are kept off the network on this machine: tried once, with
-/// `true` run the way a build is. Network namespaces are Linux's; elsewhere
-/// builds share the server's network (said once in the log).
-pub(crate) fn isolation() -> Network {
-    static FOUND: OnceLock<Network> = OnceLock::new();
-    *FOUND.get_or_init(|| {
-        #[cfg(target_os = "linux")]
-        for network in [Network::Namespace, Network::UserNamespace] {
-            let mut command = std::process::Command::new("true");
-            command
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null());
-            // SAFETY: the closure only makes async-signal-safe system calls.
-            unsafe {
-                use std::os::unix::process::CommandExt;
-                command.pre_exec(move || enter(network));
-            }
-            if command.status().is_ok_and(|status| status.success()) {
-                return network;
-            }
-        }
-        tracing::warn!(
-            "builds share the server's network here: this process may not make a network \
-             namespace (the authors' code still runs inside wasm, without sockets)"
-        );
-        Network::Shared
-    })
-}
-
-/// In the child, before it runs the program: its own process group, the
-/// lowest priority, no core files, a bound on file sizes, and the network
-/// namespace (Linux).
+/// In the child, before it runs the program: a session and process group
+/// of its own (no controlling terminal), the lowest priority, no core
+/// files, no file larger than `max_file`, and the network namespace an
+/// uncontained build gets (Linux).
 #[cfg(unix)]
-fn enter(network: Network) -> std::io::Result<()> {
+fn enter(network: Network, max_file: u64) -> std::io::Result<()> {
     // SAFETY: plain system calls on this process, no memory shared.
     unsafe {
-        if libc::setpgid(0, 0) != 0 {
+        if libc::setsid() < 0 {
             return Err(std::io::Error::last_os_error());
         }
         libc::setpriority(libc::PRIO_PROCESS, 0, NICENESS);
@@ -135,36 +95,23 @@ fn enter(network: Network) -> std::io::Result<()> {
         };
         libc::setrlimit(libc::RLIMIT_CORE, &no_core);
         let files = libc::rlimit {
-            rlim_cur: MAX_FILE_BYTES,
-            rlim_max: MAX_FILE_BYTES,
+            rlim_cur: max_file,
+            rlim_max: max_file,
         };
         libc::setrlimit(libc::RLIMIT_FSIZE, &files);
-        #[cfg(target_os = "linux")]
-        {
-            let flags = match network {
-                Network::Namespace => libc::CLONE_NEWNET,
-                Network::UserNamespace => libc::CLONE_NEWUSER | libc::CLONE_NEWNET,
-                Network::Shared => return Ok(()),
-            };
-            if libc::unshare(flags) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = network;
     }
-    Ok(())
+    super::contain::enter_network(network)
 }
 
 /// Sets `command` up to enter its bounds when it starts (Unix).
-fn contain(command: &mut tokio::process::Command, network: Network) {
+fn bound(command: &mut tokio::process::Command, network: Network, max_file: u64) {
     #[cfg(unix)]
     // SAFETY: the closure only makes async-signal-safe system calls.
     unsafe {
-        command.pre_exec(move || enter(network));
+        command.pre_exec(move || enter(network, max_file));
     }
     #[cfg(not(unix))]
-    let _ = (command, network);
+    let _ = (command, network, max_file);
 }
 
 /// Kills what is left of process group `group` (Unix; elsewhere the child
@@ -181,36 +128,28 @@ fn kill_group(group: i32) {
     let _ = group;
 }
 
-/// Runs `program args` in `dir` under `limits` until it ends or a limit
-/// stops it. An error is a program that could not be started.
+/// Runs `command` (a build in `scratch`, prepared by `contain.rs`) under
+/// `limits` until it ends or a limit stops it. An error is a program that
+/// could not be started.
 pub(crate) async fn run(
-    program: &Path,
-    args: &[String],
-    dir: &Path,
+    mut command: tokio::process::Command,
+    scratch: &Path,
+    network: Network,
     limits: &Limits,
 ) -> std::io::Result<Ran> {
-    let network = isolation();
-    let temp = dir.join(".tmp");
-    std::fs::create_dir_all(&temp)?;
-    let mut command = tokio::process::Command::new(program);
     command
-        .args(args)
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("TMPDIR", &temp)
-        .env("LANG", "C.UTF-8")
-        // Both toolchains are Rust programs: their own backtraces would
-        // bury the author's error.
-        .env("RUST_BACKTRACE", "0")
-        .env("RUST_LIB_BACKTRACE", "0")
-        .env("NO_COLOR", "1")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
-    contain(&mut command, network);
+    // One byte over: a file that reaches the limit is stopped by the poll,
+    // with its name for what happened, rather than by SIGXFSZ.
+    bound(
+        &mut command,
+        network,
+        limits.disk_bytes.saturating_add(1 << 20),
+    );
+    let in_memory = is_in_memory(scratch);
     let started = Instant::now();
     let mut child = command.spawn()?;
     let group = child.id().unwrap_or_default() as i32;
@@ -219,7 +158,7 @@ pub(crate) async fn run(
         child.stdout.take().map(|out| read_into(out, log.clone())),
         child.stderr.take().map(|err| read_into(err, log.clone())),
     ];
-    let mut peak = 0u64;
+    let (mut peak, mut peak_disk, mut written, mut polls) = (0u64, 0u64, 0u64, 0u32);
     let ended = {
         let deadline = tokio::time::sleep(limits.wall);
         tokio::pin!(deadline);
@@ -229,11 +168,25 @@ pub(crate) async fn run(
                 status = child.wait() => break Ended::Exited(status.is_ok_and(|s| s.success())),
                 () = &mut deadline => break Ended::TimedOut,
                 _ = poll.tick() => {
-                    // Off the async workers: it reads every /proc/*/stat.
-                    let held = tokio::task::spawn_blocking(move || group_resident_bytes(group))
-                        .await
-                        .unwrap_or(0);
+                    polls += 1;
+                    let count_disk = polls % DISK_EVERY == 0;
+                    let folder = scratch.to_path_buf();
+                    // Off the async workers: it reads every /proc/*/stat,
+                    // and walks the scratch folder.
+                    let (held, disk) = tokio::task::spawn_blocking(move || {
+                        (group_resident_bytes(group), count_disk.then(|| bytes_under(&folder)))
+                    })
+                    .await
+                    .unwrap_or((0, None));
+                    if let Some(disk) = disk {
+                        written = disk;
+                        peak_disk = peak_disk.max(disk);
+                    }
+                    let held = held + if in_memory { written } else { 0 };
                     peak = peak.max(held);
+                    if written > limits.disk_bytes {
+                        break Ended::OutOfDisk;
+                    }
                     if held > limits.memory_bytes {
                         break Ended::OutOfMemory;
                     }
@@ -245,6 +198,23 @@ pub(crate) async fn run(
     // toolchain's own children included).
     kill_group(group);
     let _ = child.wait().await;
+    // A build that failed at the disk limit (a file stopped short of it
+    // between two polls) is told as such.
+    let ended = match ended {
+        Ended::Exited(false) => {
+            let folder = scratch.to_path_buf();
+            let disk = tokio::task::spawn_blocking(move || bytes_under(&folder))
+                .await
+                .unwrap_or(0);
+            peak_disk = peak_disk.max(disk);
+            if disk >= limits.disk_bytes {
+                Ended::OutOfDisk
+            } else {
+                ended
+            }
+        }
+        other => other,
+    };
     for reader in readers.into_iter().flatten() {
         let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
     }
@@ -258,7 +228,65 @@ pub(crate) async fn run(
         dropped: tail.dropped,
         took: started.elapsed(),
         peak_memory_bytes: peak,
+        peak_disk_bytes: peak_disk,
     })
+}
+
+/// The bytes the files and folders under `dir` take (blocks allocated, so
+/// a sparse file counts what it holds), links not followed.
+pub(crate) fn bytes_under(dir: &Path) -> u64 {
+    let mut total = 0u64;
+    let mut folders: Vec<PathBuf> = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(metadata) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            total += allocated(&metadata);
+            if metadata.is_dir() {
+                folders.push(entry.path());
+            }
+        }
+    }
+    total
+}
+
+#[cfg(unix)]
+fn allocated(metadata: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    (metadata.blocks() * 512).max(metadata.len().min(4096))
+}
+
+#[cfg(not(unix))]
+fn allocated(metadata: &std::fs::Metadata) -> u64 {
+    metadata.len()
+}
+
+/// Whether `dir` is on a file system held in memory (tmpfs, Linux).
+fn is_in_memory(dir: &Path) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        const TMPFS_MAGIC: i64 = 0x0102_1994;
+        let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: a plain C struct, for statfs to fill.
+        let mut stats: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: a NUL-terminated path and a struct of the right type.
+        if unsafe { libc::statfs(path.as_ptr(), &mut stats) } == 0 {
+            return stats.f_type as i64 == TMPFS_MAGIC;
+        }
+        false
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        false
+    }
 }
 
 /// The end of a stream of output, at most `keep` bytes of it.
@@ -349,18 +377,30 @@ fn group_resident_bytes(group: i32) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::contain::{self, Containment};
     use super::*;
 
     fn limits() -> Limits {
         Limits {
             wall: Duration::from_secs(10),
             memory_bytes: 256 << 20,
+            disk_bytes: 64 << 20,
             log_bytes: 1024,
         }
     }
 
-    fn sh(script: &str) -> Vec<String> {
-        vec!["-c".into(), script.into()]
+    /// `script` run by `sh` as a build in `dir`, contained as this machine
+    /// allows (bubblewrap where it runs, else as an operator who opted
+    /// out of it would).
+    async fn sh(script: &str, dir: &Path, limits: &Limits) -> Ran {
+        let containment = Containment::find(true);
+        contain::prepare(dir).unwrap();
+        let command = containment
+            .command(Path::new("/bin/sh"), &["-c".into(), script.into()], dir)
+            .unwrap();
+        run(command, dir, containment.network(), limits)
+            .await
+            .unwrap()
     }
 
     #[tokio::test]
@@ -368,19 +408,21 @@ mod tests {
         // SAFETY: set before any thread of this test reads it.
         unsafe { std::env::set_var("TOOLHOST_BUILD_TEST_SECRET", "hunter2") };
         let dir = tempfile::tempdir().unwrap();
-        let ran = run(
-            Path::new("/bin/sh"),
-            &sh("env; echo; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; echo nice=$(cut -d' ' -f19 /proc/self/stat)"),
+        let ran = sh(
+            "env; echo; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; echo nice=$(cut -d' ' -f19 /proc/self/stat)",
             dir.path(),
             &limits(),
         )
-        .await
-        .unwrap();
+        .await;
         assert_eq!(ran.ended, Ended::Exited(true), "{}", ran.log);
         assert!(!ran.log.contains("hunter2"), "{}", ran.log);
-        assert!(ran.log.contains(&format!("HOME={}", dir.path().display())));
+        assert!(ran.log.contains("PYTHONNOUSERSITE=1"), "{}", ran.log);
+        assert!(ran.log.contains("VIRTUAL_ENV="), "{}", ran.log);
         assert!(ran.log.contains("nice=10"), "{}", ran.log);
-        if isolation() != Network::Shared {
+        let containment = Containment::find(true);
+        if matches!(containment, Containment::Sandbox(_))
+            || containment.network() != contain::Network::Shared
+        {
             let interfaces: Vec<&str> = ran
                 .log
                 .lines()
@@ -392,48 +434,95 @@ mod tests {
         }
     }
 
+    /// Where bubblewrap runs (Linux, with it installed: CI's machines), a
+    /// build writes nowhere but its scratch folder, and sees no more of
+    /// the host than the system's programs and its toolchain.
+    #[tokio::test]
+    async fn a_contained_build_writes_only_its_scratch_folder() {
+        let Containment::Sandbox(_) = Containment::find(false) else {
+            assert!(
+                !cfg!(target_os = "linux") || std::env::var_os("CI").is_none(),
+                "bubblewrap must run on CI's Linux machines"
+            );
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+        let script = format!(
+            "id -u; for d in / /usr /etc /dev/shm /proc {home} {outside} /tmp \"$HOME\"; do \
+             touch \"$d/written\" 2>/dev/null && echo \"wrote $d\"; done; \
+             ls {home} >/dev/null 2>&1 && echo \"sees {home}\"; echo done",
+            outside = env!("CARGO_MANIFEST_DIR"),
+        );
+        let ran = sh(&script, dir.path(), &limits()).await;
+        assert_eq!(ran.ended, Ended::Exited(true), "{}", ran.log);
+        assert!(ran.log.starts_with("65534\n"), "{}", ran.log);
+        let wrote: Vec<&str> = ran.log.lines().filter(|l| l.starts_with("wrote")).collect();
+        // /tmp and $HOME are the scratch folder, as the build sees it.
+        assert_eq!(wrote, ["wrote /tmp", "wrote /build"], "{}", ran.log);
+        assert!(!ran.log.contains("sees"), "{}", ran.log);
+        assert!(dir.path().join(".tmp/written").exists());
+        assert!(!dir.path().parent().unwrap().join("written").exists());
+        assert!(
+            !Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("written")
+                .exists()
+        );
+    }
+
     #[tokio::test]
     async fn limits_stop_the_whole_group_and_output_keeps_its_end() {
-        let dir = tempfile::tempdir().unwrap();
         let quick = Limits {
-            wall: Duration::from_millis(500),
+            wall: Duration::from_millis(1500),
             ..limits()
         };
         // A child of the build keeps running past the limit: it goes too.
-        let ran = run(
-            Path::new("/bin/sh"),
-            &sh("sleep 30 & sleep 30"),
-            dir.path(),
+        let ran = sh(
+            "sleep 30 & sleep 30",
+            tempfile::tempdir().unwrap().path(),
             &quick,
         )
-        .await
-        .unwrap();
+        .await;
         assert_eq!(ran.ended, Ended::TimedOut);
-        assert!(ran.took < Duration::from_secs(5));
+        assert!(ran.took < Duration::from_secs(6));
 
         let small = Limits {
             memory_bytes: 64 << 20,
             ..limits()
         };
         // Holds 256 MiB in one shell variable.
-        let ran = run(
-            Path::new("/bin/sh"),
-            &sh("x=$(head -c 268435456 /dev/zero | tr '\\0' a); sleep 5"),
-            dir.path(),
+        let ran = sh(
+            "x=$(head -c 268435456 /dev/zero | tr '\\0' a); sleep 5",
+            tempfile::tempdir().unwrap().path(),
             &small,
         )
-        .await
-        .unwrap();
+        .await;
         assert_eq!(ran.ended, Ended::OutOfMemory, "{}", ran.log);
 
-        let ran = run(
-            Path::new("/bin/sh"),
-            &sh("seq 1 100000; echo the-end"),
-            dir.path(),
+        // Writes past the disk limit, in many files or in one: stopped. A
+        // sparse file holds nothing and counts nothing.
+        let ran = sh(
+            "truncate -s 1G sparse; i=0; while true; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); done",
+            tempfile::tempdir().unwrap().path(),
             &limits(),
         )
-        .await
-        .unwrap();
+        .await;
+        assert_eq!(ran.ended, Ended::OutOfDisk, "{}", ran.log);
+        assert!(ran.peak_disk_bytes > 64 << 20, "{}", ran.peak_disk_bytes);
+        let ran = sh(
+            "head -c 200000000 /dev/zero > one; sleep 5",
+            tempfile::tempdir().unwrap().path(),
+            &limits(),
+        )
+        .await;
+        assert_eq!(ran.ended, Ended::OutOfDisk, "{}", ran.log);
+
+        let ran = sh(
+            "seq 1 100000; echo the-end",
+            tempfile::tempdir().unwrap().path(),
+            &limits(),
+        )
+        .await;
         assert_eq!(ran.ended, Ended::Exited(true));
         assert!(ran.log.len() <= 1024);
         assert!(ran.log.ends_with("the-end\n"), "{}", ran.log);

@@ -4,22 +4,28 @@
 //! toolchain the server pins (componentize-py, componentize-qjs) with the
 //! same recipe `toolhost dev` runs ([`recipe`]).
 //!
-//! Building Python and JavaScript here is safe: both toolchains run the
-//! author's code at build time inside a WebAssembly engine (CPython and
-//! QuickJS compiled to wasm), never as native code. Rust is never built
-//! here (build scripts and proc macros run natively). Builds are opt-in
-//! (`--builds python,js`), and each one is contained ([`child`]): a scratch
-//! folder removed afterwards, a wall-clock and a memory limit, a bounded
-//! log, no network where the platform allows, nothing of the server's
-//! environment, a low CPU priority (nice 10). They queue ([`queue`]): a slot
-//! each (one per core by default), one at a time per person, a newer
-//! source replacing the person's one that waits.
+//! Both toolchains run the author's code at build time inside a
+//! WebAssembly engine (CPython and QuickJS compiled to wasm), never as
+//! native code; but the toolchains themselves are native, and decide what
+//! that code may touch, so each build is contained ([`contain`]: bubblewrap,
+//! a read-only view of the system and the toolchain, its scratch folder the
+//! one place it writes, the environment decided here; builds are refused
+//! where that cannot run, unless the operator opts out of it). Rust is never
+//! built here (build scripts and proc macros run natively). Builds are
+//! opt-in (`--builds python,js`), and each one is bounded ([`child`]): a
+//! scratch folder removed afterwards, a wall-clock, a memory and a disk
+//! limit, a bounded log, no network, a low CPU priority (nice 10). They
+//! queue ([`queue`]): a slot each (one per core by default), one at a time
+//! per person, a newer source replacing the person's one that waits, and a
+//! build past its first slice (`--build-slice-secs`) giving its slot to
+//! the next in line.
 //!
 //! A failure answers with the author's line first ([`diagnose`]). Each
 //! stage is told to whoever listens ([`BuildEvent`]: the event feed).
 //! Nothing here knows HTTP: the front turns outcomes into answers.
 
 pub(crate) mod child;
+pub(crate) mod contain;
 pub(crate) mod diagnose;
 mod queue;
 pub(crate) mod recipe;
@@ -31,6 +37,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 
 use self::child::{Ended, Limits};
+use self::contain::Containment;
 use self::recipe::{Language, Sources, world_of};
 
 const PLUGIN_WIT: &str = include_str!("../../../wit/plugin.wit");
@@ -53,6 +60,14 @@ pub struct BuildSettings {
     pub max_source_bytes: usize,
     /// `--max-builds`: how many run at once (one per core by default).
     pub slots: usize,
+    /// `--build-disk-mib`: how much one build may write, in all.
+    pub disk_bytes: u64,
+    /// `--build-slice-secs`: how long a build holds its slot while others
+    /// wait; past it, it goes on beside the next one.
+    pub slice: Duration,
+    /// `--builds-uncontained`: build where bubblewrap cannot run, with the
+    /// toolchain as the server's user.
+    pub uncontained: bool,
 }
 
 impl BuildSettings {
@@ -60,6 +75,8 @@ impl BuildSettings {
     pub const DEFAULT_MEMORY_MIB: u64 = 2048;
     pub const DEFAULT_LOG_KIB: usize = 64;
     pub const DEFAULT_MAX_SOURCE_KIB: usize = 256;
+    pub const DEFAULT_DISK_MIB: u64 = 1024;
+    pub const DEFAULT_SLICE_SECS: u64 = 30;
 
     /// One build per core.
     pub fn default_slots() -> usize {
@@ -76,6 +93,9 @@ impl Default for BuildSettings {
             log_bytes: Self::DEFAULT_LOG_KIB << 10,
             max_source_bytes: Self::DEFAULT_MAX_SOURCE_KIB << 10,
             slots: Self::default_slots(),
+            disk_bytes: Self::DEFAULT_DISK_MIB << 20,
+            slice: Duration::from_secs(Self::DEFAULT_SLICE_SECS),
+            uncontained: false,
         }
     }
 }
@@ -96,6 +116,8 @@ pub(crate) struct Built {
     pub(crate) waited: Duration,
     /// The most memory the build's processes held at once.
     pub(crate) peak_memory_bytes: u64,
+    /// The most its scratch folder held at once.
+    pub(crate) peak_disk_bytes: u64,
     /// What the author should know though it built (imports only inside
     /// functions, added to the component).
     pub(crate) notes: Vec<String>,
@@ -130,6 +152,22 @@ pub(crate) enum BuildError {
         limit >> 20
     )]
     OutOfMemory { limit: u64, log: String },
+    /// It wrote more than `--build-disk-mib`.
+    #[error(
+        "the build wrote more than {} MiB and was stopped (--build-disk-mib): does the code \
+         write files without end at import?",
+        limit >> 20
+    )]
+    OutOfDisk { limit: u64, log: String },
+    /// What it made is larger than a plugin may be.
+    #[error(
+        "the component built from this source is {size} bytes, over the {limit} a plugin may \
+         be (--max-plugin-mib)"
+    )]
+    TooLarge { size: u64, limit: u64 },
+    /// Builds cannot be contained here, and the operator did not opt out.
+    #[error("{0}")]
+    Unavailable(String),
     /// A newer source from the same person replaced it while it waited.
     #[error("a newer source from the same person replaced this one before it was built")]
     Replaced,
@@ -167,6 +205,8 @@ pub(crate) struct BuildEvent {
 pub(crate) struct Builds {
     settings: BuildSettings,
     languages: Vec<Language>,
+    /// How builds are contained here (found at start-up).
+    containment: Containment,
     queue: queue::Queue,
     events: broadcast::Sender<BuildEvent>,
 }
@@ -197,17 +237,36 @@ impl Builds {
                 languages.push(language);
             }
         }
-        if !languages.is_empty() {
-            let network = child::isolation();
-            tracing::info!(
-                languages = %languages.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(","),
+        let containment = if languages.is_empty() {
+            Containment::Unavailable("this server builds no source".into())
+        } else {
+            Containment::find(settings.uncontained)
+        };
+        let named = languages
+            .iter()
+            .map(|l| l.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
+        match &containment {
+            _ if languages.is_empty() => {}
+            Containment::Sandbox(bwrap) => tracing::info!(
+                languages = %named,
                 slots = settings.slots,
-                network = network.as_str(),
-                "building published source"
-            );
+                contained = %bwrap.display(),
+                "building published source, each build contained by bubblewrap"
+            ),
+            Containment::Uncontained(network) => tracing::warn!(
+                languages = %named,
+                slots = settings.slots,
+                network = ?network,
+                "building published source UNCONTAINED (--builds-uncontained): each toolchain \
+                 runs as this server's user and sees its files"
+            ),
+            Containment::Unavailable(why) => tracing::error!(languages = %named, "{why}"),
         }
         let (events, _) = broadcast::channel(256);
         Ok(Arc::new(Builds {
+            containment,
             queue: queue::Queue::new(settings.slots),
             settings,
             languages,
@@ -222,6 +281,11 @@ impl Builds {
 
     pub(crate) fn settings(&self) -> &BuildSettings {
         &self.settings
+    }
+
+    /// How builds are contained here: `bubblewrap`, `uncontained` or `off`.
+    pub(crate) fn containment(&self) -> &'static str {
+        self.containment.as_str()
     }
 
     /// Every build stage from now on.
@@ -266,9 +330,13 @@ impl Builds {
         person: &str,
         plugin: &str,
         source: &Source,
+        max_output: u64,
     ) -> Result<Built, BuildError> {
         if let Some(reason) = self.refuse(Some(source.language)) {
             return Err(BuildError::NotBuiltHere(reason));
+        }
+        if let Some(why) = self.containment.refusal() {
+            return Err(BuildError::Unavailable(why.to_string()));
         }
         let toolchain = source
             .language
@@ -296,13 +364,26 @@ impl Builds {
         let asked = Instant::now();
         let turn = self.queue.turn(person).await;
         self.queue.tidy();
-        let Ok(_turn) = turn else {
+        let Ok(mut turn) = turn else {
             tell("failed", None, Some(BuildError::Replaced.to_string()), None);
             return Err(BuildError::Replaced);
         };
         let waited = asked.elapsed();
         tell("building", None, None, None);
-        let outcome = self.run(&program, source).await;
+        let running = self.run(&program, source, max_output);
+        tokio::pin!(running);
+        // Past its first slice, a build goes on beside the next in line:
+        // two endless loops at import cannot hold every slot.
+        let outcome = tokio::select! {
+            outcome = &mut running => outcome,
+            () = tokio::time::sleep(self.settings.slice) => {
+                if self.queue.overtime(&mut turn) {
+                    tracing::info!(plugin, person, "a build past its first slice gives its slot to the next");
+                }
+                running.await
+            }
+        };
+        drop(turn);
         match &outcome {
             Ok(built) => tell("built", Some(built.took.as_secs_f64()), None, None),
             Err(BuildError::Failed {
@@ -322,11 +403,17 @@ impl Builds {
     }
 
     /// One build in a scratch folder of its own, removed afterwards.
-    async fn run(&self, program: &std::path::Path, source: &Source) -> Result<Built, BuildError> {
+    async fn run(
+        &self,
+        program: &std::path::Path,
+        source: &Source,
+        max_output: u64,
+    ) -> Result<Built, BuildError> {
         let scratch = tempfile::Builder::new()
             .prefix("toolhost-build-")
             .tempdir()?;
         let dir = scratch.path();
+        contain::prepare(dir)?;
         std::fs::create_dir_all(dir.join("wit"))?;
         std::fs::write(dir.join("wit/plugin.wit"), PLUGIN_WIT)?;
         std::fs::write(dir.join(source.language.source_file()), &source.text)?;
@@ -369,11 +456,17 @@ impl Builds {
         let limits = Limits {
             wall: self.settings.timeout,
             memory_bytes: self.settings.memory_bytes,
+            disk_bytes: self.settings.disk_bytes,
             log_bytes: self.settings.log_bytes,
         };
-        let ran = child::run(program, &recipe.args, dir, &limits).await?;
-        let scratch_path = dir.display().to_string();
-        let log = diagnose::clean(&ran.log, &scratch_path);
+        let command = self
+            .containment
+            .command(program, &recipe.args, dir)
+            .ok_or_else(|| BuildError::Unavailable("builds are off here".into()))?;
+        let ran = child::run(command, dir, self.containment.network(), &limits).await?;
+        // The log names the scratch folder as the build saw it.
+        let log =
+            diagnose::clean(&ran.log, contain::INSIDE).replace(&format!("{}/", dir.display()), "");
         let log = if ran.dropped > 0 {
             format!(
                 "[{} bytes of output before this were dropped]\n{log}",
@@ -383,13 +476,25 @@ impl Builds {
             log
         };
         match ran.ended {
-            Ended::Exited(true) => Ok(Built {
-                wasm: std::fs::read(dir.join(output))?,
-                took: ran.took,
-                waited: Duration::ZERO,
-                peak_memory_bytes: ran.peak_memory_bytes,
-                notes,
-            }),
+            Ended::Exited(true) => {
+                // Its size first: a component over the limit is not read.
+                let made = dir.join(output);
+                let size = std::fs::metadata(&made)?.len();
+                if size > max_output {
+                    return Err(BuildError::TooLarge {
+                        size,
+                        limit: max_output,
+                    });
+                }
+                Ok(Built {
+                    wasm: std::fs::read(made)?,
+                    took: ran.took,
+                    waited: Duration::ZERO,
+                    peak_memory_bytes: ran.peak_memory_bytes,
+                    peak_disk_bytes: ran.peak_disk_bytes,
+                    notes,
+                })
+            }
             Ended::Exited(false) => {
                 let pointed = diagnose::point(source.language, &log);
                 Err(BuildError::Failed {
@@ -405,6 +510,10 @@ impl Builds {
             }),
             Ended::OutOfMemory => Err(BuildError::OutOfMemory {
                 limit: limits.memory_bytes,
+                log,
+            }),
+            Ended::OutOfDisk => Err(BuildError::OutOfDisk {
+                limit: limits.disk_bytes,
                 log,
             }),
         }

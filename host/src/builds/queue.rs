@@ -3,6 +3,12 @@
 //! (tokio's locks and semaphores are fair). A person has at most one
 //! build waiting: a newer source from them replaces the one that waits,
 //! which is answered as replaced and never runs.
+//!
+//! A build past its first slice ([`Queue::overtime`]) gives its slot to the
+//! next in line and goes on beside it, in one of as many overtime places as
+//! there are slots: two endless loops at import hold two overtime places
+//! until their limit, not every slot, and at most twice `slots` builds run
+//! at once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,10 +16,12 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-/// The turn a build holds while it runs: its person's lane and a slot.
+/// The turn a build holds while it runs: its person's lane and a slot, or
+/// an overtime place once past its first slice.
 pub(crate) struct Turn {
     _lane: OwnedMutexGuard<()>,
-    _slot: OwnedSemaphorePermit,
+    slot: OwnedSemaphorePermit,
+    overtime: bool,
 }
 
 /// A build that waited was replaced by a newer one from the same person.
@@ -22,6 +30,8 @@ pub(crate) struct Replaced;
 
 pub(crate) struct Queue {
     slots: Arc<Semaphore>,
+    /// Places for builds past their first slice.
+    overtime: Arc<Semaphore>,
     lanes: Mutex<HashMap<String, Lane>>,
     next: std::sync::atomic::AtomicU64,
 }
@@ -38,6 +48,7 @@ impl Queue {
     pub(crate) fn new(slots: usize) -> Queue {
         Queue {
             slots: Arc::new(Semaphore::new(slots.max(1))),
+            overtime: Arc::new(Semaphore::new(slots.max(1))),
             lanes: Mutex::default(),
             next: std::sync::atomic::AtomicU64::new(0),
         }
@@ -66,7 +77,8 @@ impl Queue {
                 .expect("the build slots are never closed");
             Turn {
                 _lane: lane,
-                _slot: slot,
+                slot,
+                overtime: false,
             }
         };
         let outcome = tokio::select! {
@@ -89,6 +101,23 @@ impl Queue {
             }
         }
         outcome
+    }
+
+    /// Moves `turn`'s build to an overtime place, if one is free, and its
+    /// slot to the next in line; `true` when it moved.
+    pub(crate) fn overtime(&self, turn: &mut Turn) -> bool {
+        if turn.overtime {
+            return false;
+        }
+        match self.overtime.clone().try_acquire_owned() {
+            Ok(place) => {
+                // The slot goes back as the place is taken.
+                drop(std::mem::replace(&mut turn.slot, place));
+                turn.overtime = true;
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Forgets the lanes of people with no build running or waiting.
@@ -139,5 +168,27 @@ mod tests {
         third.await.unwrap().unwrap();
         queue.tidy();
         assert!(queue.lanes.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn builds_past_their_slice_give_their_slots_to_the_next() {
+        let queue = Arc::new(Queue::new(2));
+        let mut ada = queue.turn("ada").await.unwrap();
+        let mut bob = queue.turn("bob").await.unwrap();
+        let carol = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.turn("carol").await.map(|_| ()) }
+        });
+        tokio::task::yield_now().await;
+        assert!(!carol.is_finished());
+        assert!(queue.overtime(&mut ada));
+        assert!(!queue.overtime(&mut ada), "once");
+        carol.await.unwrap().unwrap();
+        assert!(queue.overtime(&mut bob));
+        // Every overtime place is taken: a third long build keeps its slot.
+        let mut dave = queue.turn("dave").await.unwrap();
+        assert!(!queue.overtime(&mut dave));
+        drop(ada);
+        assert!(queue.overtime(&mut dave));
     }
 }

@@ -105,6 +105,10 @@ error_codes! {
     /// A newer source from the same person replaced this one while it
     /// waited for its build.
     BuildReplaced = "BUILD_REPLACED",
+    /// This server turned builds on, but cannot contain them here
+    /// (bubblewrap is missing or cannot run) and the operator did not opt
+    /// out of containment: the message says why and what to do.
+    BuildsUnavailable = "BUILDS_UNAVAILABLE",
     /// An approval or refusal of a plugin with nothing waiting for one
     /// (`--require-approval`), or on a server that asks for none.
     NothingPending = "NOTHING_PENDING",
@@ -140,7 +144,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::Unauthorized => 401,
             ErrorCode::Forbidden => 403,
-            ErrorCode::Busy => 503,
+            ErrorCode::Busy | ErrorCode::BuildsUnavailable => 503,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::InvalidArguments
             | ErrorCode::PluginRejected

@@ -28,6 +28,20 @@ pub(super) struct BuildOptions {
     /// How many builds run at once [default: one per core].
     #[arg(long, env = "TOOLHOST_MAX_BUILDS", value_parser = clap::value_parser!(u32).range(1..))]
     max_builds: Option<u32>,
+    /// How much one build may write in all (its scratch folder, the
+    /// component included), in MiB.
+    #[arg(long, env = "TOOLHOST_BUILD_DISK_MIB", default_value_t = BuildSettings::DEFAULT_DISK_MIB, value_parser = clap::value_parser!(u64).range(16..))]
+    build_disk_mib: u64,
+    /// How long a build holds its slot, in seconds; past it, it goes on
+    /// beside the next build in line (at most twice --max-builds at once).
+    #[arg(long, env = "TOOLHOST_BUILD_SLICE_SECS", default_value_t = BuildSettings::DEFAULT_SLICE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    build_slice_secs: u64,
+    /// Build even where bubblewrap cannot contain a build (not installed,
+    /// not Linux, user namespaces refused): the toolchain then runs as this
+    /// server's user and sees its files. Off by default: such a server
+    /// refuses builds and says why (docs/security.md).
+    #[arg(long, env = "TOOLHOST_BUILDS_UNCONTAINED")]
+    builds_uncontained: bool,
 }
 
 impl BuildOptions {
@@ -41,6 +55,9 @@ impl BuildOptions {
             slots: self
                 .max_builds
                 .map_or_else(BuildSettings::default_slots, |n| n as usize),
+            disk_bytes: self.build_disk_mib << 20,
+            slice: std::time::Duration::from_secs(self.build_slice_secs),
+            uncontained: self.builds_uncontained,
         }
     }
 }

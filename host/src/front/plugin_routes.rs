@@ -357,16 +357,20 @@ fn is_wasm(headers: &HeaderMap) -> bool {
 
 /// `GET /me`: who the token is (`name`, `role`, `namespace`), and the
 /// source languages this server builds for them (`builds`: what they may
-/// publish as source; none for a caller).
+/// publish as source; none for a caller, and none where builds cannot be
+/// contained), with how builds are contained (`buildContainment`:
+/// `bubblewrap`, `uncontained`, `off`).
 async fn me(
     State(state): State<PublishState>,
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
     let requester = requester.map_or(Requester(None), |r| r.0);
+    let contained = state.builds.containment();
     let builds: Vec<&str> = state
         .builds
         .languages()
         .iter()
+        .filter(|_| contained != "off")
         .map(|language| language.as_str())
         .collect();
     match &requester.0 {
@@ -383,12 +387,14 @@ async fn me(
                     "role": identity.role.as_str(),
                     "namespace": identity.namespace,
                     "builds": builds,
+                    "buildContainment": contained,
                 }),
             )
         }
         None => json_response(
             200,
-            &json!({ "name": null, "role": "admin", "namespace": null, "builds": builds }),
+            &json!({ "name": null, "role": "admin", "namespace": null, "builds": builds,
+                     "buildContainment": contained }),
         ),
     }
 }

@@ -97,7 +97,11 @@ impl SourcePublish {
             );
         };
         let source = Source { language, text };
-        let built = match self.builds.build(by, id, &source).await {
+        let built = match self
+            .builds
+            .build(by, id, &source, self.max_plugin_bytes as u64)
+            .await
+        {
             Ok(built) => built,
             Err(error) => return self.build_failed(id, by, language, error),
         };
@@ -106,6 +110,7 @@ impl SourcePublish {
             "seconds": round(built.took.as_secs_f64()),
             "waitedSeconds": round(built.waited.as_secs_f64()),
             "peakMemoryMib": built.peak_memory_bytes >> 20,
+            "peakDiskMib": built.peak_disk_bytes >> 20,
             "notes": built.notes,
         });
         let mut upload = match self
@@ -193,6 +198,24 @@ impl SourcePublish {
             BuildError::OutOfMemory { limit, log } => (
                 ErrorCode::BuildFailed,
                 json!({ "limit": "--build-memory-mib", "mib": limit >> 20, "log": log }),
+                None,
+                "build_failed",
+            ),
+            BuildError::OutOfDisk { limit, log } => (
+                ErrorCode::BuildFailed,
+                json!({ "limit": "--build-disk-mib", "mib": limit >> 20, "log": log }),
+                None,
+                "build_failed",
+            ),
+            BuildError::TooLarge { size, limit } => (
+                ErrorCode::PayloadTooLarge,
+                json!({ "limit": "--max-plugin-mib", "size": size, "bytes": limit }),
+                None,
+                "build_failed",
+            ),
+            BuildError::Unavailable(_) => (
+                ErrorCode::BuildsUnavailable,
+                json!({}),
                 None,
                 "build_failed",
             ),
