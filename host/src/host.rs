@@ -74,6 +74,8 @@ pub struct HostConfig {
     /// `--require-approval`: a plugin's definitions serve only once an
     /// admin approved them (`registry/approvals.rs`); `None`: no approval.
     pub require_approval: Option<crate::registry::approvals::ApprovalMode>,
+    /// The most the audit log keeps on disk (`--audit-max-kib`).
+    pub audit_max_bytes: u64,
 }
 
 impl HostConfig {
@@ -101,6 +103,7 @@ impl HostConfig {
             verify_key: None,
             registry_config: None,
             require_approval: None,
+            audit_max_bytes: crate::registry::audit::MAX_AUDIT_BYTES,
         }
     }
 
@@ -242,7 +245,7 @@ impl Host {
             .map(std::path::absolute)
             .transpose()?;
         if let Some(folder) = &folder {
-            registry.keep_records(folder, config.require_approval);
+            registry.keep_records(folder, config.require_approval, config.audit_max_bytes);
             if let Some(debounce) = config.watch {
                 let watched = watcher::watch(registry.clone(), folder, debounce).map_err(|e| {
                     anyhow::anyhow!("cannot watch the plugin folder {}: {e:#}", folder.display())

@@ -20,6 +20,7 @@ use crate::call::invoke::Front;
 use crate::edge::auth::{Authority, People, Role};
 use crate::edge::cors::CorsOrigins;
 use crate::edge::guard::{self, GuardSettings, LOOPBACK_HOSTS, Refusals};
+use crate::edge::holds::Holds;
 use crate::edge::listener::{self, ConnectionLimits};
 use crate::edge::oauth::{self, OAuth, OAuthSettings};
 use crate::edge::outer::Outer;
@@ -57,6 +58,12 @@ pub struct Settings {
     pub header_timeout: Duration,
     /// How many connections may be open at once.
     pub max_connections: usize,
+    /// How many requests one person may have in flight at once (streams
+    /// and bodies still coming included; admins are not limited).
+    pub max_connections_per_person: usize,
+    /// How many streams one person may hold open at once (`/events`, MCP's
+    /// GET stream and `subscriptions/listen` together).
+    pub max_streams_per_person: usize,
     /// How many MCP sessions may be open at once.
     pub max_sessions: usize,
     /// How many of them one person may hold (with tokens).
@@ -102,6 +109,12 @@ pub(crate) const DEFAULT_MAX_SUBSCRIPTIONS_PER_PERSON: usize = 1000;
 pub(crate) const DEFAULT_MAX_URI_BYTES: usize = 2048;
 pub(crate) const DEFAULT_BODY_TIMEOUT_SECS: u64 = 60;
 pub(crate) const DEFAULT_MAX_UPLOADS_PER_PERSON: usize = 2;
+pub(crate) const DEFAULT_MAX_STREAMS_PER_PERSON: usize = 8;
+
+/// One person's share of the connections: an eighth of them, at least 4.
+pub(crate) fn default_connections_per_person(max_connections: usize) -> usize {
+    (max_connections / 8).max(4)
+}
 
 impl Default for Settings {
     fn default() -> Self {
@@ -115,6 +128,8 @@ impl Default for Settings {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_sessions_per_person: DEFAULT_MAX_SESSIONS_PER_PERSON,
+            max_connections_per_person: default_connections_per_person(DEFAULT_MAX_CONNECTIONS),
+            max_streams_per_person: DEFAULT_MAX_STREAMS_PER_PERSON,
             max_subscriptions_per_person: DEFAULT_MAX_SUBSCRIPTIONS_PER_PERSON,
             max_uri_bytes: DEFAULT_MAX_URI_BYTES,
             body_timeout: Duration::from_secs(DEFAULT_BODY_TIMEOUT_SECS),
@@ -194,6 +209,10 @@ async fn serve(
         Arc::downgrade(&registry),
         shutdown.clone(),
     ));
+    let holds = Holds::new(
+        settings.max_connections_per_person,
+        settings.max_streams_per_person,
+    );
     let (mcp, open_sessions) = mcp_http::router(
         registry.clone(),
         calls.clone(),
@@ -208,6 +227,7 @@ async fn serve(
             authority: authority.clone(),
             session_idle: settings.session_idle,
             shutdown: shutdown.clone(),
+            holds: holds.clone(),
         },
     );
     let open_connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -283,6 +303,7 @@ async fn serve(
             EventFeed::start(&registry, shutdown.clone()),
             builds,
             authority.clone(),
+            holds.clone(),
         ),
         guard.clone(),
     ))
@@ -329,7 +350,10 @@ async fn serve(
         shortcut,
         outer,
         limits,
-        open_connections,
+        listener::Counts {
+            open_connections,
+            holds,
+        },
         shutdown,
     )
     .await?;

@@ -428,3 +428,57 @@ fn a_held_version_gets_no_spare_until_it_is_approved() {
     assert_eq!(held(), 1, "one spare, the new version's");
     assert!(call(), "the new version's first call found its spare");
 }
+
+/// A publisher cannot erase the audit log: republishing the bytes that
+/// serve is no entry, and past `--audit-max-kib` one person's flood of
+/// publishes pushes out only their own entries.
+#[test]
+fn one_publisher_cannot_push_the_others_out_of_the_audit_log() {
+    let config = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens(config.path());
+    let server = Server::start(
+        dir.path(),
+        &["--tokens", tokens.to_str().unwrap(), "--audit-max-kib", "8"],
+    );
+    let first = described(config.path(), "The first version.");
+    let second = described(config.path(), "The second version!");
+    let (status, _) = send(
+        &server,
+        "PUT",
+        "/plugins/instructor/notes",
+        Some(INSTRUCTOR),
+        "application/wasm",
+        &std::fs::read(&first).unwrap(),
+    );
+    assert_eq!(status, 201);
+    let audit = || {
+        let (status, audit) = send(&server, "GET", "/audit", Some(INSTRUCTOR), "", b"");
+        assert_eq!(status, 200, "{audit}");
+        audit["entries"].as_array().unwrap().clone()
+    };
+    let of = |entries: &[Value], person: &str| {
+        entries
+            .iter()
+            .filter(|entry| entry["person"] == person)
+            .count()
+    };
+    // The same bytes again and again: one entry.
+    for _ in 0..30 {
+        assert!([200, 201].contains(&put(&server, ADA, &first).0));
+    }
+    assert_eq!(of(&audit(), "ada"), 1, "{:?}", audit());
+    // Two versions, one after the other, many times: a real change each
+    // time, and the instructor's entry stays.
+    for round in 0..120 {
+        let version = if round % 2 == 0 { &second } else { &first };
+        assert_eq!(put(&server, ADA, version).0, 200);
+    }
+    let entries = audit();
+    assert_eq!(of(&entries, "instructor"), 1, "{entries:?}");
+    assert!(of(&entries, "ada") > 5, "{entries:?}");
+    let kept = std::fs::metadata(dir.path().join(".toolhost/audit.jsonl"))
+        .unwrap()
+        .len();
+    assert!(kept <= 8 * 1024, "{kept}");
+}

@@ -607,3 +607,125 @@ fn uploads_stream_within_their_share_and_one_persons_are_capped() {
     let (status, answer, _) = slow.join().unwrap();
     assert_eq!(status, 201, "{answer}");
 }
+
+/// Reads an answer's status line and headers (up to the blank line).
+fn read_head(socket: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match socket.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+#[test]
+fn one_persons_streams_and_slow_bodies_never_lock_the_others_out() {
+    let (_dir, _config, server) = room(
+        &[&example("echo")],
+        &["--max-connections", "20", "--max-streams-per-person", "3"],
+    );
+    let address = server.base.trim_start_matches("http://").to_string();
+    let connect = || {
+        let socket = TcpStream::connect(&address).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        socket
+    };
+    let listen = |token: &str, path: &str| {
+        let mut socket = connect();
+        socket
+            .write_all(
+                format!(
+                    "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
+                     Accept: text/event-stream\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .unwrap();
+        let head = read_head(&mut socket);
+        (socket, head)
+    };
+    // Ada opens thirty event streams: three are hers, the rest refused,
+    // and every refused connection stays open as an idle one.
+    let mut held = Vec::new();
+    for _ in 0..30 {
+        let (socket, head) = listen(ADA, "/events");
+        assert!(
+            head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.1 503"),
+            "{head}"
+        );
+        held.push((socket, head));
+    }
+    let open = held
+        .iter()
+        .filter(|(_, head)| head.starts_with("HTTP/1.1 200"))
+        .count();
+    assert_eq!(open, 3, "ada's streams");
+    // MCP's GET stream counts with them.
+    let (_, head) = listen(ADA, "/mcp");
+    assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+    // Everyone else still gets in: the probe, the admin, another caller.
+    assert_eq!(server.get("/health").status, 200);
+    let (status, _) = send(
+        &server,
+        "GET",
+        "/plugins",
+        Some(ROOT),
+        "application/json",
+        b"",
+    );
+    assert_eq!(status, 200);
+    let (status, echoed) = call(&server, CAROL, "echo", &json!({ "text": "calm" }));
+    assert_eq!(status, 200, "{echoed}");
+    let (carols, head) = listen(CAROL, "/events");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    drop((held, carols));
+
+    // Ada's slow bodies: her share of requests in flight is held (four of
+    // twenty connections), the rest refused before their bodies are read.
+    let body = format!("{{\"text\":\"slow\"}}{}", " ".repeat(84));
+    let slow: Vec<TcpStream> = (0..20)
+        .map(|_| {
+            let mut socket = connect();
+            socket
+                .write_all(
+                    format!(
+                        "POST /tools/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \
+                         {ADA}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+                        body.len(),
+                        &body[..1]
+                    )
+                    .as_bytes(),
+                )
+                .unwrap();
+            socket
+        })
+        .collect();
+    assert_eq!(server.get("/health").status, 200);
+    let (status, echoed) = call(&server, CAROL, "echo", &json!({ "text": "calm" }));
+    assert_eq!(status, 200, "{echoed}");
+    let (status, _) = send(
+        &server,
+        "GET",
+        "/plugins",
+        Some(ROOT),
+        "application/json",
+        b"",
+    );
+    assert_eq!(status, 200);
+    // Her bodies end: those held are answered, the others were refused.
+    let mut answered = Vec::new();
+    for mut socket in slow {
+        let _ = socket.write_all(&body.as_bytes()[1..]);
+        answered.push(read_head(&mut socket));
+    }
+    let served = answered
+        .iter()
+        .filter(|head| head.starts_with("HTTP/1.1 200"))
+        .count();
+    assert!((1..=4).contains(&served), "{served} served: {answered:?}");
+}

@@ -131,6 +131,16 @@ pub(super) struct ServeOptions {
     /// idle does a new one get 503 BUSY.
     #[arg(long, env = "TOOLHOST_MAX_CONNECTIONS", default_value_t = crate::server::DEFAULT_MAX_CONNECTIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
+    /// How many requests one person (token; an address without one) may
+    /// have in flight at once, streams and bodies still coming included;
+    /// one more gets 503 BUSY before its body is read. Admins are not
+    /// limited [default: an eighth of --max-connections, at least 4].
+    #[arg(long, env = "TOOLHOST_MAX_CONNECTIONS_PER_PERSON", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_person: Option<u32>,
+    /// How many streams one person may hold open at once: GET /events,
+    /// MCP's GET stream and subscriptions/listen together.
+    #[arg(long, env = "TOOLHOST_MAX_STREAMS_PER_PERSON", default_value_t = crate::server::DEFAULT_MAX_STREAMS_PER_PERSON as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    max_streams_per_person: u32,
     /// How many MCP sessions may be open at once; `initialize` past it gets
     /// HTTP 503 with a JSON-RPC error.
     #[arg(long, env = "TOOLHOST_MAX_SESSIONS", default_value_t = crate::server::DEFAULT_MAX_SESSIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
@@ -159,6 +169,11 @@ pub(super) struct ServeOptions {
     /// client listening on its GET stream, is closed, in seconds.
     #[arg(long, env = "TOOLHOST_SESSION_IDLE_SECS", default_value_t = crate::server::DEFAULT_SESSION_IDLE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     session_idle_secs: u64,
+    /// The most the audit log (`.toolhost/audit.jsonl`, `GET /audit`) keeps,
+    /// in KiB; past it, each person keeps an equal share of its newest
+    /// entries, and the admins' decisions are kept first.
+    #[arg(long, env = "TOOLHOST_AUDIT_MAX_KIB", default_value_t = crate::registry::audit::MAX_AUDIT_BYTES >> 10, value_parser = clap::value_parser!(u64).range(4..))]
+    audit_max_kib: u64,
     /// Largest component `PUT /plugins/...` accepts, in MiB; a larger body
     /// gets 413 before anything is stored.
     #[arg(long, env = "TOOLHOST_MAX_PLUGIN_MIB", default_value_t = crate::server::DEFAULT_MAX_PLUGIN_MIB as u64, value_parser = clap::value_parser!(u64).range(1..=256))]
@@ -198,6 +213,7 @@ impl ServeOptions {
                 RequireApproval::Definitions => ApprovalMode::Definitions,
                 RequireApproval::All => ApprovalMode::All,
             }),
+            audit_max_bytes: self.audit_max_kib << 10,
             ..self.host.config(Duration::from_millis(self.debounce_ms))
         }
     }
@@ -260,6 +276,11 @@ impl ServeOptions {
             max_connections: self.max_connections as usize,
             max_sessions: self.max_sessions as usize,
             max_sessions_per_person: self.max_sessions_per_person as usize,
+            max_connections_per_person: self.max_connections_per_person.map_or_else(
+                || crate::server::default_connections_per_person(self.max_connections as usize),
+                |n| n as usize,
+            ),
+            max_streams_per_person: self.max_streams_per_person as usize,
             max_subscriptions_per_person: self.max_subscriptions_per_person as usize,
             max_uri_bytes: self.max_uri_bytes as usize,
             body_timeout: Duration::from_secs(self.body_timeout_secs),

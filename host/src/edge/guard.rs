@@ -44,6 +44,7 @@ use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::edge::auth::{Authority, Identity, Refusal, Role};
 use crate::edge::cors::CorsOrigins;
+use crate::edge::holds::{Refused, Ticket};
 use crate::registry::report::{PluginReport, PluginsReport};
 use crate::registry::view::View;
 
@@ -354,7 +355,42 @@ pub(crate) async fn admit(settings: &GuardSettings, request: &mut Request) -> Re
     if let Some(host) = target_host.and_then(|host| HeaderValue::from_str(&host).ok()) {
         request.headers_mut().insert(header::HOST, host);
     }
+    // Counted for its person until answered (`holds.rs`), or refused
+    // before a byte of its body is read.
+    if let Some(ticket) = request.extensions().get::<Ticket>() {
+        let identity = request
+            .extensions()
+            .get::<Requester>()
+            .and_then(|requester| requester.0.as_ref());
+        if let Err(refused) = ticket.claim(identity, !settings.check_host) {
+            return Err(busy(mcp, &refused));
+        }
+    }
     Ok(())
+}
+
+/// A refusal of `holds.rs`'s: 503 `BUSY` naming the limit, with
+/// `Retry-After`.
+pub(crate) fn busy(mcp: bool, refused: &Refused) -> Response {
+    let mut response = if mcp {
+        let body = crate::edge::responses::json_rpc_error(
+            serde_json::Value::Null,
+            crate::edge::responses::JSON_RPC_SERVER_BUSY,
+            &refused.to_string(),
+        );
+        (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
+    } else {
+        Envelope::host_error(
+            ErrorCode::Busy,
+            refused.to_string(),
+            Some(serde_json::json!({ "limit": refused.limit(), "retryAfterMs": 1000 })),
+        )
+        .into_response()
+    };
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 /// A refusal: the JSON envelope, or on `/mcp` a JSON-RPC error object

@@ -17,8 +17,12 @@
 //!   connection with no request in flight (an answered keep-alive one, or
 //!   one that has sent no whole request yet, silent or slow) is closed to
 //!   make room, as nginx does; when every one has a request in flight a new
-//!   connection waits up to 500 ms for any slot to come back, and only then
-//!   gets a 503 BUSY envelope and is closed.
+//!   connection waits up to 500 ms for any slot to come back, then takes
+//!   one of the reserve past the cap (`holds.rs`: for the probes, admins
+//!   and people with nothing else in flight), and only then gets a 503
+//!   BUSY envelope and is closed. Each request carries a [`Ticket`] for
+//!   the guard to count it for its person (`--max-connections-per-person`)
+//!   until its answer is sent whole.
 //! - Every request body on a clock (`body.rs`): a pause past the header
 //!   timeout, or the whole past `--body-timeout-secs`, ends it with 408,
 //!   with a token or without, so a trickling client holds its slot no
@@ -45,6 +49,7 @@ use tokio_util::sync::CancellationToken;
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::edge::body::{BodyLimits, timed};
+use crate::edge::holds::{Holds, Ticket, reserve_of};
 use crate::edge::outer::{Outer, outer};
 
 /// How long open connections may take to finish once shutdown begins.
@@ -74,6 +79,10 @@ struct Activity {
     /// When the connection last had nothing in flight, in milliseconds
     /// since `opened`: 0, or when its last answer or body ended.
     idle_since: AtomicU64,
+    /// Its answer has been sent whole, and only its request's body is
+    /// still coming (drained for a lingering close, or never read): at the
+    /// cap it may be closed as an idle one is.
+    draining: std::sync::atomic::AtomicBool,
 }
 
 impl Activity {
@@ -82,11 +91,17 @@ impl Activity {
             opened: Instant::now(),
             in_flight: AtomicUsize::new(0),
             idle_since: AtomicU64::new(0),
+            draining: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     fn is_idle(&self) -> bool {
         self.in_flight.load(Ordering::Acquire) == 0
+    }
+
+    /// Idle, or only a body left to drain after its answer.
+    fn may_close(&self) -> bool {
+        self.is_idle() || self.draining.load(Ordering::Acquire)
     }
 
     /// When the connection went idle, if it is.
@@ -109,13 +124,16 @@ impl Connections {
     }
 
     /// Closes the oldest connection with no request in flight (idle
-    /// keep-alive, or not yet through its first request), if there is one.
+    /// keep-alive, or not yet through its first request), or, with none,
+    /// the oldest whose answer was sent and whose body is still coming (a
+    /// refused slow body draining), if there is one.
     fn evict_oldest_idle(&self) {
         let open = self.lock();
-        let idle = open
-            .values()
-            .find(|connection| connection.activity.is_idle() && !connection.evict.is_cancelled());
-        if let Some(connection) = idle {
+        let candidates = || open.values().filter(|c| !c.evict.is_cancelled());
+        let chosen = candidates()
+            .find(|connection| connection.activity.is_idle())
+            .or_else(|| candidates().find(|connection| connection.activity.may_close()));
+        if let Some(connection) = chosen {
             connection.evict.cancel();
         }
     }
@@ -123,12 +141,29 @@ impl Connections {
 
 /// Counts an answer until it has been sent whole, or a request body until
 /// it has ended (or either is dropped).
-struct InFlight(Arc<Activity>);
+struct InFlight {
+    activity: Arc<Activity>,
+    /// An answer (not a body): when it ends with its body still coming,
+    /// the connection is draining.
+    answer: bool,
+}
 
 impl InFlight {
-    fn start(activity: &Arc<Activity>) -> InFlight {
+    fn answer(activity: &Arc<Activity>) -> InFlight {
+        activity.draining.store(false, Ordering::Release);
+        Self::start(activity, true)
+    }
+
+    fn body(activity: &Arc<Activity>) -> InFlight {
+        Self::start(activity, false)
+    }
+
+    fn start(activity: &Arc<Activity>, answer: bool) -> InFlight {
         activity.in_flight.fetch_add(1, Ordering::AcqRel);
-        InFlight(activity.clone())
+        InFlight {
+            activity: activity.clone(),
+            answer,
+        }
     }
 }
 
@@ -136,9 +171,12 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         // The time first: a watchdog that sees no request in flight sees
         // when the last one ended.
-        let idle = self.0.opened.elapsed().as_millis() as u64;
-        self.0.idle_since.store(idle, Ordering::Release);
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+        let idle = self.activity.opened.elapsed().as_millis() as u64;
+        self.activity.idle_since.store(idle, Ordering::Release);
+        let left = self.activity.in_flight.fetch_sub(1, Ordering::AcqRel) - 1;
+        if self.answer && left > 0 {
+            self.activity.draining.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -168,6 +206,13 @@ pub(crate) struct ConnectionLimits {
     pub(crate) body_timeout: Duration,
 }
 
+/// What the listener counts: the connections open now (`/metrics` reads
+/// it), and what each person holds of them.
+pub(crate) struct Counts {
+    pub(crate) open_connections: Arc<AtomicUsize>,
+    pub(crate) holds: Arc<Holds>,
+}
+
 /// A route answered before the router, for the one request the router's
 /// work is a large share of: it hands back the requests it does not take.
 /// Each request through the router builds its path parameters, clones a
@@ -184,12 +229,19 @@ pub(crate) async fn serve(
     shortcut: Shortcut,
     outer: Outer,
     limits: ConnectionLimits,
-    open_connections: Arc<AtomicUsize>,
+    Counts {
+        open_connections,
+        holds,
+    }: Counts,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let server = Arc::new(Server {
         open_connections,
         slots: Arc::new(tokio::sync::Semaphore::new(limits.max_connections)),
+        reserve: Arc::new(tokio::sync::Semaphore::new(reserve_of(
+            limits.max_connections,
+        ))),
+        holds,
         waiting: Arc::new(tokio::sync::Semaphore::new(MAX_WAITING)),
         connections: Connections::default(),
         builder: {
@@ -206,9 +258,9 @@ pub(crate) async fn serve(
     });
     let tasks = tokio_util::task::TaskTracker::new();
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
+                Ok((stream, peer)) => (stream, peer.ip()),
                 Err(error) => {
                     // Out of descriptors, say: back off instead of spinning.
                     tracing::warn!(%error, "cannot accept a connection");
@@ -220,7 +272,7 @@ pub(crate) async fn serve(
         };
         let _ = stream.set_nodelay(true);
         if let Ok(slot) = server.slots.clone().try_acquire_owned() {
-            tasks.spawn(server.clone().serve_connection(stream, slot));
+            tasks.spawn(server.clone().serve_connection(stream, peer, slot, false));
             continue;
         }
         // At the cap: make room by closing the oldest idle keep-alive
@@ -240,8 +292,11 @@ pub(crate) async fn serve(
                             .await;
                     drop(wait);
                     match slot {
-                        Ok(Ok(slot)) => server.serve_connection(stream, slot).await,
-                        _ => refuse(stream, server.limits.max_connections).await,
+                        Ok(Ok(slot)) => server.serve_connection(stream, peer, slot, false).await,
+                        _ => match server.reserve.clone().try_acquire_owned() {
+                            Ok(slot) => server.serve_connection(stream, peer, slot, true).await,
+                            Err(_) => refuse(stream, server.limits.max_connections).await,
+                        },
                     }
                 });
             }
@@ -266,6 +321,11 @@ struct Server {
     /// How many connections are open now (`/metrics` reads it).
     open_connections: Arc<AtomicUsize>,
     slots: Arc<tokio::sync::Semaphore>,
+    /// The connections past the cap, for the probes, admins and people
+    /// with nothing in flight (`holds.rs`).
+    reserve: Arc<tokio::sync::Semaphore>,
+    /// What each person holds; every request's [`Ticket`] counts in it.
+    holds: Arc<Holds>,
     waiting: Arc<tokio::sync::Semaphore>,
     connections: Connections,
     builder: hyper::server::conn::http1::Builder,
@@ -278,12 +338,15 @@ struct Server {
 }
 
 impl Server {
-    /// Serves one connection on its slot until it ends; it is closed once
-    /// idle when it is evicted or the server shuts down.
+    /// Serves one connection from `peer` on its slot (one of the reserve
+    /// when `reserve`) until it ends; it is closed once idle when it is
+    /// evicted or the server shuts down.
     async fn serve_connection(
         self: Arc<Self>,
         stream: TcpStream,
+        peer: std::net::IpAddr,
         slot: tokio::sync::OwnedSemaphorePermit,
+        reserve: bool,
     ) {
         let id = self.connections.next_id.fetch_add(1, Ordering::Relaxed);
         let activity = Arc::new(Activity::new());
@@ -312,9 +375,11 @@ impl Server {
             // and its body has ended: a body still coming after the answer
             // (drained for a lingering close, say) is not an idle
             // connection's silence.
-            let guard = InFlight::start(&requests);
-            let request =
-                request.map(|body| timed(body, body_limits, || InFlight::start(&requests)));
+            let guard = InFlight::answer(&requests);
+            let mut request =
+                request.map(|body| timed(body, body_limits, || InFlight::body(&requests)));
+            let ticket = Ticket::new(server.holds.clone(), peer, reserve);
+            request.extensions_mut().insert(ticket.clone());
             let server = server.clone();
             async move {
                 let response = outer(&server.outer, request, |request| async {
@@ -329,10 +394,12 @@ impl Server {
                     }
                 })
                 .await;
-                // Counted until the body has been sent whole (or dropped).
+                // Counted until the body has been sent whole (or dropped),
+                // for the connection and for the person the guard found.
+                let held = ticket.take();
                 Ok::<_, std::convert::Infallible>(response.map(|body| {
                     axum::body::Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
-                        let _counted = &guard;
+                        let _counted = (&guard, &held);
                         frame
                     }))
                 }))
@@ -349,6 +416,11 @@ impl Server {
                 if !self.shutdown.is_cancelled() {
                     tracing::debug!("closing an idle keep-alive connection to make room");
                 }
+                // Answered, its body still coming: closed at once, not
+                // after the drain.
+                if !activity.is_idle() && activity.may_close() {
+                    return self.close(id, slot);
+                }
                 connection.as_mut().graceful_shutdown();
                 // hyper closes a connection with half a header only once
                 // the header is whole: the timer still runs.
@@ -362,6 +434,11 @@ impl Server {
                 tracing::debug!("closing a connection that sent no whole request header in time");
             }
         }
+        self.close(id, slot);
+    }
+
+    /// Forgets connection `id` and gives its slot back.
+    fn close(&self, id: u64, slot: tokio::sync::OwnedSemaphorePermit) {
         self.connections.lock().remove(&id);
         self.open_connections.fetch_sub(1, Ordering::Relaxed);
         drop(slot);

@@ -3,7 +3,8 @@
 //!
 //! - [`listener`]: the HTTP accept loop and its transport limits; [`body`]:
 //!   every request body's clock; [`linger`]: a refused request's unread
-//!   body drained, so the client reads the refusal instead of a reset.
+//!   body drained, so the client reads the refusal instead of a reset;
+//!   [`holds`]: what each person holds of the connections and streams.
 //! - [`auth`]: who is asking (tokens, roles), the one place a token is
 //!   checked; [`oauth`]: access tokens from an issuer, asked only by
 //!   `auth`.
@@ -19,6 +20,7 @@ pub(crate) mod auth;
 pub(crate) mod body;
 pub(crate) mod cors;
 pub(crate) mod guard;
+pub(crate) mod holds;
 pub(crate) mod linger;
 pub(crate) mod listener;
 pub(crate) mod oauth;

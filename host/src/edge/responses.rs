@@ -112,6 +112,10 @@ impl serde::Serialize for Timestamp {
 /// refusal at the edge is, over MCP.
 pub(crate) const JSON_RPC_INVALID_REQUEST: i64 = -32600;
 
+/// The JSON-RPC code for a refusal by a server at a limit (an
+/// implementation-defined server error).
+pub(crate) const JSON_RPC_SERVER_BUSY: i64 = -32000;
+
 /// A JSON-RPC 2.0 error answer: for the edge's refusals on `/mcp` and the
 /// MCP front's own.
 pub(crate) fn json_rpc_error(id: serde_json::Value, code: i64, message: &str) -> serde_json::Value {

@@ -19,6 +19,9 @@
 //!   plugins). No `id`: they are not replayed.
 //! - A keep-alive comment every 15 s, below common proxy timeouts.
 //!
+//! One person holds at most `--max-streams-per-person` streams, this one
+//! and MCP's together (`edge/holds.rs`); one more gets 503 `BUSY`.
+//!
 //! As with `/plugins`, only admins (and everyone on an open server) see
 //! server paths and other people's refusal reasons. A stream ends when its
 //! listener's token is taken out of the tokens file, or their access
@@ -48,6 +51,7 @@ use crate::builds::{BuildEvent, Builds};
 use crate::call::Calls;
 use crate::edge::auth::Authority;
 use crate::edge::guard::Requester;
+use crate::edge::holds::{Holds, Ticket};
 use crate::registry::Registry;
 use crate::registry::events::{LoadEvent, LoadEventKind};
 
@@ -142,6 +146,8 @@ struct EventsState {
     builds: Arc<Builds>,
     /// A stream ends when its listener's token is revoked.
     authority: Arc<Authority>,
+    /// Each person's open streams (`--max-streams-per-person`).
+    holds: Arc<Holds>,
 }
 
 pub(crate) fn router(
@@ -150,6 +156,7 @@ pub(crate) fn router(
     feed: Arc<EventFeed>,
     builds: Arc<Builds>,
     authority: Arc<Authority>,
+    holds: Arc<Holds>,
 ) -> Router {
     Router::new()
         .route("/events", get(events))
@@ -159,6 +166,7 @@ pub(crate) fn router(
             feed,
             builds,
             authority,
+            holds,
         })
 }
 
@@ -183,9 +191,17 @@ struct Stream {
 async fn events(
     State(state): State<EventsState>,
     requester: Option<axum::Extension<Requester>>,
+    ticket: Option<axum::Extension<Ticket>>,
     headers: HeaderMap,
 ) -> Response {
     let viewer = requester.map_or(Requester(None), |axum::Extension(requester)| requester);
+    let open = match state
+        .holds
+        .stream(viewer.0.as_ref(), ticket.map(|ticket| ticket.peer))
+    {
+        Ok(open) => open,
+        Err(refused) => return crate::edge::guard::busy(false, &refused),
+    };
     // Listen first, then read what is kept: nothing falls in between, and
     // what arrives twice is skipped by id.
     let live = state.feed.live.subscribe();
@@ -220,9 +236,10 @@ async fn events(
         let (authority, listener) = (stream.state.authority.clone(), viewer.0.clone());
         async move { authority.revoked(listener.as_ref()).await }
     };
-    let events = futures_util::stream::unfold(stream, |mut stream| async move {
+    // The stream is counted for its person until it ends.
+    let events = futures_util::stream::unfold((stream, open), |(mut stream, open)| async move {
         let event = stream.next().await?;
-        Some((Ok::<_, Infallible>(event), stream))
+        Some((Ok::<_, Infallible>(event), (stream, open)))
     })
     .take_until(revoked);
     Sse::new(events)

@@ -4,31 +4,43 @@
 //!
 //! It is kept with the plugin folder, in `.toolhost/audit.jsonl` (one JSON
 //! object a line), so a restart and every replica on the folder share it.
-//! It holds at most [`MAX_AUDIT_BYTES`]: past that, the older half is
-//! dropped (rewritten by rename, so a reader never sees half a file).
-//! Entries name people and plugins, never a secret.
+//! It holds at most `--audit-max-kib` (4 MiB by default). Past that it is
+//! compacted to half, fairly ([`compact`]): the admins' decisions (approvals,
+//! refusals, tokens-file reloads) are kept first, then each person keeps an
+//! equal share of their own newest entries, so that one publisher's many
+//! publishes push out only their own. A republish of the very bytes that
+//! serve is no change and no entry (`publish.rs`). It is rewritten by
+//! rename, so a reader never sees half a file. Entries name people and
+//! plugins, never a secret.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde_json::{Map, Value, json};
 
-/// The most the log keeps on disk.
+/// The most the log keeps on disk by default (`--audit-max-kib`).
 pub(crate) const MAX_AUDIT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The actions an admin (or the operator) takes: kept before anyone's
+/// publishes.
+const DECISIONS: [&str; 3] = ["approve", "refuse", "tokens file reloaded"];
 
 /// The audit log of one plugin folder.
 pub(crate) struct Audit {
     file: PathBuf,
+    max_bytes: u64,
     /// One writer at a time in this process (appends of one line are
     /// atomic between processes).
     writing: Mutex<()>,
 }
 
 impl Audit {
-    pub(crate) fn new(folder: &Path) -> Audit {
+    pub(crate) fn new(folder: &Path, max_bytes: u64) -> Audit {
         Audit {
             file: folder.join(".toolhost").join("audit.jsonl"),
+            max_bytes,
             writing: Mutex::new(()),
         }
     }
@@ -62,23 +74,18 @@ impl Audit {
             std::fs::create_dir_all(folder)?;
         }
         let size = std::fs::metadata(&self.file).map_or(0, |m| m.len());
-        if size + line.len() as u64 > MAX_AUDIT_BYTES {
-            self.drop_older_half()?;
+        if size + line.len() as u64 > self.max_bytes {
+            let text = std::fs::read_to_string(&self.file)?;
+            let kept = compact(&text, self.max_bytes / 2);
+            let temporary = self.file.with_extension("jsonl.tmp");
+            std::fs::write(&temporary, kept)?;
+            std::fs::rename(&temporary, &self.file)?;
         }
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.file)?;
         file.write_all(line)
-    }
-
-    fn drop_older_half(&self) -> std::io::Result<()> {
-        let text = std::fs::read_to_string(&self.file)?;
-        let lines: Vec<&str> = text.lines().collect();
-        let kept = lines[lines.len() / 2..].join("\n") + "\n";
-        let temporary = self.file.with_extension("jsonl.tmp");
-        std::fs::write(&temporary, kept)?;
-        std::fs::rename(&temporary, &self.file)
     }
 
     /// The entries, newest first, at most `limit`.
@@ -92,6 +99,56 @@ impl Audit {
     }
 }
 
+/// The lines of `text` to keep within `budget` bytes, in their order: the
+/// admins' decisions first (their newest, if even they are over it), then
+/// each person an equal share of what is left (a person under it keeps all
+/// theirs, and what they leave is shared by the rest), their newest kept.
+fn compact(text: &str, budget: u64) -> String {
+    let lines: Vec<&str> = text.lines().filter(|line| !line.is_empty()).collect();
+    let size = |index: &usize| lines[*index].len() as u64 + 1;
+    let mut decisions = Vec::new();
+    let mut by_person: HashMap<String, Vec<usize>> = HashMap::new();
+    for (index, line) in lines.iter().enumerate() {
+        let entry: Value = serde_json::from_str(line).unwrap_or_default();
+        if DECISIONS.contains(&entry["action"].as_str().unwrap_or_default()) {
+            decisions.push(index);
+        } else {
+            let person = entry["person"].as_str().unwrap_or_default().to_string();
+            by_person.entry(person).or_default().push(index);
+        }
+    }
+    let mut kept = Vec::new();
+    let mut left = budget;
+    let newest_within = |indices: &[usize], allowance: u64, kept: &mut Vec<usize>| {
+        let mut used = 0;
+        for index in indices.iter().rev() {
+            if used + size(index) > allowance {
+                break;
+            }
+            used += size(index);
+            kept.push(*index);
+        }
+        used
+    };
+    left -= newest_within(&decisions, left, &mut kept);
+    // Water-filling: the smallest first, each taking at most an equal
+    // share of what is left among those still to come.
+    let mut people: Vec<(u64, Vec<usize>)> = by_person
+        .into_values()
+        .map(|indices| (indices.iter().map(size).sum(), indices))
+        .collect();
+    people.sort_by_key(|(total, _)| *total);
+    let count = people.len() as u64;
+    for (done, (_, indices)) in people.iter().enumerate() {
+        let share = left / (count - done as u64).max(1);
+        left -= newest_within(indices, share, &mut kept);
+    }
+    kept.sort_unstable();
+    kept.iter()
+        .map(|index| format!("{}\n", lines[*index]))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,7 +156,7 @@ mod tests {
     #[test]
     fn entries_come_newest_first_and_the_log_stays_bounded() {
         let dir = tempfile::tempdir().unwrap();
-        let audit = Audit::new(dir.path());
+        let audit = Audit::new(dir.path(), MAX_AUDIT_BYTES);
         audit.record("publish", "ada", Some("ada/echo"), json!({"hash": "ab"}));
         audit.record("remove", "ada", Some("ada/echo"), json!({}));
         let entries = audit.newest_first(10);
@@ -114,5 +171,28 @@ mod tests {
             .len();
         assert!(size <= MAX_AUDIT_BYTES, "{size}");
         assert_eq!(audit.newest_first(1)[0]["person"], "bob");
+    }
+
+    #[test]
+    fn one_persons_flood_pushes_out_only_their_own_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = Audit::new(dir.path(), 64 * 1024);
+        audit.record("publish", "instructor", Some("echo"), json!({"hash": "a"}));
+        audit.record("approve", "root", Some("ada/x"), json!({"hash": "b"}));
+        audit.record("remove", "carol", Some("carol/y"), json!({}));
+        for round in 0..5_000 {
+            audit.record("publish", "ada", Some("ada/x"), json!({ "hash": round }));
+        }
+        let entries = audit.newest_first(usize::MAX);
+        let of = |person: &str| entries.iter().filter(|e| e["person"] == person).count();
+        assert_eq!(of("instructor"), 1);
+        assert_eq!(of("root"), 1);
+        assert_eq!(of("carol"), 1);
+        assert!(of("ada") > 100, "{}", of("ada"));
+        assert_eq!(entries[0]["hash"], 4_999, "ada keeps her newest");
+        let size = std::fs::metadata(dir.path().join(".toolhost/audit.jsonl"))
+            .unwrap()
+            .len();
+        assert!(size <= 64 * 1024, "{size}");
     }
 }

@@ -135,8 +135,13 @@ impl Registry {
 
     /// Keeps the audit log, and with `approval` approvals, in `folder`
     /// (before it is scanned, so that no version serves unapproved).
-    pub(crate) fn keep_records(&self, folder: &Path, approval: Option<approvals::ApprovalMode>) {
-        let _ = self.audit.set(audit::Audit::new(folder));
+    pub(crate) fn keep_records(
+        &self,
+        folder: &Path,
+        approval: Option<approvals::ApprovalMode>,
+        audit_max_bytes: u64,
+    ) {
+        let _ = self.audit.set(audit::Audit::new(folder, audit_max_bytes));
         if let Some(mode) = approval {
             let _ = self.approvals.set(approvals::Approvals::new(folder, mode));
         }

@@ -381,11 +381,13 @@ impl Publishing {
         upload.owns_temp = false;
 
         // The same bytes as what serves (or was refused) load nothing new:
-        // the report is the outcome. Else the load path answers.
+        // the report is the outcome, and it is no change to audit. Else
+        // the load path answers.
+        let unchanged = before
+            .as_ref()
+            .is_some_and(|report| report.content_hash.as_deref() == Some(hash.as_str()));
         let settled = match before.as_ref() {
-            Some(report) if report.content_hash.as_deref() == Some(hash.as_str()) => {
-                Some(report.clone())
-            }
+            Some(report) if unchanged => Some(report.clone()),
             _ => self.registry.load_settled(file.clone()).await,
         };
         match settled {
@@ -406,7 +408,7 @@ impl Publishing {
                     tracing::warn!(plugin = %id, %error, "cannot keep the plugin's source");
                 }
                 tracing::info!(plugin = %id, person = %by, hash = %&hash[..12], "published");
-                if let Some(audit) = self.registry.audit() {
+                if let Some(audit) = self.registry.audit().filter(|_| !unchanged) {
                     let held = report.state == PluginState::Pending;
                     audit.record(
                         if held {

@@ -294,6 +294,21 @@ fn bearer(authorization: Option<&str>) -> Option<&str> {
 }
 
 impl Identity {
+    /// A tokens-file person seeing everything, for tests of what reads
+    /// identities.
+    #[cfg(test)]
+    pub(crate) fn named(name: &str, role: Role) -> Identity {
+        Identity {
+            name: name.into(),
+            role,
+            namespace: Some(name.into()),
+            token: [0; 32],
+            expires: None,
+            tools: View::all(),
+            claimed: None,
+        }
+    }
+
     /// This person, if they hold at least `needs`.
     fn allowed(self, needs: Role) -> Result<Option<Identity>, Refusal> {
         if self.role < needs {

@@ -64,8 +64,8 @@ type McpService = StreamableHttpService<McpFront, LocalSessionManager>;
 /// The JSON-RPC code for an unknown or closed session (the code the MCP
 /// SDKs use).
 const SESSION_NOT_FOUND: i64 = -32001;
-/// The JSON-RPC code for a refusal by a server at a limit.
-const SERVER_BUSY: i64 = -32000;
+use crate::edge::holds::{Hold, Holds, Refused, Ticket};
+use crate::edge::responses::JSON_RPC_SERVER_BUSY as SERVER_BUSY;
 /// The JSON-RPC code for an internal error.
 const INTERNAL_ERROR: i64 = -32603;
 
@@ -81,6 +81,9 @@ struct Services {
     held: Arc<Sessions>,
     max_body_bytes: usize,
     max_sessions: usize,
+    /// Each person's open streams (`--max-streams-per-person`): the GET
+    /// stream and `subscriptions/listen`, with `/events`.
+    holds: Arc<Holds>,
 }
 
 pub(crate) struct McpHttpSettings {
@@ -103,6 +106,8 @@ pub(crate) struct McpHttpSettings {
     pub(crate) session_idle: Duration,
     /// Cancelled at shutdown: ends every session's open streams.
     pub(crate) shutdown: CancellationToken,
+    /// Each person's open streams, shared with `/events`.
+    pub(crate) holds: Arc<Holds>,
 }
 
 /// How many MCP sessions are open, and how many requests the fast path
@@ -198,6 +203,7 @@ pub(crate) fn router(
         held,
         max_body_bytes: settings.max_body_bytes,
         max_sessions: settings.max_sessions,
+        holds: settings.holds.clone(),
     });
     let router = Router::new()
         .route("/mcp", any(dispatch))
@@ -300,6 +306,14 @@ async fn post(services: &Services, request: Request) -> Response {
             Err(why) => return refuse(why),
         }
     }
+    // A `subscriptions/listen` answer is a stream: counted for its person.
+    let stream = match message.get("method").and_then(Value::as_str) {
+        Some("subscriptions/listen") => match open_stream(services, &parts.extensions) {
+            Ok(open) => Some(open),
+            Err(refused) => return crate::edge::guard::busy(true, &refused),
+        },
+        _ => None,
+    };
     let lone = session.is_none() && is_lone_request(&message);
     let request = Request::from_parts(parts, Body::from(bytes));
     let target = if lone {
@@ -316,7 +330,28 @@ async fn post(services: &Services, request: Request) -> Response {
     {
         services.held.opened(opened, requester, opening);
     }
-    response
+    match stream {
+        Some(open) => held_until_sent(response, open),
+        None => response,
+    }
+}
+
+/// A stream for the request's person (`edge/holds.rs`), or its refusal.
+fn open_stream(services: &Services, extensions: &axum::http::Extensions) -> Result<Hold, Refused> {
+    let peer = extensions.get::<Ticket>().map(|ticket| ticket.peer);
+    services
+        .holds
+        .stream(requester_of(extensions).as_ref(), peer)
+}
+
+/// `response` with `hold` kept until its body has been sent whole.
+fn held_until_sent(response: Response, hold: Hold) -> Response {
+    response.map(|body| {
+        Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+            let _open = &hold;
+            frame
+        }))
+    })
 }
 
 /// The identity the guard found for a request (`None` on an open server).
@@ -341,6 +376,10 @@ async fn listen(services: &Services, request: Request) -> Response {
     {
         return session_not_found(Value::Null);
     }
+    let open = match open_stream(services, request.extensions()) {
+        Ok(open) => open,
+        Err(refused) => return crate::edge::guard::busy(true, &refused),
+    };
     let response = forward(&services.sessions, request).await;
     let Some(id) = session.filter(|_| response.status() == StatusCode::OK) else {
         return response;
@@ -348,7 +387,7 @@ async fn listen(services: &Services, request: Request) -> Response {
     let listening = services.held.listening(&id);
     response.map(|body| {
         Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
-            let _open = &listening;
+            let _open = (&listening, &open);
             frame
         }))
     })
