@@ -1,7 +1,8 @@
 //! `GET /events` through the real binary: a snapshot first, then each load
-//! outcome as it happens with an increasing id, call summaries from the
-//! one call ledger, and a reconnect with `Last-Event-ID` that replays what
-//! was missed (or starts over from a snapshot when it cannot).
+//! outcome as it happens with an id that counts what its listener sees,
+//! call summaries from the one call ledger, and a reconnect with
+//! `Last-Event-ID` that replays what was missed (or starts over from a
+//! snapshot when it cannot).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -22,6 +23,14 @@ struct Sse {
 impl Sse {
     fn json(&self) -> Value {
         serde_json::from_str(&self.data).unwrap()
+    }
+
+    /// The listener's own count in the id (`N-TOKEN`).
+    fn count(&self) -> u64 {
+        let id = self.id.as_deref().expect("an event with an id");
+        let (count, token) = id.split_once('-').expect("N-TOKEN");
+        assert_eq!(token.len(), 16, "{id}");
+        count.parse().unwrap()
     }
 }
 
@@ -117,7 +126,7 @@ fn events_stream_load_outcomes_and_call_summaries_and_resume() {
     let loaded = events.until("loaded", Duration::from_secs(30));
     assert_eq!(loaded.json()["plugin"], "math");
     assert_eq!(loaded.json()["report"]["state"], "loaded");
-    let loaded_id: u64 = loaded.id.clone().unwrap().parse().unwrap();
+    let loaded_id = loaded.id.clone().unwrap();
 
     // Calls are summed up in a `calls` event, without an id.
     for _ in 0..3 {
@@ -145,7 +154,7 @@ fn events_stream_load_outcomes_and_call_summaries_and_resume() {
     let mut resumed = Events::open(&server, &format!("Last-Event-ID: {loaded_id}\r\n"));
     let first = resumed.next();
     assert_ne!(first.event, "snapshot", "{first:?}");
-    assert!(first.id.unwrap().parse::<u64>().unwrap() > loaded_id);
+    assert_eq!(first.count(), loaded.count() + 1, "{first:?}");
     if first.event != "removed" {
         let removed = resumed.until("removed", Duration::from_secs(10));
         assert_eq!(removed.json()["plugin"], "math");
@@ -185,4 +194,63 @@ fn events_follow_the_apis_roles_and_hide_paths_from_non_admins() {
     assert_eq!(seen.json()["report"]["file"], "math.wasm", "{}", seen.data);
     let seen = admin.until("loaded", Duration::from_secs(30));
     assert!(seen.data.contains(&folder), "{}", seen.data);
+}
+
+/// An event's id counts only what its listener sees: nothing in it tells
+/// how often, or when, plugins hidden from them change.
+#[test]
+fn event_ids_count_only_what_their_listener_sees() {
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = config.path().join("tokens.toml");
+    let (ada, carol) = ("ada-secret-0123456789", "carol-secret-0123456789");
+    std::fs::write(
+        &tokens,
+        format!(
+            "[[token]]\nname = \"ada\"\nsecret = \"{ada}\"\nrole = \"publisher\"\ntools = [\"ada/*\"]\n\
+             [[token]]\nname = \"carol\"\nsecret = \"{carol}\"\nrole = \"publisher\"\ntools = [\"carol/*\"]\n"
+        ),
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let mut events = Events::open(&server, &format!("Authorization: Bearer {ada}\r\n"));
+    let mut seen = vec![events.next()];
+    let publish = |token: &str, id: &str, tag: &str| {
+        let wasm = std::fs::read(variant_of(&example("echo"), tag)).unwrap();
+        let path = format!("/plugins/{id}");
+        let (status, report) = crate::support::send(
+            &server,
+            "PUT",
+            &path,
+            Some(token),
+            "application/wasm",
+            &wasm,
+        );
+        assert!([200, 201].contains(&status), "{report}");
+    };
+    let until_loaded = |events: &mut Events, seen: &mut Vec<Sse>, plugin: &str| loop {
+        let event = events.next();
+        let done = ["loaded", "replaced"].contains(&event.event.as_str())
+            && event.json()["plugin"] == plugin;
+        seen.push(event);
+        if done {
+            return;
+        }
+    };
+    publish(ada, "ada/one", "one");
+    until_loaded(&mut events, &mut seen, "ada/one");
+    // Carol's plugins change, again and again, out of ada's sight.
+    for round in 0..4 {
+        publish(carol, "carol/hidden", &format!("hidden-{round}"));
+    }
+    publish(ada, "ada/one", "two");
+    until_loaded(&mut events, &mut seen, "ada/one");
+    let counts: Vec<u64> = seen
+        .iter()
+        .filter(|event| event.id.is_some())
+        .map(Sse::count)
+        .collect();
+    let expected: Vec<u64> = (1..=counts.len() as u64).collect();
+    assert_eq!(counts, expected, "{seen:?}");
+    assert!(seen.iter().all(|event| !event.data.contains("carol/")));
 }

@@ -5,14 +5,18 @@
 //!   `calls` event with the activity so far.
 //! - Then one event per load outcome, named by its kind (`compiling`,
 //!   `loaded`, `replaced`, `rejected`, `removed`, `optimised`), with
-//!   `{kind, plugin, report}` as data and an increasing `id`.
+//!   `{kind, plugin, report}` as data and an `id`: `N-TOKEN`, where `N`
+//!   counts the events this client was sent (1, 2, 3...: it counts only
+//!   what it sees, so it tells nothing of plugins hidden from it) and
+//!   `TOKEN` names the server's place in its feed by a keyed hash no client
+//!   can read back.
 //! - A `calls` event every [`SUMMARY_EVERY`] when calls were made since the
 //!   last one: each tool's calls by outcome and its recent p50/p95, from
 //!   the call ledger (the one count every reader shares). It has no `id`,
 //!   so it never moves a client's `Last-Event-ID`.
 //! - A reconnecting client that sends `Last-Event-ID` gets the load events
-//!   it missed from the last [`KEPT`] (or a fresh `snapshot` when it missed
-//!   more, or the server restarted).
+//!   it missed from the last [`KEPT`], its count going on (or a fresh
+//!   `snapshot` when it missed more, or the server restarted).
 //! - A `build` event for each stage of a source build (`queued`,
 //!   `building`, `built`, `failed`: `{plugin, person, language, stage,
 //!   seconds, error, line}`; the error only for the listener's own
@@ -72,6 +76,9 @@ struct Numbered {
 pub(crate) struct EventFeed {
     kept: Mutex<VecDeque<Numbered>>,
     live: broadcast::Sender<Numbered>,
+    /// The key of the tokens that name places in the feed (random, per
+    /// process): a client reads nothing from one.
+    key: std::collections::hash_map::RandomState,
 }
 
 impl EventFeed {
@@ -80,6 +87,7 @@ impl EventFeed {
         let feed = Arc::new(EventFeed {
             kept: Mutex::new(VecDeque::with_capacity(KEPT)),
             live: broadcast::Sender::new(KEPT),
+            key: std::collections::hash_map::RandomState::new(),
         });
         let mut events = registry.events();
         let writer = feed.clone();
@@ -134,6 +142,29 @@ impl EventFeed {
         let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         kept.back().map_or(0, |event| event.id)
     }
+
+    /// The token that names place `id` (after event `id`) to clients.
+    fn token(&self, id: u64) -> String {
+        use std::hash::BuildHasher;
+        format!("{:016x}", self.key.hash_one(id))
+    }
+
+    /// The place a client's `Last-Event-ID` (`N-TOKEN`) names, with its
+    /// count: one still kept (or the start, `0`), else `None`.
+    fn place_of(&self, last: &str) -> Option<(u64, u64)> {
+        let last = last.trim();
+        if last == "0" {
+            return Some((0, 0));
+        }
+        let (count, token) = last.split_once('-')?;
+        let count = count.parse::<u64>().ok()?;
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let oldest = kept.front().map_or(1, |event| event.id);
+        std::iter::once(oldest - 1)
+            .chain(kept.iter().map(|event| event.id))
+            .find(|id| self.token(*id) == token)
+            .map(|id| (id, count))
+    }
 }
 
 #[derive(Clone)]
@@ -181,8 +212,10 @@ struct Stream {
     builds: broadcast::Receiver<BuildEvent>,
     /// Events to send before listening (a replay, or a snapshot).
     queued: VecDeque<Event>,
-    /// The id of the last load event sent.
+    /// The id of the last load event sent (the feed's, never told).
     last_id: u64,
+    /// How many events with an id this client was sent: its own count.
+    count: u64,
     /// The ledger's version when the last summary was sent.
     summarised: u64,
     summaries: tokio::time::Interval,
@@ -209,13 +242,14 @@ async fn events(
     let asked = headers
         .get("last-event-id")
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.trim().parse::<u64>().ok());
+        .and_then(|value| state.feed.place_of(value));
     let mut stream = Stream {
         viewer: viewer.clone(),
         live,
         builds,
         queued: VecDeque::new(),
         last_id: 0,
+        count: asked.map_or(0, |(_, count)| count),
         summarised: state.calls.ledger().version(),
         summaries: tokio::time::interval_at(
             tokio::time::Instant::now() + SUMMARY_EVERY,
@@ -223,7 +257,7 @@ async fn events(
         ),
         state,
     };
-    match asked.and_then(|last| stream.state.feed.since(last).map(|missed| (last, missed))) {
+    match asked.and_then(|(last, _)| stream.state.feed.since(last).map(|missed| (last, missed))) {
         Some((last, missed)) => {
             stream.last_id = last;
             for numbered in missed {
@@ -318,12 +352,16 @@ impl Stream {
         event.report = self.viewer.sees_plugin(event.report);
         let kind = event.kind.as_str();
         let data = serde_json::to_string(&event).unwrap_or_default();
-        self.queued.push_back(
-            Event::default()
-                .id(numbered.id.to_string())
-                .event(kind)
-                .data(data),
-        );
+        let id = self.next_id(numbered.id);
+        self.queued
+            .push_back(Event::default().id(id).event(kind).data(data));
+    }
+
+    /// The id this client is told for the feed's place `id`: its own count
+    /// of events, and the place's token.
+    fn next_id(&mut self, id: u64) -> String {
+        self.count += 1;
+        format!("{}-{}", self.count, self.state.feed.token(id))
     }
 
     fn queue_snapshot(&mut self) {
@@ -331,9 +369,10 @@ impl Stream {
         self.last_id = self.state.feed.newest();
         let viewer = self.refreshed_viewer().clone();
         let report = viewer.sees(self.state.registry.plugins_report());
+        let id = self.next_id(self.last_id);
         self.queued.push_back(
             Event::default()
-                .id(self.last_id.to_string())
+                .id(id)
                 .event("snapshot")
                 .data(serde_json::to_string(&report).unwrap_or_default()),
         );

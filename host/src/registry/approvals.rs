@@ -3,7 +3,8 @@
 //!
 //! A plugin's *definitions* are what a model reads and obeys: each tool's
 //! name, title, description, schemas and annotations, and each resource's,
-//! template's and prompt's listing, as clients are served them. A version
+//! template's and prompt's listing, as clients are served them, and the
+//! texts of its fixed resources and prompts (`pinned.rs`). A version
 //! whose definitions differ from the approved ones (or a new plugin, which
 //! has none) is **pending**: the registry does not serve it (the version
 //! approved before, if any, serves on), and its report carries the
@@ -65,15 +66,22 @@ impl Approvals {
         serde_json::from_slice(&bytes).ok()
     }
 
-    /// Whether `plugin` may serve: its definitions (and, with `All`, its
-    /// hash) are the approved ones. Else why it waits.
-    pub(crate) fn judge(&self, plugin: &LoadedPlugin) -> Result<(), Box<Held>> {
-        let definitions = definitions(plugin);
+    /// Whether `plugin` may serve: its definitions, with `texts` (its
+    /// resources' and prompts', `pinned.rs`), are the approved ones (and,
+    /// with `All`, its hash). Else why it waits.
+    pub(crate) fn judge(&self, plugin: &LoadedPlugin, texts: &Value) -> Result<(), Box<Held>> {
+        let definitions = definitions(plugin, texts);
         let digest = digest(&definitions);
         let approved = self.approved(&plugin.id);
-        let same_definitions = approved
-            .as_ref()
-            .is_some_and(|approved| approved["digest"] == digest.as_str());
+        let same_definitions = approved.as_ref().is_some_and(|approved| {
+            if approved["definitions"].get("texts").is_some() {
+                approved["digest"] == digest.as_str()
+            } else {
+                // Approved before texts were pinned: the listings decide,
+                // and the texts it serves with are kept as approved.
+                approved["digest"] == self::digest(&listings(&definitions)).as_str()
+            }
+        });
         let same_hash = approved
             .as_ref()
             .is_some_and(|approved| approved["hash"] == plugin.version.content_hash.as_str());
@@ -161,8 +169,21 @@ impl Approvals {
     /// Keeps `plugin`'s component as the approved copy when it serves
     /// under the approved definitions with other code (a code-only
     /// replacement), and its hash as the approved one: a restart then
-    /// serves the newest approved code, in either mode.
-    pub(crate) fn keep_serving_copy(&self, plugin: &LoadedPlugin) {
+    /// serves the newest approved code, in either mode. A record made
+    /// before texts were pinned gets the ones it serves with (`texts`).
+    pub(crate) fn keep_serving_copy(&self, plugin: &LoadedPlugin, texts: &Value) {
+        if let Some(mut record) = self.approved(&plugin.id)
+            && record["definitions"].get("texts").is_none()
+        {
+            let definitions = definitions(plugin, texts);
+            record["digest"] = digest(&definitions).into();
+            record["definitions"] = definitions;
+            if let Err(error) =
+                write_by_rename(&self.record_file(&plugin.id), record.to_string().as_bytes())
+            {
+                tracing::warn!(plugin = %plugin.id, %error, "cannot keep the approved texts");
+            }
+        }
         let Some(copy) = self.approved_copy(&plugin.id) else {
             return;
         };
@@ -210,8 +231,8 @@ impl Approvals {
     }
 }
 
-/// A plugin's definitions, as clients are served them.
-pub(crate) fn definitions(plugin: &LoadedPlugin) -> Value {
+/// A plugin's definitions, as clients are served them, with `texts`.
+pub(crate) fn definitions(plugin: &LoadedPlugin, texts: &Value) -> Value {
     let listed = |items: Vec<&Map<String, Value>>| -> Value {
         Value::Array(items.into_iter().cloned().map(Value::Object).collect())
     };
@@ -220,7 +241,18 @@ pub(crate) fn definitions(plugin: &LoadedPlugin) -> Value {
         "resources": listed(plugin.catalog.resources.iter().map(|r| &r.listing).collect()),
         "resourceTemplates": listed(plugin.catalog.templates.iter().map(|t| &t.listing).collect()),
         "prompts": listed(plugin.catalog.prompts.iter().map(|p| &p.listing).collect()),
+        "texts": texts,
     })
+}
+
+/// The definitions without their texts, as records made before texts
+/// were pinned hold them.
+fn listings(definitions: &Value) -> Value {
+    let mut listings = definitions.clone();
+    if let Some(fields) = listings.as_object_mut() {
+        fields.remove("texts");
+    }
+    listings
 }
 
 fn digest(definitions: &Value) -> String {
@@ -280,6 +312,33 @@ pub(crate) fn changes(approved: Option<&Value>, pending: &Value) -> Value {
         for (name, _) in &before {
             if !after.iter().any(|(known, _)| known == name) {
                 changes.push(json!({"kind": kind, "name": name, "change": "removed"}));
+            }
+        }
+    }
+    // What the fixed resources and the prompts say (`pinned.rs`), by URI
+    // and by name; not compared with a record made before they were.
+    let no_texts = Map::new();
+    for (kind, key) in [("resourceText", "resources"), ("promptText", "prompts")] {
+        let texts = |definitions: Option<&Value>| {
+            definitions
+                .and_then(|definitions| definitions["texts"][key].as_object())
+                .unwrap_or(&no_texts)
+                .clone()
+        };
+        if approved.is_some_and(|approved| approved.get("texts").is_none()) {
+            continue;
+        }
+        let (before, after) = (texts(approved), texts(Some(pending)));
+        for (name, said) in &after {
+            match before.get(name) {
+                None if approved.is_none() => {}
+                None => changes
+                    .push(json!({"kind": kind, "name": name, "change": "added", "pending": said})),
+                Some(old) if old != said => changes.push(json!({
+                    "kind": kind, "name": name, "change": "changed",
+                    "fields": { "text": { "approved": old, "pending": said } },
+                })),
+                Some(_) => {}
             }
         }
     }

@@ -90,6 +90,11 @@ pub enum CatalogError {
     )]
     BidiTitle(String),
     #[error(
+        "the description of {0:?} contains a bidirectional control character, which can make \
+         text read other than it is (to the admin who approves it, say)"
+    )]
+    BidiDescription(String),
+    #[error(
         "URI template {0:?} is not valid: `{{name}}` parts (letters, digits, `_`), not two in a row"
     )]
     BadTemplate(String),
@@ -315,6 +320,7 @@ fn resource(declared: DeclaredResource, namespace: Option<&str>) -> Result<Resou
         return Err(CatalogError::BadUri(declared.uri));
     }
     check_title(declared.title.as_deref())?;
+    check_description(&declared.uri, declared.description.as_deref())?;
     let uri = served(namespace, &declared.uri)?;
     let listing = listing(
         ("uri", &uri),
@@ -336,6 +342,7 @@ fn template(declared: DeclaredTemplate, namespace: Option<&str>) -> Result<Templ
         return Err(CatalogError::BadTemplate(text));
     }
     check_title(declared.title.as_deref())?;
+    check_description(&text, declared.description.as_deref())?;
     let declared_parts = parts(&text)?;
     let template = served(namespace, &text)?;
     let parts = parts(&template)?;
@@ -412,6 +419,14 @@ fn in_namespace(namespace: &str, uri: &str) -> String {
 fn check_title(title: Option<&str>) -> Result<(), CatalogError> {
     match title {
         Some(title) if has_bidi_control(title) => Err(CatalogError::BidiTitle(title.to_string())),
+        _ => Ok(()),
+    }
+}
+
+/// A description is refused with a bidirectional control character too.
+fn check_description(of: &str, description: Option<&str>) -> Result<(), CatalogError> {
+    match description {
+        Some(text) if has_bidi_control(text) => Err(CatalogError::BidiDescription(of.to_string())),
         _ => Ok(()),
     }
 }
@@ -529,6 +544,11 @@ fn prompt(declared: DeclaredPrompt, namespace: Option<&str>) -> Result<Prompt, C
         return Err(CatalogError::BadPromptName(name));
     }
     check_title(declared.title.as_deref())?;
+    check_description(&name, declared.description.as_deref())?;
+    for argument in &declared.arguments {
+        check_title(argument.title.as_deref())?;
+        check_description(&argument.name, argument.description.as_deref())?;
+    }
     let served = match namespace {
         None if name.contains("__") => return Err(CatalogError::ReservedSeparator(name)),
         None => name.clone(),
@@ -627,6 +647,29 @@ mod tests {
             description: None,
             mime_type: None,
         }
+    }
+
+    #[test]
+    fn a_description_that_reads_other_than_it_is_is_refused() {
+        let mut hidden = declared_template("test://t/{id}");
+        hidden.description = Some("Reads t.\u{202E}sdrawkcab".into());
+        assert!(matches!(
+            template(hidden, None),
+            Err(CatalogError::BidiDescription(_))
+        ));
+        let prompt_with = |argument_description: &str| DeclaredPrompt {
+            name: "p".into(),
+            title: None,
+            description: Some("Fine.".into()),
+            arguments: vec![crate::runtime::PromptArgument {
+                name: "a".into(),
+                title: None,
+                description: Some(argument_description.into()),
+                required: false,
+            }],
+        };
+        assert!(prompt(prompt_with("plain"), None).is_ok());
+        assert!(prompt(prompt_with("x\u{2067}y"), None).is_err());
     }
 
     #[test]

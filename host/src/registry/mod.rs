@@ -36,6 +36,7 @@ pub mod events;
 mod jobs;
 pub mod layout;
 pub(crate) mod load_counts;
+pub(crate) mod pinned;
 pub mod plugin;
 pub(crate) mod policy;
 pub(crate) mod portability;

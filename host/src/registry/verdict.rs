@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::registry::layout;
+use crate::registry::pinned;
 use crate::registry::plugin::{self, LoadError, LoadedPlugin, Version};
 use crate::registry::policy;
 use crate::registry::snapshot::Snapshot;
@@ -194,9 +195,10 @@ pub(super) async fn held_for_approval(
     let Verdict::Loaded(plugin) = verdict else {
         return verdict;
     };
-    let held = match approvals.judge(&plugin) {
+    let texts = pinned::texts(runtime, &plugin).await;
+    let held = match approvals.judge(&plugin, &texts) {
         Ok(()) => {
-            approvals.keep_serving_copy(&plugin);
+            approvals.keep_serving_copy(&plugin, &texts);
             return Verdict::Loaded(plugin);
         }
         Err(held) => held,
@@ -221,10 +223,16 @@ pub(super) async fn held_for_approval(
                 let source = plugin::with_policy(wasm, path, namespaced).await.ok()?;
                 plugin::load(runtime, limits, id, path, source).await.ok()
             };
-            loaded
-                .await
-                .filter(|approved| approvals.judge(approved).is_ok())
-                .map(Box::new)
+            match loaded.await {
+                Some(approved) => {
+                    let texts = pinned::texts(runtime, &approved).await;
+                    approvals
+                        .judge(&approved, &texts)
+                        .is_ok()
+                        .then(|| Box::new(approved))
+                }
+                None => None,
+            }
         }
         None => None,
     };
