@@ -19,11 +19,13 @@
 //!  edge/      between a socket and a front: the listener, each body's
 //!     │         clock, the outer layer (CORS, lingering close, the
 //!     │         finish), the guard (Host/Origin, other sites, who is
-//!     │         asking: auth, oauth), responses
+//!     │         asking: auth, oauth; what each holds of the connections
+//!     │         and streams: holds), responses
 //!  builds/    published Python or JavaScript source into a component:
-//!     │         the recipes (`new` and `dev` run the same), a child
-//!     │         process in a scratch folder under limits, the queue, the
-//!     │         author's line of a failure (knows nothing of HTTP)
+//!     │         the recipes (`new` and `dev` run the same), what contains
+//!     │         a build (bubblewrap), a child process in a scratch folder
+//!     │         under limits, the queue, the author's line of a failure
+//!     │         (knows nothing of HTTP)
 //!  call/      invoke: look up → validate arguments → call → normalize
 //!     │         into the one envelope, in one tracing span per call;
 //!     │         errors: the one code table
