@@ -483,9 +483,10 @@ fn a_body_drained_after_its_answer_outlasts_the_header_timeout() {
 }
 
 /// Past the cap, with every connection busy (here each holds an open
-/// `/events` stream), a new one is refused with the BUSY envelope.
+/// `/events` stream), a new one is taken in the reserve, which answers the
+/// probe and refuses the client who holds them with the BUSY envelope.
 #[test]
-fn connections_past_the_cap_are_refused_with_json() {
+fn connections_past_the_cap_are_refused_with_json_and_the_probe_still_answers() {
     let (_dir, server) = echo_server(&["--max-connections", "4", "--header-timeout-ms", "1500"]);
     let address = server.base.trim_start_matches("http://").to_string();
     let held: Vec<TcpStream> = (0..4)
@@ -502,13 +503,16 @@ fn connections_past_the_cap_are_refused_with_json() {
             stream
         })
         .collect();
-    let refused = health(&server);
-    assert_eq!(refused.status, 503, "{}", refused.body);
-    assert_eq!(refused.json()["error"]["code"], "BUSY");
-    assert_eq!(refused.json()["success"], false);
+    // Past the cap, a reserve serves the probe, and refuses the one who
+    // holds every slot with JSON.
+    assert_eq!(health(&server).status, 200);
+    let refused = server.get("/tools");
+    assert_eq!(refused.status, 503, "{}", refused.json);
+    assert_eq!(refused.json["error"]["code"], "BUSY");
+    assert_eq!(refused.json["success"], false);
     // The streams end, and the server answers again.
     drop(held);
-    server.wait_for("the streams to close", |s| health(s).status == 200);
+    server.wait_for("the streams to close", |s| s.get("/tools").status == 200);
 }
 
 /// Connections that never send a request make room at the cap as idle
