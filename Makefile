@@ -6,7 +6,7 @@
 #   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve test test-build plugins target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry bubblewrap toolchains ui-editor
+.PHONY: serve test test-build plugins runtimes target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry bubblewrap toolchains ui-editor
 
 # The pinned Python and JavaScript toolchains (see `toolchains` below).
 PY_TOOLCHAIN := target/toolchains/python
@@ -29,7 +29,7 @@ JS_RECIPE = $(subst componentize-qjs,$(COMPONENTIZE_QJS),$(subst {world},$(3),$(
 # Builds of published Python and JavaScript source are on (their pinned
 # toolchains come with `plugins`); add flags with SERVE_FLAGS, e.g.
 # make serve SERVE_FLAGS="--tokens tokens.toml --listen 0.0.0.0:8000".
-serve: plugins bubblewrap
+serve: plugins runtimes bubblewrap
 	cargo run --release -p toolhost -- serve --plugins plugins --builds python,js $(SERVE_FLAGS)
 
 # The harness's own test needs wrk: `make bench-check` runs it.
@@ -41,7 +41,7 @@ test: target lighttpd chromium prometheus haproxy docker-registry bubblewrap
 	node --test sdk/js/test.mjs plugins/textjs/test.mjs
 	cargo test --workspace --exclude toolhost-bench --no-fail-fast
 
-test-build:
+test-build: runtimes
 	cargo test --workspace --exclude toolhost-bench --no-run
 
 # The benchmark harness: prints one table, writes target/bench.json.
@@ -161,6 +161,23 @@ $(COMPONENTIZE_PY):
 
 $(COMPONENTIZE_QJS):
 	npm install --no-audit --no-fund --loglevel=error --prefix $(JS_TOOLCHAIN) componentize-qjs@0.4.5
+
+# The language runtimes: one component per language that runs a published
+# source file (host/src/runtime/languages.rs), built once with the pinned
+# toolchains and embedded in the binary (host/build.rs): CPython with the
+# helper library and the modules of sdk/python/runtime/modules.txt, and
+# QuickJS with the JavaScript helper.
+runtimes: target/runtimes/python.wasm target/runtimes/js.wasm
+
+target/runtimes/python.wasm: sdk/python/runtime/runtime.py sdk/python/runtime/modules.txt sdk/python/toolhost_plugin.py wit/plugin.wit | $(COMPONENTIZE_PY)
+	mkdir -p target/runtimes
+	$(COMPONENTIZE_PY) -d wit -w source-runtime componentize -p sdk/python/runtime -p sdk/python runtime -o $@.tmp
+	mv $@.tmp $@
+
+target/runtimes/js.wasm: sdk/js/runtime/runtime.js sdk/js/toolhost.js wit/plugin.wit | $(COMPONENTIZE_QJS)
+	mkdir -p target/runtimes
+	$(COMPONENTIZE_QJS) --sync --wit wit --world source-runtime --js sdk/js/runtime/runtime.js --module-root . -o $@.tmp
+	mv $@.tmp $@
 
 # The Python example: its app beside the helper library (sdk/python).
 plugins/textpy.wasm: plugins/textpy/app.py sdk/python/toolhost_plugin.py wit/plugin.wit $(RECIPES)/python | $(COMPONENTIZE_PY)

@@ -21,6 +21,8 @@
 //!     │         finish), the guard (Host/Origin, other sites, who is
 //!     │         asking: auth, oauth; what each holds of the connections
 //!     │         and streams: holds), responses
+//!  publishing/ one source published, whichever front asked: served by
+//!     │         its language's runtime, or built; loaded; recorded
 //!  builds/    published Python or JavaScript source into a component:
 //!     │         the recipes (`new` and `dev` run the same), what contains
 //!     │         a build (bubblewrap), a child process in a scratch folder
@@ -55,6 +57,7 @@ mod front;
 mod host;
 mod oci;
 mod ops;
+mod publishing;
 pub mod registry;
 pub mod runtime;
 pub mod server;

@@ -156,7 +156,7 @@ async function publishSource() {
   const language = LANGUAGES[current.language];
   current.building = id;
   clearMark();
-  say("", `Sending ${id} to be built…`);
+  say("", `Publishing ${id}…`);
   const started = performance.now();
   const { status, json } = await context.api("PUT", `/plugins/${id.split("/").map(encodeURIComponent).join("/")}`, text, language.mime);
   current.building = null;
@@ -171,7 +171,9 @@ async function publishSource() {
     });
     const notes = (build.notes || []).map((note) => el("p", { class: "note" }, note));
     $("write-result").replaceChildren(
-      el("p", { class: "ok" }, `Live in ${took} s (build ${(build.seconds || 0).toFixed(1)} s): ${json.id}`),
+      el("p", { class: "ok" }, build.servedBy === "build"
+        ? `Live in ${took} s (built in ${(build.seconds || 0).toFixed(1)} s): ${json.id}`
+        : `Live in ${took} s: ${json.id}`),
       el("p", { class: "tries" }, "Tools (press one to try it): ", ...(tries.length ? tries : ["(none)"])),
       ...notes);
     if (json.tools && json.tools.length) context.selectTool(json.tools[0]);

@@ -97,6 +97,18 @@ pub(crate) fn put_source(
     )
 }
 
+/// [`put_source`] asking for a build of its own (`?build=full`): what
+/// these tests test is the build tier.
+pub(crate) fn put_built(
+    server: &Server,
+    id: &str,
+    token: &str,
+    kind: &str,
+    source: &str,
+) -> (u16, Value) {
+    put_source(server, &format!("{id}?build=full"), token, kind, source)
+}
+
 pub(crate) fn call(server: &Server, tool: &str, arguments: Value) -> Value {
     send(
         server,
@@ -110,7 +122,7 @@ pub(crate) fn call(server: &Server, tool: &str, arguments: Value) -> Value {
 }
 
 /// `GET /plugins/{id}/source` with `token`: its status and text.
-fn source_of(server: &Server, id: &str, token: &str) -> (u16, String) {
+pub(crate) fn source_of(server: &Server, id: &str, token: &str) -> (u16, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -183,7 +195,7 @@ fn python_and_javascript_source_is_built_on_the_server_and_served() {
 
     // Python: built, live, called; the import made inside the function
     // works when the tool is called (and the answer says so).
-    let (status, report) = put_source(&server, "ada/wc", ADA, "text/x-python", PY_WORD_COUNT);
+    let (status, report) = put_built(&server, "ada/wc", ADA, "text/x-python", PY_WORD_COUNT);
     assert_eq!(status, 201, "{report}");
     assert_eq!(report["tools"], json!(["ada__word_count"]), "{report}");
     assert_eq!(report["build"]["language"], "python", "{report}");
@@ -206,7 +218,7 @@ fn python_and_javascript_source_is_built_on_the_server_and_served() {
     assert_eq!(counted["structuredContent"]["words"], 3, "{counted}");
 
     // JavaScript (text/javascript or application/javascript).
-    let (status, report) = put_source(
+    let (status, report) = put_built(
         &server,
         "ada/shout",
         ADA,
@@ -227,7 +239,7 @@ fn python_and_javascript_source_is_built_on_the_server_and_served() {
     assert_eq!(source_of(&server, "ada/wc", CAROL).0, 403);
     assert_eq!(source_of(&server, "ada/wc", DAVE).0, 403);
     // A top-level plugin's source, at /plugins/{name}/source: the admin's.
-    let (status, report) = put_source(&server, "loud", ADMIN, "text/javascript", JS_SHOUT);
+    let (status, report) = put_built(&server, "loud", ADMIN, "text/javascript", JS_SHOUT);
     assert_eq!(status, 201, "{report}");
     assert_eq!(
         source_of(&server, "loud", ADMIN),
@@ -237,7 +249,7 @@ fn python_and_javascript_source_is_built_on_the_server_and_served() {
 
     // A syntax error: 422 with the author's line first; what served serves on.
     let before = contents(dir.path());
-    let (status, refused) = put_source(&server, "ada/wc", ADA, "text/x-python", PY_SYNTAX);
+    let (status, refused) = put_built(&server, "ada/wc", ADA, "text/x-python", PY_SYNTAX);
     assert_eq!(status, 422, "{refused}");
     assert_eq!(refused["error"]["code"], "BUILD_FAILED", "{refused}");
     let message = refused["error"]["message"].as_str().unwrap();
@@ -263,7 +275,7 @@ fn python_and_javascript_source_is_built_on_the_server_and_served() {
     assert_eq!(counted["structuredContent"]["words"], 2, "{counted}");
 
     // An exception at import: the line it was raised on.
-    let (status, refused) = put_source(&server, "ada/raises", ADA, "text/x-python", PY_RAISES);
+    let (status, refused) = put_built(&server, "ada/raises", ADA, "text/x-python", PY_RAISES);
     assert_eq!(status, 422, "{refused}");
     assert_eq!(refused["error"]["details"]["line"], 5, "{refused}");
     assert!(
@@ -274,7 +286,7 @@ fn python_and_javascript_source_is_built_on_the_server_and_served() {
         "{refused}"
     );
     // A JavaScript parse error: its line.
-    let (status, refused) = put_source(&server, "ada/parse", ADA, "text/javascript", JS_PARSE);
+    let (status, refused) = put_built(&server, "ada/parse", ADA, "text/javascript", JS_PARSE);
     assert_eq!(status, 422, "{refused}");
     assert_eq!(refused["error"]["details"]["line"], 3, "{refused}");
 
@@ -294,23 +306,23 @@ fn python_and_javascript_source_is_built_on_the_server_and_served() {
     }
     let builds_before = events.lock().unwrap().len();
     let before = contents(dir.path());
-    let (status, refused) = put_source(&server, "dave/x", DAVE, "text/x-python", PY_WORD_COUNT);
+    let (status, refused) = put_built(&server, "dave/x", DAVE, "text/x-python", PY_WORD_COUNT);
     assert_eq!(
         (status, refused["error"]["code"].as_str()),
         (403, Some("FORBIDDEN")),
         "{refused}"
     );
-    let (status, refused) = put_source(&server, "ada/r", ADA, "text/x-rust", "fn main() {}");
+    let (status, refused) = put_built(&server, "ada/r", ADA, "text/x-rust", "fn main() {}");
     assert_eq!(status, 415, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(
         message.contains("text/x-python") && message.contains("Rust is never built"),
         "{refused}"
     );
-    let (status, _) = put_source(&server, "ada/t", ADA, "text/html", "<p>x</p>");
+    let (status, _) = put_built(&server, "ada/t", ADA, "text/html", "<p>x</p>");
     assert_eq!(status, 415);
     let large = format!("{PY_WORD_COUNT}\n# {}\n", "x".repeat(20 << 10));
-    let (status, refused) = put_source(&server, "ada/large", ADA, "text/x-python", &large);
+    let (status, refused) = put_built(&server, "ada/large", ADA, "text/x-python", &large);
     assert_eq!(status, 413, "{refused}");
     assert!(
         refused["error"]["message"]
@@ -389,7 +401,7 @@ fn a_build_past_its_limits_is_stopped_while_the_server_answers() {
     let events = build_events(&server);
     // While an endless loop at import builds, everyone else is served.
     let (status, refused) = std::thread::scope(|s| {
-        let looping = s.spawn(|| put_source(&server, "ada/loop", ADA, "text/x-python", PY_LOOP));
+        let looping = s.spawn(|| put_built(&server, "ada/loop", ADA, "text/x-python", PY_LOOP));
         let started = Instant::now();
         while !looping.is_finished() && started.elapsed() < Duration::from_secs(120) {
             assert_eq!(server.get("/health").status, 200);
@@ -416,7 +428,7 @@ fn a_build_past_its_limits_is_stopped_while_the_server_answers() {
         config.path(),
         &["--build-timeout-secs", "500", "--build-memory-mib", "1024"],
     );
-    let (status, refused) = put_source(&server_2, "ada/hoard", ADA, "text/x-python", PY_HOARD);
+    let (status, refused) = put_built(&server_2, "ada/hoard", ADA, "text/x-python", PY_HOARD);
     assert_eq!(status, 422, "{refused}");
     assert!(
         refused["error"]["message"]
@@ -429,9 +441,9 @@ fn a_build_past_its_limits_is_stopped_while_the_server_answers() {
     drop(server_2);
 
     // A namespace at its share (one plugin here) builds nothing more.
-    let (status, report) = put_source(&server, "ada/first", ADA, "text/javascript", JS_SHOUT);
+    let (status, report) = put_built(&server, "ada/first", ADA, "text/javascript", JS_SHOUT);
     assert_eq!(status, 201, "{report}");
-    let (status, refused) = put_source(&server, "ada/second", ADA, "text/javascript", JS_SHOUT);
+    let (status, refused) = put_built(&server, "ada/second", ADA, "text/javascript", JS_SHOUT);
     assert_eq!(status, 409, "{refused}");
     assert!(
         !events
@@ -475,7 +487,7 @@ fn builds_queue_one_per_person_in_the_order_they_came() {
             |person: &(String, String), name: &str, kind: &'static str, source: String| {
                 let (id, secret, server) =
                     (format!("{}/{name}", person.0), person.1.clone(), &server);
-                s.spawn(move || put_source(server, &id, &secret, kind, &source))
+                s.spawn(move || put_built(server, &id, &secret, kind, &source))
             };
 
         // Ten people publish Python at once (a little apart, so that their

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::builds::{JS_SHOUT, PY_LOOP, PY_WORD_COUNT, build_events, call, put_source};
+use crate::builds::{JS_SHOUT, PY_LOOP, PY_WORD_COUNT, build_events, call, put_built};
 use crate::publish::{ADA, ADMIN, CAROL, tokens_file};
 use crate::support::{Server, plugin_dir, repo_root};
 
@@ -107,7 +107,7 @@ fn a_build_changes_nothing_outside_its_scratch_folder_and_a_planted_pth_never_ru
         &["--tokens", tokens.to_str().unwrap(), "--builds", "python"],
     );
     let marker = config.path().join("PLANTED-CODE-RAN");
-    let (status, report) = put_source(
+    let (status, report) = put_built(
         &server,
         "ada/plant",
         ADA,
@@ -116,7 +116,7 @@ fn a_build_changes_nothing_outside_its_scratch_folder_and_a_planted_pth_never_ru
     );
     assert_eq!(status, 201, "{report}");
     // The next build, anyone's, starts the toolchain's Python again.
-    let (status, report) = put_source(&server, "carol/wc", CAROL, "text/x-python", PY_WORD_COUNT);
+    let (status, report) = put_built(&server, "carol/wc", CAROL, "text/x-python", PY_WORD_COUNT);
     assert_eq!(status, 201, "{report}");
 
     let told = call(&server, "ada__what_the_build_saw", json!({}));
@@ -198,7 +198,7 @@ fn a_build_that_writes_without_end_is_stopped_at_its_disk_limit() {
             "96",
         ],
     );
-    let (status, refused) = put_source(&server, "ada/fill", ADA, "text/x-python", PY_FILL);
+    let (status, refused) = put_built(&server, "ada/fill", ADA, "text/x-python", PY_FILL);
     assert_eq!(status, 422, "{refused}");
     assert_eq!(refused["error"]["code"], "BUILD_FAILED", "{refused}");
     assert_eq!(
@@ -207,7 +207,7 @@ fn a_build_that_writes_without_end_is_stopped_at_its_disk_limit() {
     );
     assert!(!dir.path().join("ada/fill.wasm").exists());
     // A build that stays within it goes live.
-    let (status, report) = put_source(&server, "ada/wc", ADA, "text/x-python", PY_WORD_COUNT);
+    let (status, report) = put_built(&server, "ada/wc", ADA, "text/x-python", PY_WORD_COUNT);
     assert_eq!(status, 201, "{report}");
     assert!(
         report["build"]["peakDiskMib"].as_u64().unwrap() <= 96,
@@ -238,9 +238,8 @@ fn builds_looping_at_import_give_their_slots_to_the_next() {
     let events = build_events(&server);
     std::thread::scope(|s| {
         // Two people's imports loop for ever: both slots are theirs...
-        let loops = [("ada/spin", ADA), ("carol/spin", CAROL)].map(|(id, token)| {
-            s.spawn(|| put_source(&server, id, token, "text/x-python", PY_LOOP))
-        });
+        let loops = [("ada/spin", ADA), ("carol/spin", CAROL)]
+            .map(|(id, token)| s.spawn(|| put_built(&server, id, token, "text/x-python", PY_LOOP)));
         server.wait_for_within("both loops to build", Duration::from_secs(60), |_| {
             events
                 .lock()
@@ -252,7 +251,7 @@ fn builds_looping_at_import_give_their_slots_to_the_next() {
         });
         // ...until their first slice ends: a third person's build goes
         // live while both still loop.
-        let (status, report) = put_source(&server, "bob/shout", ADMIN, "text/javascript", JS_SHOUT);
+        let (status, report) = put_built(&server, "bob/shout", ADMIN, "text/javascript", JS_SHOUT);
         assert_eq!(status, 201, "{report}");
         assert!(
             loops.iter().all(|looping| !looping.is_finished()),

@@ -31,6 +31,7 @@ mod rest;
 mod sandbox;
 mod sets;
 mod shares;
+mod sources;
 mod support;
 mod traces;
 mod workshop;

@@ -274,11 +274,6 @@ impl Builds {
         }))
     }
 
-    /// The languages built here.
-    pub(crate) fn languages(&self) -> &[Language] {
-        &self.languages
-    }
-
     pub(crate) fn settings(&self) -> &BuildSettings {
         &self.settings
     }
@@ -320,6 +315,22 @@ impl Builds {
             )),
             _ => Some(here),
         }
+    }
+
+    /// Whether a source of `language` can be built here: the language is
+    /// built (`--builds`), builds can be contained, and its toolchain is
+    /// installed. Else why not, in a sentence.
+    pub(crate) fn builds(&self, language: Language) -> Result<(), String> {
+        if let Some(reason) = self.refuse(Some(language)) {
+            return Err(reason);
+        }
+        if let Some(why) = self.containment.refusal() {
+            return Err(why.to_string());
+        }
+        let toolchain = language
+            .toolchain()
+            .ok_or_else(|| "no toolchain builds it".to_string())?;
+        toolchain.find().map(|_| ())
     }
 
     /// Builds `source` as plugin `plugin` for `person`: waits its turn,

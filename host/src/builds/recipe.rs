@@ -263,7 +263,17 @@ impl Toolchain {
     /// The file that runs this toolchain here.
     pub(crate) fn find(&self) -> Result<PathBuf, String> {
         if let Some(path) = std::env::var_os(self.env) {
-            return Ok(PathBuf::from(path));
+            let path = PathBuf::from(path);
+            return if path.is_file() {
+                Ok(path)
+            } else {
+                Err(format!(
+                    "{} names {}, which is not there: {}",
+                    self.env,
+                    path.display(),
+                    self.install
+                ))
+            };
         }
         let pinned = Path::new(self.pinned);
         if pinned.is_file() {

@@ -72,7 +72,7 @@ async fn decide_in(
 }
 
 /// The value of `key` in a query string (`a=1&hash=…`), if present.
-fn query_value<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
+pub(crate) fn query_value<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
     query?
         .split('&')
         .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))

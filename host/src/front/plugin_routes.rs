@@ -34,12 +34,15 @@ use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
+use crate::front::approval_routes::query_value;
 use crate::front::source_routes;
 use crate::front::uploads::{Uploads, loaded_status, publish_failure, receive, refuse};
+use crate::publishing::source::{SourceFlow, Tier};
 use crate::registry::Registry;
 use crate::registry::layout::is_valid_namespace;
 use crate::registry::publish::{Noted, Published, Publishing};
 use crate::registry::report::PluginReport;
+use crate::runtime::languages::SourceLanguage;
 
 /// What publishing needs.
 #[derive(Clone)]
@@ -252,45 +255,67 @@ async fn publish(
             .headers
             .get(header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok());
-        let language = kind.and_then(Language::of_media_type);
-        if let Some(reason) = state.builds.refuse(language) {
-            let kind = kind.map_or("no Content-Type".to_string(), |kind| format!("{kind:?}"));
-            return refuse(
-                ErrorCode::UnsupportedMediaType,
-                &format!(
-                    "a plugin is published as its component (Content-Type: application/wasm), \
-                     not {kind}: {reason}"
-                ),
-            );
-        }
-        let publish = source_routes::SourcePublish {
-            builds: state.builds.clone(),
-            publishing: state.publishing.clone(),
-            uploads: state.uploads.clone(),
-            max_plugin_bytes: state.max_plugin_bytes,
+        let language = match kind.and_then(Language::of_media_type) {
+            Some(Language::Python) => SourceLanguage::Python,
+            Some(Language::JavaScript) => SourceLanguage::JavaScript,
+            language => {
+                let kind = kind.map_or("no Content-Type".to_string(), |kind| format!("{kind:?}"));
+                let rust = if language == Some(Language::Rust) {
+                    ": Rust is never built on a server (its build scripts and macros run \
+                     natively): build it where you write it (cargo build --release --target \
+                     wasm32-wasip2) and publish the component (toolhost push \
+                     target/wasm32-wasip2/release/NAME.wasm)"
+                } else {
+                    ""
+                };
+                return refuse(
+                    ErrorCode::UnsupportedMediaType,
+                    &format!(
+                        "a plugin is published as its component (Content-Type: \
+                         application/wasm), or as one Python (text/x-python) or JavaScript \
+                         (text/javascript) source file, not {kind}{rust}"
+                    ),
+                );
+            }
         };
-        let language = language.expect("refuse() lets only a language built here through");
+        let tier = match query_value(parts.uri.query(), "build") {
+            None | Some("auto") => Tier::Auto,
+            Some("full") => Tier::Build,
+            Some(other) => {
+                return refuse(
+                    ErrorCode::InvalidRequest,
+                    &format!("build={other:?} is neither auto nor full"),
+                );
+            }
+        };
+        let publish = source_routes::SourcePublish {
+            flow: SourceFlow {
+                builds: state.builds.clone(),
+                publishing: state.publishing.clone(),
+                max_plugin_bytes: state.max_plugin_bytes as u64,
+            },
+            uploads: state.uploads.clone(),
+            max_source_bytes: state.builds.settings().max_source_bytes,
+        };
         // A task of its own: a client that hangs up while its source builds
         // or waits does not cancel the build half-way (its child, scratch
         // folder, queue place and the room's record are all settled by the
         // task, as a `.wasm` publish is).
         let headers = parts.headers;
         let task = tokio::spawn(async move {
-            publish
-                .publish(
-                    &id,
-                    &by,
-                    requester.as_ref(),
-                    language,
-                    &headers,
-                    Body::new(body),
-                )
-                .await
+            let asked = source_routes::Asked {
+                id: &id,
+                by: &by,
+                requester: requester.as_ref(),
+                language,
+                tier,
+            };
+            publish.publish(asked, &headers, Body::new(body)).await
         });
         return task.await.unwrap_or_else(|_| {
             Envelope::host_error(
                 ErrorCode::HostError,
-                "the build of this source ended unexpectedly; nothing was published".to_string(),
+                "the publish of this source ended unexpectedly; nothing was published".to_string(),
                 None,
             )
             .into_response()
@@ -323,7 +348,7 @@ async fn publish(
             state.publishing.note(Noted::now(&id, &by, outcome));
             json_response(status, &shown(report))
         }
-        Ok(Published::Refused { report }) => {
+        Ok(Published::Refused { report, .. }) => {
             let report = shown(report);
             let reason = report.reason.clone().unwrap_or_default();
             state.publishing.note(Noted {
@@ -355,23 +380,33 @@ fn is_wasm(headers: &HeaderMap) -> bool {
         })
 }
 
-/// `GET /me`: who the token is (`name`, `role`, `namespace`), and the
-/// source languages this server builds for them (`builds`: what they may
-/// publish as source; none for a caller, and none where builds cannot be
-/// contained), with how builds are contained (`buildContainment`:
-/// `bubblewrap`, `uncontained`, `off`).
+/// `GET /me`: who the token is (`name`, `role`, `namespace`), the source
+/// languages they may publish (`builds`: each one whose runtime this server
+/// has, or that it builds; none for a caller), which of them this server
+/// also builds into components of their own (`fullBuilds`), and how those
+/// builds are contained (`buildContainment`: `bubblewrap`, `uncontained`,
+/// `off`).
 async fn me(
     State(state): State<PublishState>,
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
     let requester = requester.map_or(Requester(None), |r| r.0);
     let contained = state.builds.containment();
-    let builds: Vec<&str> = state
-        .builds
-        .languages()
-        .iter()
-        .filter(|_| contained != "off")
-        .map(|language| language.as_str())
+    let full: Vec<&str> = [SourceLanguage::Python, SourceLanguage::JavaScript]
+        .into_iter()
+        .filter(|language| {
+            let built = match language {
+                SourceLanguage::Python => Language::Python,
+                SourceLanguage::JavaScript => Language::JavaScript,
+            };
+            state.builds.builds(built).is_ok()
+        })
+        .map(SourceLanguage::as_str)
+        .collect();
+    let builds: Vec<&str> = [SourceLanguage::Python, SourceLanguage::JavaScript]
+        .into_iter()
+        .filter(|language| language.component().is_ok() || full.contains(&language.as_str()))
+        .map(SourceLanguage::as_str)
         .collect();
     match &requester.0 {
         Some(identity) => {
@@ -387,6 +422,7 @@ async fn me(
                     "role": identity.role.as_str(),
                     "namespace": identity.namespace,
                     "builds": builds,
+                    "fullBuilds": full,
                     "buildContainment": contained,
                 }),
             )
@@ -394,7 +430,7 @@ async fn me(
         None => json_response(
             200,
             &json!({ "name": null, "role": "admin", "namespace": null, "builds": builds,
-                     "buildContainment": contained }),
+                     "fullBuilds": full, "buildContainment": contained }),
         ),
     }
 }

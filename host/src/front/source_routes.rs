@@ -1,14 +1,17 @@
-//! Publishing source over HTTP, where the server builds it (`--builds`):
+//! Publishing source over HTTP (the workflow itself is
+//! `publishing/source.rs`'s; this is its HTTP):
 //!
 //! - `PUT /plugins/{namespace}/{name}` with `Content-Type: text/x-python`
 //!   (one `app.py`) or `text/javascript` (one `app.js`), at most
-//!   `--max-source-kib`: the source is built (`builds/`), and the component
-//!   goes through the one loader as a `.wasm` publish does. 201/200 with
-//!   the report and `build` (language, seconds, notes); 422 `BUILD_FAILED`
-//!   with the author's line first in the message, `details.line` and the
-//!   end of the build's log in `details.log`, while the version that
-//!   served serves on; 409 `BUILD_REPLACED` for a build a newer source of
-//!   the same person replaced while it waited.
+//!   `--max-source-kib`: served by its language's runtime in a moment, or
+//!   built into a component (an import the runtime does not carry, or
+//!   `?build=full`, where `--builds` builds the language). 201/200 with the
+//!   report and `build` (language, `servedBy`: `runtime` or `build`,
+//!   seconds); 422 `BUILD_FAILED` with the author's line first in the
+//!   message, `details.line` and the end of the log in `details.log`,
+//!   while the version that served serves on (an import outside the
+//!   runtime: `details.imports`); 409 `BUILD_REPLACED` for a build a newer
+//!   source of the same person replaced while it waited.
 //! - `GET /plugins/{namespace}/{name}/source`: the source it serves from,
 //!   to its publisher and admins only.
 //!
@@ -23,41 +26,56 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
 use serde_json::json;
 
-use crate::builds::recipe::Language;
-use crate::builds::{BuildError, Builds, Source};
+use crate::builds::BuildError;
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::edge::body;
 use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
 use crate::front::uploads::{Uploads, loaded_status, publish_failure, refuse};
-use crate::registry::publish::{KeptSource, Noted, PublishError, Published, Publishing};
+use crate::publishing::source::{SourceError, SourceFlow, SourcePublished, Tier};
+use crate::registry::publish::{Published, Publishing};
+use crate::runtime::languages::SourceLanguage;
+
+/// One source asked for: which plugin, by whom, in which language and
+/// tier.
+pub(crate) struct Asked<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) by: &'a str,
+    pub(crate) requester: Option<&'a Requester>,
+    pub(crate) language: SourceLanguage,
+    pub(crate) tier: Tier,
+}
 
 /// What a source publish needs.
 pub(crate) struct SourcePublish {
-    pub(crate) builds: Arc<Builds>,
-    pub(crate) publishing: Arc<Publishing>,
+    pub(crate) flow: SourceFlow,
     pub(crate) uploads: Arc<Uploads>,
-    pub(crate) max_plugin_bytes: usize,
+    /// `--max-source-kib`.
+    pub(crate) max_source_bytes: usize,
 }
 
 impl SourcePublish {
-    /// Reads the source, builds it, and publishes what it built.
+    /// Reads the source and publishes it.
     pub(crate) async fn publish(
         &self,
-        id: &str,
-        by: &str,
-        requester: Option<&Requester>,
-        language: Language,
+        asked: Asked<'_>,
         headers: &HeaderMap,
         body: Body,
     ) -> Response {
-        let limit = self.builds.settings().max_source_bytes;
+        let Asked {
+            id,
+            by,
+            requester,
+            language,
+            tier,
+        } = asked;
+        let limit = self.max_source_bytes;
         let too_large = || {
             Envelope::host_error(
                 ErrorCode::PayloadTooLarge,
                 format!(
-                    "the source is over the {} KiB this server builds (--max-source-kib)",
+                    "the source is over the {} KiB this server takes (--max-source-kib)",
                     limit >> 10
                 ),
                 Some(json!({ "limit": limit })),
@@ -71,8 +89,8 @@ impl SourcePublish {
         if declared.is_some_and(|length| length > limit as u64) {
             return too_large();
         }
-        // A namespace already at its share builds nothing.
-        if let Err(error) = self.publishing.has_room(id) {
+        // A namespace already at its share reads nothing more.
+        if let Err(error) = self.flow.publishing.has_room(id) {
             return publish_failure(id, error);
         }
         // The turn bounds the bodies one person sends at once: it ends
@@ -87,167 +105,106 @@ impl SourcePublish {
             Err(refusal) => return refusal,
         };
         drop(turn);
-        let Ok(text) = String::from_utf8(text) else {
-            return refuse(
-                ErrorCode::InvalidRequest,
-                &format!(
-                    "the source is not UTF-8 text: send {} as it is saved",
-                    language.source_file()
-                ),
-            );
-        };
-        let source = Source { language, text };
-        let built = match self
-            .builds
-            .build(by, id, &source, self.max_plugin_bytes as u64)
-            .await
-        {
-            Ok(built) => built,
-            Err(error) => return self.build_failed(id, by, language, error),
-        };
-        let build = json!({
-            "language": language.as_str(),
-            "seconds": round(built.took.as_secs_f64()),
-            "waitedSeconds": round(built.waited.as_secs_f64()),
-            "peakMemoryMib": built.peak_memory_bytes >> 20,
-            "peakDiskMib": built.peak_disk_bytes >> 20,
-            "notes": built.notes,
-        });
-        let mut upload = match self
-            .publishing
-            .upload(id, self.max_plugin_bytes as u64)
-            .await
-        {
-            Ok(upload) => upload,
-            Err(error) => return publish_failure(id, error),
-        };
-        if let Err(error) = upload.write(&built.wasm).await {
-            return match error {
-                PublishError::TooLarge { .. } => Envelope::host_error(
-                    ErrorCode::PayloadTooLarge,
-                    format!(
-                        "the component built from this source is over the {} MiB a plugin may be \
-                         (--max-plugin-mib)",
-                        self.max_plugin_bytes >> 20
-                    ),
-                    None,
-                )
-                .into_response(),
-                other => publish_failure(id, other),
-            };
-        }
-        let kept = KeptSource {
-            language: language.as_str(),
-            text: source.text,
-            seconds: built.took.as_secs_f64(),
-        };
-        let shown = |report| match requester {
-            Some(requester) => requester.sees_plugin(report),
-            None => report,
-        };
-        let noted = |outcome, reason| Noted {
-            language: Some(language.as_str()),
-            build_seconds: Some(round(built.took.as_secs_f64())),
-            reason,
-            ..Noted::now(id, by, outcome)
-        };
-        match self.publishing.publish(upload, by, Some(kept)).await {
-            Ok(Published::Live { report, created }) => {
-                let (status, outcome) = loaded_status(&report, created);
-                self.publishing.note(noted(outcome, None));
-                let mut answer = serde_json::to_value(shown(report)).unwrap_or_default();
-                answer["build"] = build;
-                json_response(status, &answer)
-            }
-            Ok(Published::Refused { report }) => {
-                let report = shown(report);
-                let reason = report.reason.clone().unwrap_or_default();
-                self.publishing.note(noted("refused", Some(reason.clone())));
-                Envelope::host_error(
-                    ErrorCode::PluginRejected,
-                    format!("plugin {id:?} built, and was refused: {reason}"),
-                    Some(
-                        json!({ "plugin": id, "reason": reason, "report": report, "build": build }),
-                    ),
-                )
-                .into_response()
-            }
-            Err(error) => publish_failure(id, error),
+        match self.flow.publish(id, by, language, text, tier).await {
+            Ok(published) => answer(id, language, requester, published),
+            Err(error) => failed(id, language, error),
         }
     }
+}
 
-    /// The answer for a source that made no component; noted for the
-    /// room's view.
-    fn build_failed(&self, id: &str, by: &str, language: Language, error: BuildError) -> Response {
-        let message = error.to_string();
-        let (code, details, line, outcome) = match &error {
+/// The answer for a source that went live (or loaded and was refused).
+fn answer(
+    id: &str,
+    language: SourceLanguage,
+    requester: Option<&Requester>,
+    done: SourcePublished,
+) -> Response {
+    let mut build = json!({
+        "language": language.as_str(),
+        "servedBy": done.served.as_str(),
+        "seconds": round(done.took.as_secs_f64()),
+    });
+    if let Some(facts) = &done.build {
+        build["seconds"] = round(facts.seconds).into();
+        build["waitedSeconds"] = round(facts.waited_seconds).into();
+        build["peakMemoryMib"] = (facts.peak_memory_bytes >> 20).into();
+        build["peakDiskMib"] = (facts.peak_disk_bytes >> 20).into();
+        build["notes"] = json!(facts.notes);
+    }
+    let shown = |report| match requester {
+        Some(requester) => requester.sees_plugin(report),
+        None => report,
+    };
+    match done.published {
+        Published::Live { report, created } => {
+            let (status, _) = loaded_status(&report, created);
+            let mut answer = serde_json::to_value(shown(report)).unwrap_or_default();
+            answer["build"] = build;
+            json_response(status, &answer)
+        }
+        Published::Refused { report, .. } => {
+            let report = shown(report);
+            let reason = report.reason.clone().unwrap_or_default();
+            Envelope::host_error(
+                ErrorCode::PluginRejected,
+                format!("plugin {id:?} was refused: {reason}"),
+                Some(json!({ "plugin": id, "reason": reason, "report": report, "build": build })),
+            )
+            .into_response()
+        }
+    }
+}
+
+/// The answer for a source that did not go live.
+fn failed(id: &str, language: SourceLanguage, error: SourceError) -> Response {
+    let message = error.to_string();
+    let (code, mut details) = match error {
+        SourceError::Publish(error) => return publish_failure(id, error),
+        SourceError::NotText(_) => return refuse(ErrorCode::InvalidRequest, &message),
+        SourceError::NoBuilds(_) => (ErrorCode::UnsupportedMediaType, json!({})),
+        SourceError::Outside { line, modules, .. } => (
+            ErrorCode::BuildFailed,
+            json!({ "line": line, "imports": modules, "carried": language.modules() }),
+        ),
+        SourceError::Raised { line, log, .. } => {
+            (ErrorCode::BuildFailed, json!({ "line": line, "log": log }))
+        }
+        SourceError::Build(error) => match error {
             BuildError::Failed {
                 line, log, took, ..
             } => (
                 ErrorCode::BuildFailed,
                 json!({ "line": line, "log": log, "seconds": round(took.as_secs_f64()) }),
-                *line,
-                "build_failed",
             ),
             BuildError::TimedOut { limit, log } => (
                 ErrorCode::BuildFailed,
                 json!({ "limit": "--build-timeout-secs", "seconds": limit.as_secs(), "log": log }),
-                None,
-                "build_failed",
             ),
             BuildError::OutOfMemory { limit, log } => (
                 ErrorCode::BuildFailed,
                 json!({ "limit": "--build-memory-mib", "mib": limit >> 20, "log": log }),
-                None,
-                "build_failed",
             ),
             BuildError::OutOfDisk { limit, log } => (
                 ErrorCode::BuildFailed,
                 json!({ "limit": "--build-disk-mib", "mib": limit >> 20, "log": log }),
-                None,
-                "build_failed",
             ),
             BuildError::TooLarge { size, limit } => (
                 ErrorCode::PayloadTooLarge,
                 json!({ "limit": "--max-plugin-mib", "size": size, "bytes": limit }),
-                None,
-                "build_failed",
             ),
-            BuildError::Unavailable(_) => (
-                ErrorCode::BuildsUnavailable,
-                json!({}),
-                None,
-                "build_failed",
-            ),
-            BuildError::Replaced => (ErrorCode::BuildReplaced, json!({}), None, "replaced"),
-            BuildError::NotBuiltHere(_) => (
-                ErrorCode::UnsupportedMediaType,
-                json!({}),
-                None,
-                "build_failed",
-            ),
-            BuildError::Toolchain { .. } | BuildError::Io(_) => {
-                (ErrorCode::HostError, json!({}), None, "build_failed")
-            }
-        };
-        let mut details = details;
-        details["plugin"] = id.into();
-        details["language"] = language.as_str().into();
-        if outcome != "replaced" {
-            tracing::info!(plugin = %id, person = %by, error = %message, "build failed");
-        }
-        self.publishing.note(Noted {
-            language: Some(language.as_str()),
-            reason: Some(message.clone()),
-            line,
-            ..Noted::now(id, by, outcome)
-        });
-        let message = match code {
-            ErrorCode::BuildFailed => format!("plugin {id:?} did not build: {message}"),
-            _ => message,
-        };
-        Envelope::host_error(code, message, Some(details)).into_response()
-    }
+            BuildError::Unavailable(_) => (ErrorCode::BuildsUnavailable, json!({})),
+            BuildError::Replaced => (ErrorCode::BuildReplaced, json!({})),
+            BuildError::NotBuiltHere(_) => (ErrorCode::UnsupportedMediaType, json!({})),
+            BuildError::Toolchain { .. } | BuildError::Io(_) => (ErrorCode::HostError, json!({})),
+        },
+    };
+    details["plugin"] = id.into();
+    details["language"] = language.as_str().into();
+    let message = match code {
+        ErrorCode::BuildFailed => format!("plugin {id:?} did not build: {message}"),
+        _ => message,
+    };
+    Envelope::host_error(code, message, Some(details)).into_response()
 }
 
 /// The body whole, if it is at most `limit` bytes (`None`: over it).
@@ -270,9 +227,10 @@ async fn read(mut body: Body, limit: usize) -> Result<Option<Vec<u8>>, Response>
 pub(crate) fn source(publishing: &Publishing, id: &str) -> Response {
     match publishing.source_of(id) {
         Some((language, text)) => {
-            let kind = Language::of_name(&language)
-                .unwrap_or(Language::JavaScript)
-                .media_type();
+            let kind = match language.as_str() {
+                "python" => "text/x-python; charset=utf-8",
+                _ => "text/javascript; charset=utf-8",
+            };
             (
                 [
                     (header::CONTENT_TYPE, kind),

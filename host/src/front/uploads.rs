@@ -74,7 +74,7 @@ pub(crate) async fn receive(
     limit: usize,
 ) -> Result<Upload, Response> {
     let mut upload = publishing
-        .upload(id, limit as u64)
+        .upload(id, "wasm", limit as u64)
         .await
         .map_err(|error| publish_failure(id, error))?;
     while let Some(frame) = body.frame().await {

@@ -55,10 +55,28 @@ impl Approvals {
         self.dir.join(format!("{id}.json"))
     }
 
-    /// Where the approved component of `id` is kept, if one is.
+    /// Where the approved component (or source file) of `id` is kept, if
+    /// one is.
     pub(crate) fn approved_copy(&self, id: &str) -> Option<PathBuf> {
-        let copy = self.dir.join(format!("{id}.wasm"));
-        copy.exists().then_some(copy)
+        crate::registry::layout::current_file(&self.copy_path(id, "wasm"))
+    }
+
+    /// Where the approved version of `id` is kept, as a file of
+    /// `extension` (its plugin file's: `wasm`, `py`, `js`).
+    fn copy_path(&self, id: &str, extension: &str) -> PathBuf {
+        self.dir.join(format!("{id}.{extension}"))
+    }
+
+    /// Keeps `bytes` as the approved copy of `id`, as a file like `file`
+    /// (its extension), and no other.
+    fn keep_copy(&self, id: &str, file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        let extension = file.extension().and_then(|e| e.to_str()).unwrap_or("wasm");
+        let copy = self.copy_path(id, extension);
+        write_by_rename(&copy, bytes)?;
+        for other in crate::registry::layout::siblings(&copy) {
+            let _ = std::fs::remove_file(other);
+        }
+        Ok(())
     }
 
     fn approved(&self, id: &str) -> Option<Value> {
@@ -129,7 +147,7 @@ impl Approvals {
         let folder = record_file.parent().unwrap_or(&self.dir).to_path_buf();
         std::fs::create_dir_all(&folder)?;
         if let Some(bytes) = bytes {
-            write_by_rename(&self.dir.join(format!("{id}.wasm")), bytes)?;
+            self.keep_copy(id, file, bytes)?;
         }
         for (beside, kept) in self.kept_beside(id, file) {
             match std::fs::read(&beside) {
@@ -201,7 +219,7 @@ impl Approvals {
                     // Replaced again since it loaded: the next load keeps it.
                     return Ok(());
                 }
-                write_by_rename(&copy, &bytes)?;
+                self.keep_copy(&plugin.id, &plugin.file, &bytes)?;
                 if let Some(mut record) = self.approved(&plugin.id) {
                     record["hash"] = plugin.version.content_hash.clone().into();
                     write_by_rename(&self.record_file(&plugin.id), record.to_string().as_bytes())?;
@@ -225,7 +243,7 @@ impl Approvals {
 
     /// Forgets `id`'s approval (it was removed: published again, it is new).
     pub(crate) fn forget(&self, id: &str) {
-        for extension in ["json", "wasm", "published", "source"] {
+        for extension in ["json", "wasm", "py", "js", "published", "source"] {
             let _ = std::fs::remove_file(self.dir.join(format!("{id}.{extension}")));
         }
     }

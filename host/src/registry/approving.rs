@@ -123,7 +123,14 @@ pub(crate) async fn decide(
                         };
                         restored.map_err(PublishError::Write)?;
                     }
-                    write_by_rename(&file, &approved).map_err(PublishError::Write)?;
+                    // As the file it was (a source, or a component).
+                    let restored = file.with_extension(
+                        copy.extension().and_then(|e| e.to_str()).unwrap_or("wasm"),
+                    );
+                    write_by_rename(&restored, &approved).map_err(PublishError::Write)?;
+                    if restored != file {
+                        remove_if_there(&file).await.map_err(PublishError::Write)?;
+                    }
                 }
                 None => {
                     for gone in [published_file(&file), source_file(&file), file.clone()] {

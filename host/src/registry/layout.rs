@@ -2,10 +2,20 @@
 //! level and one level of namespace folders; a namespace's name rules; the
 //! namespace policy's reserved name. The scan, the watcher and publishing
 //! all ask this one place.
+//!
+//! A plugin is a component (`x.wasm`) or a source file its language's
+//! runtime runs (`x.py`, `x.js`). One id is one plugin: where two of its
+//! files are there at once, the first of [`PLUGIN_EXTENSIONS`] is the
+//! plugin ([`Layout::plugin_file_for`]), and the others wait behind it
+//! (publishing takes them away).
 
 use std::path::{Path, PathBuf};
 
 use crate::registry::policy;
+
+/// A plugin file's extensions, the one that counts first when an id has
+/// two files.
+pub(crate) const PLUGIN_EXTENSIONS: [&str; 3] = ["wasm", "py", "js"];
 
 /// Where plugin files live: the folder's top level (plugins served under
 /// their own tool names) and one level of namespace folders below it
@@ -70,15 +80,19 @@ impl Layout {
             .collect()
     }
 
-    /// The plugin file a changed file belongs to: itself for `x.wasm`,
-    /// `x.wasm` for its policy `x.toml`; `None` for anything else.
+    /// The plugin file a changed file belongs to: the plugin's file now
+    /// (the first of `x.wasm`, `x.py`, `x.js` there is) for any of them or
+    /// its policy `x.toml`; when none is there, the changed file itself
+    /// (`x.wasm` for a policy); `None` for anything else.
     pub(crate) fn plugin_file_for(&self, path: &Path) -> Option<PathBuf> {
-        let candidate = match path.extension()?.to_str()? {
-            "wasm" => path.to_path_buf(),
+        let extension = path.extension()?.to_str()?;
+        let candidate = match extension {
             "toml" => path.with_extension("wasm"),
+            _ if PLUGIN_EXTENSIONS.contains(&extension) => path.to_path_buf(),
             _ => return None,
         };
-        self.plugin_id(&candidate).map(|_| candidate)
+        self.plugin_id(&candidate)?;
+        Some(current_file(&candidate).unwrap_or(candidate))
     }
 
     /// Whether `path` names a namespace folder (it need not exist).
@@ -127,6 +141,11 @@ impl Layout {
                 files.push(file);
             }
         }
+        // One file per plugin: the one that counts of each id's.
+        let mut files: Vec<PathBuf> = files
+            .into_iter()
+            .map(|file| current_file(&file).unwrap_or(file))
+            .collect();
         files.sort();
         files.dedup();
         Ok(files)
@@ -192,7 +211,7 @@ pub(crate) fn write_by_rename(file: &Path, bytes: &[u8]) -> std::io::Result<()> 
 
 /// left by a process that stopped midway, and is removed.
 pub(crate) fn is_publish_leftover(name: &str) -> bool {
-    name.starts_with('.') && (name.contains(".upload-") || name.contains(".wasm.previous-"))
+    name.starts_with('.') && (name.contains(".upload-") || name.contains(".previous-"))
 }
 
 /// Removes what a publish cut short by a stop left behind (an upload in
@@ -246,10 +265,30 @@ pub(crate) fn is_valid_namespace(name: &str) -> bool {
 /// person can publish into one.
 pub(crate) const DATA_FOLDER_SUFFIX: &str = "-data";
 
-/// The stem of a plugin file: `*.wasm` files that are not hidden (editors
-/// and copy tools park hidden temporary files beside the real one).
+/// The file plugin `file`'s id serves from now: the first of its
+/// `.wasm`, `.py` and `.js` files that is there, if one is.
+pub(crate) fn current_file(file: &Path) -> Option<PathBuf> {
+    PLUGIN_EXTENSIONS
+        .iter()
+        .map(|extension| file.with_extension(extension))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The other files of plugin `file`'s id (`x.py` and `x.js` beside
+/// `x.wasm`, say) that are there now.
+pub(crate) fn siblings(file: &Path) -> Vec<PathBuf> {
+    PLUGIN_EXTENSIONS
+        .iter()
+        .map(|extension| file.with_extension(extension))
+        .filter(|candidate| candidate != file && candidate.is_file())
+        .collect()
+}
+
+/// The stem of a plugin file: `*.wasm`, `*.py` and `*.js` files that are
+/// not hidden (editors and copy tools park hidden temporary files beside
+/// the real one).
 fn plugin_stem(path: &Path) -> Option<String> {
-    if path.extension()? != "wasm" {
+    if !PLUGIN_EXTENSIONS.contains(&path.extension()?.to_str()?) {
         return None;
     }
     let stem = path.file_stem()?.to_str()?;

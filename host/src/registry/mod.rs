@@ -162,9 +162,28 @@ impl Registry {
         &self.runtime
     }
 
-    /// Where plugin `id`'s file lives in the folder, once one is scanned.
+    /// Where plugin `id`'s file lives in the folder, once one is scanned:
+    /// the one it serves from now (`x.wasm`, `x.py`, `x.js`), else where a
+    /// component of it would be.
     pub(crate) fn plugin_file(&self, id: &str) -> Option<PathBuf> {
-        Some(self.layout.get()?.root().join(format!("{id}.wasm")))
+        let component = self.plugin_file_as(id, "wasm")?;
+        Some(layout::current_file(&component).unwrap_or(component))
+    }
+
+    /// Why plugin `id`'s newest version was refused, if it was.
+    pub(crate) fn rejection(&self, id: &str) -> Option<Arc<plugin::LoadError>> {
+        let snapshot = self.snapshot();
+        let (_, record) = snapshot.plugins().find(|(known, _)| *known == id)?;
+        record
+            .rejected
+            .as_ref()
+            .map(|rejected| rejected.reason.clone())
+    }
+
+    /// Where plugin `id`'s file with `extension` (`wasm`, `py`, `js`) is
+    /// in the folder, once one is scanned.
+    pub(crate) fn plugin_file_as(&self, id: &str, extension: &str) -> Option<PathBuf> {
+        Some(self.layout.get()?.root().join(format!("{id}.{extension}")))
     }
 
     /// The count of load outcomes, which metrics read.
@@ -420,7 +439,8 @@ impl Registry {
     /// event (a file replaced while a long scan compiled something else) is
     /// dropped, never applied over the newer version. A read that fails for
     /// a transient reason is tried again later, under a new generation.
-    pub(crate) async fn load(self: &Arc<Self>, mut paths: Vec<PathBuf>) {
+    pub(crate) async fn load(self: &Arc<Self>, paths: Vec<PathBuf>) {
+        let mut paths: Vec<PathBuf> = paths.into_iter().map(|path| self.current(path)).collect();
         paths.sort();
         paths.dedup();
         let jobs: Vec<(String, PathBuf, u64)> = paths
@@ -442,6 +462,7 @@ impl Registry {
     /// it; no deadline, no events to filter. The load runs in a task of its
     /// own, so a caller that stops waiting never cuts it short.
     pub(crate) async fn load_settled(self: &Arc<Self>, path: PathBuf) -> Option<PluginReport> {
+        let path = self.current(path);
         let id = self.plugin_id(&path)?;
         let (waiter, outcome) = tokio::sync::oneshot::channel();
         let generation = self.begin(&id, &path, vec![waiter]);
@@ -536,6 +557,17 @@ impl Registry {
         }
         for (id, waiters) in settled {
             jobs::answer(waiters, now.plugin_report(&id));
+        }
+    }
+
+    /// The file plugin `path`'s id serves from now (`x.wasm`, `x.py`,
+    /// `x.js`: the first there is), or `path` when none is there.
+    fn current(&self, path: PathBuf) -> PathBuf {
+        match self.layout.get() {
+            Some(layout) if layout.plugin_id(&path).is_some() => {
+                layout::current_file(&path).unwrap_or(path)
+            }
+            _ => path,
         }
     }
 

@@ -1,6 +1,9 @@
 //! Turns one plugin file into a [`LoadedPlugin`], or a [`LoadError`] saying
 //! why it is not one. Used by the registry (startup scan and hot reload) and by
-//! `toolhost check`, so both judge a file the same way.
+//! `toolhost check`, so both judge a file the same way. A component is
+//! compiled; a source file (`x.py`, `x.js`) is its language's runtime
+//! (compiled once, shared: `runtime/languages.rs`) with the file in its
+//! grants, after its imports are checked against what the runtime carries.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,11 +17,16 @@ use crate::registry::layout::namespace_of;
 use crate::registry::policy;
 use crate::registry::portability::{self, SchemaWarning};
 use crate::registry::tools::{self, Tool, ToolListError, ToolListLimits};
-use crate::runtime::{CallFailure, CompileError, CompiledPlugin, Grants, Runtime};
+use crate::runtime::languages::{self, SourceLanguage};
+use crate::runtime::{CallFailure, CompileError, CompiledPlugin, Grants, Runtime, SourceFile};
 
 /// Files larger than this are refused before they are read whole: a plugin
 /// folder is no place for a gigabyte of anything.
 pub(crate) const MAX_PLUGIN_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The largest source file served as a plugin (`--max-source-kib` bounds
+/// what is published; a file dropped in is bounded by this).
+pub(crate) const MAX_SOURCE_FILE_BYTES: usize = 1024 * 1024;
 
 /// Why a plugin file was not put in service. `Display` is the sentence
 /// `/plugins`, `toolhost list`, `toolhost check` and the MCP warning show.
@@ -70,6 +78,62 @@ pub enum LoadError {
     /// (`--require-approval`, see `approvals.rs`).
     #[error("awaiting an admin's approval: {}", .0.summary)]
     Pending(Box<Held>),
+    /// A source file that is no text, or too large.
+    #[error("{0}")]
+    BadSource(String),
+    /// A source file imports what its language's runtime does not carry.
+    #[error("{}", outside_message(*.language, .imports))]
+    OutsideRuntime {
+        language: SourceLanguage,
+        imports: Vec<languages::Import>,
+    },
+    /// Its language's runtime is not there (`runtime/languages.rs`).
+    #[error("{0}")]
+    NoRuntime(String),
+    /// A source file raised (or would not compile) as its runtime ran it:
+    /// the author's line first (`app.py:7: SyntaxError: ...`), then what
+    /// it printed.
+    #[error("{headline}")]
+    SourceRaised {
+        headline: String,
+        line: Option<u32>,
+        printed: String,
+    },
+}
+
+/// What to tell the author of a source whose `imports` its runtime does
+/// not carry: the modules, the set, and what to do.
+fn outside_message(language: SourceLanguage, imports: &[languages::Import]) -> String {
+    let named: Vec<String> = imports
+        .iter()
+        .map(|import| {
+            format!(
+                "{}:{}: `{}`",
+                language.file_name(),
+                import.line,
+                import.module
+            )
+        })
+        .collect();
+    match language {
+        SourceLanguage::Python => format!(
+            "{} imports what toolhost's Python runtime does not carry ({}); it carries the \
+             helper library and these standard-library modules: {}. Use one of those, or \
+             publish to a server that builds Python (--builds python) to get a component of \
+             your own",
+            language.file_name(),
+            named.join(", "),
+            language.modules()[1..].join(", ")
+        ),
+        SourceLanguage::JavaScript => format!(
+            "{} imports what toolhost's JavaScript runtime does not carry ({}); a source may \
+             import only the helper library (import {{ tool, exportPlugin }} from \
+             \"./toolhost.js\"): put what it needs in the file, or publish to a server that \
+             builds JavaScript (--builds js) to get a component of your own",
+            language.file_name(),
+            named.join(", ")
+        ),
+    }
 }
 
 /// For a listing that trapped: what the plugin printed last, on one line
@@ -178,7 +242,11 @@ pub(crate) struct Version {
 
 /// The bytes of a plugin file and of its policy file, if any.
 pub(crate) struct PluginSource {
-    pub(crate) wasm: Vec<u8>,
+    /// A component's bytes, or a source file's text.
+    pub(crate) bytes: Vec<u8>,
+    /// The language of a source file (`x.py`, `x.js`); `None` for a
+    /// component.
+    pub(crate) language: Option<SourceLanguage>,
     pub(crate) policy: Option<String>,
     /// Which file `policy` came from: the plugin's own, or its namespace's.
     pub(crate) policy_file: Option<PathBuf>,
@@ -194,14 +262,14 @@ pub(crate) struct PluginSource {
 /// plugin in a namespace folder (`namespaced`), the namespace's
 /// (`_namespace.toml` in that folder), or else none.
 pub(crate) async fn read_source(path: &Path, namespaced: bool) -> std::io::Result<PluginSource> {
-    let wasm = read_plugin_file(path).await?;
-    with_policy(wasm, path, namespaced).await
+    let bytes = read_plugin_file(path).await?;
+    with_policy(bytes, path, namespaced).await
 }
 
 /// A plugin's bytes (from its file, or from its OCI source) with its
 /// policy, read as [`read_source`] reads it.
 pub(crate) async fn with_policy(
-    wasm: Vec<u8>,
+    bytes: Vec<u8>,
     path: &Path,
     namespaced: bool,
 ) -> std::io::Result<PluginSource> {
@@ -232,10 +300,11 @@ pub(crate) async fn with_policy(
         published: published_by(path),
         since: first_published(path),
         version: Version {
-            content_hash: content_hash(&wasm),
+            content_hash: content_hash(&bytes),
             policy_hash: policy.as_deref().map(|text| content_hash(text.as_bytes())),
         },
-        wasm,
+        language: SourceLanguage::of_path(path),
+        bytes,
         policy,
     })
 }
@@ -352,23 +421,45 @@ pub(crate) async fn load(
             })?
         }
     };
+    let mut grants = grants;
+    // A source file: its language's runtime, with the file to run.
+    let (bytes, hash) = match source.language {
+        None => (Arc::new(source.bytes), source.version.content_hash.clone()),
+        Some(language) => {
+            let file = source_of(language, source.bytes)?;
+            grants.source = Some(Arc::new(file));
+            let component = language.component().map_err(LoadError::NoRuntime)?;
+            (Arc::new(component.wasm.clone()), component.hash.clone())
+        }
+    };
     let compiled = {
         let runtime = runtime.clone();
         let id = id.to_string();
-        let hash = source.version.content_hash.clone();
-        let wasm = source.wasm;
         tokio::task::spawn_blocking(move || {
             runtime
-                .compile(&id, &wasm, &hash)
+                .compile(&id, &bytes, &hash)
                 .map_err(LoadError::Compile)
         })
         .await
         .map_err(|e| LoadError::Compiler(format!("compilation did not finish: {e}")))??
     };
     let mut description = runtime
-        .describe(&compiled)
+        .describe(&compiled, grants.source.clone())
         .await
-        .map_err(LoadError::ListTools)?;
+        .map_err(|failure| match (source.language, failure) {
+            (Some(language), CallFailure::Trapped { reason, stderr }) => {
+                let (line, headline) = languages::authors_line(language, &stderr).unwrap_or((
+                    None,
+                    format!("{} did not run: {reason}", language.file_name()),
+                ));
+                LoadError::SourceRaised {
+                    headline,
+                    line,
+                    printed: languages::clean_log(language, &stderr),
+                }
+            }
+            (_, failure) => LoadError::ListTools(failure),
+        })?;
     let catalog = Catalog::build(&mut description, namespace_of(id), list_limits)?;
     let mut tools = tools::build_tools(std::mem::take(&mut description.tools), list_limits)?;
     tools::in_namespace(&mut tools, namespace_of(id))?;
@@ -395,6 +486,28 @@ pub(crate) async fn load(
         catalog,
         schema_warnings,
         _release: ReleaseOnDrop,
+    })
+}
+
+/// A source file's text, checked: UTF-8, within
+/// [`MAX_SOURCE_FILE_BYTES`], importing only what its runtime carries.
+fn source_of(language: SourceLanguage, bytes: Vec<u8>) -> Result<SourceFile, LoadError> {
+    if bytes.len() > MAX_SOURCE_FILE_BYTES {
+        return Err(LoadError::BadSource(format!(
+            "{} is {} bytes, over the {MAX_SOURCE_FILE_BYTES} a source file may be",
+            language.file_name(),
+            bytes.len()
+        )));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| LoadError::BadSource(format!("{} is not UTF-8 text", language.file_name())))?;
+    let imports = languages::outside(language, &text);
+    if !imports.is_empty() {
+        return Err(LoadError::OutsideRuntime { language, imports });
+    }
+    Ok(SourceFile {
+        name: language.file_name().to_string(),
+        text,
     })
 }
 

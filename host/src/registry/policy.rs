@@ -245,6 +245,7 @@ pub(crate) fn grants(text: &str, folder: &Path, defaults: Limits) -> Result<Gran
         fuel: limits.fuel,
         max_concurrent: limits.max_concurrent,
         reuse_instance: limits.reuse_instance,
+        source: None,
     })
 }
 

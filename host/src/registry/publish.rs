@@ -51,9 +51,12 @@ use crate::registry::shares::{OverShare, PersonShares, storage_in_use};
 pub(crate) enum Published {
     /// Serves now; `created` when the plugin did not exist before.
     Live { report: PluginReport, created: bool },
-    /// The loader refused it (`report.reason` says why); what served
-    /// before serves on.
-    Refused { report: PluginReport },
+    /// The loader refused it (`report.reason` says why, `why` as the
+    /// loader gave it); what served before serves on.
+    Refused {
+        report: PluginReport,
+        why: Option<Arc<crate::registry::plugin::LoadError>>,
+    },
 }
 
 /// Why a publish or removal could not be made.
@@ -236,10 +239,15 @@ impl Publishing {
         kept.iter().rev().cloned().collect()
     }
 
-    /// The source plugin `id` serves was built from, and its language, if
-    /// the server built it.
+    /// The source plugin `id` serves from, and its language: a source file
+    /// (`x.py`, `x.js`), or the source the server built it from.
     pub(crate) fn source_of(&self, id: &str) -> Option<(String, String)> {
         let file = self.file_of(id).ok()?;
+        // A source file is its own source.
+        if let Some(language) = crate::runtime::languages::SourceLanguage::of_path(&file) {
+            let text = std::fs::read_to_string(&file).ok()?;
+            return Some((language.as_str().to_string(), text));
+        }
         let record = crate::registry::plugin::published_by(&file)?;
         let text = std::fs::read_to_string(source_file(&file)).ok()?;
         Some((record.built_from?, text))
@@ -254,8 +262,6 @@ impl Publishing {
         locks.entry(key).or_default().clone()
     }
 
-    /// Starts receiving plugin `id` (`name` or `namespace/name`, already
-    /// validated) of at most `limit` bytes.
     /// Whether `id`'s namespace has room for it now, before anything is
     /// built for it (checked again when it is written).
     pub(crate) fn has_room(&self, id: &str) -> Result<(), PublishError> {
@@ -269,8 +275,19 @@ impl Publishing {
         Ok(())
     }
 
-    pub(crate) async fn upload(&self, id: &str, limit: u64) -> Result<Upload, PublishError> {
-        let file = self.file_of(id)?;
+    /// Starts receiving plugin `id` (`name` or `namespace/name`, already
+    /// validated) as its file with `extension` (`wasm`, or a source's `py`
+    /// or `js`), of at most `limit` bytes.
+    pub(crate) async fn upload(
+        &self,
+        id: &str,
+        extension: &str,
+        limit: u64,
+    ) -> Result<Upload, PublishError> {
+        let file = self
+            .registry
+            .plugin_file_as(id, extension)
+            .ok_or(PublishError::NoFolder)?;
         let folder = file.parent().ok_or(PublishError::NoFolder)?.to_path_buf();
         let name = file_name(&file);
         tokio::fs::create_dir_all(&folder)
@@ -339,15 +356,22 @@ impl Publishing {
         }
         let before = self.registry.plugins_report().plugin(&id).cloned();
         let record_file = published_file(&file);
+        // The plugin's other files (a source it served from, replaced by a
+        // component, or the other way round) go aside, so that this one is
+        // the plugin; they come back if it is refused.
+        let aside = move_siblings_aside(&file).map_err(PublishError::Write)?;
         let previous_record = std::fs::read(&record_file).ok();
         let kept = keep_aside(&file).map_err(PublishError::Write)?;
 
         // Who and when goes first, so the load that follows reads it; when
         // it was first published carries over from the version it replaces.
         let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-        let first = kept
-            .as_ref()
-            .and(previous_record.as_deref())
+        let replaced_record = match (&kept, &previous_record) {
+            (Some(_), Some(record)) => Some(record.clone()),
+            _ => aside.iter().find_map(|s| std::fs::read(&s.record).ok()),
+        };
+        let first = replaced_record
+            .as_deref()
             .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(bytes).ok())
             .and_then(|record| {
                 let first = record.get("first").or_else(|| record.get("at"))?;
@@ -373,6 +397,7 @@ impl Publishing {
             kept: kept.as_deref(),
             record_file: &record_file,
             record: previous_record.as_deref(),
+            aside: &aside,
         };
         if let Err(error) = placed.await {
             before_publish.put_back().await;
@@ -394,6 +419,9 @@ impl Publishing {
             Some(report) if report.state != PluginState::Rejected => {
                 if let Some(kept) = &kept {
                     let _ = tokio::fs::remove_file(kept).await;
+                }
+                for sibling in &aside {
+                    sibling.forget().await;
                 }
                 // The source it serves from, or none (a component).
                 let kept_source = source_file(&file);
@@ -430,7 +458,7 @@ impl Publishing {
                         .unwrap_or(report),
                     // No file before: a load in progress (the watcher
                     // hearing of a removal late) is not a version.
-                    created: kept.is_none(),
+                    created: kept.is_none() && aside.is_empty(),
                 })
             }
             outcome => {
@@ -439,10 +467,11 @@ impl Publishing {
                     .and_then(|report| report.reason.as_deref())
                     .unwrap_or("its file went away as it loaded");
                 tracing::warn!(plugin = %id, person = %by, %reason, "publish refused");
+                let why = self.registry.rejection(&id);
                 before_publish.put_back().await;
                 self.registry.load_settled(file.clone()).await;
                 match outcome {
-                    Some(report) => Ok(Published::Refused { report }),
+                    Some(report) => Ok(Published::Refused { report, why }),
                     None => Err(PublishError::Gone),
                 }
             }
@@ -477,6 +506,11 @@ impl Publishing {
             .map_err(PublishError::Write)?;
         let _ = tokio::fs::remove_file(published_file(&file)).await;
         let _ = tokio::fs::remove_file(source_file(&file)).await;
+        for sibling in layout::siblings(&file) {
+            let _ = tokio::fs::remove_file(published_file(&sibling)).await;
+            let _ = tokio::fs::remove_file(source_file(&sibling)).await;
+            let _ = tokio::fs::remove_file(sibling).await;
+        }
         if let Some(approvals) = self.registry.approvals() {
             approvals.forget(id);
         }
@@ -512,17 +546,85 @@ fn keep_aside(file: &Path) -> std::io::Result<Option<PathBuf>> {
 }
 
 /// What a plugin's file and its publish record were before a publish: the
-/// version kept aside (or none), and the record's bytes (or none).
+/// version kept aside (or none), the record's bytes (or none), and the
+/// plugin's other files moved aside.
 struct Previous<'a> {
     file: &'a Path,
     kept: Option<&'a Path>,
     record_file: &'a Path,
     record: Option<&'a [u8]>,
+    aside: &'a [Sibling],
+}
+
+/// One of a plugin's other files, moved aside under a hidden name for the
+/// time of a publish, with its publish record and kept source.
+struct Sibling {
+    file: PathBuf,
+    /// Where it, its record and its source are meanwhile.
+    moved: Vec<(PathBuf, PathBuf)>,
+    record: PathBuf,
+}
+
+/// Moves the files of `file`'s plugin other than `file` aside (renamed to
+/// hidden names, with their records and kept sources).
+fn move_siblings_aside(file: &Path) -> std::io::Result<Vec<Sibling>> {
+    let mut aside = Vec::new();
+    for sibling in layout::siblings(file) {
+        let mut moved = Vec::new();
+        for what in [
+            sibling.clone(),
+            published_file(&sibling),
+            source_file(&sibling),
+        ] {
+            if !what.exists() {
+                continue;
+            }
+            let hidden = what.with_file_name(format!(
+                ".{}.previous-{}-{}",
+                file_name(&what).trim_start_matches('.'),
+                std::process::id(),
+                layout::next_temp()
+            ));
+            std::fs::rename(&what, &hidden)?;
+            moved.push((what, hidden));
+        }
+        let record = moved
+            .iter()
+            .find(|(what, _)| *what == published_file(&sibling))
+            .map_or_else(|| published_file(&sibling), |(_, hidden)| hidden.clone());
+        aside.push(Sibling {
+            file: sibling,
+            moved,
+            record,
+        });
+    }
+    Ok(aside)
+}
+
+impl Sibling {
+    /// Renames it back.
+    async fn put_back(&self) {
+        for (what, hidden) in &self.moved {
+            if let Err(error) = tokio::fs::rename(hidden, what).await {
+                tracing::warn!(file = %self.file.display(), %error, "cannot put back a file of the plugin");
+            }
+        }
+    }
+
+    /// Removes it for good: the published version replaced it.
+    async fn forget(&self) {
+        for (_, hidden) in &self.moved {
+            let _ = tokio::fs::remove_file(hidden).await;
+        }
+    }
 }
 
 impl Previous<'_> {
     /// Puts them back.
     async fn put_back(&self) {
+        for sibling in self.aside {
+            sibling.put_back().await;
+        }
         let record_back = match (self.record, self.record_file.parent()) {
             (Some(bytes), Some(folder)) => {
                 write_atomically(folder, &file_name(self.record_file), bytes).await

@@ -176,8 +176,9 @@ pub struct PluginReport {
     pub published_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published_at: Option<String>,
-    /// The language of the source the server built the serving version
-    /// from (`python`, `js`), and how long that build took in seconds.
+    /// The language of the source the serving version is (`python`, `js`:
+    /// a source file its runtime runs) or the server built it from, and
+    /// how long that build took in seconds (none for a source file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub built_from: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -342,10 +343,14 @@ impl PluginReport {
             published_at: serving
                 .and_then(|plugin| plugin.published.as_ref().map(|record| record.at.clone())),
             built_from: serving.and_then(|plugin| {
-                plugin
-                    .published
-                    .as_ref()
-                    .and_then(|record| record.built_from.clone())
+                crate::runtime::languages::SourceLanguage::of_path(&plugin.file)
+                    .map(|language| language.as_str().to_string())
+                    .or_else(|| {
+                        plugin
+                            .published
+                            .as_ref()
+                            .and_then(|record| record.built_from.clone())
+                    })
             }),
             build_seconds: serving.and_then(|plugin| {
                 plugin

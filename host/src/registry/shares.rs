@@ -65,15 +65,22 @@ impl PersonShares {
 }
 
 /// What namespace folder `folder` would hold with its plugin file
-/// `file_name` published: the plugin files (that one counted once, whether
-/// it is there or not) and the bytes of the others. Hidden files (uploads
+/// `file_name` published: the plugin files (that plugin counted once,
+/// whichever of its files are there) and the bytes of the others. Hidden files (uploads
 /// in progress, records) do not count.
 pub(crate) fn storage_in_use(folder: &Path, file_name: &str) -> (u64, u64) {
     let (mut plugins, mut bytes) = (1u64, 0u64);
     for entry in std::fs::read_dir(folder).into_iter().flatten().flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name == file_name || name.starts_with('.') || !name.ends_with(".wasm") {
+        let same_plugin = Path::new(&*name).file_stem() == Path::new(file_name).file_stem();
+        let is_plugin = Path::new(&*name)
+            .extension()
+            .and_then(|extension| extension.to_str())
+            .is_some_and(|extension| {
+                crate::registry::layout::PLUGIN_EXTENSIONS.contains(&extension)
+            });
+        if same_plugin || name.starts_with('.') || !is_plugin {
             continue;
         }
         plugins += 1;

@@ -218,9 +218,11 @@ pub(super) async fn held_for_approval(
     let approved = match approvals.approved_copy(id) {
         Some(copy) => {
             let loaded = async {
-                let wasm = plugin::read_plugin_file(&copy).await.ok()?;
+                let bytes = plugin::read_plugin_file(&copy).await.ok()?;
                 let namespaced = layout::namespace_of(id).is_some();
-                let source = plugin::with_policy(wasm, path, namespaced).await.ok()?;
+                let mut source = plugin::with_policy(bytes, path, namespaced).await.ok()?;
+                // A component, or a source file, as the approved copy is.
+                source.language = crate::runtime::languages::SourceLanguage::of_path(&copy);
                 plugin::load(runtime, limits, id, path, source).await.ok()
             };
             match loaded.await {

@@ -45,7 +45,23 @@ pub struct Runtime {
     kept: KeptInstances,
     /// Calls served by a spare instance made ahead (`warm.rs`).
     spares_used: std::sync::atomic::AtomicU64,
+    /// The code of every component served now, by content hash: a second
+    /// plugin of the same bytes (thirty Python sources on the one Python
+    /// runtime, the same component in two namespaces) shares its code,
+    /// compiled and held once, tiered up once.
+    live: std::sync::Mutex<std::collections::HashMap<String, LiveCode>>,
+    /// One compile per content hash at a time: thirty sources published at
+    /// once wait for the one compile of their runtime, then share it.
+    compiling: std::sync::Mutex<std::collections::HashMap<String, Arc<std::sync::Mutex<()>>>>,
 }
+
+/// A component's code as [`Runtime::compile`] shares it: the code, whether
+/// a call may start inline, and the tier-up it waits for, if any.
+type LiveCode = (
+    std::sync::Weak<arc_swap::ArcSwap<compiler::Code>>,
+    bool,
+    Option<std::sync::Weak<Pending>>,
+);
 
 impl Runtime {
     /// Builds the engine and the executor. `cache_dir` of `None` disables
@@ -98,6 +114,8 @@ impl Runtime {
             executor,
             kept: KeptInstances::new(max_calls.max(1)),
             spares_used: Default::default(),
+            live: Default::default(),
+            compiling: Default::default(),
         }))
     }
 
@@ -112,8 +130,81 @@ impl Runtime {
         wasm: &[u8],
         content_hash: &str,
     ) -> Result<CompiledPlugin, CompileError> {
-        compiler::check_header(wasm)?;
         let name: Arc<str> = name.into();
+        if let Some(shared) = self.shared(&name, content_hash) {
+            return Ok(shared);
+        }
+        let turn = {
+            let mut compiling = self.compiling.lock().unwrap_or_else(|e| e.into_inner());
+            compiling.retain(|_, turn| Arc::strong_count(turn) > 1);
+            compiling
+                .entry(content_hash.to_string())
+                .or_default()
+                .clone()
+        };
+        let _turn = turn.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(shared) = self.shared(&name, content_hash) {
+            return Ok(shared);
+        }
+        let compiled = self.compile_afresh(name, wasm, content_hash)?;
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|_, (code, _, _)| code.strong_count() > 0);
+        live.insert(
+            content_hash.to_string(),
+            (
+                Arc::downgrade(&compiled.code),
+                compiled.inline,
+                compiled.pending.as_ref().map(Arc::downgrade),
+            ),
+        );
+        Ok(compiled)
+    }
+
+    /// Compiles the language runtimes there are into the cache, in the
+    /// background, so that the first source published loads in a moment
+    /// (`languages.rs`). What it compiled is not kept.
+    pub(crate) fn prepare_languages(self: &Arc<Self>) {
+        let runtime = self.clone();
+        tokio::task::spawn_blocking(move || {
+            for language in [
+                super::languages::SourceLanguage::Python,
+                super::languages::SourceLanguage::JavaScript,
+            ] {
+                let Ok(component) = language.component() else {
+                    continue;
+                };
+                let name = format!("{} runtime", language.as_str());
+                if let Err(error) = runtime.compile(&name, &component.wasm, &component.hash) {
+                    tracing::warn!(%error, "cannot compile the {name}");
+                }
+            }
+        });
+    }
+
+    /// A plugin on the code another plugin of the same bytes serves on,
+    /// if one does: its own spare and shelf, the code shared.
+    fn shared(&self, name: &Arc<str>, content_hash: &str) -> Option<CompiledPlugin> {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let (code, inline, pending) = live.get(content_hash)?;
+        let code = code.upgrade()?;
+        Some(CompiledPlugin::new(PluginParts {
+            name: name.clone(),
+            code,
+            pending: pending.as_ref().and_then(std::sync::Weak::upgrade),
+            from_cache: true,
+            inline: *inline,
+            shelf: Shelf::default(),
+            spare: Spare::default(),
+        }))
+    }
+
+    fn compile_afresh(
+        self: &Arc<Self>,
+        name: Arc<str>,
+        wasm: &[u8],
+        content_hash: &str,
+    ) -> Result<CompiledPlugin, CompileError> {
+        compiler::check_header(wasm)?;
         let tiers = &self.tiers;
         let cached = |compiler: &Compiler| {
             let cache = tiers.cache.as_ref()?;
@@ -259,13 +350,18 @@ impl Runtime {
 impl Runtime {
     /// Runs `list-tools`, and the listings of whichever of `resources` and
     /// `prompts` the component exports, in one fresh instance with no
-    /// grants: describing itself needs nothing from outside. It runs on the
-    /// executor like a call, under the same limits.
+    /// grants but a language runtime's `source`: describing itself needs
+    /// nothing else from outside. It runs on the executor like a call,
+    /// under the same limits.
     pub(crate) async fn describe(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,
+        source: Option<Arc<super::SourceFile>>,
     ) -> Result<Description, CallFailure> {
-        let grants = Arc::new(self.no_grants());
+        let grants = Arc::new(Grants {
+            source,
+            ..self.no_grants()
+        });
         let (runtime, plugin) = (self.clone(), plugin.clone());
         let inline = plugin.inline;
         self.run(inline, move |cancel| async move {

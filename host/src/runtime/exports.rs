@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use wasmtime::AsContextMut;
 use wasmtime::component::{ComponentExportIndex, Func, Instance, InstancePre, TypedFunc};
 
-use super::bindings::{Full, completion, prompts, resources, tools};
+use super::bindings::{SourceRuntime, completion, prompts, resources, tools};
 use super::sandbox::Sandbox;
 
 /// Which optional exports a component has.
@@ -167,9 +167,10 @@ fn no_call_tool() -> wasmtime::Error {
     wasmtime::format_err!("no export `call-tool` in `tools`")
 }
 
-/// Adds the contract's imports (`client`, `config`) to a linker.
+/// Adds the contract's imports (`client`, `config`, and the runtimes'
+/// `source`) to a linker.
 pub(crate) fn add_to_linker(
     linker: &mut wasmtime::component::Linker<Sandbox>,
 ) -> wasmtime::Result<()> {
-    Full::add_to_linker::<_, wasmtime::component::HasSelf<_>>(linker, |sandbox| sandbox)
+    SourceRuntime::add_to_linker::<_, wasmtime::component::HasSelf<_>>(linker, |sandbox| sandbox)
 }

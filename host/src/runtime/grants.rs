@@ -34,6 +34,17 @@ pub struct Grants {
     /// How many calls one instance may serve (opt-in, see `runtime/warm.rs`);
     /// `None`: a fresh instance per call.
     pub(crate) reuse_instance: Option<u32>,
+    /// For a plugin that is a source file (`app.py`, `app.js`): the file
+    /// its language runtime reads through the `source` import.
+    pub(crate) source: Option<Arc<SourceFile>>,
+}
+
+/// A source file a language runtime runs: its name as the author wrote it
+/// and its text.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SourceFile {
+    pub(crate) name: String,
+    pub(crate) text: String,
 }
 
 impl Grants {
@@ -55,6 +66,7 @@ impl Grants {
             fuel: None,
             max_concurrent: None,
             reuse_instance: None,
+            source: None,
         }
     }
 }

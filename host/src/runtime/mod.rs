@@ -45,7 +45,9 @@
 //! - `failure.rs`: what went wrong, as types; `usage.rs`: what a call
 //!   used (CPU time, fuel, peak memory, which code);
 //! - `warm.rs`: instances kept between calls, for plugins whose policy
-//!   opts in (`reuse_instance`).
+//!   opts in (`reuse_instance`);
+//! - `languages.rs`: the Python and JavaScript runtimes that run a source
+//!   file as a plugin, and what a source imports.
 
 mod allocator;
 mod asks;
@@ -59,6 +61,7 @@ mod executor;
 mod exports;
 mod failure;
 mod grants;
+pub mod languages;
 mod log_capture;
 mod memory_cap;
 mod outcome;
@@ -76,7 +79,7 @@ pub use self::engine::Runtime;
 pub(crate) use self::executor::QUEUE_WAIT;
 pub use self::failure::{CallFailure, CompileError};
 pub(crate) use self::grants::{DirGrant, OriginPattern};
-pub use self::grants::{Grants, Limits};
+pub use self::grants::{Grants, Limits, SourceFile};
 #[cfg(test)]
 pub(crate) use self::outcome::logged_at;
 pub use self::outcome::{Printed, ToolRun};

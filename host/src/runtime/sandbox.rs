@@ -1,8 +1,9 @@
 //! What one call's sandbox holds, and the host side of every import of the
 //! plugin world in one place: WASI with exactly the plugin's grants
 //! (nothing by default), wasi:http through the allowlist hook, the
-//! `config` import (the policy's values) and the `client` import (the
-//! call's `ClientChannel`, if any). The memory limiter is in
+//! `config` import (the policy's values), the `client` import (the
+//! call's `ClientChannel`, if any) and the `source` import (the source
+//! file a language runtime runs). The memory limiter is in
 //! `memory_cap.rs`, the bounded stdout/stderr capture in `log_capture.rs`.
 //!
 //! A new [`Sandbox`] is built for every call (and every tool listing), so
@@ -18,6 +19,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::toolhost::plugin0_1_0::{client, config};
+use super::bindings::toolhost::plugin0_2_0::source;
 use super::client::{CallClient, LogLevel};
 use super::grants::{Grants, HttpAllowlist};
 use super::log_capture::LogCapture;
@@ -105,6 +107,17 @@ impl WasiHttpView for Sandbox {
             ctx: &mut self.http,
             table: &mut self.table,
             hooks: &mut self.http_hooks,
+        }
+    }
+}
+
+impl source::Host for Sandbox {
+    /// The source file this plugin's runtime runs; empty for a plugin
+    /// that is no source (only the language runtimes import this).
+    async fn read(&mut self) -> (String, String) {
+        match &self.grants.source {
+            Some(file) => (file.name.to_string(), file.text.to_string()),
+            None => (String::new(), String::new()),
         }
     }
 }

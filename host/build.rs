@@ -1,0 +1,34 @@
+//! Embeds the language runtimes `make runtimes` built (`target/runtimes/`,
+//! see `src/runtime/languages.rs`), so that a `toolhost` binary runs
+//! Python and JavaScript source with nothing installed beside it. A build
+//! made before them embeds none: that binary finds them in this
+//! repository's `target/runtimes`, or is told where with
+//! `TOOLHOST_PYTHON_RUNTIME` / `TOOLHOST_JS_RUNTIME`.
+
+use std::path::Path;
+
+fn main() {
+    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let built = Path::new(&manifest).join("../target/runtimes");
+    println!("cargo:rerun-if-changed=build.rs");
+    for (name, embedded) in [
+        ("python.wasm", "python-runtime.wasm"),
+        ("js.wasm", "js-runtime.wasm"),
+    ] {
+        let source = built.join(name);
+        let bytes = match std::fs::read(&source) {
+            Ok(bytes) => {
+                // Only a file that exists is watched: a missing one would
+                // make every build run this again.
+                println!("cargo:rerun-if-changed={}", source.display());
+                bytes
+            }
+            Err(_) => Vec::new(),
+        };
+        let target = Path::new(&out).join(embedded);
+        if std::fs::read(&target).ok().as_deref() != Some(bytes.as_slice()) {
+            std::fs::write(&target, bytes).expect("writing into OUT_DIR");
+        }
+    }
+}

@@ -1,0 +1,350 @@
+//! Python and JavaScript source served by the language runtimes, with no
+//! build of its own: a room of thirty publishing Python and thirty
+//! JavaScript at once, on a server whose build toolchains are absent, all
+//! live and answering while the instructor's calls are answered; a
+//! `word_count.py` dropped into the folder and called; an import the
+//! runtime does not carry answered with the module, the set and what to
+//! do; an exception or syntax error with the author's line; a source
+//! replaced by a component and back.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::builds::{JS_SHOUT, put_source};
+use crate::support::{Server, drop_in, example, plugin_dir, send};
+
+const INSTRUCTOR: &str = "instructor-secret-0123456789";
+
+/// A Python tool named `name` counting words.
+fn py_tool(name: &str) -> String {
+    format!(
+        r#"from dataclasses import dataclass
+
+from toolhost_plugin import Tools, tool  # noqa: F401
+
+
+@dataclass
+class Count:
+    words: int
+
+
+@tool(name="{name}", read_only=True)
+def count(text: str) -> Count:
+    """Counts the words of a text.
+
+    Args:
+        text: The text to count
+    """
+    return Count(words=len(text.split()))
+"#
+    )
+}
+
+/// A JavaScript tool named `name` saying its text louder.
+fn js_tool(name: &str) -> String {
+    JS_SHOUT.replace("name: \"shout\"", &format!("name: \"{name}\""))
+}
+
+/// A tokens file of an instructor (admin) and `people` publishers
+/// (`p0`, `p1`, ...), each secret `person-N-secret-0123456789`.
+fn room(dir: &std::path::Path, people: usize) -> std::path::PathBuf {
+    let file = dir.join("tokens.toml");
+    let mut text =
+        format!("[[token]]\nname = \"instructor\"\nsecret = \"{INSTRUCTOR}\"\nrole = \"admin\"\n");
+    for person in 0..people {
+        text.push_str(&format!(
+            "[[token]]\nname = \"p{person}\"\nsecret = \"person-{person}-secret-0123456789\"\nrole = \"publisher\"\n"
+        ));
+    }
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+fn call_as(server: &Server, token: &str, tool: &str, arguments: Value) -> (u16, Value) {
+    send(
+        server,
+        "POST",
+        &format!("/tools/{tool}"),
+        Some(token),
+        "application/json",
+        arguments.to_string().as_bytes(),
+    )
+}
+
+#[test]
+fn a_room_publishes_python_and_javascript_at_once_with_no_toolchain() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = room(config.path(), 30);
+    // Full builds on, but their toolchains nowhere: only the runtimes serve.
+    let missing = config.path().join("no-such-toolchain");
+    let missing = missing.to_str().unwrap();
+    let server = Server::start_with_env(
+        dir.path(),
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--builds",
+            "python,js",
+        ],
+        &[
+            ("TOOLHOST_COMPONENTIZE_PY", missing),
+            ("TOOLHOST_COMPONENTIZE_QJS", missing),
+        ],
+    );
+    let (status, me) = send(&server, "GET", "/me", Some(INSTRUCTOR), "", b"");
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["builds"], json!(["python", "js"]), "{me}");
+    assert_eq!(me["fullBuilds"], json!([]), "{me}");
+
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (answers, refused) = std::thread::scope(|s| {
+        // The instructor's echo, called throughout.
+        let instructor = s.spawn(|| {
+            let (mut answered, mut refused) = (0, Vec::new());
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || answered < 5 {
+                let (status, echoed) =
+                    call_as(&server, INSTRUCTOR, "echo", json!({ "text": "calm" }));
+                if status == 200 {
+                    answered += 1;
+                } else {
+                    refused.push(echoed);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            (answered, refused)
+        });
+        let publishes: Vec<_> = (0..30)
+            .flat_map(|person| {
+                let secret = format!("person-{person}-secret-0123456789");
+                let (py, js) = (secret.clone(), secret);
+                let server = &server;
+                [
+                    s.spawn(move || {
+                        let id = format!("p{person}/count");
+                        put_source(server, &id, &py, "text/x-python", &py_tool("count"))
+                    }),
+                    s.spawn(move || {
+                        let id = format!("p{person}/loud");
+                        put_source(server, &id, &js, "text/javascript", &js_tool("loud"))
+                    }),
+                ]
+            })
+            .collect();
+        for handle in publishes {
+            let (status, report) = handle.join().unwrap();
+            assert_eq!(status, 201, "{report}");
+            assert_eq!(report["build"]["servedBy"], "runtime", "{report}");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        instructor.join().unwrap()
+    });
+    assert!(answers >= 5);
+    assert_eq!(
+        refused,
+        Vec::<Value>::new(),
+        "the instructor's calls failed"
+    );
+    for person in 0..30 {
+        let secret = format!("person-{person}-secret-0123456789");
+        let (status, counted) = call_as(
+            &server,
+            &secret,
+            &format!("p{person}__count"),
+            json!({ "text": "one two three" }),
+        );
+        assert_eq!(
+            (status, &counted["structuredContent"]["words"]),
+            (200, &json!(3)),
+            "{counted}"
+        );
+        let (status, shouted) = call_as(
+            &server,
+            &secret,
+            &format!("p{person}__loud"),
+            json!({ "text": "hey" }),
+        );
+        assert_eq!(
+            (status, &shouted["content"][0]["text"]),
+            (200, &json!("HEY")),
+            "{shouted}"
+        );
+    }
+    // What is kept of each: its source, no component.
+    let kept = std::fs::read_dir(dir.path().join("p7"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .collect::<std::collections::BTreeSet<_>>();
+    assert_eq!(
+        kept,
+        ["count.py", "loud.js"]
+            .map(String::from)
+            .into_iter()
+            .collect()
+    );
+}
+
+#[test]
+fn a_source_file_dropped_into_the_folder_is_a_plugin() {
+    let dir = plugin_dir(&[]);
+    let server = Server::start(dir.path(), &[]);
+    let file = dir.path().join("word_count.py.tmp");
+    std::fs::write(&file, py_tool("word_count")).unwrap();
+    drop_in(&file, dir.path(), "word_count.py");
+    server.wait_for("word_count.py to load", |s| {
+        s.tool_names().contains(&"word_count".to_string())
+    });
+    let counted = server.call("word_count", json!({ "text": "a b c d" }));
+    assert_eq!(
+        counted.json["structuredContent"]["words"], 4,
+        "{}",
+        counted.json
+    );
+    let report = server.plugin("word_count").unwrap();
+    assert_eq!(report.built_from.as_deref(), Some("python"));
+
+    // A component of the same name counts first; taken away, the source
+    // serves again.
+    let echo = example("echo");
+    drop_in(&echo, dir.path(), "word_count.wasm");
+    server.wait_for("the component to serve", |s| {
+        s.tool_names().contains(&"echo".to_string())
+    });
+    assert!(!server.tool_names().contains(&"word_count".to_string()));
+    std::fs::remove_file(dir.path().join("word_count.wasm")).unwrap();
+    server.wait_for("the source to serve again", |s| {
+        s.tool_names().contains(&"word_count".to_string())
+    });
+
+    // JavaScript too.
+    std::fs::write(dir.path().join(".shout.tmp"), js_tool("shout")).unwrap();
+    std::fs::rename(dir.path().join(".shout.tmp"), dir.path().join("shout.js")).unwrap();
+    server.wait_for("shout.js to load", |s| {
+        s.tool_names().contains(&"shout".to_string())
+    });
+    let shouted = server.call("shout", json!({ "text": "hi" }));
+    assert_eq!(shouted.json["content"][0]["text"], "HI", "{}", shouted.json);
+}
+
+#[test]
+fn an_import_the_runtime_does_not_carry_is_answered_clearly() {
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = room(config.path(), 1);
+    let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let secret = "person-0-secret-0123456789";
+    let source = format!("import sqlite3\n{}", py_tool("count"));
+    let (status, refused) = put_source(&server, "p0/db", secret, "text/x-python", &source);
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["error"]["code"], "BUILD_FAILED", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    for said in ["app.py:1", "`sqlite3`", "json", "--builds python"] {
+        assert!(message.contains(said), "{said:?} not in {message}");
+    }
+    assert_eq!(refused["error"]["details"]["imports"], json!(["sqlite3"]));
+    assert_eq!(refused["error"]["details"]["line"], 1);
+    assert!(
+        refused["error"]["details"]["carried"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("statistics"))
+    );
+    assert!(
+        !dir.path().join("p0/db.py").exists(),
+        "a refused source was kept"
+    );
+    // JavaScript: the helper alone.
+    let source = format!("import fs from \"node:fs\";\n{}", js_tool("x"));
+    let (status, refused) = put_source(&server, "p0/fs", secret, "text/javascript", &source);
+    assert_eq!(status, 422, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("app.js:1: `node:fs`"),
+        "{refused}"
+    );
+    // Dropped in by hand: refused with the same sentence.
+    std::fs::write(
+        dir.path().join(".db.tmp"),
+        format!("import sqlite3\n{}", py_tool("c")),
+    )
+    .unwrap();
+    std::fs::rename(dir.path().join(".db.tmp"), dir.path().join("db.py")).unwrap();
+    let db = |s: &Server| crate::support::plugin_as(s, "db", Some(INSTRUCTOR));
+    server.wait_for("db.py to be refused", |s| {
+        db(s).is_some_and(|plugin| plugin.reason.is_some())
+    });
+    let reason = db(&server).unwrap().reason.unwrap();
+    assert!(reason.contains("`sqlite3`"), "{reason}");
+}
+
+#[test]
+fn a_failing_source_answers_with_its_authors_line_and_what_served_serves_on() {
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = room(config.path(), 1);
+    let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let secret = "person-0-secret-0123456789";
+    let (status, report) = put_source(&server, "p0/wc", secret, "text/x-python", &py_tool("wc"));
+    assert_eq!(status, 201, "{report}");
+    let broken = py_tool("wc").replace("return Count(words=len(text.split()))", "return (text");
+    let (status, refused) = put_source(&server, "p0/wc", secret, "text/x-python", &broken);
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["error"]["code"], "BUILD_FAILED", "{refused}");
+    let line = 1 + broken
+        .lines()
+        .position(|l| l.contains("return (text"))
+        .unwrap();
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("app.py:{line}: SyntaxError")),
+        "{refused}"
+    );
+    assert_eq!(refused["error"]["details"]["line"], line, "{refused}");
+    let (status, counted) = call_as(&server, secret, "p0__wc", json!({ "text": "still here" }));
+    assert_eq!(
+        (status, &counted["structuredContent"]["words"]),
+        (200, &json!(2))
+    );
+    // An exception at import: the line it was raised on, and the traceback
+    // with the author's lines.
+    let raises = "from toolhost_plugin import Tools, tool  # noqa: F401\n\n\ndef fail():\n    \
+        raise ValueError(\"no config here\")\n\n\nfail()\n";
+    let (status, refused) = put_source(&server, "p0/raises", secret, "text/x-python", raises);
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["error"]["details"]["line"], 5, "{refused}");
+    let log = refused["error"]["details"]["log"].as_str().unwrap();
+    assert!(
+        log.contains("raise ValueError") && !log.contains("runtime.py"),
+        "{log}"
+    );
+    // JavaScript: a parse error's line.
+    let parse = "import { exportPlugin } from \"./toolhost.js\";\n\nconst x = (;\n\
+        export const { tools, resources, prompts, completion } = exportPlugin({ tools: [] });\n";
+    let (status, refused) = put_source(&server, "p0/parse", secret, "text/javascript", parse);
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["error"]["details"]["line"], 3, "{refused}");
+    // A source replaced by a component, and the component by a source: one
+    // plugin, one file at a time.
+    let (status, report) = send(
+        &server,
+        "PUT",
+        "/plugins/p0/wc",
+        Some(secret),
+        "application/wasm",
+        &std::fs::read(example("echo")).unwrap(),
+    );
+    assert_eq!(status, 200, "{report}");
+    assert!(!dir.path().join("p0/wc.py").exists());
+    let (status, report) = put_source(&server, "p0/wc", secret, "text/x-python", &py_tool("wc"));
+    assert_eq!(status, 200, "{report}");
+    assert!(!dir.path().join("p0/wc.wasm").exists());
+    let (status, source) = crate::builds::source_of(&server, "p0/wc", secret);
+    assert_eq!(status, 200);
+    assert_eq!(source, py_tool("wc"));
+}
