@@ -34,7 +34,8 @@
 //!     (StarlingMonkey) and componentize-qjs; call p50, memory loaded and
 //!     after deleting them.
 //! 15. Replicas: plugins from an OCI registry behind haproxy.
-//! 16. Builds: Python and JavaScript source built on the server, to live;
+//! 16. Sources: Python and JavaScript source to live, by the language
+//!     runtimes and by full builds;
 //!     thirty people at once beside the instructor's calls.
 //! 17. Earlier: REST req/s and server CPU per request beside an earlier
 //!     build of toolhost (229c921 in `make bench`), alternating rounds.

@@ -46,9 +46,12 @@ fn the_benchmark_harness_runs_in_quick_mode() {
         "{table}"
     );
     assert!(
-        table.contains("| builds | Python source → live p50 ms (build / load) |")
-            && table.contains("| builds | JavaScript source → live p50 ms (build / load) |")
-            && table.contains("people publish Python at once: last live s"),
+        table.contains("| sources | Python source → first call p50 ms: runtime / full build |")
+            && table.contains(
+                "| sources | JavaScript source → first call p50 ms: runtime / full build |"
+            )
+            && table.contains("people publish at once, last live s")
+            && table.contains("toolhost dev word_count.py, no toolchain"),
         "{table}"
     );
     let report: Value =

@@ -255,10 +255,6 @@ impl Host {
             registry.scan(folder).await.map_err(|e| {
                 anyhow::anyhow!("cannot read the plugin folder {}: {e}", folder.display())
             })?;
-            // A server that watches its folder serves sources as they come.
-            if config.watch.is_some() {
-                registry.runtime().prepare_languages();
-            }
         }
         let calls = Arc::new(Calls::new(&config.per_person, config.max_calls));
         tokio::spawn(forget_unserved_tools(

@@ -60,7 +60,10 @@ export function initEditor(ctx) {
     }),
   });
   // Ctrl/Cmd-S anywhere in the panel publishes; never the browser's Save.
+  // In the editor its own binding has published already (and prevented
+  // the default): one save, one publish.
   $("write-section").addEventListener("keydown", (event) => {
+    if (event.defaultPrevented) return;
     if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "s") {
       event.preventDefault();
       publishSource();

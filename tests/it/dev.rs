@@ -34,6 +34,11 @@ pub(crate) struct Dev {
 
 impl Dev {
     pub(crate) fn start(project: &Path, args: &[&str]) -> Dev {
+        Self::start_with_env(project, args, &[])
+    }
+
+    /// [`Dev::start`] with more environment variables.
+    pub(crate) fn start_with_env(project: &Path, args: &[&str], env: &[(&str, &str)]) -> Dev {
         let mut child = Command::new(toolhost_bin())
             .arg("dev")
             .arg(project)
@@ -45,6 +50,7 @@ impl Dev {
             .env_remove("RUSTFLAGS")
             .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -416,9 +422,15 @@ fn python_and_javascript_projects_are_live_with_dev() {
             "{lang}: {greeting}"
         );
 
-        // A broken save: the toolchain's error, and the last good version.
+        // A broken save: the author's line, and the last good version. (The
+        // scaffold imports only what its language's runtime carries: no
+        // build, its runtime refuses it.)
         save_app(&format!("{source}\n{breakage}"));
-        dev.wait_for("build failed", 1, REBUILD);
+        let refused = dev.wait_for("rejected", 1, REBUILD);
+        assert!(
+            refused.contains("previous version still serves"),
+            "{refused}"
+        );
         let greeting = post(&base, &format!("/tools/{name}"), &json!({"name": "Ada"}));
         assert_eq!(
             greeting["structuredContent"]["greeting"],
@@ -427,6 +439,49 @@ fn python_and_javascript_projects_are_live_with_dev() {
             dev.output()
         );
         let output = dev.output();
-        assert!(output.contains("Error"), "{lang}: {output}");
+        assert!(
+            output.contains(&format!("{app}:")) && output.contains("Error"),
+            "{lang}: {output}"
+        );
+        assert!(output.contains("no build"), "{lang}: {output}");
     }
+}
+
+/// `toolhost dev word_count.py` with only the `toolhost` binary: no
+/// toolchain anywhere, and each save is live.
+#[test]
+fn a_python_file_is_live_with_dev_and_no_toolchain() {
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("word_count.py");
+    let tool = |greeting: &str| {
+        format!(
+            "from toolhost_plugin import Tools, tool  # noqa: F401\n\n\n@tool(read_only=True)\n\
+             def word_count(text: str) -> str:\n    \"\"\"Counts words.\n\n    Args:\n        \
+             text: The text\n    \"\"\"\n    return f\"{greeting} {{len(text.split())}}\"\n"
+        )
+    };
+    std::fs::write(&file, tool("words:")).unwrap();
+    let address = free_address();
+    let base = format!("http://{address}");
+    let served = work.path().join("served");
+    let nowhere = work.path().join("no-toolchain");
+    let dev = Dev::start_with_env(
+        &file,
+        &["--listen", &address, "--plugins", served.to_str().unwrap()],
+        &[
+            ("TOOLHOST_COMPONENTIZE_PY", nowhere.to_str().unwrap()),
+            ("PATH", "/usr/bin:/bin"),
+        ],
+    );
+    dev.wait_for("live in", 1, REBUILD);
+    assert!(served.join("word_count.py").is_file(), "{}", dev.output());
+    let counted = post(&base, "/tools/word_count", &json!({"text": "a b c"}));
+    assert_eq!(counted["content"][0]["text"], "words: 3", "{counted}");
+    let temp = work.path().join(".word_count.py.swp");
+    std::fs::write(&temp, tool("count:")).unwrap();
+    std::fs::rename(&temp, &file).unwrap();
+    dev.wait_for("live in", 2, REBUILD);
+    let counted = post(&base, "/tools/word_count", &json!({"text": "a b"}));
+    assert_eq!(counted["content"][0]["text"], "count: 2", "{counted}");
+    assert!(dev.output().contains("no build"), "{}", dev.output());
 }

@@ -11,6 +11,12 @@
 //! becomes `_`), and the contract is the project's own `wit/` (what
 //! `toolhost new` writes). The build command is the language's one recipe
 //! (`language.rs`), which `new` prints and the Makefile runs too.
+//!
+//! A Python or JavaScript file named on its own (`toolhost dev
+//! word_count.py`) is a project of that one file, the plugin named after
+//! it; and a source that imports only what its language's runtime carries
+//! needs no build at all ([`Project::runtime_source`]): the file itself is
+//! the plugin.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +25,7 @@ use serde_json::Value;
 
 pub(super) use crate::builds::recipe::Language;
 use crate::builds::recipe::{Sources, world_of};
+use crate::runtime::languages::{self, SourceLanguage};
 
 /// At most this many lines of compiler output per failed build.
 const MAX_ERROR_LINES: usize = 40;
@@ -31,10 +38,16 @@ pub(super) struct Project {
     pub(super) target_dir: PathBuf,
     /// The `.wasm` file's stem and the plugin's id.
     pub(super) id: String,
+    /// A Python or JavaScript project's source file (`app.py`, or the
+    /// file named).
+    pub(super) source: Option<PathBuf>,
 }
 
 impl Project {
     pub(super) async fn inspect(dir: &Path) -> anyhow::Result<Project> {
+        if dir.is_file() {
+            return Self::inspect_file(dir);
+        }
         if dir.join("Cargo.toml").is_file() {
             return Self::inspect_cargo(dir).await;
         }
@@ -55,10 +68,60 @@ impl Project {
             .context("the project folder needs a name: it names the plugin")?;
         Ok(Project {
             target_dir: dir.join("target"),
+            source: Some(dir.join(language.source_file())),
             dir,
             language,
             id: name,
         })
+    }
+
+    /// A project of one Python or JavaScript file: the plugin named after
+    /// the file (after its folder for `app.py`, `app.js`).
+    fn inspect_file(file: &Path) -> anyhow::Result<Project> {
+        let file = file
+            .canonicalize()
+            .with_context(|| format!("cannot open {}", file.display()))?;
+        let language = match file.extension().and_then(|e| e.to_str()) {
+            Some("py") => Language::Python,
+            Some("js") => Language::JavaScript,
+            _ => bail!(
+                "{} is no plugin project: name a folder, or a Python (.py) or JavaScript (.js) file",
+                file.display()
+            ),
+        };
+        let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let stem = file
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().replace('-', "_"))
+            .unwrap_or_default();
+        let id = if stem == "app" {
+            dir.file_name()
+                .map(|name| name.to_string_lossy().replace('-', "_"))
+                .unwrap_or(stem)
+        } else {
+            stem
+        };
+        Ok(Project {
+            target_dir: dir.join("target"),
+            dir,
+            language,
+            id,
+            source: Some(file),
+        })
+    }
+
+    /// The source file and its language, when this project is one source
+    /// its language's runtime serves as it is: it imports only what the
+    /// runtime carries, and this `toolhost` has the runtime.
+    pub(super) fn runtime_source(&self) -> Option<(SourceLanguage, String)> {
+        let language = match self.language {
+            Language::Python => SourceLanguage::Python,
+            Language::JavaScript => SourceLanguage::JavaScript,
+            Language::Rust => return None,
+        };
+        let text = std::fs::read_to_string(self.source.as_ref()?).ok()?;
+        let carried = languages::outside(language, &text).is_empty();
+        (carried && language.component().is_ok()).then_some((language, text))
     }
 
     async fn inspect_cargo(dir: &Path) -> anyhow::Result<Project> {
@@ -116,6 +179,7 @@ impl Project {
                 target.canonicalize().unwrap_or(target)
             },
             id: name.replace('-', "_"),
+            source: None,
         })
     }
 

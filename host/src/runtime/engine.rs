@@ -160,27 +160,6 @@ impl Runtime {
         Ok(compiled)
     }
 
-    /// Compiles the language runtimes there are into the cache, in the
-    /// background, so that the first source published loads in a moment
-    /// (`languages.rs`). What it compiled is not kept.
-    pub(crate) fn prepare_languages(self: &Arc<Self>) {
-        let runtime = self.clone();
-        tokio::task::spawn_blocking(move || {
-            for language in [
-                super::languages::SourceLanguage::Python,
-                super::languages::SourceLanguage::JavaScript,
-            ] {
-                let Ok(component) = language.component() else {
-                    continue;
-                };
-                let name = format!("{} runtime", language.as_str());
-                if let Err(error) = runtime.compile(&name, &component.wasm, &component.hash) {
-                    tracing::warn!(%error, "cannot compile the {name}");
-                }
-            }
-        });
-    }
-
     /// A plugin on the code another plugin of the same bytes serves on,
     /// if one does: its own spare and shelf, the code shared.
     fn shared(&self, name: &Arc<str>, content_hash: &str) -> Option<CompiledPlugin> {

@@ -76,7 +76,11 @@ impl Session {
         let Target::Publish(publisher) = &self.target else {
             return;
         };
-        let file = self.project.dir.join(self.project.language.source_file());
+        let file = self
+            .project
+            .source
+            .clone()
+            .unwrap_or_else(|| self.project.dir.join(self.project.language.source_file()));
         let text = match std::fs::read_to_string(&file) {
             Ok(text) => text,
             Err(error) => return say(format!("cannot read {}: {error}", file.display())),
@@ -86,7 +90,7 @@ impl Session {
             return say("the source is unchanged, nothing to send".into());
         }
         say(format!(
-            "sending {} to be built on the server ...",
+            "sending {} to the server ...",
             self.project.language.source_file()
         ));
         let outcome = publisher
@@ -158,6 +162,14 @@ impl Session {
         {
             return self.send_source(since).await;
         }
+        // A source its language's runtime serves: the file itself, no build.
+        if !matches!(self.target, Target::Publish(_))
+            && let Some((language, text)) = self.project.runtime_source()
+        {
+            return self
+                .drop_and_report(text.as_bytes(), language.extension(), since, None)
+                .await;
+        }
         let built = match self.project.build().await {
             Ok(path) => path,
             Err(output) => {
@@ -198,7 +210,26 @@ impl Session {
             self.say_published(outcome, &took).await;
             return;
         }
-        if let Err(error) = self.drop_in(&bytes) {
+        self.drop_and_report(&bytes, "wasm", since, Some(build_time))
+            .await;
+    }
+
+    /// Drops `bytes` into the folder as the plugin's file with `extension`
+    /// (a component, or a source its runtime serves), and says what became
+    /// of it.
+    async fn drop_and_report(
+        &mut self,
+        bytes: &[u8],
+        extension: &str,
+        since: Instant,
+        build_time: Option<Duration>,
+    ) {
+        let hash = crate::registry::plugin::content_hash(bytes);
+        if self.last_hash.as_deref() == Some(hash.as_str()) {
+            say("the plugin is unchanged, nothing to reload".into());
+            return;
+        }
+        if let Err(error) = self.drop_in(bytes, extension) {
             say(format!(
                 "cannot write into {}: {error:#}",
                 self.folder.display()
@@ -209,11 +240,11 @@ impl Session {
         // bytes are dropped again on the next build.
         let Some(report) = self
             .target
-            .wait_for_load(self.plugin_file(), &self.project.id, &hash)
+            .wait_for_load(self.plugin_file(extension), &self.project.id, &hash)
             .await
         else {
             say(format!(
-                "the server at {} did not load {}.wasm within {} s: does it serve {}?",
+                "the server at {} did not load {}.{extension} within {} s: does it serve {}?",
                 self.target.server().base,
                 self.project.id,
                 LOAD_DEADLINE.as_secs(),
@@ -222,11 +253,17 @@ impl Session {
             return;
         };
         self.last_hash = Some(hash);
-        let took = format!(
-            "{:.1} s (build {:.1} s)",
-            since.elapsed().as_secs_f64(),
-            build_time.as_secs_f64()
-        );
+        let took = match build_time {
+            Some(build) => format!(
+                "{:.1} s (build {:.1} s)",
+                since.elapsed().as_secs_f64(),
+                build.as_secs_f64()
+            ),
+            None => format!(
+                "{:.1} s (no build: its runtime runs it)",
+                since.elapsed().as_secs_f64()
+            ),
+        };
         let base = &self.target.server().base;
         match report.state {
             PluginState::Loaded => {
@@ -268,19 +305,24 @@ impl Session {
         }
     }
 
-    /// Writes the component beside its final name, then renames it over:
-    /// the server never reads half a file.
-    fn drop_in(&self, bytes: &[u8]) -> anyhow::Result<()> {
+    /// Writes the plugin's file beside its final name, then renames it
+    /// over: the server never reads half a file. Its other files go (a
+    /// component would count before a source of the same name).
+    fn drop_in(&self, bytes: &[u8], extension: &str) -> anyhow::Result<()> {
         let id = &self.project.id;
-        let temp = self.folder.join(format!(".{id}.wasm.dev-tmp"));
+        let temp = self.folder.join(format!(".{id}.{extension}.dev-tmp"));
         std::fs::write(&temp, bytes)?;
-        std::fs::rename(&temp, self.plugin_file())?;
+        let file = self.plugin_file(extension);
+        for other in crate::registry::layout::siblings(&file) {
+            std::fs::remove_file(other)?;
+        }
+        std::fs::rename(&temp, file)?;
         Ok(())
     }
 
-    /// Where the build is dropped.
-    fn plugin_file(&self) -> PathBuf {
-        self.folder.join(format!("{}.wasm", self.project.id))
+    /// Where the plugin's file with `extension` is dropped.
+    fn plugin_file(&self, extension: &str) -> PathBuf {
+        self.folder.join(format!("{}.{extension}", self.project.id))
     }
 }
 
@@ -331,6 +373,7 @@ mod tests {
             language,
             target_dir: PathBuf::from("/p/target"),
             id: "p".into(),
+            source: None,
         }
     }
 
