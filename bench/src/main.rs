@@ -140,7 +140,7 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
     if options.runs(Section::Replicas) {
         replicas::section(&options, &work, &benchtool, duration, &mut report)?;
     }
-    if options.runs(Section::Builds) {
+    if options.runs(Section::Sources) {
         builds::section(&options, &work, &mut report)?;
     }
     if let Some(earlier) = options

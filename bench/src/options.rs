@@ -66,8 +66,9 @@ pub(crate) enum Section {
     Big,
     /// 15: plugins from an OCI registry on replicas behind haproxy.
     Replicas,
-    /// 16: Python and JavaScript source built on the server.
-    Builds,
+    /// 16: Python and JavaScript source, by the runtimes and by builds.
+    #[value(alias = "builds")]
+    Sources,
     /// 17: REST beside an earlier build (`--earlier`).
     Earlier,
 }

@@ -669,18 +669,14 @@ fn one_persons_streams_and_slow_bodies_never_lock_the_others_out() {
     let (_, head) = listen(ADA, "/mcp");
     assert!(head.starts_with("HTTP/1.1 503"), "{head}");
     // Everyone else still gets in: the probe, the admin, another caller.
-    assert_eq!(server.get("/health").status, 200);
-    let (status, _) = send(
-        &server,
-        "GET",
-        "/plugins",
-        Some(ROOT),
-        "application/json",
-        b"",
-    );
-    assert_eq!(status, 200);
-    let (status, echoed) = call(&server, CAROL, "echo", &json!({ "text": "calm" }));
-    assert_eq!(status, 200, "{echoed}");
+    let others_get_in = || {
+        assert_eq!(server.get("/health").status, 200);
+        let (status, _) = send(&server, "GET", "/plugins", Some(ROOT), "", b"");
+        assert_eq!(status, 200);
+        let (status, echoed) = call(&server, CAROL, "echo", &json!({ "text": "calm" }));
+        assert_eq!(status, 200, "{echoed}");
+    };
+    others_get_in();
     let (carols, head) = listen(CAROL, "/events");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     drop((held, carols));
@@ -705,18 +701,7 @@ fn one_persons_streams_and_slow_bodies_never_lock_the_others_out() {
             socket
         })
         .collect();
-    assert_eq!(server.get("/health").status, 200);
-    let (status, echoed) = call(&server, CAROL, "echo", &json!({ "text": "calm" }));
-    assert_eq!(status, 200, "{echoed}");
-    let (status, _) = send(
-        &server,
-        "GET",
-        "/plugins",
-        Some(ROOT),
-        "application/json",
-        b"",
-    );
-    assert_eq!(status, 200);
+    others_get_in();
     // Her bodies end: those held are answered, the others were refused.
     let mut answered = Vec::new();
     for mut socket in slow {

@@ -262,26 +262,14 @@ impl NewOptions {
         println!("Created {} with one tool, {name:?}.", project.display());
         println!();
         println!("  cd {}", project.display());
-        // A printed command names a program that is there: the toolchain
-        // as it is found here, or the server's build when there is none.
-        match self.lang.toolchain().map(|toolchain| toolchain.find()) {
-            Some(Ok(program)) => {
-                let command = build.replacen(
-                    self.lang.toolchain().map_or("", |t| t.command),
-                    &program.display().to_string(),
-                    1,
-                );
-                println!("  toolhost dev    # build, serve, rebuild on save");
-                println!("  {command}    # or build once");
+        // A printed command names a program that is there. Python and
+        // JavaScript need none: toolhost's runtimes run the file as it is.
+        match self.lang {
+            Language::Python | Language::JavaScript => {
+                println!("  toolhost dev    # serve it, live again on every save (no build)");
+                println!("  toolhost push . --server URL    # publish it onto a server");
             }
-            Some(Err(_)) => {
-                println!(
-                    "  toolhost push . --server URL    # a server that builds {} builds it (no toolchain here)",
-                    self.lang.as_str()
-                );
-                println!("  toolhost dev --server URL    # the same, again on every save");
-            }
-            None => {
+            Language::Rust => {
                 println!("  toolhost dev    # build, serve, rebuild on save");
                 println!("  {build}    # or build once");
             }

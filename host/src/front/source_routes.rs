@@ -89,10 +89,6 @@ impl SourcePublish {
         if declared.is_some_and(|length| length > limit as u64) {
             return too_large();
         }
-        // A namespace already at its share reads nothing more.
-        if let Err(error) = self.flow.publishing.has_room(id) {
-            return publish_failure(id, error);
-        }
         // The turn bounds the bodies one person sends at once: it ends
         // once this one is read, before the build waits for its own turn.
         let turn = match self.uploads.turn(by).await {

@@ -126,12 +126,12 @@ impl SourceFlow {
         text: Vec<u8>,
         tier: Tier,
     ) -> Result<SourcePublished, SourceError> {
-        let started = Instant::now();
-        let outcome = self.run(id, by, language, text, tier, started).await;
+        let outcome = self.run(id, by, language, text, tier).await;
         self.note(id, by, language, &outcome);
         outcome
     }
 
+    /// [`SourceFlow::publish`] but for the room's record.
     async fn run(
         &self,
         id: &str,
@@ -139,8 +139,8 @@ impl SourceFlow {
         language: SourceLanguage,
         text: Vec<u8>,
         tier: Tier,
-        started: Instant,
     ) -> Result<SourcePublished, SourceError> {
+        let started = Instant::now();
         // A namespace already at its share runs nothing.
         self.publishing.has_room(id)?;
         let text =

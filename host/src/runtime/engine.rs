@@ -600,7 +600,10 @@ impl Runtime {
         ) else {
             return;
         };
-        let Some(room) = self.kept.claim_spare() else {
+        let Some(room) = self
+            .kept
+            .claim_spare(&plugin.spare, &self.executor.guests())
+        else {
             return;
         };
         let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());

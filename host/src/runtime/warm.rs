@@ -35,7 +35,12 @@
 //! capped (the pool has room for that many beside `max_calls` running
 //! calls; `pool.rs`), and an instance of code that has since been replaced
 //! (baseline code after the optimised code took over) is dropped, not
-//! reused.
+//! reused. A spare of a large component holds that component's warmed
+//! memory (about 13 MiB for the Python runtime), so at most
+//! [`KeptInstances::max_spares`] plugins hold one at a time: the plugins
+//! called most recently. Thirty Python tools in a room keep four spares,
+//! not thirty; a plugin whose spare went makes a fresh instance for its
+//! next call, and a spare after it.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -72,6 +77,10 @@ impl Drop for Kept {
 pub(crate) struct KeptInstances {
     kept: Arc<AtomicUsize>,
     max: usize,
+    /// The plugins with a spare (made, or being made), the one whose spare
+    /// was made longest ago first.
+    spares: Mutex<std::collections::VecDeque<Spare>>,
+    max_spares: usize,
 }
 
 impl KeptInstances {
@@ -79,7 +88,15 @@ impl KeptInstances {
         KeptInstances {
             kept: Arc::default(),
             max,
+            spares: Mutex::default(),
+            max_spares: Self::max_spares(max),
         }
+    }
+
+    /// How many plugins may hold a spare at once: a sixteenth of the
+    /// instances that may be kept (4 of `--max-calls` 64), at least 2.
+    pub(crate) fn max_spares(max: usize) -> usize {
+        (max / 16).max(2)
     }
 
     /// How many are held now.
@@ -93,10 +110,35 @@ impl KeptInstances {
         self.claim_within(self.max)
     }
 
-    /// Room for a spare: spares may take half of the room, so that idle
-    /// plugins' spares never leave none for kept instances and teardowns.
-    pub(crate) fn claim_spare(&self) -> Option<Kept> {
-        self.claim_within(self.max / 2)
+    /// Room for `spare`'s next instance: spares may take half of the room,
+    /// so that idle plugins' spares never leave none for kept instances and
+    /// teardowns, and at most [`Self::max_spares`] plugins hold one: past
+    /// that, the spare made longest ago goes (torn down on `guests`).
+    pub(crate) fn claim_spare(
+        &self,
+        spare: &Spare,
+        guests: &tokio::runtime::Handle,
+    ) -> Option<Kept> {
+        let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
+        // The plugin's own place, and those of plugins that are gone.
+        spares.retain(|known| !Arc::ptr_eq(&known.0, &spare.0) && Arc::strong_count(&known.0) > 1);
+        while spares.len() >= self.max_spares {
+            let Some(oldest) = spares.pop_front() else {
+                break;
+            };
+            let taken = oldest
+                .0
+                .ready
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(taken) = taken {
+                guests.spawn_blocking(move || drop(taken));
+            }
+        }
+        let kept = self.claim_within(self.max / 2)?;
+        spares.push_back(spare.clone());
+        Some(kept)
     }
 
     fn claim_within(&self, max: usize) -> Option<Kept> {
