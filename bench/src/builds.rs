@@ -182,7 +182,7 @@ pub(super) fn section(
     if !options.quick {
         loop {
             let (_, report) = get(server.address, "/plugins/p0/count")?;
-            if report["compiler"] == "optimised" {
+            if report["compiler"] == "optimized" {
                 break;
             }
             anyhow::ensure!(

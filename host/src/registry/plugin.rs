@@ -423,13 +423,15 @@ pub(crate) async fn load(
     };
     let mut grants = grants;
     // A source file: its language's runtime, with the file to run.
-    let (bytes, hash) = match source.language {
-        None => (Arc::new(source.bytes), source.version.content_hash.clone()),
+    let component: Arc<languages::RuntimeComponent> = match source.language {
+        None => Arc::new(languages::RuntimeComponent {
+            wasm: source.bytes.into(),
+            hash: source.version.content_hash.clone(),
+        }),
         Some(language) => {
             let file = source_of(language, source.bytes)?;
             grants.source = Some(Arc::new(file));
-            let component = language.component().map_err(LoadError::NoRuntime)?;
-            (Arc::new(component.wasm.clone()), component.hash.clone())
+            language.component().map_err(LoadError::NoRuntime)?
         }
     };
     let compiled = {
@@ -437,7 +439,7 @@ pub(crate) async fn load(
         let id = id.to_string();
         tokio::task::spawn_blocking(move || {
             runtime
-                .compile(&id, &bytes, &hash)
+                .compile(&id, &component.wasm, &component.hash)
                 .map_err(LoadError::Compile)
         })
         .await

@@ -61,6 +61,12 @@ impl CompiledPlugin {
     pub(crate) fn tier(&self) -> Tier {
         self.code.load().tier
     }
+
+    /// Whether `other` serves on the same code (the same component's bytes,
+    /// compiled once: `Runtime::compile`).
+    pub(crate) fn shares_code_with(&self, other: &CompiledPlugin) -> bool {
+        Arc::ptr_eq(&self.code, &other.code)
+    }
 }
 
 impl std::ops::Deref for CompiledPlugin {

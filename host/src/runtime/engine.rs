@@ -277,6 +277,15 @@ impl Runtime {
         }
     }
 
+    /// Its code was replaced by optimised code: the spare made of the old
+    /// code goes now (torn down on a guest thread), not at its next call,
+    /// so that the old code's memory goes with the last of them.
+    pub(crate) fn code_replaced(&self, plugin: &CompiledPlugin) {
+        if let Some(spare) = plugin.spare.take_prepared() {
+            self.executor.guests().spawn_blocking(move || drop(spare));
+        }
+    }
+
     /// A version that no longer serves (replaced, displaced, waiting for a
     /// name): its spare and kept instances go now, not with its last
     /// clone (a waiting version is held for as long as it waits). A call

@@ -23,9 +23,11 @@ pub enum SourceLanguage {
     JavaScript,
 }
 
-/// A runtime component's bytes and their SHA-256 (its compile key).
+/// A runtime component's bytes and their SHA-256 (its compile key). The
+/// bytes built into the binary are never copied, and read only to compile
+/// them afresh: a server whose cache has them compiled never reads them.
 pub struct RuntimeComponent {
-    pub(crate) wasm: Vec<u8>,
+    pub(crate) wasm: std::borrow::Cow<'static, [u8]>,
     pub(crate) hash: String,
 }
 
@@ -33,7 +35,9 @@ pub struct RuntimeComponent {
 const PYTHON_MODULES: &str = include_str!("../../../sdk/python/runtime/modules.txt");
 
 const EMBEDDED_PYTHON: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/python-runtime.wasm"));
+const EMBEDDED_PYTHON_SHA256: &str = include_str!(concat!(env!("OUT_DIR"), "/python-runtime.sha256"));
 const EMBEDDED_JS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/js-runtime.wasm"));
+const EMBEDDED_JS_SHA256: &str = include_str!(concat!(env!("OUT_DIR"), "/js-runtime.sha256"));
 
 impl SourceLanguage {
     /// The language of a plugin file, by its extension (`.py`, `.js`).
@@ -112,11 +116,12 @@ impl SourceLanguage {
     pub fn component(self) -> Result<Arc<RuntimeComponent>, String> {
         static PYTHON: OnceLock<Result<Arc<RuntimeComponent>, String>> = OnceLock::new();
         static JS: OnceLock<Result<Arc<RuntimeComponent>, String>> = OnceLock::new();
-        let (cell, variable, embedded, built) = match self {
+        let (cell, variable, embedded, digest, built) = match self {
             SourceLanguage::Python => (
                 &PYTHON,
                 "TOOLHOST_PYTHON_RUNTIME",
                 EMBEDDED_PYTHON,
+                EMBEDDED_PYTHON_SHA256,
                 concat!(
                     env!("CARGO_MANIFEST_DIR"),
                     "/../target/runtimes/python.wasm"
@@ -126,17 +131,29 @@ impl SourceLanguage {
                 &JS,
                 "TOOLHOST_JS_RUNTIME",
                 EMBEDDED_JS,
+                EMBEDDED_JS_SHA256,
                 concat!(env!("CARGO_MANIFEST_DIR"), "/../target/runtimes/js.wasm"),
             ),
         };
         cell.get_or_init(|| {
-            let wasm = if let Some(file) = std::env::var_os(variable) {
-                std::fs::read(&file)
+            let read = |file: &std::ffi::OsStr| {
+                let wasm = std::fs::read(file)?;
+                let hash = sha256_hex(&wasm);
+                Ok::<_, std::io::Error>(RuntimeComponent {
+                    wasm: wasm.into(),
+                    hash,
+                })
+            };
+            let component = if let Some(file) = std::env::var_os(variable) {
+                read(&file)
                     .map_err(|error| format!("{variable}={}: {error}", file.to_string_lossy()))?
             } else if !embedded.is_empty() {
-                embedded.to_vec()
+                RuntimeComponent {
+                    wasm: embedded.into(),
+                    hash: digest.trim().to_string(),
+                }
             } else {
-                std::fs::read(built).map_err(|_| {
+                read(std::ffi::OsStr::new(built)).map_err(|_| {
                     format!(
                         "this toolhost was built without its {} runtime: run `make runtimes` \
                          in the toolhost repository and build it again, or set {variable}",
@@ -144,8 +161,7 @@ impl SourceLanguage {
                     )
                 })?
             };
-            let hash = sha256_hex(&wasm);
-            Ok(Arc::new(RuntimeComponent { wasm, hash }))
+            Ok(Arc::new(component))
         })
         .clone()
     }

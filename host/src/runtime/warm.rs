@@ -318,6 +318,11 @@ impl Spare {
         Some(Filling(self.clone()))
     }
 
+    /// The prepared instance, taken out, if there is one.
+    pub(crate) fn take_prepared(&self) -> Option<Prepared> {
+        self.0.ready.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
     /// Drops the prepared instance, if there is one (the plugin's version
     /// no longer serves).
     pub(crate) fn clear(&self) {
