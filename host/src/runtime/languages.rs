@@ -35,7 +35,8 @@ pub struct RuntimeComponent {
 const PYTHON_MODULES: &str = include_str!("../../../sdk/python/runtime/modules.txt");
 
 const EMBEDDED_PYTHON: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/python-runtime.wasm"));
-const EMBEDDED_PYTHON_SHA256: &str = include_str!(concat!(env!("OUT_DIR"), "/python-runtime.sha256"));
+const EMBEDDED_PYTHON_SHA256: &str =
+    include_str!(concat!(env!("OUT_DIR"), "/python-runtime.sha256"));
 const EMBEDDED_JS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/js-runtime.wasm"));
 const EMBEDDED_JS_SHA256: &str = include_str!(concat!(env!("OUT_DIR"), "/js-runtime.sha256"));
 

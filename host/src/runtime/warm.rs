@@ -320,7 +320,11 @@ impl Spare {
 
     /// The prepared instance, taken out, if there is one.
     pub(crate) fn take_prepared(&self) -> Option<Prepared> {
-        self.0.ready.lock().unwrap_or_else(|e| e.into_inner()).take()
+        self.0
+            .ready
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     /// Drops the prepared instance, if there is one (the plugin's version
