@@ -33,5 +33,6 @@ mod sets;
 mod shares;
 mod sources;
 mod support;
+mod tokens_cmd;
 mod traces;
 mod workshop;

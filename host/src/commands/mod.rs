@@ -17,6 +17,7 @@ mod push;
 mod remote;
 mod serve;
 mod telemetry;
+mod tokens;
 
 use std::process::ExitCode;
 
@@ -76,6 +77,11 @@ enum Command {
     /// Answer one CGI/1.1 request (PATH_INFO `/tools/<name>`, JSON body on
     /// stdin) with the same routes and envelopes as the REST server.
     Cgi(cgi::CgiOptions),
+    /// Make a workshop room: a tokens file (an instructor who is admin,
+    /// stored hashed; one publisher per attendee, seeing the top level,
+    /// the instructor's tools and their own) and a printable sheet with
+    /// one card per attendee. Prints the instructor's token, once.
+    Tokens(tokens::TokensOptions),
 }
 
 impl Cli {
@@ -115,6 +121,7 @@ impl Cli {
                         Command::Dev(options) => options.run().await,
                         Command::Push(options) => options.run().await,
                         Command::Approve(options) => options.run().await,
+                        Command::Tokens(options) => options.run(),
                     }
                 })
             });

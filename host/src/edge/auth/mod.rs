@@ -87,6 +87,13 @@ pub(crate) enum Refusal {
     NotAllowed { name: String, needs: Role },
 }
 
+/// A top-level plugin, and who of the tokens file does not see it.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Unseen {
+    pub(crate) plugin: String,
+    pub(crate) people: Vec<String>,
+}
+
 /// Who may use the server: the people of the tokens file and, with
 /// `--auth-issuer`, the holders of its access tokens.
 pub(crate) struct Authority {
@@ -167,6 +174,26 @@ impl Authority {
             .unwrap_or_else(|| identity.tools.clone())
     }
 
+    /// The top-level plugins of `report` that people of the tokens file
+    /// do not see (their set leaves the top level out), and who.
+    pub(crate) fn unseen_top_level(
+        &self,
+        report: &crate::registry::report::PluginsReport,
+    ) -> Vec<Unseen> {
+        report
+            .plugins
+            .iter()
+            .filter(|plugin| !plugin.id.contains('/'))
+            .filter_map(|plugin| {
+                let people = self.people.unseen_by(&plugin.id);
+                (!people.is_empty()).then(|| Unseen {
+                    plugin: plugin.id.clone(),
+                    people,
+                })
+            })
+            .collect()
+    }
+
     /// A receiver that wakes when the tokens file is reloaded: then
     /// [`Authority::still_valid`] may have changed.
     pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
@@ -237,6 +264,13 @@ pub(crate) fn scope_of(role: Role) -> &'static str {
         Role::Caller => SCOPE_CALL,
         Role::Metrics => SCOPE_METRICS,
     }
+}
+
+/// Reads and checks a tokens file as `--tokens` does, without serving it:
+/// what `toolhost tokens` asks of the file it made before it takes its
+/// place.
+pub(crate) fn check_tokens_file(file: &std::path::Path) -> anyhow::Result<()> {
+    file::read_tokens(file, None).map(drop)
 }
 
 /// The person an access token names: their name, their namespace and

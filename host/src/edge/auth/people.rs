@@ -160,6 +160,20 @@ impl People {
             .collect()
     }
 
+    /// The tokens file's people, admins apart, whose set leaves plugin
+    /// `id` out: a top-level plugin the room's group cannot see is worth
+    /// telling the instructor.
+    pub(crate) fn unseen_by(&self, id: &str) -> Vec<String> {
+        self.roster
+            .load()
+            .as_ref()
+            .iter()
+            .flat_map(|roster| roster.people.iter())
+            .filter(|person| person.role != Role::Admin && !person.tools.sees(id))
+            .map(|person| person.name.clone())
+            .collect()
+    }
+
     /// Whether a tokens-file person still holds `identity`'s token.
     pub(super) fn holds(&self, identity: &Identity) -> bool {
         self.set_of(identity).is_some()
