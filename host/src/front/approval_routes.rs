@@ -27,6 +27,7 @@ use crate::call::errors::ErrorCode;
 use crate::edge::auth::Role;
 use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
+use crate::front::query::query_value;
 use crate::front::uploads::{publish_failure, refuse};
 use crate::registry::approving::{Decision, decide};
 use crate::registry::layout::is_valid_namespace;
@@ -69,13 +70,6 @@ async fn decide_in(
         requester,
     )
     .await
-}
-
-/// The value of `key` in a query string (`a=1&hash=…`), if present.
-pub(crate) fn query_value<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
-    query?
-        .split('&')
-        .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
 }
 
 async fn decision(

@@ -11,6 +11,9 @@
 //! - `string`, no type, or a key the schema does not name: the text as it
 //!   is (the input schema's own check then says what it thinks of it).
 //!
+//! And the one value of a key that the routes with a flag in their query
+//! read ([`query_value`]: `?hash=`, `?limit=`, `?build=`).
+//!
 //! A union (`["integer", "null"]`) takes the first type the text fits.
 //! Text no type fits is refused with its JSON Pointer path, the text and
 //! what was expected; the caller turns that into INVALID_ARGUMENTS.
@@ -139,6 +142,13 @@ fn number(text: &str) -> Option<Value> {
 /// A key as one JSON Pointer token (RFC 6901).
 fn pointer_token(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The value of `key` in a query string (`a=1&hash=…`), if present.
+pub(crate) fn query_value<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
+    query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
 }
 
 #[cfg(test)]
