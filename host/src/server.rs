@@ -286,7 +286,8 @@ async fn serve(
     .merge(guarded(
         plugin_routes::router(
             registry.clone(),
-            publishing,
+            authority.clone(),
+            publishing.clone(),
             builds.clone(),
             settings.max_plugin_bytes,
             settings.max_uploads_per_person,
@@ -302,6 +303,7 @@ async fn serve(
             calls.clone(),
             EventFeed::start(&registry, shutdown.clone()),
             builds,
+            publishing.clone(),
             authority.clone(),
             holds.clone(),
         ),
@@ -338,6 +340,7 @@ async fn serve(
         body_timeout: settings.body_timeout,
     };
     let snapshot = registry_for_log.snapshot();
+    tell_unseen_top_level(&registry_for_log, &authority);
     tracing::info!(
         folder = %registry_for_log.plugins_report().folder.unwrap_or_default(),
         plugins = snapshot.plugins().count(),
@@ -403,6 +406,25 @@ pub(crate) async fn run_cgi(
     crate::front::cgi::run(host, settings).await
 }
 
+/// Warns of each top-level plugin that people of the tokens file do not
+/// see (their set leaves the top level out): the instructor's tools
+/// dropped into the folder reach nobody limited to `["instructor/*",
+/// "{self}/*"]`.
+fn tell_unseen_top_level(registry: &crate::registry::Registry, authority: &Authority) {
+    for id in authority.unseen_top_level(&registry.plugins_report()) {
+        tracing::warn!(
+            plugin = %id.plugin,
+            people = id.people.len(),
+            "the top-level plugin {} is outside the tool set of {} (e.g. {}): they never see its \
+             tools; add \"*\" to their group's tools (the top level), or publish it into the \
+             instructor's namespace",
+            id.plugin,
+            if id.people.len() == 1 { "one person".to_string() } else { format!("{} people", id.people.len()) },
+            id.people.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+        );
+    }
+}
+
 /// Writes each reload of the tokens file to the audit log: who was added,
 /// removed or changed (role or set), by name. Ends with the server.
 async fn audit_tokens_file(
@@ -456,6 +478,7 @@ async fn audit_tokens_file(
                 }),
             );
         }
+        tell_unseen_top_level(&registry, &authority);
         before = after;
     }
 }

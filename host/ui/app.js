@@ -7,9 +7,9 @@
 
 import { el, pretty } from "./dom.js";
 import { buildForm } from "./form.js";
-import { initEditor, showEditor, editSource, onBuildEvent as editorBuildEvent } from "./editor.js";
+import { initEditor, showEditor, editSource, onBuildEvent as editorBuildEvent, onLine as editorLine } from "./editor.js";
 import { renderConnect } from "./connect.js";
-import { loadRoom, onBuildEvent as roomBuildEvent, refresh as refreshRoom, renderPeople } from "./room.js";
+import { loadRoom, onLine as roomLine, onPublish as roomPublish, renderPeople, renderUnseen } from "./room.js";
 
 const $ = (id) => document.getElementById(id);
 const state = {
@@ -29,8 +29,8 @@ function headers(extra = {}) {
   return h;
 }
 
-async function api(method, path, body, contentType) {
-  const init = { method, headers: headers(contentType ? { "Content-Type": contentType } : {}) };
+async function api(method, path, body, contentType, extra = {}) {
+  const init = { method, headers: headers({ ...(contentType ? { "Content-Type": contentType } : {}), ...extra }) };
   if (body !== undefined) init.body = body;
   const response = await fetch(path, init);
   let json = null;
@@ -70,12 +70,9 @@ async function signIn() {
   }
   state.me = json;
   const role = json.role;
-  const can = {
-    admin: "call and list every tool, publish anywhere, remove any plugin",
-    publisher: `call and list every tool, publish into ${json.namespace}`,
-    caller: "list and call tools (not publish)",
-  }[role] || role;
-  $("who").textContent = json.name ? `Signed in as ${json.name} (${role}): you may ${can}.` : `Open server: you may ${can}.`;
+  $("who").textContent = json.name
+    ? `Signed in as ${json.name} (${role}): you may ${mayDo(json)}.`
+    : `Open server: you may ${mayDo(json)}.`;
   // An open server takes no token: no sign-in form to wonder about.
   // Signed in, the form shrinks to "Sign out".
   $("signin").hidden = !json.name && !state.token;
@@ -89,7 +86,34 @@ async function signIn() {
   $("connect-section").hidden = false;
   renderConnect($("connect"), json, state.token);
   loadRoom(api, json).then(seedRejections);
+  renderUnseen(json);
   return true;
+}
+
+/// What the person may do, from their role and their real tool set
+/// (GET /me's `tools`: null is every tool).
+function mayDo(me) {
+  const sees = seesWhat(me);
+  if (me.role === "admin") return `see and call ${sees}, publish anywhere, remove any plugin`;
+  if (me.role === "publisher") return `see and call ${sees}, and publish into ${me.namespace}`;
+  if (me.role === "caller") return `see and call ${sees} (not publish)`;
+  return me.role;
+}
+
+function seesWhat(me) {
+  if (!Array.isArray(me.tools)) return "every tool";
+  const own = me.namespace ? `${me.namespace}/*` : null;
+  // The server's own first, the person's own last.
+  const order = (pattern) => (pattern === "*" ? 0 : pattern === own ? 2 : 1);
+  const words = [...me.tools].sort((a, b) => order(a) - order(b)).map((pattern) => {
+    if (pattern === own) return "your own tools";
+    if (pattern === "*") return "the server's own tools";
+    if (pattern === "**") return "every tool";
+    const ns = pattern.match(/^([A-Za-z][A-Za-z0-9_-]*)\/\*$/);
+    return ns ? `${ns[1]}'s tools` : `the tools of ${pattern}`;
+  });
+  if (!words.length) return "no tools";
+  return words.length === 1 ? words[0] : `${words.slice(0, -1).join(", ")} and ${words[words.length - 1]}`;
 }
 
 /// Shows or hides the token field and its button (not "Sign out").
@@ -381,8 +405,18 @@ function onEvent(name, data) {
   }
   if (name === "build") {
     editorBuildEvent(data);
-    roomBuildEvent(data);
-    if (data.stage === "failed") noteRejection(data.plugin, { reason: data.error }, "did not build");
+    if (data.stage === "failed" && !(data.error || "").startsWith("a newer source")) {
+      noteRejection(data.plugin, { reason: data.error }, "did not build");
+    }
+    return;
+  }
+  if (name === "publish") {
+    roomPublish(data);
+    return;
+  }
+  if (name === "line") {
+    roomLine(data);
+    editorLine(data);
     return;
   }
   if (!data || !data.plugin) return;
@@ -392,7 +426,6 @@ function onEvent(name, data) {
   else state.plugins.set(data.plugin, data.report);
   renderPlugins();
   if (["loaded", "replaced", "removed"].includes(name)) loadTools();
-  if (["loaded", "replaced", "rejected"].includes(name)) refreshRoom(api);
   if (name === "rejected") noteRejection(data.plugin, data.report);
   if (name === "rejected") setStatus(`Rejected: ${data.plugin}`);
   else if (name === "removed" && wasRejected) setStatus(`Rejected: ${data.plugin}; nothing of it stays`);

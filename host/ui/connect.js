@@ -1,14 +1,17 @@
 // "Connect a client": for the signed-in person and this server, the MCP
 // URL, the header a client must send, and a configuration for each of the
 // clients people bring (Claude Desktop, VS Code, Cursor, the MCP Inspector
-// and curl), each with a copy button. The token shows only after a click
-// ("Show token"), and never goes into the page's URL.
+// and curl), and a complete program for each SDK people embed (Python,
+// TypeScript), each with a copy button. The token shows only after a
+// click ("Show token"), and never goes into the page's URL.
 
 import { el } from "./dom.js";
 
 // The versions the snippets name: the ones this server's tests run.
 export const MCP_REMOTE = "mcp-remote@0.15.1";
 export const INSPECTOR = "@modelcontextprotocol/inspector@2.12.0";
+export const PYTHON_SDK = "mcp==2.3.0";
+export const TS_SDK = "@modelcontextprotocol/sdk@1.32.2";
 
 const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
 
@@ -39,6 +42,48 @@ export function snippets(url, token) {
   const base = url.replace(/\/mcp$/, "");
   const curl = [`curl -s ${base}/tools`];
   if (header) curl.push(`-H ${quote(header)}`);
+  const python = [
+    `# toolhost_client.py: pip install "${PYTHON_SDK}", then python toolhost_client.py`,
+    "import asyncio",
+    "",
+    "import httpx2",
+    "from mcp import Client",
+    "from mcp.client.streamable_http import streamable_http_client",
+    "",
+    `URL = ${JSON.stringify(url)}`,
+    ...(header ? [`TOKEN = ${JSON.stringify(token)}`] : []),
+    "",
+    "",
+    "async def main():",
+    "    # The SDK sends a header only through an HTTP client of your own.",
+    `    async with httpx2.AsyncClient(${header ? 'headers={"Authorization": f"Bearer {TOKEN}"}' : ""}) as http:`,
+    "        async with Client(streamable_http_client(URL, http_client=http)) as client:",
+    "            listed = await client.list_tools()",
+    "            for tool in listed.tools:",
+    "                print(tool.name)",
+    "            # A call: await client.call_tool(\"NAME\", {\"argument\": \"value\"})",
+    "",
+    "",
+    "asyncio.run(main())",
+    "",
+  ].join("\n");
+  const typescript = [
+    `// toolhost_client.mjs: npm install ${TS_SDK}, then node toolhost_client.mjs`,
+    'import { Client } from "@modelcontextprotocol/sdk/client/index.js";',
+    'import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";',
+    "",
+    `const url = new URL(${JSON.stringify(url)});`,
+    header
+      ? `const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: ${JSON.stringify(`Bearer ${token}`)} } } });`
+      : "const transport = new StreamableHTTPClientTransport(url);",
+    'const client = new Client({ name: "my-agent", version: "1.0.0" });',
+    "await client.connect(transport);",
+    "const { tools } = await client.listTools();",
+    "for (const tool of tools) console.log(tool.name);",
+    '// A call: await client.callTool({ name: "NAME", arguments: { argument: "value" } });',
+    "await client.close();",
+    "",
+  ].join("\n");
   return [
     {
       id: "claude",
@@ -74,6 +119,20 @@ export function snippets(url, token) {
       where: "a terminal: the tools over REST (POST /tools/NAME calls one)",
       format: "shell",
       text: curl.join(" "),
+    },
+    {
+      id: "python-sdk",
+      title: "Python SDK",
+      where: `a program of your own, with the MCP Python SDK (${PYTHON_SDK}, Python 3.10+): it lists your tools`,
+      format: "python",
+      text: python,
+    },
+    {
+      id: "typescript-sdk",
+      title: "TypeScript SDK",
+      where: `a program of your own, with the MCP TypeScript SDK (${TS_SDK}, Node 18+): it lists your tools`,
+      format: "javascript",
+      text: typescript,
     },
   ];
 }

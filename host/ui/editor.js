@@ -1,11 +1,17 @@
 // "Write a tool": a publisher writes a Python or JavaScript tool in the
 // page and publishes it as source (PUT /plugins/{namespace}/{name} with
-// text/x-python or text/javascript); the server builds it. CodeMirror 6
-// (./vendor/codemirror.js, bundled from pinned packages) is the editor.
-// A new tool starts from the template `toolhost new` writes; a failed
-// build's line is marked in the editor; the build's stages come from
-// /events (`build`); a tool that went live opens in try-it. One of the
-// person's own source-built plugins loads back with "Edit source".
+// text/x-python or text/javascript). CodeMirror 6 (./vendor/codemirror.js,
+// bundled from pinned packages) is the editor. A new tool starts from the
+// template `toolhost new` writes, with a header for the browser; a failed
+// build's line is marked in the editor; a tool that went live opens in
+// try-it. One of the person's own source-built plugins loads back with
+// "Edit source".
+//
+// One save is one publish, and only the newest one speaks: each publish
+// is numbered (sent as Toolhost-Publish), an answer or a build stage of
+// any but the newest is ignored, and the status beside Publish moves only
+// forward (queued with its place in line, building, loading) until the
+// newest publish ends, when it is cleared and the outcome shown.
 
 import { el } from "./dom.js";
 import {
@@ -23,7 +29,12 @@ const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 let context = null;
 let view = null;
 const languageMode = new Compartment();
-const current = { language: "python", building: null };
+const current = { language: "python", building: null, publish: null, stage: 0 };
+/// This page's publishes: the newest number is the only one that speaks.
+let published = 0;
+const PAGE = Math.random().toString(36).slice(2, 10);
+/// The stages of a build, in the order they come.
+const STAGES = { queued: 1, building: 2, built: 3 };
 /// Each load into the editor (a template, a plugin's source) takes the next
 /// number; one whose fetch ends after a later load began is dropped, so a
 /// slow template cannot overwrite a source opened after it.
@@ -50,8 +61,28 @@ export function initEditor(ctx) {
           indentWithTab,
           { key: "Mod-s", preventDefault: true, run: () => { publishSource(); return true; } },
         ]),
+        // Brackets close themselves; quotes do not (closing each quote of
+        // a docstring's three doubled them). Before the language, so that
+        // this is the data asked first.
+        EditorState.languageData.of(() => [{ closeBrackets: { brackets: ["(", "[", "{"] } }]),
         languageMode.of(LANGUAGES.python.mode()),
         EditorView.contentAttributes.of({ "aria-label": "Source of the tool" }),
+        // Text typed over a selection, or several lines at once, goes in
+        // as a change of the editor's own: left to the browser, Chrome
+        // keeps the look of what it replaces in a style attribute on each
+        // new line, which the page's CSP refuses (and the editor redraws).
+        EditorView.domEventHandlers({
+          beforeinput(event, editor) {
+            if (event.isComposing) return false;
+            if (event.inputType !== "insertText" && event.inputType !== "insertReplacementText") return false;
+            const text = event.data ?? event.dataTransfer?.getData("text/plain");
+            if (text === null || text === undefined) return false;
+            if (editor.state.selection.main.empty && !text.includes("\n")) return false;
+            event.preventDefault();
+            editor.dispatch(editor.state.update(editor.state.replaceSelection(text), { userEvent: "input.type", scrollIntoView: true }));
+            return true;
+          },
+        }),
         // How many lines there are, for whoever reads the page (its tests).
         EditorView.updateListener.of((update) => {
           if (update.docChanged) update.view.dom.dataset.lines = String(update.state.doc.lines);
@@ -103,7 +134,7 @@ function clearMark() {
 }
 
 /// A new tool from the template `toolhost new` writes, named by the name
-/// field (or `my_tool`).
+/// field (or `my_tool`), with a header for someone writing in the page.
 async function startFromTemplate() {
   const name = $("write-name").value.trim() || "my_tool";
   if (!NAME.test(name)) return say("bad", "A name is letters, digits, _ or -, starting with a letter.");
@@ -112,9 +143,42 @@ async function startFromTemplate() {
   const response = await fetch(LANGUAGES[current.language].template);
   const template = await response.text();
   if (load !== loads) return;
-  setSource(template.replaceAll("__NAME__", name).replaceAll("__ID__", name.replace(/-/g, "_")));
+  const filled = template.replaceAll("__NAME__", name).replaceAll("__ID__", name.replace(/-/g, "_"));
+  setSource(forTheBrowser(filled, current.language, name));
   say("", `A new ${LANGUAGES[current.language].label} tool from the template: edit it, then Publish (Ctrl/Cmd-S).`);
   view.focus();
+}
+
+/// The template's header speaks of a terminal (toolhost dev, push, the
+/// tests); in the page it says what Publish does instead.
+function forTheBrowser(text, language, name) {
+  const me = context.me();
+  const served = me && me.namespace ? `${me.namespace}__${name}` : name;
+  const lines = [
+    `${name}: a tool you write in this page.`,
+    "",
+    "Publish (the button, or Ctrl/Cmd-S) sends this file to the server; it",
+    `is live within a second as ${served}, under Tools on this page, where`,
+    "Try calls it. Every MCP client you connect (see Connect a client)",
+    "lists it too. A mistake marks its line here, and what served before",
+    "serves on.",
+    "",
+  ];
+  if (language === "python") {
+    const end = text.indexOf('"""', 3);
+    if (!text.startsWith('"""') || end < 0) return text;
+    return ['"""' + lines[0], ...lines.slice(1),
+      "A tool is a typed function with a docstring: the parameters' type hints",
+      "become the input schema, a dataclass return type the output schema.",
+      "Import what a tool needs at the top of the file.",
+      '"""'].join("\n") + text.slice(end + 3);
+  }
+  const body = text.split("\n");
+  let first = 0;
+  while (first < body.length && body[first].startsWith("//") && !body[first].startsWith("// @ts-check")) first++;
+  const header = [...lines, "A tool is a JSON Schema for its arguments and a `run` function: a string",
+    "it returns is text, an object structured content."].map((line) => (line ? `// ${line}` : "//"));
+  return [...header, ...body.slice(first)].join("\n");
 }
 
 /// Loads one of the person's own source-built plugins back (`id` is
@@ -135,15 +199,38 @@ export async function editSource(id, language) {
   view.focus();
 }
 
-/// A build stage from /events, for the plugin being published here.
+/// A build stage from /events: only the newest publish's, and only
+/// forward (a `queued` again only moves its place in line).
 export function onBuildEvent(event) {
-  if (!current.building || event.plugin !== current.building) return;
-  const stages = {
-    queued: "Queued for a build…",
-    building: "Building on the server…",
-    built: `Built in ${(event.seconds || 0).toFixed(1)} s; loading…`,
-  };
-  if (stages[event.stage]) say("", stages[event.stage]);
+  if (!current.publish || event.publish !== current.publish) return;
+  const rank = STAGES[event.stage];
+  if (!rank || rank < current.stage) return;
+  current.stage = rank;
+  if (event.stage === "queued") return sayQueued(event.position, event.estimateSeconds);
+  if (event.stage === "building") return say("", `Building on the server${estimate(event.estimateSeconds)}…`);
+  say("", `Built in ${(event.seconds || 0).toFixed(1)} s; loading…`);
+}
+
+/// The build line from /events: the newest publish's place, while it waits.
+export function onLine(line) {
+  if (!current.publish || current.stage !== STAGES.queued) return;
+  const mine = (line.entries || []).find((entry) => entry.publish === current.publish);
+  if (!mine) return;
+  if (mine.stage === "building") {
+    current.stage = STAGES.building;
+    return say("", `Building on the server${estimate(mine.estimateSeconds)}…`);
+  }
+  sayQueued(mine.position, mine.estimateSeconds, line.waiting);
+}
+
+function sayQueued(position, seconds, waiting) {
+  const place = position === 1 ? "next in line" : `number ${position} in line`;
+  const of = waiting ? ` of ${waiting}` : "";
+  say("", `Queued for a build: ${position ? place + of : "in line"}${estimate(seconds)}…`);
+}
+
+function estimate(seconds) {
+  return Number.isFinite(seconds) ? `, live in about ${Math.max(1, Math.round(seconds))} s` : "";
 }
 
 async function publishSource() {
@@ -157,15 +244,26 @@ async function publishSource() {
   if (!text.trim()) return say("bad", "There is nothing to publish: start from the template.");
   const id = me && me.namespace ? `${me.namespace}/${name}` : name;
   const language = LANGUAGES[current.language];
+  const number = ++published;
   current.building = id;
+  current.publish = `${PAGE}-${number}`;
+  current.stage = 0;
   clearMark();
   say("", `Publishing ${id}…`);
   const started = performance.now();
-  const { status, json } = await context.api("PUT", `/plugins/${id.split("/").map(encodeURIComponent).join("/")}`, text, language.mime);
+  const { status, json } = await context.api("PUT", `/plugins/${id.split("/").map(encodeURIComponent).join("/")}`, text, language.mime,
+    { "Toolhost-Publish": current.publish });
+  // A newer publish from this page speaks instead.
+  if (number !== published) return;
   current.building = null;
+  current.publish = null;
+  current.stage = 0;
+  $("write-status").textContent = "";
+  $("write-status").className = "";
   const took = ((performance.now() - started) / 1000).toFixed(1);
   if (status === 200 || status === 201) {
     await context.loadTools();
+    if (number !== published) return;
     const build = json.build || {};
     const tries = (json.tools || []).map((tool) => {
       const button = el("button", { type: "button", class: "secondary", "aria-label": `Try ${tool}` }, tool);
@@ -174,7 +272,7 @@ async function publishSource() {
     });
     const notes = (build.notes || []).map((note) => el("p", { class: "note" }, note));
     $("write-result").replaceChildren(
-      el("p", { class: "ok" }, build.servedBy === "build"
+      el("p", { class: "ok", "data-publish": String(number) }, build.servedBy === "build"
         ? `Live in ${took} s (built in ${(build.seconds || 0).toFixed(1)} s): ${json.id}`
         : `Live in ${took} s: ${json.id}`),
       el("p", { class: "tries" }, "Tools (press one to try it): ", ...(tries.length ? tries : ["(none)"])),
@@ -184,13 +282,12 @@ async function publishSource() {
   }
   const error = (json && json.error) || {};
   const details = error.details || {};
-  const parts = [el("p", { class: "bad" }, `Not live (HTTP ${status}${error.code ? `, ${error.code}` : ""}); what served before serves on.`)];
+  const parts = [el("p", { class: "bad", "data-publish": String(number) }, `Not live (HTTP ${status}${error.code ? `, ${error.code}` : ""}); what served before serves on.`)];
   parts.push(el("pre", { class: "reason", id: "write-error" }, error.message || `HTTP ${status}`));
   if (details.log) {
     parts.push(el("details", {}, el("summary", {}, "The build's log"), el("pre", { class: "build-log" }, details.log)));
   }
   $("write-result").replaceChildren(...parts);
-  $("write-status").textContent = "";
   const line = details.line;
   if (Number.isInteger(line) && line >= 1 && line <= view.state.doc.lines) {
     const at = view.state.doc.line(line);

@@ -1,70 +1,173 @@
-// The room's view: who published what and when, each publish's build time
-// and outcome (GET /publishes, kept by the server, then `build` events and
-// load events as they come), and per person the calls of their tools (the
-// call ledger's summaries, grouped by namespace). A person sees their own
-// publishes first; reasons only for their own (the server leaves out the
-// others'), all of them for an admin.
+// The room's present ("Now"): one row per plugin, its newest publish or
+// where its build is (queued with its place in line, building with its
+// seconds, each with an estimate from the server's recent build times),
+// failures with a short reason that expands, earlier publishes folded
+// under the row, and no cap that hides the present. GET /publishes gives
+// what the server kept (`latest`, `publishes`, `line`); `publish` and
+// `line` events from /events keep it live. The header counts what waits. Per
+// person, the calls of their tools (the call ledger's summaries). A person
+// sees their own plugins first; reasons only for their own (the server
+// leaves out the others'), all of them for an admin.
 
 import { el } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
-let publishes = [];
+let latest = [];
+let history = [];
+let line = { waiting: 0, building: 0, entries: [] };
+let lineAt = 0;
 let mine = null;
+let ticking = null;
 
-/// Loads what the server kept, for `me` (GET /me's answer).
+/// Loads what the server kept, for `me` (GET /me's answer); answers the
+/// history (newest first).
 export async function loadRoom(api, me) {
   mine = me && me.namespace ? `${me.namespace}/` : null;
-  const { status, json } = await api("GET", "/publishes");
-  publishes = status === 200 && json && Array.isArray(json.publishes) ? json.publishes : [];
-  renderPublishes();
-  return publishes;
+  await refresh(api);
+  return history;
 }
 
-/// A build's end, from /events, as a row until the next load of the list.
-export function onBuildEvent(event) {
-  if (event.stage !== "failed") return;
-  publishes.unshift({
-    plugin: event.plugin,
-    by: event.person,
-    at: new Date().toISOString(),
-    outcome: event.error && event.error.startsWith("a newer source") ? "replaced" : "build_failed",
-    language: event.language,
-    buildSeconds: event.seconds,
-    reason: event.error,
-    line: event.line,
-  });
-  renderPublishes();
-}
-
-/// A plugin that went live or was refused: refresh the list from the
-/// server (it has the who and when).
+/// A plugin that went live or was refused, or a build that ended:
+/// what the server kept, again.
 export async function refresh(api) {
   const { status, json } = await api("GET", "/publishes");
-  if (status === 200 && json && Array.isArray(json.publishes)) {
-    publishes = json.publishes;
-    renderPublishes();
+  if (status !== 200 || !json) return;
+  history = Array.isArray(json.publishes) ? json.publishes : [];
+  latest = Array.isArray(json.latest) ? json.latest : [];
+  if (json.line) onLine(json.line);
+  else render();
+}
+
+/// A publish's outcome as the server noted it (a `publish` event): the
+/// plugin's row is its newest, and the one before folds under it.
+export function onPublish(noted) {
+  latest = [noted, ...latest.filter((p) => p.plugin !== noted.plugin)];
+  history = [noted, ...history];
+  render();
+}
+
+/// The build line now (a `line` event, or GET /publishes's).
+export function onLine(now) {
+  line = { waiting: now.waiting || 0, building: now.building || 0, entries: now.entries || [] };
+  lineAt = performance.now();
+  render();
+}
+
+function seconds(value) {
+  return value + (performance.now() - lineAt) / 1000;
+}
+
+function place(n, of) {
+  return n === 1 ? `next of ${of}` : `place ${n} of ${of}`;
+}
+
+function render() {
+  renderHeader();
+  const body = $("publishes").querySelector("tbody");
+  body.replaceChildren();
+  const rows = new Map();
+  for (const noted of latest) rows.set(noted.plugin, { plugin: noted.plugin, by: noted.by, noted });
+  for (const entry of line.entries) {
+    const row = rows.get(entry.plugin) || { plugin: entry.plugin, by: entry.by };
+    row.entry = entry;
+    rows.set(entry.plugin, row);
+  }
+  // What waits first (in line order), then who is stuck, then the rest,
+  // newest first; the reader's own plugins ahead within each.
+  const rank = (row) => (row.entry ? (row.entry.stage === "building" ? 0 : 1) : row.noted && isFailure(row.noted.outcome) ? 2 : 3);
+  const ordered = [...rows.values()].sort((a, b) =>
+    rank(a) - rank(b)
+    || (mine ? Number(!a.plugin.startsWith(mine)) - Number(!b.plugin.startsWith(mine)) : 0)
+    || ((a.entry && b.entry) ? (a.entry.position || 0) - (b.entry.position || 0) : 0)
+    || String((b.noted || {}).at || "").localeCompare(String((a.noted || {}).at || "")));
+  for (const row of ordered) body.append(renderRow(row));
+  if (!ordered.length) body.append(el("tr", {}, el("td", { colspan: "5" }, "Nothing published since the server started.")));
+  const waiting = line.entries.length > 0;
+  if (waiting && !ticking) ticking = setInterval(render, 1000);
+  if (!waiting && ticking) {
+    clearInterval(ticking);
+    ticking = null;
   }
 }
 
-function renderPublishes() {
-  const body = $("publishes").querySelector("tbody");
-  body.replaceChildren();
-  const ordered = mine
-    ? [...publishes.filter((p) => p.plugin.startsWith(mine)), ...publishes.filter((p) => !p.plugin.startsWith(mine))]
-    : publishes;
-  for (const p of ordered.slice(0, 50)) {
+function isFailure(outcome) {
+  return outcome === "build_failed" || outcome === "refused";
+}
+
+function renderRow(row) {
+  const own = Boolean(mine && row.plugin.startsWith(mine));
+  const entry = row.entry;
+  let state;
+  let outcome;
+  if (entry && entry.stage === "queued") {
+    outcome = "queued";
+    const estimate = Number.isFinite(entry.estimateSeconds) ? ` · live in about ${Math.max(1, Math.round(entry.estimateSeconds))} s` : "";
+    state = [`queued · ${place(entry.position, line.waiting)} · waiting ${Math.round(seconds(entry.seconds))} s${estimate}`];
+  } else if (entry) {
+    outcome = "building";
+    state = [`building · ${Math.round(seconds(entry.seconds))} s`];
+  } else {
+    const noted = row.noted;
+    outcome = noted.outcome;
+    const words = { live: "live", refused: "refused", build_failed: "failed", replaced: "replaced by a newer source", pending: "waits for an admin" }[noted.outcome] || noted.outcome;
+    const how = noted.language ? ` (${noted.language}${noted.buildSeconds !== undefined && noted.buildSeconds !== null ? `, built in ${Number(noted.buildSeconds).toFixed(1)} s` : ""})` : "";
+    state = [`${words}${noted.line ? ` · line ${noted.line}` : ""}${how}`];
+    if (noted.reason) state.push(reason(noted.reason));
+  }
+  const at = row.noted ? new Date(row.noted.at) : null;
+  const since = entry ? new Date(entry.since) : at;
+  const when = since && !Number.isNaN(since.getTime()) ? since.toLocaleTimeString() : "";
+  const earlier = history.filter((p) => p.plugin === row.plugin).slice(row.noted ? 1 : 0);
+  return el("tr", { "data-plugin": row.plugin, "data-outcome": outcome, class: own ? "mine" : "" },
+    el("td", {}, row.plugin),
+    el("td", {}, row.by || ""),
+    el("td", { class: `outcome-${outcome}` }, ...state),
+    el("td", { title: entry ? entry.since : (row.noted && row.noted.at) || "" }, when),
+    el("td", {}, earlier.length ? folded(earlier) : ""));
+}
+
+/// A reason's first line, the whole of it on a click.
+function reason(text) {
+  const first = text.split("\n")[0];
+  const short = first.length > 90 ? `${first.slice(0, 89)}…` : first;
+  if (short === text) return el("div", { class: "reason" }, text);
+  return el("details", { class: "reason" }, el("summary", {}, short), el("pre", {}, text));
+}
+
+function folded(earlier) {
+  const items = earlier.map((p) => {
     const at = new Date(p.at);
     const when = Number.isNaN(at.getTime()) ? p.at : at.toLocaleTimeString();
-    const outcome = { live: "live", refused: "refused", build_failed: "build failed", replaced: "replaced by a newer source" }[p.outcome] || p.outcome;
-    const reason = p.reason ? el("div", { class: "reason" }, p.line ? `line ${p.line}: ${p.reason}` : p.reason) : "";
-    body.append(el("tr", { "data-plugin": p.plugin, "data-outcome": p.outcome },
-      el("td", {}, p.plugin),
-      el("td", {}, p.by),
-      el("td", { title: p.at }, when),
-      el("td", {}, p.language ? `${p.language}${p.buildSeconds !== undefined && p.buildSeconds !== null ? `, ${Number(p.buildSeconds).toFixed(1)} s` : ""}` : "component"),
-      el("td", { class: `outcome-${p.outcome}` }, outcome, reason)));
+    const words = { live: "live", refused: "refused", build_failed: "failed", replaced: "replaced", pending: "held" }[p.outcome] || p.outcome;
+    return el("li", {}, `${when}: ${words}${p.line ? ` (line ${p.line})` : ""}`);
+  });
+  return el("details", {}, el("summary", {}, `${earlier.length} earlier`), el("ul", {}, ...items));
+}
+
+/// The header's count of what waits (everyone's, whoever reads it).
+function renderHeader() {
+  const node = $("waiting");
+  if (!line.waiting && !line.building) {
+    node.hidden = true;
+    node.textContent = "";
+    return;
   }
-  if (!ordered.length) body.append(el("tr", {}, el("td", { colspan: "5" }, "Nothing published since the server started.")));
+  node.hidden = false;
+  const parts = [];
+  if (line.waiting) parts.push(`${line.waiting} waiting`);
+  if (line.building) parts.push(`${line.building} building`);
+  node.textContent = `Builds: ${parts.join(", ")}`;
+}
+
+/// For an admin: the top-level plugins people of the tokens file do not
+/// see (GET /me's `unseenTopLevel`).
+export function renderUnseen(me) {
+  const box = $("unseen");
+  const unseen = (me && me.unseenTopLevel) || [];
+  box.hidden = !unseen.length;
+  box.replaceChildren(...unseen.map((u) => el("p", { "data-unseen": u.plugin },
+    el("strong", {}, u.plugin),
+    ` is at the top level, outside the tool set of ${u.people.length === 1 ? "one person" : `${u.people.length} people`} (${u.people.slice(0, 3).join(", ")}${u.people.length > 3 ? ", …" : ""}): they never see its tools. Add "*" to their group's tools, or publish it into your own namespace.`)));
 }
 
 /// The calls of each person's tools (a tool `ns__name` is person `ns`'s;

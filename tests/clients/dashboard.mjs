@@ -20,6 +20,13 @@
 // `sets`: a server with tool sets and --require-approval: a caller whose
 // set is the instructor's plugins sees only those (tools and plugins); an
 // admin sees a held plugin with its changes and approves it on the page.
+// `room`: a server that builds one source at a time: an instructor and
+// three attendees, each on a page of their own. Ada publishes a source
+// that needs a full build, grace and lin publish theirs behind it, and ada
+// presses Ctrl-S four more times while hers builds. Counts the PUTs (one a
+// save), records each attendee's status line as it changes, reads the
+// queue and each place in it on the instructor's "Now" and the
+// attendees', waits for every outcome, and types a docstring's quotes.
 // Prints one JSON line of what it saw; exits 1 with the reason on failure.
 
 import fs from "node:fs";
@@ -37,7 +44,10 @@ async function launch() {
   return puppeteer.launch({
     executablePath: chromium,
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+    // A room is several pages at once: none is slowed for being behind
+    // another (a page in the background otherwise answers late or never).
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+      "--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows"],
   });
 }
 
@@ -51,6 +61,11 @@ async function openPage(browser) {
   // Chromium logs every 4xx answer to fetch as a console error; those are
   // kept apart, with their URL, and the test checks each was asked for.
   page.on("console", (message) => {
+    // Warnings count as errors: an invalid pattern is one.
+    if (message.type() === "warn") {
+      seen.consoleErrors.push(`warning: ${message.text()}`);
+      return;
+    }
     if (message.type() !== "error") return;
     if (message.text().startsWith("Failed to load resource: the server responded with a status of 4")) {
       const url = new URL(message.location().url || base, base);
@@ -387,11 +402,137 @@ async function writeMode() {
   }
 }
 
+/// Records every text `selector` shows, in order, into window.__said.
+async function recordStatus(page, selector) {
+  await page.evaluate((s) => {
+    window.__said = [];
+    const node = document.querySelector(s);
+    new MutationObserver(() => window.__said.push(node.textContent)).observe(node, { childList: true, characterData: true, subtree: true });
+  }, selector);
+}
+
+async function signInAs(page, token, role) {
+  await waitText(page, "#who", "needs a token");
+  await page.type("#token", token);
+  await page.click("#signin-button");
+  await waitText(page, "#who", role);
+}
+
+/// Writes `source` as tool `name` in the page's editor (Python).
+async function writeSource(page, name, source) {
+  seen.step = `writing ${name}`;
+  await page.bringToFront();
+  await page.waitForFunction(() => !document.getElementById("write-section").hidden);
+  await page.select("#write-language", "python");
+  seen.step = `writing ${name}: the name`;
+  await page.$eval("#write-name", (node) => (node.value = ""));
+  await page.type("#write-name", name);
+  seen.step = `writing ${name}: the template`;
+  await page.click("#write-new");
+  await page.waitForFunction(() => document.querySelector("#editor .cm-content").textContent.includes("Greets someone"));
+  seen.step = `writing ${name}: the source`;
+  // The whole template replaced by the source, as a paste would (text
+  // inserted at once: no auto-indent, no closing brackets).
+  await page.click("#editor .cm-content");
+  await withControl(page, "a");
+  await page.keyboard.sendCharacter(source);
+  await page.waitForFunction((n) => document.querySelector("#editor .cm-editor").dataset.lines === String(n), {}, source.split("\n").length);
+}
+
+async function roomMode() {
+  const config = JSON.parse(fs.readFileSync(extra, "utf8"));
+  // A browser each, as on their own laptops: a page behind another in one
+  // browser is throttled, and the room would not be live on it.
+  const browsers = [];
+  try {
+    const pages = {};
+    const puts = {};
+    for (const person of ["instructor", "ada", "grace", "lin"]) {
+      const browser = await launch();
+      browsers.push(browser);
+      const page = await openPage(browser);
+      puts[person] = 0;
+      page.on("request", (request) => {
+        if (request.method() === "PUT" && request.url().includes("/plugins/")) puts[person] += 1;
+      });
+      await page.bringToFront();
+      await signInAs(page, config.tokens[person], person === "instructor" ? "admin" : "publisher");
+      pages[person] = page;
+    }
+    seen.adaWho = await text(pages.ada, "#who");
+    for (const person of ["ada", "grace", "lin"]) {
+      await writeSource(pages[person], "slow", config.sources[person]);
+      await recordStatus(pages[person], "#write-status");
+    }
+    seen.step = "ada's first save";
+    // Ada's first save: her build takes the one slot.
+    await pages.ada.bringToFront();
+    await pages.ada.click("#editor .cm-content");
+    await withControl(pages.ada, "s");
+    await pages.ada.waitForFunction(() => /Building/.test(document.getElementById("write-status").textContent), { timeout: 120000, polling: 200 });
+    seen.step = "grace and lin publish";
+    // Grace and lin publish behind it.
+    for (const person of ["grace", "lin"]) {
+      await pages[person].bringToFront();
+      await pages[person].click("#editor .cm-content");
+      await withControl(pages[person], "s");
+      await pages[person].waitForFunction(() => /Queued/.test(document.getElementById("write-status").textContent), { timeout: 60000, polling: 200 });
+    }
+    // Ada saves four more times while hers builds, an edit before each.
+    await pages.ada.bringToFront();
+    await pages.ada.click("#editor .cm-content");
+    for (let i = 2; i <= 5; i++) {
+      await pages.ada.keyboard.press("End");
+      await pages.ada.keyboard.type(`  # edit ${i}`);
+      await withControl(pages.ada, "s");
+    }
+    seen.step = "the queue";
+    // The queue, as the instructor and the attendees see it.
+    const rows = (page) => page.$$eval("#publishes tbody tr", (trs) => trs.map((tr) => ({ plugin: tr.dataset.plugin, outcome: tr.dataset.outcome, text: tr.textContent })));
+    try {
+      await pages.instructor.waitForFunction(() => document.querySelectorAll('#publishes tr[data-outcome="queued"]').length >= 3, { timeout: 60000, polling: 200 });
+    } catch (error) {
+      seen.instructorNow = await rows(pages.instructor);
+      throw error;
+    }
+    seen.instructorNow = await rows(pages.instructor);
+    seen.instructorHeader = await text(pages.instructor, "#waiting");
+    seen.linNow = await rows(pages.lin);
+    seen.linStatus = await text(pages.lin, "#write-status");
+    await pages.instructor.screenshot({ path: path.join(shots, "room-now.png"), fullPage: true });
+    seen.step = "every outcome";
+    // Every outcome.
+    for (const person of ["ada", "grace", "lin"]) {
+      await pages[person].waitForFunction(() => /Live in|Not live/.test(document.getElementById("write-result").textContent), { timeout: 400000, polling: 200 });
+    }
+    for (const person of ["ada", "grace", "lin"]) {
+      seen[`${person}Result`] = await text(pages[person], "#write-result");
+      seen[`${person}ResultPublish`] = await pages[person].$eval("#write-result [data-publish]", (node) => node.dataset.publish);
+      seen[`${person}Said`] = await pages[person].evaluate(() => window.__said);
+      seen[`${person}StatusAfter`] = await text(pages[person], "#write-status");
+    }
+    seen.puts = puts;
+    await pages.instructor.waitForFunction(() => !document.querySelector('#publishes tr[data-outcome="queued"], #publishes tr[data-outcome="building"]'), { timeout: 60000, polling: 200 });
+    seen.instructorAfter = await rows(pages.instructor);
+    seen.instructorHeaderAfter = await text(pages.instructor, "#waiting");
+    // A docstring typed into the editor keeps its three quotes.
+    await pages.grace.bringToFront();
+    await pages.grace.click("#editor .cm-content");
+    await withControl(pages.grace, "End");
+    await pages.grace.keyboard.type('\ndef f():\n"""one line."""', { delay: 5 });
+    seen.typedDocstring = (await editorText(pages.grace)).includes('"""one line."""') && !(await editorText(pages.grace)).includes('"""one line.""""');
+    await pages.ada.screenshot({ path: path.join(shots, "room-ada.png"), fullPage: true });
+  } finally {
+    for (const browser of browsers) await browser.close();
+  }
+}
+
 try {
   if (mode === "open") await openMode();
   else if (mode === "roles") await rolesMode();
   else if (mode === "write") await writeMode();
   else if (mode === "sets") await setsMode();
+  else if (mode === "room") await roomMode();
   else fail(`unknown mode ${mode}`);
   console.log(JSON.stringify(seen));
 } catch (error) {

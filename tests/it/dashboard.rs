@@ -484,6 +484,45 @@ fn a_publisher_writes_python_and_javascript_tools_in_chromium_and_connects_a_cli
         "{}",
         String::from_utf8_lossy(&output.stdout)
     );
+    // Each SDK's program, saved as its first line says and run with the
+    // SDK it names installed: it lists the person's tools.
+    let python = snippet("python-sdk");
+    assert!(
+        python.starts_with("# toolhost_client.py: pip install \"mcp==2.3.0\""),
+        "{python}"
+    );
+    let program = home.path().join("toolhost_client.py");
+    std::fs::write(&program, &python).unwrap();
+    let output = Command::new(crate::support::python_sdk2_venv().join("python"))
+        .arg(&program)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && listed.lines().any(|line| line == "ada__greeter_py"),
+        "{listed}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let typescript = snippet("typescript-sdk");
+    assert!(
+        typescript
+            .starts_with("// toolhost_client.mjs: npm install @modelcontextprotocol/sdk@1.32.2"),
+        "{typescript}"
+    );
+    // Beside the installed SDK, where `import` finds it.
+    let modules = crate::support::node_modules();
+    let program = modules.parent().unwrap().join("toolhost_client.mjs");
+    std::fs::write(&program, &typescript).unwrap();
+    let output = Command::new(crate::support::node22())
+        .arg(&program)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && listed.lines().any(|line| line == "ada__greeter_js"),
+        "{listed}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// The editor's bundle in the binary is what its pinned packages build:
@@ -580,5 +619,209 @@ fn the_page_shows_each_person_their_set_and_an_admin_approves_there() {
         texts(&seen["adminTools"]),
         ["ada__echo", "instructor__echo"],
         "{seen}"
+    );
+}
+
+/// A Python source that needs a full build (it imports `gzip`, which the
+/// runtime does not carry) and takes a while to build (it sleeps at build
+/// time, where componentize-py runs it), answering with `who`.
+fn slow_source(who: &str) -> String {
+    format!(
+        r#"import gzip  # noqa: F401
+import time
+from dataclasses import dataclass
+
+from toolhost_plugin import Tools, tool  # noqa: F401
+
+time.sleep(3)
+
+
+@dataclass
+class Said:
+    said: str
+
+
+@tool(name="slow", read_only=True)
+def slow(text: str) -> Said:
+    """Says who built it.
+
+    Args:
+        text: Anything
+    """
+    return Said(said="{who}: " + text)
+"#
+    )
+}
+
+/// A room on the page: an instructor and three attendees on a server that
+/// builds one source at a time. One save is one publish (ada presses
+/// Ctrl-S five times: five PUTs, and the fifth's outcome is shown); each
+/// attendee's status moves only forward and is cleared at the end; the
+/// instructor's "Now" shows every queued build with its place and the
+/// header counts them; an attendee sees her own place; nothing is written
+/// to the console; a typed docstring keeps three quotes.
+#[test]
+fn a_room_sees_one_publish_a_save_and_the_queue_in_chromium() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = config.path().join("tokens.toml");
+    let secrets = [
+        ("instructor", "instructor-secret-0123456789"),
+        ("ada", "ada-secret-0123456789abcdef"),
+        ("grace", "grace-secret-0123456789abcd"),
+        ("lin", "lin-secret-0123456789abcdefg"),
+    ];
+    let mut file = String::from(
+        "[[group]]\nname = \"room\"\ntools = [\"*\", \"instructor/*\", \"{self}/*\"]\n",
+    );
+    for (name, secret) in secrets {
+        let role = if name == "instructor" {
+            "admin\n"
+        } else {
+            "publisher\ntools = [\"@room\"]\n"
+        };
+        file.push_str(&format!(
+            "[[token]]\nname = \"{name}\"\nsecret = \"{secret}\"\nrole = {role}"
+        ));
+    }
+    let file = file
+        .replace("role = admin", "role = \"admin\"")
+        .replace("role = publisher", "role = \"publisher\"");
+    std::fs::write(&tokens, file).unwrap();
+    let server = Server::start(
+        dir.path(),
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--builds",
+            "python",
+            "--max-builds",
+            "1",
+        ],
+    );
+    let seen = browse(
+        "room",
+        &server,
+        &json!({
+            "tokens": secrets.iter().map(|(name, secret)| (name.to_string(), json!(secret))).collect::<serde_json::Map<_, _>>(),
+            "sources": { "ada": slow_source("ada"), "grace": slow_source("grace"), "lin": slow_source("lin") },
+        }),
+    );
+    // Sign-in says what the person really sees.
+    let who = seen["adaWho"].as_str().unwrap();
+    assert!(
+        who.contains("the server's own tools, instructor's tools and your own tools"),
+        "{who}"
+    );
+    // One PUT a save: five for ada, one for each of the others.
+    assert_eq!(
+        seen["puts"],
+        json!({"instructor": 0, "ada": 5, "grace": 1, "lin": 1}),
+        "{seen}"
+    );
+    // The outcome shown is the newest publish's, and it is live.
+    assert_eq!(seen["adaResultPublish"], "5", "{seen}");
+    for person in ["ada", "grace", "lin"] {
+        let result = seen[format!("{person}Result")].as_str().unwrap();
+        assert!(
+            result.contains("Live in") && result.contains("built in"),
+            "{person}: {result}"
+        );
+        assert_eq!(
+            seen[format!("{person}StatusAfter")],
+            "",
+            "{person}: the status is cleared"
+        );
+        // After the last "Publishing", the stages only move forward.
+        let said: Vec<&str> = texts(&seen[format!("{person}Said")]);
+        let last = said
+            .iter()
+            .rposition(|text| text.starts_with("Publishing"))
+            .unwrap_or_else(|| panic!("{person}: {said:?}"));
+        let rank = |text: &str| {
+            ["Publishing", "Queued", "Building", "Built"]
+                .iter()
+                .position(|stage| text.starts_with(stage))
+        };
+        let ranks: Vec<usize> = said[last..].iter().filter_map(|text| rank(text)).collect();
+        assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "{person}: {said:?}");
+        assert!(
+            ranks.contains(&2) || ranks.contains(&3),
+            "{person} saw the build: {said:?}"
+        );
+    }
+    // The instructor's Now: the three that waited, each with its place.
+    let now = seen["instructorNow"].as_array().unwrap();
+    let queued: Vec<&Value> = now
+        .iter()
+        .filter(|row| row["outcome"] == "queued")
+        .collect();
+    assert_eq!(queued.len(), 3, "{now:?}");
+    for (place, row) in queued.iter().enumerate() {
+        let text = row["text"].as_str().unwrap();
+        let expected = if place == 0 {
+            "next of 3".to_string()
+        } else {
+            format!("place {} of 3", place + 1)
+        };
+        assert!(text.contains(&expected), "{text}");
+    }
+    assert!(
+        seen["instructorHeader"]
+            .as_str()
+            .unwrap()
+            .contains("3 waiting"),
+        "{seen}"
+    );
+    // Lin sees her own place, and nobody else's row.
+    let lin_rows = seen["linNow"].as_array().unwrap();
+    assert!(
+        lin_rows
+            .iter()
+            .all(|row| row["plugin"].as_str().unwrap().starts_with("lin/")
+                || !matches!(row["outcome"].as_str(), Some("queued" | "building"))),
+        "{lin_rows:?}"
+    );
+    assert!(
+        lin_rows.iter().any(
+            |row| row["plugin"] == "lin/slow" && row["text"].as_str().unwrap().contains("of 3")
+        ),
+        "{lin_rows:?}"
+    );
+    assert!(
+        seen["linStatus"].as_str().unwrap().contains("in line"),
+        "{seen}"
+    );
+    // Afterwards: every plugin live, one row each, nothing waits.
+    let after = seen["instructorAfter"].as_array().unwrap();
+    for plugin in ["ada/slow", "grace/slow", "lin/slow"] {
+        let rows: Vec<&Value> = after.iter().filter(|row| row["plugin"] == plugin).collect();
+        assert_eq!(rows.len(), 1, "{after:?}");
+        assert_eq!(rows[0]["outcome"], "live", "{after:?}");
+    }
+    assert_eq!(seen["instructorHeaderAfter"], "", "{seen}");
+    assert_eq!(seen["typedDocstring"], true, "{seen}");
+    assert_eq!(seen["consoleErrors"], json!([]), "{seen}");
+    // The only answers refused: the sign-in pages' first look (no token
+    // yet), and ada's saves a newer one replaced.
+    assert!(
+        texts(&seen["refusedLoads"])
+            .iter()
+            .all(|load| *load == "/me 401" || *load == "/plugins/ada/slow 409"),
+        "{seen}"
+    );
+    // The Now row is ada's newest publish: the build time her page showed.
+    let built_in = |text: &str| -> String {
+        let at = text.find("built in ").unwrap_or_else(|| panic!("{text}")) + "built in ".len();
+        text[at..].split(' ').next().unwrap().to_string()
+    };
+    let ada_row = after
+        .iter()
+        .find(|row| row["plugin"] == "ada/slow")
+        .unwrap();
+    assert_eq!(
+        built_in(ada_row["text"].as_str().unwrap()),
+        built_in(seen["adaResult"].as_str().unwrap()),
+        "{ada_row}"
     );
 }

@@ -348,3 +348,47 @@ fn a_failing_source_answers_with_its_authors_line_and_what_served_serves_on() {
     assert_eq!(status, 200);
     assert_eq!(source, py_tool("wc"));
 }
+
+/// A publish's own number (`Toolhost-Publish`, the page's) is checked
+/// before the body is read: a bad one is a clear 400 and writes nothing;
+/// a good one publishes as before.
+#[test]
+fn a_bad_publish_number_is_refused_and_writes_nothing() {
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = room(config.path(), 1);
+    let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let put = |number: &str| {
+        let mut response = agent
+            .put(format!("{}/plugins/p0/counted", server.base))
+            .header("Authorization", "Bearer person-0-secret-0123456789")
+            .header("Content-Type", "text/x-python")
+            .header("Toolhost-Publish", number)
+            .send(py_tool("counted").as_bytes())
+            .unwrap();
+        let status = response.status().as_u16();
+        let body: Value =
+            serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+        (status, body)
+    };
+    for bad in ["a b", "<script>", &"x".repeat(65)] {
+        let (status, refused) = put(bad);
+        assert_eq!(status, 400, "{bad:?}: {refused}");
+        assert_eq!(refused["error"]["code"], "INVALID_REQUEST", "{refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("Toolhost-Publish"),
+            "{refused}"
+        );
+        assert!(!dir.path().join("p0/counted.py").exists(), "{bad:?} wrote");
+    }
+    let (status, published) = put("page-7");
+    assert!(status == 201 || status == 200, "{published}");
+    assert!(dir.path().join("p0/counted.py").exists());
+}

@@ -27,6 +27,7 @@
 pub(crate) mod child;
 pub(crate) mod contain;
 pub(crate) mod diagnose;
+pub(crate) mod line;
 mod queue;
 pub(crate) mod recipe;
 
@@ -199,6 +200,29 @@ pub(crate) struct BuildEvent {
     pub(crate) error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) line: Option<u32>,
+    /// With `queued`: its place in the line (1 is next).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) position: Option<usize>,
+    /// With `queued` and `building`: about how long until it is live,
+    /// from the server's recent build times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) estimate_seconds: Option<f64>,
+    /// The publisher's own number for this publish (the page's), so that
+    /// what belongs to an older publish of theirs can be told apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) publish: Option<String>,
+}
+
+/// Takes a build out of the line if it ends early (its caller gone).
+struct LeavesLine<'a> {
+    line: &'a line::Line,
+    ticket: u64,
+}
+
+impl Drop for LeavesLine<'_> {
+    fn drop(&mut self) {
+        self.line.leave(self.ticket, None);
+    }
 }
 
 /// The server's builds: settings, the queue, and who listens.
@@ -208,6 +232,8 @@ pub(crate) struct Builds {
     /// How builds are contained here (found at start-up).
     containment: Containment,
     queue: queue::Queue,
+    /// The line as people see it.
+    line: line::Line,
     events: broadcast::Sender<BuildEvent>,
 }
 
@@ -268,6 +294,7 @@ impl Builds {
         Ok(Arc::new(Builds {
             containment,
             queue: queue::Queue::new(settings.slots),
+            line: line::Line::new(settings.slots),
             settings,
             languages,
             events,
@@ -286,6 +313,11 @@ impl Builds {
     /// Every build stage from now on.
     pub(crate) fn events(&self) -> broadcast::Receiver<BuildEvent> {
         self.events.subscribe()
+    }
+
+    /// The line now: what waits, in order, and what builds.
+    pub(crate) fn line(&self) -> line::LineView {
+        self.line.view()
     }
 
     /// Why a source of `language` is not built here, if it is not.
@@ -335,13 +367,15 @@ impl Builds {
 
     /// Builds `source` as plugin `plugin` for `person`: waits its turn,
     /// runs the toolchain under the limits, and answers with the component
-    /// or why there is none.
+    /// or why there is none. `publish` is the publisher's own number for
+    /// it, told back with each stage.
     pub(crate) async fn build(
         &self,
         person: &str,
         plugin: &str,
         source: &Source,
         max_output: u64,
+        publish: Option<&str>,
     ) -> Result<Built, BuildError> {
         if let Some(reason) = self.refuse(Some(source.language)) {
             return Err(BuildError::NotBuiltHere(reason));
@@ -360,7 +394,8 @@ impl Builds {
         let tell = |stage: &'static str,
                     seconds: Option<f64>,
                     error: Option<String>,
-                    line: Option<u32>| {
+                    line: Option<u32>,
+                    standing: Option<line::Standing>| {
             let _ = self.events.send(BuildEvent {
                 plugin: plugin.to_string(),
                 person: person.to_string(),
@@ -369,18 +404,41 @@ impl Builds {
                 seconds,
                 error,
                 line,
+                position: standing.and_then(|s| s.position),
+                estimate_seconds: standing.and_then(|s| s.estimate_seconds),
+                publish: publish.map(str::to_string),
             });
         };
-        tell("queued", None, None, None);
+        let (ticket, standing) = self.line.join(line::Joining {
+            plugin,
+            person,
+            language: source.language.as_str(),
+            publish,
+        });
+        // Whatever ends this build (an answer, a replacement, a client
+        // gone), it leaves the line.
+        let in_line = LeavesLine {
+            line: &self.line,
+            ticket,
+        };
+        tell("queued", None, None, None, Some(standing));
         let asked = Instant::now();
         let turn = self.queue.turn(person).await;
         self.queue.tidy();
         let Ok(mut turn) = turn else {
-            tell("failed", None, Some(BuildError::Replaced.to_string()), None);
+            drop(in_line);
+            tell(
+                "failed",
+                None,
+                Some(BuildError::Replaced.to_string()),
+                None,
+                None,
+            );
             return Err(BuildError::Replaced);
         };
         let waited = asked.elapsed();
-        tell("building", None, None, None);
+        let standing = self.line.building(ticket);
+        tell("building", None, None, None, Some(standing));
         let running = self.run(&program, source, max_output);
         tokio::pin!(running);
         // Past its first slice, a build goes on beside the next in line:
@@ -395,8 +453,15 @@ impl Builds {
             }
         };
         drop(turn);
+        let took = match &outcome {
+            Ok(built) => Some(built.took),
+            Err(BuildError::Failed { took, .. }) => Some(*took),
+            Err(_) => None,
+        };
+        drop(in_line);
+        self.line.leave(ticket, took);
         match &outcome {
-            Ok(built) => tell("built", Some(built.took.as_secs_f64()), None, None),
+            Ok(built) => tell("built", Some(built.took.as_secs_f64()), None, None, None),
             Err(BuildError::Failed {
                 headline,
                 line,
@@ -407,8 +472,9 @@ impl Builds {
                 Some(took.as_secs_f64()),
                 Some(headline.clone()),
                 *line,
+                None,
             ),
-            Err(other) => tell("failed", None, Some(other.to_string()), None),
+            Err(other) => tell("failed", None, Some(other.to_string()), None, None),
         }
         outcome.map(|built| Built { waited, ..built })
     }

@@ -228,6 +228,29 @@ impl Requester {
         }
     }
 
+    /// A publish's record (the room's view) as the requester may see it:
+    /// none of a plugin they do not see (`known` says which are held for
+    /// approval), and the reason and line only of their own.
+    pub(crate) fn sees_noted(
+        &self,
+        mut noted: crate::registry::publish::Noted,
+        known: &PluginsReport,
+    ) -> Option<crate::registry::publish::Noted> {
+        let shown = (noted.outcome != "pending" || self.sees_reasons_of(&noted.plugin))
+            && self.sees_plugin_id(&noted.plugin)
+            && known
+                .plugin(&noted.plugin)
+                .is_none_or(|report| !self.hides(report));
+        if !shown {
+            return None;
+        }
+        if !self.sees_reasons_of(&noted.plugin) {
+            noted.reason = None;
+            noted.line = None;
+        }
+        Some(noted)
+    }
+
     /// One plugin's report as the requester may see it (see [`Self::sees`]).
     pub(crate) fn sees_plugin(&self, report: PluginReport) -> PluginReport {
         match &self.0 {
@@ -332,12 +355,21 @@ pub(crate) async fn admit(settings: &GuardSettings, request: &mut Request) -> Re
                         ErrorCode::Unauthorized,
                         format!("the access token is refused: {why}"),
                     ),
-                    Refusal::NotAllowed { name, needs } => (
+                    // The OAuth scope is named only where OAuth is on: on
+                    // a tokens-file server it means nothing to the reader.
+                    Refusal::NotAllowed { name, needs } if settings.authority.oauth.is_some() => (
                         ErrorCode::Forbidden,
                         format!(
                             "{name:?} may not do this: it needs the {} role (OAuth scope {})",
                             needs.as_str(),
                             crate::edge::auth::scope_of(needs)
+                        ),
+                    ),
+                    Refusal::NotAllowed { name, needs } => (
+                        ErrorCode::Forbidden,
+                        format!(
+                            "{name:?} may not do this: it needs the {} role",
+                            needs.as_str()
                         ),
                     ),
                 };

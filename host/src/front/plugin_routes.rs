@@ -34,7 +34,7 @@ use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
-use crate::front::approval_routes::query_value;
+use crate::front::query::query_value;
 use crate::front::source_routes;
 use crate::front::uploads::{Uploads, loaded_status, publish_failure, receive, refuse};
 use crate::publishing::source::{SourceFlow, Tier};
@@ -48,6 +48,7 @@ use crate::runtime::languages::SourceLanguage;
 #[derive(Clone)]
 struct PublishState {
     registry: Arc<Registry>,
+    authority: Arc<crate::edge::auth::Authority>,
     publishing: Arc<Publishing>,
     builds: Arc<Builds>,
     max_plugin_bytes: usize,
@@ -56,6 +57,7 @@ struct PublishState {
 
 pub(crate) fn router(
     registry: Arc<Registry>,
+    authority: Arc<crate::edge::auth::Authority>,
     publishing: Arc<Publishing>,
     builds: Arc<Builds>,
     max_plugin_bytes: usize,
@@ -75,6 +77,7 @@ pub(crate) fn router(
         .route("/me", get(me))
         .with_state(PublishState {
             registry,
+            authority,
             publishing,
             builds,
             max_plugin_bytes,
@@ -415,17 +418,30 @@ async fn me(
             } else {
                 Vec::new()
             };
-            json_response(
-                200,
-                &json!({
-                    "name": identity.name,
-                    "role": identity.role.as_str(),
-                    "namespace": identity.namespace,
-                    "builds": builds,
-                    "fullBuilds": full,
-                    "buildContainment": contained,
-                }),
-            )
+            // The set as the tokens file says now (null: every tool).
+            let tools = state
+                .authority
+                .view_now(Some(identity))
+                .key()
+                .map(|key| key.split('\n').map(str::to_string).collect::<Vec<_>>());
+            let mut me = json!({
+                "name": identity.name,
+                "role": identity.role.as_str(),
+                "namespace": identity.namespace,
+                "tools": tools,
+                "builds": builds,
+                "fullBuilds": full,
+                "buildContainment": contained,
+            });
+            // An admin is told of the top-level plugins people do not see.
+            if identity.role == crate::edge::auth::Role::Admin {
+                me["unseenTopLevel"] = json!(
+                    state
+                        .authority
+                        .unseen_top_level(&state.registry.plugins_report())
+                );
+            }
+            json_response(200, &me)
         }
         None => json_response(
             200,
@@ -459,34 +475,35 @@ fn source(
 }
 
 /// `GET /publishes`: the room's view, newest first: who published what and
-/// when, each build's time and outcome; reasons only for the requester's
-/// own namespace (all of them for admins and on an open server).
+/// when, each build's time and outcome (`publishes`, the recent history);
+/// the newest publish of each plugin (`latest`, the present, never pushed
+/// out by a burst); and the build line (`line`: what waits, in order, and
+/// what builds). Reasons only for the requester's own namespace (all of
+/// them for admins and on an open server).
 async fn publishes(
     State(state): State<PublishState>,
     requester: Option<axum::Extension<Requester>>,
 ) -> Response {
     let requester = requester.map_or(Requester(None), |r| r.0);
     let known = state.registry.plugins_report();
-    let noted: Vec<Noted> = state
-        .publishing
-        .noted()
-        .into_iter()
-        .filter(|noted| {
-            (noted.outcome != "pending" || requester.sees_reasons_of(&noted.plugin))
-                && requester.sees_plugin_id(&noted.plugin)
-                && known
-                    .plugin(&noted.plugin)
-                    .is_none_or(|report| !requester.hides(report))
-        })
-        .map(|mut noted| {
-            if !requester.sees_reasons_of(&noted.plugin) {
-                noted.reason = None;
-                noted.line = None;
-            }
-            noted
-        })
-        .collect();
-    json_response(200, &json!({ "publishes": noted }))
+    let shown = |noted: Vec<Noted>| -> Vec<Noted> {
+        noted
+            .into_iter()
+            .filter_map(|noted| requester.sees_noted(noted, &known))
+            .collect()
+    };
+    let line = state.builds.line().seen_by(
+        |id| requester.sees_plugin_id(id),
+        |id| requester.sees_reasons_of(id),
+    );
+    json_response(
+        200,
+        &json!({
+            "publishes": shown(state.publishing.noted()),
+            "latest": shown(state.publishing.latest()),
+            "line": line,
+        }),
+    )
 }
 
 async fn remove_top(

@@ -47,6 +47,37 @@ pub(crate) struct Asked<'a> {
     pub(crate) tier: Tier,
 }
 
+/// The header a publisher numbers a publish with (the page does), told
+/// back with each of its build stages on `/events`.
+pub(crate) const PUBLISH_HEADER: &str = "toolhost-publish";
+
+/// The publisher's own number for this publish: at most 64 letters,
+/// digits, `_` or `-`; anything else is refused before the body is read.
+fn publish_number(headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
+    let Some(value) = headers.get(PUBLISH_HEADER) else {
+        return Ok(None);
+    };
+    match value.to_str() {
+        Ok(text)
+            if (1..=64).contains(&text.len())
+                && text
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
+        {
+            Ok(Some(text.to_string()))
+        }
+        _ => Err(Box::new(
+            Envelope::host_error(
+                ErrorCode::InvalidRequest,
+                "the Toolhost-Publish header is a publish's own number: 1 to 64 letters, \
+             digits, _ or -",
+                None,
+            )
+            .into_response(),
+        )),
+    }
+}
+
 /// What a source publish needs.
 pub(crate) struct SourcePublish {
     pub(crate) flow: SourceFlow,
@@ -70,6 +101,10 @@ impl SourcePublish {
             language,
             tier,
         } = asked;
+        let publish = match publish_number(headers) {
+            Ok(publish) => publish,
+            Err(refusal) => return *refusal,
+        };
         let limit = self.max_source_bytes;
         let too_large = || {
             Envelope::host_error(
@@ -101,7 +136,11 @@ impl SourcePublish {
             Err(refusal) => return refusal,
         };
         drop(turn);
-        match self.flow.publish(id, by, language, text, tier).await {
+        match self
+            .flow
+            .publish(id, by, language, text, tier, publish.as_deref())
+            .await
+        {
             Ok(published) => answer(id, language, requester, published),
             Err(error) => failed(id, language, error),
         }

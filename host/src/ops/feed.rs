@@ -58,6 +58,7 @@ use crate::edge::guard::Requester;
 use crate::edge::holds::{Holds, Ticket};
 use crate::registry::Registry;
 use crate::registry::events::{LoadEvent, LoadEventKind};
+use crate::registry::publish::{Noted, Publishing};
 
 /// How many load events are kept for clients that reconnect.
 const KEPT: usize = 256;
@@ -175,6 +176,8 @@ struct EventsState {
     feed: Arc<EventFeed>,
     /// Whose build stages are told as `build` events.
     builds: Arc<Builds>,
+    /// Whose publishes' outcomes are told as `publish` events.
+    publishing: Arc<Publishing>,
     /// A stream ends when its listener's token is revoked.
     authority: Arc<Authority>,
     /// Each person's open streams (`--max-streams-per-person`).
@@ -186,6 +189,7 @@ pub(crate) fn router(
     calls: Arc<Calls>,
     feed: Arc<EventFeed>,
     builds: Arc<Builds>,
+    publishing: Arc<Publishing>,
     authority: Arc<Authority>,
     holds: Arc<Holds>,
 ) -> Router {
@@ -196,6 +200,7 @@ pub(crate) fn router(
             calls,
             feed,
             builds,
+            publishing,
             authority,
             holds,
         })
@@ -210,6 +215,8 @@ struct Stream {
     /// Build stages as they happen (not kept: `GET /publishes` is the
     /// room's history).
     builds: broadcast::Receiver<BuildEvent>,
+    /// Publishes' outcomes as they are noted (the room's view).
+    noted: broadcast::Receiver<Noted>,
     /// Events to send before listening (a replay, or a snapshot).
     queued: VecDeque<Event>,
     /// The id of the last load event sent (the feed's, never told).
@@ -239,6 +246,7 @@ async fn events(
     // what arrives twice is skipped by id.
     let live = state.feed.live.subscribe();
     let builds = state.builds.events();
+    let noted = state.publishing.noted_events();
     let asked = headers
         .get("last-event-id")
         .and_then(|value| value.to_str().ok())
@@ -247,6 +255,7 @@ async fn events(
         viewer: viewer.clone(),
         live,
         builds,
+        noted,
         queued: VecDeque::new(),
         last_id: 0,
         count: asked.map_or(0, |(_, count)| count),
@@ -295,17 +304,39 @@ impl Stream {
                     Err(RecvError::Closed) => return None,
                 },
                 received = self.builds.recv() => match received {
-                    Ok(build) if !self.refreshed_viewer().sees_plugin_id(&build.plugin) => {}
                     Ok(mut build) => {
+                        // Every move of the line is told to everyone (the
+                        // positions behind it changed), after the stage
+                        // itself to those who see its plugin.
+                        let line = self.line_event();
+                        if !self.refreshed_viewer().sees_plugin_id(&build.plugin) {
+                            return Some(line);
+                        }
                         if !self.viewer.sees_reasons_of(&build.plugin) {
                             build.error = None;
                             build.line = None;
+                            build.publish = None;
                         }
+                        self.queued.push_back(line);
                         return Some(
                             Event::default()
                                 .event("build")
                                 .data(serde_json::to_string(&build).unwrap_or_default()),
                         );
+                    }
+                    Err(RecvError::Lagged(_)) => return Some(self.line_event()),
+                    Err(RecvError::Closed) => return None,
+                },
+                received = self.noted.recv() => match received {
+                    Ok(noted) => {
+                        let known = self.state.registry.plugins_report();
+                        if let Some(noted) = self.refreshed_viewer().sees_noted(noted, &known) {
+                            return Some(
+                                Event::default()
+                                    .event("publish")
+                                    .data(serde_json::to_string(&noted).unwrap_or_default()),
+                            );
+                        }
                     }
                     Err(RecvError::Lagged(_)) => {}
                     Err(RecvError::Closed) => return None,
@@ -319,6 +350,20 @@ impl Stream {
                 }
             }
         }
+    }
+
+    /// The build line now, as this viewer may see it: everyone's counts,
+    /// the entries of plugins they see (a `line` event).
+    fn line_event(&mut self) -> Event {
+        let line = self.state.builds.line();
+        let viewer = self.refreshed_viewer();
+        let line = line.seen_by(
+            |id| viewer.sees_plugin_id(id),
+            |id| viewer.sees_reasons_of(id),
+        );
+        Event::default()
+            .event("line")
+            .data(serde_json::to_string(&line).unwrap_or_default())
     }
 
     /// The viewer with their tool set as the tokens file says now (an

@@ -117,7 +117,9 @@ pub(crate) struct SourceFlow {
 }
 
 impl SourceFlow {
-    /// Publishes `text`, the `language` source of plugin `id`, for `by`.
+    /// Publishes `text`, the `language` source of plugin `id`, for `by`;
+    /// `publish` is their own number for it (told back with a build's
+    /// stages).
     pub(crate) async fn publish(
         &self,
         id: &str,
@@ -125,8 +127,9 @@ impl SourceFlow {
         language: SourceLanguage,
         text: Vec<u8>,
         tier: Tier,
+        publish: Option<&str>,
     ) -> Result<SourcePublished, SourceError> {
-        let outcome = self.run(id, by, language, text, tier).await;
+        let outcome = self.run(id, by, language, text, tier, publish).await;
         self.note(id, by, language, &outcome);
         outcome
     }
@@ -139,6 +142,7 @@ impl SourceFlow {
         language: SourceLanguage,
         text: Vec<u8>,
         tier: Tier,
+        publish: Option<&str>,
     ) -> Result<SourcePublished, SourceError> {
         let started = Instant::now();
         // A namespace already at its share runs nothing.
@@ -149,7 +153,7 @@ impl SourceFlow {
         let builds_here = self.builds.builds(build_language(language));
         if tier == Tier::Build || !outside.is_empty() {
             return match builds_here {
-                Ok(()) => self.build(id, by, language, text, started).await,
+                Ok(()) => self.build(id, by, language, text, started, publish).await,
                 Err(why) if outside.is_empty() => Err(SourceError::NoBuilds(why)),
                 Err(_) => {
                     let error = LoadError::OutsideRuntime {
@@ -199,6 +203,7 @@ impl SourceFlow {
         language: SourceLanguage,
         text: String,
         started: Instant,
+        publish: Option<&str>,
     ) -> Result<SourcePublished, SourceError> {
         let source = Source {
             language: build_language(language),
@@ -206,7 +211,7 @@ impl SourceFlow {
         };
         let built = self
             .builds
-            .build(by, id, &source, self.max_plugin_bytes)
+            .build(by, id, &source, self.max_plugin_bytes, publish)
             .await?;
         let mut upload = self
             .publishing

@@ -95,6 +95,9 @@ pub(crate) struct KeptSource {
 /// How many publishes and failed builds the room's view keeps.
 const NOTED: usize = 200;
 
+/// How many plugins' newest publishes the room's present keeps.
+const LATEST: usize = 4096;
+
 /// One publish or failed build, for the room's view.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -197,6 +200,11 @@ pub(crate) struct Publishing {
     /// The last [`NOTED`] publishes and failed builds, newest last: the
     /// room's view (`GET /publishes`).
     noted: Mutex<std::collections::VecDeque<Noted>>,
+    /// The newest of each plugin's publishes (at most [`LATEST`]
+    /// plugins): the room's present, which no burst of history pushes out.
+    latest: Mutex<HashMap<String, Noted>>,
+    /// Each publish's outcome as it is noted (`/events`' `publish`).
+    noted_events: tokio::sync::broadcast::Sender<Noted>,
     /// One lock per plugin being published or removed over HTTP (per
     /// namespace in a namespace).
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -209,6 +217,8 @@ impl Publishing {
         Arc::new(Publishing {
             registry,
             noted: Mutex::default(),
+            latest: Mutex::default(),
+            noted_events: tokio::sync::broadcast::channel(256).0,
             locks: Mutex::default(),
             shares,
         })
@@ -224,13 +234,42 @@ impl Publishing {
         self.registry.plugin_file(id).ok_or(PublishError::NoFolder)
     }
 
-    /// Keeps `noted` for the room's view (the last [`NOTED`]).
+    /// Keeps `noted` for the room's view (the last [`NOTED`], and the
+    /// newest of each plugin).
     pub(crate) fn note(&self, noted: Noted) {
+        {
+            let mut latest = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+            if latest.len() >= LATEST && !latest.contains_key(&noted.plugin) {
+                // RFC 3339 times sort as text: the stalest plugin goes.
+                if let Some(stalest) = latest
+                    .values()
+                    .min_by(|a, b| a.at.cmp(&b.at))
+                    .map(|n| n.plugin.clone())
+                {
+                    latest.remove(&stalest);
+                }
+            }
+            latest.insert(noted.plugin.clone(), noted.clone());
+        }
+        let _ = self.noted_events.send(noted.clone());
         let mut kept = self.noted.lock().unwrap_or_else(|e| e.into_inner());
         if kept.len() == NOTED {
             kept.pop_front();
         }
         kept.push_back(noted);
+    }
+
+    /// Each publish's outcome from now on, as it is noted.
+    pub(crate) fn noted_events(&self) -> tokio::sync::broadcast::Receiver<Noted> {
+        self.noted_events.subscribe()
+    }
+
+    /// The newest publish of each plugin, newest first.
+    pub(crate) fn latest(&self) -> Vec<Noted> {
+        let latest = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all: Vec<Noted> = latest.values().cloned().collect();
+        all.sort_by(|a, b| b.at.cmp(&a.at));
+        all
     }
 
     /// The publishes and failed builds kept, newest first.

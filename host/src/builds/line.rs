@@ -1,0 +1,337 @@
+//! The room's line, as people see it: which builds wait (in the order they
+//! came, which is the order the fair queue serves them) and which run, how
+//! long each has been there, and an estimate of when each goes live from
+//! the server's recent build times. The queue ([`super::queue`]) decides
+//! who builds; this only tells.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+/// How many recent build times the estimate is made from.
+const RECENT: usize = 20;
+
+/// Where one build is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Place {
+    Queued,
+    Building,
+}
+
+struct Entry {
+    ticket: u64,
+    plugin: String,
+    person: String,
+    language: &'static str,
+    publish: Option<String>,
+    place: Place,
+    /// When it took its place (for the seconds shown).
+    since: Instant,
+    /// When it joined the line (RFC 3339).
+    joined: SystemTime,
+}
+
+/// One build in the line, as told.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LineEntry {
+    pub(crate) plugin: String,
+    pub(crate) by: String,
+    pub(crate) language: &'static str,
+    pub(crate) stage: Place,
+    /// Queued: 1 is next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) position: Option<usize>,
+    /// How long it has waited (queued) or built (building).
+    pub(crate) seconds: f64,
+    /// About how long until it is live, from the recent build times
+    /// (none before the first build ends).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) estimate_seconds: Option<f64>,
+    /// When it joined the line.
+    pub(crate) since: String,
+    /// The publisher's own number for the publish, if they sent one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) publish: Option<String>,
+}
+
+/// The whole line at one moment: the counts are everyone's; the entries
+/// are filtered to what a viewer sees before they are sent.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LineView {
+    pub(crate) waiting: usize,
+    pub(crate) building: usize,
+    /// The median of the recent build times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) typical_build_seconds: Option<f64>,
+    pub(crate) entries: Vec<LineEntry>,
+}
+
+impl LineView {
+    /// The line as one viewer may see it: the counts stay everyone's; the
+    /// entries are those of plugins `sees` admits, and a publish's own
+    /// number only where `owns` (it is the publisher's).
+    pub(crate) fn seen_by(
+        mut self,
+        sees: impl Fn(&str) -> bool,
+        owns: impl Fn(&str) -> bool,
+    ) -> LineView {
+        self.entries.retain(|entry| sees(&entry.plugin));
+        for entry in &mut self.entries {
+            if !owns(&entry.plugin) {
+                entry.publish = None;
+            }
+        }
+        self
+    }
+}
+
+/// What one build is told when it joins or moves.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Standing {
+    pub(crate) position: Option<usize>,
+    pub(crate) estimate_seconds: Option<f64>,
+}
+
+pub(crate) struct Line {
+    slots: usize,
+    next: std::sync::atomic::AtomicU64,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    entries: Vec<Entry>,
+    recent: VecDeque<f64>,
+}
+
+/// What joins the line.
+pub(crate) struct Joining<'a> {
+    pub(crate) plugin: &'a str,
+    pub(crate) person: &'a str,
+    pub(crate) language: &'static str,
+    pub(crate) publish: Option<&'a str>,
+}
+
+impl Line {
+    pub(crate) fn new(slots: usize) -> Line {
+        Line {
+            slots: slots.max(1),
+            next: std::sync::atomic::AtomicU64::new(0),
+            state: Mutex::default(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A build joins the line at its end, queued: its ticket, and where
+    /// it stands.
+    pub(crate) fn join(&self, joining: Joining<'_>) -> (u64, Standing) {
+        let ticket = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut state = self.state();
+        state.entries.push(Entry {
+            ticket,
+            plugin: joining.plugin.to_string(),
+            person: joining.person.to_string(),
+            language: joining.language,
+            publish: joining.publish.map(str::to_string),
+            place: Place::Queued,
+            since: Instant::now(),
+            joined: SystemTime::now(),
+        });
+        (ticket, self.standing(&state, ticket))
+    }
+
+    /// Build `ticket` got its turn.
+    pub(crate) fn building(&self, ticket: u64) -> Standing {
+        let mut state = self.state();
+        if let Some(entry) = state.entries.iter_mut().find(|e| e.ticket == ticket) {
+            entry.place = Place::Building;
+            entry.since = Instant::now();
+        }
+        self.standing(&state, ticket)
+    }
+
+    /// Build `ticket` left the line; `took` is how long it built, when it
+    /// ran to an end (a build time for the estimates).
+    pub(crate) fn leave(&self, ticket: u64, took: Option<Duration>) {
+        let mut state = self.state();
+        state.entries.retain(|e| e.ticket != ticket);
+        if let Some(took) = took {
+            if state.recent.len() == RECENT {
+                state.recent.pop_front();
+            }
+            state.recent.push_back(took.as_secs_f64());
+        }
+    }
+
+    /// The line now.
+    pub(crate) fn view(&self) -> LineView {
+        let state = self.state();
+        let typical = typical(&state.recent);
+        let places = places(&state.entries);
+        let entries = state
+            .entries
+            .iter()
+            .map(|entry| {
+                let position = places.get(&entry.ticket).copied();
+                LineEntry {
+                    plugin: entry.plugin.clone(),
+                    by: entry.person.clone(),
+                    language: entry.language,
+                    stage: entry.place,
+                    position,
+                    seconds: round(entry.since.elapsed().as_secs_f64()),
+                    estimate_seconds: self.estimate(typical, position, entry.since.elapsed()),
+                    since: humantime::format_rfc3339_seconds(entry.joined).to_string(),
+                    publish: entry.publish.clone(),
+                }
+            })
+            .collect::<Vec<_>>();
+        LineView {
+            waiting: entries.iter().filter(|e| e.stage == Place::Queued).count(),
+            building: entries
+                .iter()
+                .filter(|e| e.stage == Place::Building)
+                .count(),
+            typical_build_seconds: typical.map(round),
+            entries,
+        }
+    }
+
+    fn standing(&self, state: &State, ticket: u64) -> Standing {
+        let typical = typical(&state.recent);
+        let position = places(&state.entries).get(&ticket).copied();
+        let elapsed = state
+            .entries
+            .iter()
+            .find(|entry| entry.ticket == ticket)
+            .map_or(Duration::ZERO, |entry| entry.since.elapsed());
+        Standing {
+            position,
+            estimate_seconds: self.estimate(typical, position, elapsed),
+        }
+    }
+
+    /// Until live: a queued build waits for the builds ahead of it to pass
+    /// through the slots (a typical build each, `slots` at a time), then
+    /// builds; a running one has what is left of a typical build.
+    fn estimate(
+        &self,
+        typical: Option<f64>,
+        position: Option<usize>,
+        elapsed: Duration,
+    ) -> Option<f64> {
+        let typical = typical?;
+        Some(round(match position {
+            Some(position) => typical * (position.div_ceil(self.slots) as f64 + 1.0),
+            None => (typical - elapsed.as_secs_f64()).max(0.0),
+        }))
+    }
+}
+
+/// Each queued build's place (1 is next), as the queue serves them: in
+/// the order they came, except that a build waits for its own person's
+/// running one (one build at a time per person), so anyone else's that is
+/// free to go goes first.
+fn places(entries: &[Entry]) -> std::collections::HashMap<u64, usize> {
+    let building: std::collections::HashSet<&str> = entries
+        .iter()
+        .filter(|entry| entry.place == Place::Building)
+        .map(|entry| entry.person.as_str())
+        .collect();
+    let mut queued: Vec<&Entry> = entries
+        .iter()
+        .filter(|entry| entry.place == Place::Queued)
+        .collect();
+    // A stable sort: the free ones first, each group in arrival order.
+    queued.sort_by_key(|entry| building.contains(entry.person.as_str()));
+    queued
+        .iter()
+        .enumerate()
+        .map(|(at, entry)| (entry.ticket, at + 1))
+        .collect()
+}
+
+/// The median of the recent build times.
+fn typical(recent: &VecDeque<f64>) -> Option<f64> {
+    if recent.is_empty() {
+        return None;
+    }
+    let mut sorted: Vec<f64> = recent.iter().copied().collect();
+    sorted.sort_by(f64::total_cmp);
+    Some(sorted[sorted.len() / 2])
+}
+
+fn round(seconds: f64) -> f64 {
+    (seconds * 10.0).round() / 10.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn join(line: &Line, ticket: u64, person: &str) -> Standing {
+        let (joined, standing) = line.join(Joining {
+            plugin: &format!("{person}/tool"),
+            person,
+            language: "python",
+            publish: None,
+        });
+        assert_eq!(joined, ticket);
+        standing
+    }
+
+    #[test]
+    fn positions_count_the_queued_ahead_and_estimates_follow_the_recent_builds() {
+        let line = Line::new(2);
+        assert_eq!(join(&line, 0, "ada").position, Some(1));
+        assert_eq!(join(&line, 1, "bob").position, Some(2));
+        assert_eq!(join(&line, 2, "cy").position, Some(3));
+        assert!(
+            join(&line, 3, "dee").estimate_seconds.is_none(),
+            "no build ended yet"
+        );
+        assert_eq!(line.building(0).position, None);
+        line.leave(0, Some(Duration::from_secs(10)));
+        let view = line.view();
+        assert_eq!((view.waiting, view.building), (3, 0));
+        let positions: Vec<_> = view.entries.iter().map(|e| e.position).collect();
+        assert_eq!(positions, [Some(1), Some(2), Some(3)]);
+        // Two slots: the third in line waits for two rounds, then builds.
+        assert_eq!(view.entries[2].estimate_seconds, Some(30.0));
+        assert_eq!(view.entries[0].estimate_seconds, Some(20.0));
+        assert_eq!(view.typical_build_seconds, Some(10.0));
+        line.building(1);
+        let view = line.view();
+        assert_eq!((view.waiting, view.building), (2, 1));
+        assert_eq!(view.entries[1].position, Some(1));
+        line.leave(1, None);
+        line.leave(2, None);
+        line.leave(3, None);
+        assert!(line.view().entries.is_empty());
+    }
+
+    #[test]
+    fn a_build_behind_its_own_persons_running_one_lets_the_others_go_first() {
+        let line = Line::new(1);
+        join(&line, 0, "ada");
+        line.building(0);
+        // Ada's next one came first, but waits for her running one.
+        assert_eq!(join(&line, 1, "ada").position, Some(1));
+        assert_eq!(join(&line, 2, "bob").position, Some(1));
+        let view = line.view();
+        let places: Vec<_> = view
+            .entries
+            .iter()
+            .map(|e| (e.by.as_str(), e.position))
+            .collect();
+        assert_eq!(places, [("ada", None), ("ada", Some(2)), ("bob", Some(1))]);
+    }
+}
