@@ -9,7 +9,7 @@ import { el, pretty } from "./dom.js";
 import { buildForm } from "./form.js";
 import { initEditor, showEditor, editSource, onBuildEvent as editorBuildEvent, onLine as editorLine } from "./editor.js";
 import { renderConnect } from "./connect.js";
-import { loadRoom, onLine as roomLine, onPublish as roomPublish, renderPeople, renderUnseen } from "./room.js";
+import { loadRoom, refresh as refreshRoom, onLine as roomLine, onPublish as roomPublish, onRemoved as roomRemoved, clearRoom, renderPeople, renderUnseen } from "./room.js";
 
 const $ = (id) => document.getElementById(id);
 const state = {
@@ -64,6 +64,7 @@ async function signIn() {
     $("publish-section").hidden = true;
     $("write-section").hidden = true;
     $("connect-section").hidden = true;
+    clearRoom();
     setStatus("Signed out");
     $("token").focus();
     return false;
@@ -422,7 +423,10 @@ function onEvent(name, data) {
   if (!data || !data.plugin) return;
   // A refused upload is rejected, then its file goes: say so, not "Removed".
   const wasRejected = state.plugins.get(data.plugin)?.state === "rejected";
-  if (name === "removed") state.plugins.delete(data.plugin);
+  if (name === "removed") {
+    state.plugins.delete(data.plugin);
+    roomRemoved(data.plugin);
+  }
   else state.plugins.set(data.plugin, data.report);
   renderPlugins();
   if (["loaded", "replaced", "removed"].includes(name)) loadTools();
@@ -468,6 +472,8 @@ async function follow(generation) {
       const response = await fetch("/events", { headers: h });
       if (response.status !== 200) throw new Error(`HTTP ${response.status}`);
       setStatus("Live: this page follows the server as it changes");
+      // What the room's view missed while this page was not listening.
+      refreshRoom(api);
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";
@@ -487,10 +493,18 @@ async function follow(generation) {
             else if (line.startsWith("id:")) state.lastEventId = line.slice(3).trim();
           }
           if (!data.length) continue;
+          let parsed;
           try {
-            onEvent(name, JSON.parse(data.join("\n")));
+            parsed = JSON.parse(data.join("\n"));
           } catch {
-            /* an event this page does not know */
+            continue; /* not JSON: an event this page does not know */
+          }
+          try {
+            onEvent(name, parsed);
+          } catch (error) {
+            // A fault of this page, said where a developer looks; the
+            // stream goes on.
+            console.error(`the page could not show a ${name} event:`, error);
           }
         }
       }

@@ -251,8 +251,18 @@ async function publishSource() {
   clearMark();
   say("", `Publishing ${id}…`);
   const started = performance.now();
-  const { status, json } = await context.api("PUT", `/plugins/${id.split("/").map(encodeURIComponent).join("/")}`, text, language.mime,
-    { "Toolhost-Publish": current.publish });
+  let answer;
+  try {
+    answer = await context.api("PUT", `/plugins/${id.split("/").map(encodeURIComponent).join("/")}`, text, language.mime,
+      { "Toolhost-Publish": current.publish });
+  } catch {
+    if (number !== published) return;
+    current.building = null;
+    current.publish = null;
+    current.stage = 0;
+    return say("bad", "The server did not answer: nothing was published. Publish again once it is back.");
+  }
+  const { status, json } = answer;
   // A newer publish from this page speaks instead.
   if (number !== published) return;
   current.building = null;

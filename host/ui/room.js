@@ -18,6 +18,8 @@ let line = { waiting: 0, building: 0, entries: [] };
 let lineAt = 0;
 let mine = null;
 let ticking = null;
+/// As many earlier publishes as the server keeps.
+const HISTORY = 200;
 
 /// Loads what the server kept, for `me` (GET /me's answer); answers the
 /// history (newest first).
@@ -32,7 +34,7 @@ export async function loadRoom(api, me) {
 export async function refresh(api) {
   const { status, json } = await api("GET", "/publishes");
   if (status !== 200 || !json) return;
-  history = Array.isArray(json.publishes) ? json.publishes : [];
+  history = (Array.isArray(json.publishes) ? json.publishes : []).slice(0, HISTORY);
   latest = Array.isArray(json.latest) ? json.latest : [];
   if (json.line) onLine(json.line);
   else render();
@@ -42,8 +44,25 @@ export async function refresh(api) {
 /// plugin's row is its newest, and the one before folds under it.
 export function onPublish(noted) {
   latest = [noted, ...latest.filter((p) => p.plugin !== noted.plugin)];
-  history = [noted, ...history];
+  history = [noted, ...history].slice(0, HISTORY);
   render();
+}
+
+/// A plugin removed: no longer the room's present.
+export function onRemoved(plugin) {
+  const before = latest.length;
+  latest = latest.filter((p) => p.plugin !== plugin);
+  if (latest.length !== before) render();
+}
+
+/// Signed out: nothing of the room stays on the page.
+export function clearRoom() {
+  latest = [];
+  history = [];
+  line = { waiting: 0, building: 0, entries: [] };
+  mine = null;
+  render();
+  renderUnseen(null);
 }
 
 /// The build line now (a `line` event, or GET /publishes's).
@@ -64,11 +83,17 @@ function place(n, of) {
 function render() {
   renderHeader();
   const body = $("publishes").querySelector("tbody");
+  // What the reader opened stays open across the redraw (every second
+  // while something waits).
+  const open = new Set([...body.querySelectorAll("details[open]")].map((node) => node.dataset.key));
   body.replaceChildren();
   const rows = new Map();
   for (const noted of latest) rows.set(noted.plugin, { plugin: noted.plugin, by: noted.by, noted });
+  // A plugin may have a build running and a newer save queued behind it:
+  // the row shows both, the newest deciding its place.
   for (const entry of line.entries) {
     const row = rows.get(entry.plugin) || { plugin: entry.plugin, by: entry.by };
+    row.entries = [...(row.entries || []), entry];
     row.entry = entry;
     rows.set(entry.plugin, row);
   }
@@ -81,6 +106,7 @@ function render() {
     || ((a.entry && b.entry) ? (a.entry.position || 0) - (b.entry.position || 0) : 0)
     || String((b.noted || {}).at || "").localeCompare(String((a.noted || {}).at || "")));
   for (const row of ordered) body.append(renderRow(row));
+  for (const node of body.querySelectorAll("details[data-key]")) node.open = open.has(node.dataset.key);
   if (!ordered.length) body.append(el("tr", {}, el("td", { colspan: "5" }, "Nothing published since the server started.")));
   const waiting = line.entries.length > 0;
   if (waiting && !ticking) ticking = setInterval(render, 1000);
@@ -99,20 +125,20 @@ function renderRow(row) {
   const entry = row.entry;
   let state;
   let outcome;
-  if (entry && entry.stage === "queued") {
-    outcome = "queued";
-    const estimate = Number.isFinite(entry.estimateSeconds) ? ` · live in about ${Math.max(1, Math.round(entry.estimateSeconds))} s` : "";
-    state = [`queued · ${place(entry.position, line.waiting)} · waiting ${Math.round(seconds(entry.seconds))} s${estimate}`];
-  } else if (entry) {
-    outcome = "building";
-    state = [`building · ${Math.round(seconds(entry.seconds))} s`];
+  if (entry) {
+    outcome = entry.stage;
+    state = row.entries.map((one) => {
+      if (one.stage === "building") return el("div", {}, `building · ${Math.round(seconds(one.seconds))} s`);
+      const estimate = Number.isFinite(one.estimateSeconds) ? ` · live in about ${Math.max(1, Math.round(one.estimateSeconds))} s` : "";
+      return el("div", {}, `queued · ${place(one.position, line.waiting)} · waiting ${Math.round(seconds(one.seconds))} s${estimate}`);
+    });
   } else {
     const noted = row.noted;
     outcome = noted.outcome;
     const words = { live: "live", refused: "refused", build_failed: "failed", replaced: "replaced by a newer source", pending: "waits for an admin" }[noted.outcome] || noted.outcome;
     const how = noted.language ? ` (${noted.language}${noted.buildSeconds !== undefined && noted.buildSeconds !== null ? `, built in ${Number(noted.buildSeconds).toFixed(1)} s` : ""})` : "";
     state = [`${words}${noted.line ? ` · line ${noted.line}` : ""}${how}`];
-    if (noted.reason) state.push(reason(noted.reason));
+    if (noted.reason) state.push(reason(noted.reason, row.plugin));
   }
   const at = row.noted ? new Date(row.noted.at) : null;
   const since = entry ? new Date(entry.since) : at;
@@ -123,40 +149,37 @@ function renderRow(row) {
     el("td", {}, row.by || ""),
     el("td", { class: `outcome-${outcome}` }, ...state),
     el("td", { title: entry ? entry.since : (row.noted && row.noted.at) || "" }, when),
-    el("td", {}, earlier.length ? folded(earlier) : ""));
+    el("td", {}, earlier.length ? folded(earlier, row.plugin) : ""));
 }
 
 /// A reason's first line, the whole of it on a click.
-function reason(text) {
+function reason(text, plugin) {
   const first = text.split("\n")[0];
   const short = first.length > 90 ? `${first.slice(0, 89)}…` : first;
   if (short === text) return el("div", { class: "reason" }, text);
-  return el("details", { class: "reason" }, el("summary", {}, short), el("pre", {}, text));
+  return el("details", { class: "reason", "data-key": `${plugin} reason` }, el("summary", {}, short), el("pre", {}, text));
 }
 
-function folded(earlier) {
+function folded(earlier, plugin) {
   const items = earlier.map((p) => {
     const at = new Date(p.at);
     const when = Number.isNaN(at.getTime()) ? p.at : at.toLocaleTimeString();
     const words = { live: "live", refused: "refused", build_failed: "failed", replaced: "replaced", pending: "held" }[p.outcome] || p.outcome;
     return el("li", {}, `${when}: ${words}${p.line ? ` (line ${p.line})` : ""}`);
   });
-  return el("details", {}, el("summary", {}, `${earlier.length} earlier`), el("ul", {}, ...items));
+  return el("details", { "data-key": `${plugin} earlier` }, el("summary", {}, `${earlier.length} earlier`), el("ul", {}, ...items));
 }
 
 /// The header's count of what waits (everyone's, whoever reads it).
 function renderHeader() {
   const node = $("waiting");
-  if (!line.waiting && !line.building) {
-    node.hidden = true;
-    node.textContent = "";
-    return;
-  }
-  node.hidden = false;
   const parts = [];
   if (line.waiting) parts.push(`${line.waiting} waiting`);
   if (line.building) parts.push(`${line.building} building`);
-  node.textContent = `Builds: ${parts.join(", ")}`;
+  const text = parts.length ? `Builds: ${parts.join(", ")}` : "";
+  // Said again only when it changes (it is read aloud).
+  if (node.textContent !== text) node.textContent = text;
+  node.hidden = !text;
 }
 
 /// For an admin: the top-level plugins people of the tokens file do not

@@ -551,3 +551,108 @@ fn builds_queue_one_per_person_in_the_order_they_came() {
         );
     });
 }
+
+/// With `--require-approval`, a new plugin is its publisher's and the
+/// admins' to hear of until it is approved, being built too: while bob's
+/// new source builds, ada (whose set names bob's namespace) finds it
+/// neither in the build line of `GET /publishes` nor in `/events`' `build`
+/// and `line` events; the admin finds it in both.
+#[test]
+fn a_new_plugin_held_for_approval_is_absent_from_others_build_line() {
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = config.path().join("tokens.toml");
+    std::fs::write(
+        &tokens,
+        "[[token]]\nname = \"boss\"\nsecret = \"boss-secret-0123456789abcd\"\nrole = \"admin\"\n\
+         [[token]]\nname = \"bob\"\nsecret = \"bob-secret-0123456789abcdef\"\nrole = \"publisher\"\n\
+         [[token]]\nname = \"ada\"\nsecret = \"ada-secret-0123456789abcdef\"\nrole = \"publisher\"\n\
+         tools = [\"bob/*\", \"{self}/*\"]\n",
+    )
+    .unwrap();
+    let server = Server::start(
+        dir.path(),
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--builds",
+            "python",
+            "--require-approval",
+        ],
+    );
+    let events = |token: &'static str| {
+        let base = server.base.clone();
+        std::thread::spawn(move || {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .timeout_global(Some(Duration::from_secs(120)))
+                .build()
+                .into();
+            let mut response = agent
+                .get(format!("{base}/events"))
+                .header("Authorization", format!("Bearer {token}"))
+                .call()
+                .unwrap();
+            let mut reader = std::io::BufReader::new(response.body_mut().as_reader());
+            let mut seen = String::new();
+            let mut line = String::new();
+            while std::io::BufRead::read_line(&mut reader, &mut line).unwrap_or(0) > 0 {
+                seen.push_str(&line);
+                // The line emptied: the build ended.
+                if line.contains("\"waiting\":0,\"building\":0") {
+                    break;
+                }
+                line.clear();
+            }
+            seen
+        })
+    };
+    let (ada_events, boss_events) = (
+        events("ada-secret-0123456789abcdef"),
+        events("boss-secret-0123456789abcd"),
+    );
+    let publisher = {
+        let server_base = server.base.clone();
+        std::thread::spawn(move || {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(Duration::from_secs(600)))
+                .build()
+                .into();
+            agent
+                .put(format!("{server_base}/plugins/bob/new_thing"))
+                .header("Authorization", "Bearer bob-secret-0123456789abcdef")
+                .header("Content-Type", "text/x-python")
+                .send(crate::dashboard::slow_source("bob").as_bytes())
+                .unwrap()
+                .status()
+                .as_u16()
+        })
+    };
+    // While it builds: the admin's line has it, ada's does not.
+    let line_of = |token: &str| {
+        let (status, publishes) = send(&server, "GET", "/publishes", Some(token), "", b"");
+        assert_eq!(status, 200, "{publishes}");
+        publishes["line"].clone()
+    };
+    server.wait_for("bob's build in the admin's line", |_| {
+        line_of("boss-secret-0123456789abcd")["entries"]
+            .as_array()
+            .is_some_and(|entries| entries.iter().any(|e| e["plugin"] == "bob/new_thing"))
+    });
+    let ada_line = line_of("ada-secret-0123456789abcdef");
+    assert_eq!(ada_line["entries"], json!([]), "{ada_line}");
+    assert_eq!(
+        ada_line["building"], 1,
+        "the counts are everyone's: {ada_line}"
+    );
+    assert!(
+        (200..=202).contains(&publisher.join().unwrap()),
+        "bob's publish"
+    );
+    // Ada saw the line move, never the plugin; the admin saw both.
+    let boss_saw = boss_events.join().unwrap();
+    assert!(boss_saw.contains("bob/new_thing"), "{boss_saw}");
+    let ada_saw = ada_events.join().unwrap();
+    assert!(ada_saw.contains("event: line"), "{ada_saw}");
+    assert!(!ada_saw.contains("bob/new_thing"), "{ada_saw}");
+}

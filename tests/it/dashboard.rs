@@ -625,7 +625,7 @@ fn the_page_shows_each_person_their_set_and_an_admin_approves_there() {
 /// A Python source that needs a full build (it imports `gzip`, which the
 /// runtime does not carry) and takes a while to build (it sleeps at build
 /// time, where componentize-py runs it), answering with `who`.
-fn slow_source(who: &str) -> String {
+pub(crate) fn slow_source(who: &str) -> String {
     format!(
         r#"import gzip  # noqa: F401
 import time

@@ -28,6 +28,10 @@ struct Entry {
     language: &'static str,
     publish: Option<String>,
     place: Place,
+    /// When it began to wait for a slot (its lane its own), in the order
+    /// of such moments: the order the slots serve it in. `None` while it
+    /// waits behind its own person's running build.
+    slot_wait: Option<u64>,
     /// When it took its place (for the seconds shown).
     since: Instant,
     /// When it joined the line (RFC 3339).
@@ -100,6 +104,8 @@ pub(crate) struct Standing {
 pub(crate) struct Line {
     slots: usize,
     next: std::sync::atomic::AtomicU64,
+    /// The order in which builds begin to wait for a slot.
+    slot_order: std::sync::atomic::AtomicU64,
     state: Mutex<State>,
 }
 
@@ -122,6 +128,7 @@ impl Line {
         Line {
             slots: slots.max(1),
             next: std::sync::atomic::AtomicU64::new(0),
+            slot_order: std::sync::atomic::AtomicU64::new(0),
             state: Mutex::default(),
         }
     }
@@ -142,10 +149,23 @@ impl Line {
             language: joining.language,
             publish: joining.publish.map(str::to_string),
             place: Place::Queued,
+            slot_wait: None,
             since: Instant::now(),
             joined: SystemTime::now(),
         });
         (ticket, self.standing(&state, ticket))
+    }
+
+    /// Build `ticket` now waits for a slot (its person's lane is free).
+    pub(crate) fn waiting_for_slot(&self, ticket: u64) -> Standing {
+        let order = self
+            .slot_order
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut state = self.state();
+        if let Some(entry) = state.entries.iter_mut().find(|e| e.ticket == ticket) {
+            entry.slot_wait = Some(order);
+        }
+        self.standing(&state, ticket)
     }
 
     /// Build `ticket` got its turn.
@@ -236,22 +256,16 @@ impl Line {
     }
 }
 
-/// Each queued build's place (1 is next), as the queue serves them: in
-/// the order they came, except that a build waits for its own person's
-/// running one (one build at a time per person), so anyone else's that is
-/// free to go goes first.
+/// Each queued build's place (1 is next), as the queue serves them: those
+/// waiting for a slot in the order they began to (the slots are fair),
+/// then those still behind their own person's running build (one build at
+/// a time per person), in the order they came.
 fn places(entries: &[Entry]) -> std::collections::HashMap<u64, usize> {
-    let building: std::collections::HashSet<&str> = entries
-        .iter()
-        .filter(|entry| entry.place == Place::Building)
-        .map(|entry| entry.person.as_str())
-        .collect();
     let mut queued: Vec<&Entry> = entries
         .iter()
         .filter(|entry| entry.place == Place::Queued)
         .collect();
-    // A stable sort: the free ones first, each group in arrival order.
-    queued.sort_by_key(|entry| building.contains(entry.person.as_str()));
+    queued.sort_by_key(|entry| (entry.slot_wait.is_none(), entry.slot_wait, entry.ticket));
     queued
         .iter()
         .enumerate()
@@ -277,7 +291,15 @@ fn round(seconds: f64) -> f64 {
 mod tests {
     use super::*;
 
+    /// Joins the line, its lane free (it waits for a slot at once).
     fn join(line: &Line, ticket: u64, person: &str) -> Standing {
+        let standing = join_behind(line, ticket, person);
+        assert!(standing.position.is_some());
+        line.waiting_for_slot(ticket)
+    }
+
+    /// Joins the line behind its own person's running build.
+    fn join_behind(line: &Line, ticket: u64, person: &str) -> Standing {
         let (joined, standing) = line.join(Joining {
             plugin: &format!("{person}/tool"),
             person,
@@ -324,14 +346,29 @@ mod tests {
         join(&line, 0, "ada");
         line.building(0);
         // Ada's next one came first, but waits for her running one.
-        assert_eq!(join(&line, 1, "ada").position, Some(1));
+        assert_eq!(join_behind(&line, 1, "ada").position, Some(1));
         assert_eq!(join(&line, 2, "bob").position, Some(1));
-        let view = line.view();
-        let places: Vec<_> = view
-            .entries
-            .iter()
-            .map(|e| (e.by.as_str(), e.position))
-            .collect();
-        assert_eq!(places, [("ada", None), ("ada", Some(2)), ("bob", Some(1))]);
+        assert_eq!(join(&line, 3, "cy").position, Some(2));
+        let places = |line: &Line| -> Vec<(String, Option<usize>)> {
+            line.view()
+                .entries
+                .iter()
+                .map(|e| (e.by.clone(), e.position))
+                .collect()
+        };
+        assert_eq!(places(&line)[1], ("ada".to_string(), Some(3)));
+        // Ada's first ends; bob builds; her next begins to wait for a
+        // slot only now, behind cy, who was waiting already.
+        line.leave(0, None);
+        line.building(2);
+        line.waiting_for_slot(1);
+        assert_eq!(
+            places(&line),
+            [
+                ("ada".to_string(), Some(2)),
+                ("bob".to_string(), None),
+                ("cy".to_string(), Some(1))
+            ]
+        );
     }
 }

@@ -415,15 +415,23 @@ impl Builds {
             language: source.language.as_str(),
             publish,
         });
-        // Whatever ends this build (an answer, a replacement, a client
-        // gone), it leaves the line.
+        // However this ends (an answer, a replacement, a panic), the
+        // build leaves the line.
         let in_line = LeavesLine {
             line: &self.line,
             ticket,
         };
         tell("queued", None, None, None, Some(standing));
         let asked = Instant::now();
-        let turn = self.queue.turn(person).await;
+        // Told again once it waits for a slot (its lane its own): its
+        // place is then the one the slots will serve.
+        let turn = self
+            .queue
+            .turn(person, || {
+                let standing = self.line.waiting_for_slot(ticket);
+                tell("queued", None, None, None, Some(standing));
+            })
+            .await;
         self.queue.tidy();
         let Ok(mut turn) = turn else {
             drop(in_line);

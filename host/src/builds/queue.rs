@@ -55,8 +55,14 @@ impl Queue {
     }
 
     /// Waits for `person`'s turn to build; `Err` when a newer build of
-    /// theirs replaced this one while it waited.
-    pub(crate) async fn turn(&self, person: &str) -> Result<Turn, Replaced> {
+    /// theirs replaced this one while it waited. `on_lane` is called once
+    /// the person's lane is this build's and it starts waiting for a slot
+    /// (from then on it is served in the order of that moment).
+    pub(crate) async fn turn(
+        &self,
+        person: &str,
+        on_lane: impl FnOnce(),
+    ) -> Result<Turn, Replaced> {
         let ticket = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let replaced = CancellationToken::new();
         let running = {
@@ -69,6 +75,7 @@ impl Queue {
         };
         let turn = async {
             let lane = running.lock_owned().await;
+            on_lane();
             let slot = self
                 .slots
                 .clone()
@@ -135,30 +142,30 @@ mod tests {
     #[tokio::test]
     async fn one_build_per_person_and_a_newer_one_replaces_the_one_that_waits() {
         let queue = Arc::new(Queue::new(2));
-        let first = queue.turn("ada").await.unwrap();
+        let first = queue.turn("ada", || {}).await.unwrap();
         // Ada's second waits for her first; her third replaces it.
         let second = tokio::spawn({
             let queue = queue.clone();
-            async move { queue.turn("ada").await.map(|_| ()) }
+            async move { queue.turn("ada", || {}).await.map(|_| ()) }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
         let third = tokio::spawn({
             let queue = queue.clone();
-            async move { queue.turn("ada").await.map(|_| ()) }
+            async move { queue.turn("ada", || {}).await.map(|_| ()) }
         });
         assert!(
             second.await.unwrap().is_err(),
             "the waiting one is replaced"
         );
         // Bob builds beside ada: two slots.
-        let bob = tokio::time::timeout(Duration::from_secs(1), queue.turn("bob"))
+        let bob = tokio::time::timeout(Duration::from_secs(1), queue.turn("bob", || {}))
             .await
             .expect("bob is not held up by ada")
             .unwrap();
         // Carol waits for a slot.
         let carol = tokio::spawn({
             let queue = queue.clone();
-            async move { queue.turn("carol").await.map(|_| ()) }
+            async move { queue.turn("carol", || {}).await.map(|_| ()) }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!carol.is_finished());
@@ -173,11 +180,11 @@ mod tests {
     #[tokio::test]
     async fn builds_past_their_slice_give_their_slots_to_the_next() {
         let queue = Arc::new(Queue::new(2));
-        let mut ada = queue.turn("ada").await.unwrap();
-        let mut bob = queue.turn("bob").await.unwrap();
+        let mut ada = queue.turn("ada", || {}).await.unwrap();
+        let mut bob = queue.turn("bob", || {}).await.unwrap();
         let carol = tokio::spawn({
             let queue = queue.clone();
-            async move { queue.turn("carol").await.map(|_| ()) }
+            async move { queue.turn("carol", || {}).await.map(|_| ()) }
         });
         tokio::task::yield_now().await;
         assert!(!carol.is_finished());
@@ -186,7 +193,7 @@ mod tests {
         carol.await.unwrap().unwrap();
         assert!(queue.overtime(&mut bob));
         // Every overtime place is taken: a third long build keeps its slot.
-        let mut dave = queue.turn("dave").await.unwrap();
+        let mut dave = queue.turn("dave", || {}).await.unwrap();
         assert!(!queue.overtime(&mut dave));
         drop(ada);
         assert!(queue.overtime(&mut dave));

@@ -150,11 +150,16 @@ impl TokensOptions {
         crate::edge::auth::check_tokens_file(tokens.path())
             .context("the tokens file made is not one the server reads (a bug)")?;
         let printable = staged(sheet, &sheet_text)?;
-        let existed = out.exists();
-        place(tokens, out, self.force)?;
-        if let Err(error) = place(printable, sheet, self.force) {
-            if !existed {
-                let _ = std::fs::remove_file(out);
+        // The sheet first, the tokens file last: a server may be watching
+        // the tokens file, and once it is replaced the instructor's token
+        // (stored only as a hash) must be printed; so nothing can fail
+        // after it takes its place. A sheet placed for a tokens file that
+        // then could not be is taken away again when it was new.
+        let sheet_existed = sheet.exists();
+        place(printable, sheet, self.force)?;
+        if let Err(error) = place(tokens, out, self.force) {
+            if !sheet_existed {
+                let _ = std::fs::remove_file(sheet);
             }
             return Err(error);
         }

@@ -22,8 +22,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 /// Request headers a cross-origin client may send.
-const ALLOWED_HEADERS: &str =
-    "authorization, content-type, accept, last-event-id, mcp-session-id, mcp-protocol-version";
+const ALLOWED_HEADERS: &str = "authorization, content-type, accept, last-event-id, mcp-session-id, mcp-protocol-version, \
+     toolhost-publish";
 /// Response headers a cross-origin client may read.
 const EXPOSED_HEADERS: &str = "mcp-session-id, www-authenticate, retry-after";
 const ALLOWED_METHODS: &str = "GET, POST, PUT, DELETE, OPTIONS";

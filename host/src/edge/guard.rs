@@ -251,6 +251,26 @@ impl Requester {
         Some(noted)
     }
 
+    /// Whether the requester hears of a build of plugin `id` (its stages
+    /// and its place in line): a plugin they see, and, where approvals
+    /// hold new versions (`known` is then the plugins report), one that
+    /// already serves unless it is theirs: a new plugin held for an admin
+    /// is absent for everyone else, being built or not.
+    pub(crate) fn sees_build_of(&self, id: &str, known: Option<&PluginsReport>) -> bool {
+        if !self.sees_plugin_id(id) {
+            return false;
+        }
+        let Some(known) = known else {
+            return true;
+        };
+        self.sees_reasons_of(id)
+            || known.plugin(id).is_some_and(|report| {
+                !self.hides(report)
+                    && (report.serving.is_some()
+                        || report.state == crate::registry::report::PluginState::Loaded)
+            })
+    }
+
     /// One plugin's report as the requester may see it (see [`Self::sees`]).
     pub(crate) fn sees_plugin(&self, report: PluginReport) -> PluginReport {
         match &self.0 {

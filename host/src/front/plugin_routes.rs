@@ -492,15 +492,22 @@ async fn publishes(
             .filter_map(|noted| requester.sees_noted(noted, &known))
             .collect()
     };
+    let held = state.registry.approvals().is_some().then_some(&known);
     let line = state.builds.line().seen_by(
-        |id| requester.sees_plugin_id(id),
+        |id| requester.sees_build_of(id, held),
         |id| requester.sees_reasons_of(id),
     );
     json_response(
         200,
         &json!({
             "publishes": shown(state.publishing.noted()),
-            "latest": shown(state.publishing.latest()),
+            // A plugin removed since is no longer the room's present.
+            "latest": shown(state.publishing.latest())
+                .into_iter()
+                .filter(|noted| {
+                    !matches!(noted.outcome, "live" | "pending") || known.plugin(&noted.plugin).is_some()
+                })
+                .collect::<Vec<_>>(),
             "line": line,
         }),
     )

@@ -19,8 +19,14 @@
 //!   `snapshot` when it missed more, or the server restarted).
 //! - A `build` event for each stage of a source build (`queued`,
 //!   `building`, `built`, `failed`: `{plugin, person, language, stage,
-//!   seconds, error, line}`; the error only for the listener's own
-//!   plugins). No `id`: they are not replayed.
+//!   seconds, error, line, position, estimateSeconds, publish}`; the error,
+//!   line and publish number only for the listener's own plugins, and
+//!   admins), then a `line` event: the build line now (`waiting` and
+//!   `building` count everyone's; `entries` are the builds the listener
+//!   hears of). A plugin new and held for approval is heard of by its
+//!   publisher and the admins only. No `id`: they are not replayed.
+//! - A `publish` event for each publish's outcome as the room's view
+//!   keeps it (`GET /publishes`' entries, filtered the same way).
 //! - A keep-alive comment every 15 s, below common proxy timeouts.
 //!
 //! One person holds at most `--max-streams-per-person` streams, this one
@@ -307,9 +313,10 @@ impl Stream {
                     Ok(mut build) => {
                         // Every move of the line is told to everyone (the
                         // positions behind it changed), after the stage
-                        // itself to those who see its plugin.
-                        let line = self.line_event();
-                        if !self.refreshed_viewer().sees_plugin_id(&build.plugin) {
+                        // itself to those who hear of its plugin's builds.
+                        let known = self.known_if_held();
+                        let line = self.line_event(known.as_ref());
+                        if !self.refreshed_viewer().sees_build_of(&build.plugin, known.as_ref()) {
                             return Some(line);
                         }
                         if !self.viewer.sees_reasons_of(&build.plugin) {
@@ -324,7 +331,10 @@ impl Stream {
                                 .data(serde_json::to_string(&build).unwrap_or_default()),
                         );
                     }
-                    Err(RecvError::Lagged(_)) => return Some(self.line_event()),
+                    Err(RecvError::Lagged(_)) => {
+                        let known = self.known_if_held();
+                        return Some(self.line_event(known.as_ref()));
+                    }
                     Err(RecvError::Closed) => return None,
                 },
                 received = self.noted.recv() => match received {
@@ -352,13 +362,23 @@ impl Stream {
         }
     }
 
+    /// The plugins report where approvals hold new versions (what a
+    /// build's listener may hear of depends on it), else none.
+    fn known_if_held(&self) -> Option<crate::registry::report::PluginsReport> {
+        self.state
+            .registry
+            .approvals()
+            .is_some()
+            .then(|| self.state.registry.plugins_report())
+    }
+
     /// The build line now, as this viewer may see it: everyone's counts,
-    /// the entries of plugins they see (a `line` event).
-    fn line_event(&mut self) -> Event {
+    /// the entries of plugins whose builds they hear of (a `line` event).
+    fn line_event(&mut self, known: Option<&crate::registry::report::PluginsReport>) -> Event {
         let line = self.state.builds.line();
         let viewer = self.refreshed_viewer();
         let line = line.seen_by(
-            |id| viewer.sees_plugin_id(id),
+            |id| viewer.sees_build_of(id, known),
             |id| viewer.sees_reasons_of(id),
         );
         Event::default()

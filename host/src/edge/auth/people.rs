@@ -160,16 +160,16 @@ impl People {
             .collect()
     }
 
-    /// The tokens file's people, admins apart, whose set leaves plugin
-    /// `id` out: a top-level plugin the room's group cannot see is worth
-    /// telling the instructor.
+    /// The tokens file's publishers whose set leaves plugin `id` out: a
+    /// top-level plugin the room's group cannot see is worth telling the
+    /// instructor. (A caller's narrow set, an agent's, is its purpose.)
     pub(crate) fn unseen_by(&self, id: &str) -> Vec<String> {
         self.roster
             .load()
             .as_ref()
             .iter()
             .flat_map(|roster| roster.people.iter())
-            .filter(|person| person.role != Role::Admin && !person.tools.sees(id))
+            .filter(|person| person.role == Role::Publisher && !person.tools.sees(id))
             .map(|person| person.name.clone())
             .collect()
     }
