@@ -99,6 +99,9 @@ impl LineView {
 pub(crate) struct Standing {
     pub(crate) position: Option<usize>,
     pub(crate) estimate_seconds: Option<f64>,
+    /// It waits behind another build of its own person's (running, or
+    /// holding their lane): its place moves once that one is done.
+    pub(crate) behind_own: bool,
 }
 
 pub(crate) struct Line {
@@ -233,9 +236,20 @@ impl Line {
             .iter()
             .find(|entry| entry.ticket == ticket)
             .map_or(Duration::ZERO, |entry| entry.since.elapsed());
+        let person = state
+            .entries
+            .iter()
+            .find(|entry| entry.ticket == ticket)
+            .map(|entry| entry.person.as_str());
+        let behind_own = state.entries.iter().any(|entry| {
+            entry.ticket != ticket
+                && Some(entry.person.as_str()) == person
+                && (entry.place == Place::Building || entry.slot_wait.is_some())
+        });
         Standing {
             position,
             estimate_seconds: self.estimate(typical, position, elapsed),
+            behind_own,
         }
     }
 

@@ -423,13 +423,17 @@ impl Builds {
         };
         tell("queued", None, None, None, Some(standing));
         let asked = Instant::now();
-        // Told again once it waits for a slot (its lane its own): its
-        // place is then the one the slots will serve.
+        // Behind a build of its own person's, it is told again once it
+        // waits for a slot (its lane its own): its place is then the one
+        // the slots will serve.
+        let behind_own = standing.behind_own;
         let turn = self
             .queue
             .turn(person, || {
                 let standing = self.line.waiting_for_slot(ticket);
-                tell("queued", None, None, None, Some(standing));
+                if behind_own {
+                    tell("queued", None, None, None, Some(standing));
+                }
             })
             .await;
         self.queue.tidy();

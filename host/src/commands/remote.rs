@@ -165,6 +165,7 @@ impl Publisher {
             };
             let reader = std::io::BufReader::new(response.into_body().into_reader());
             let mut build_event = false;
+            let mut queued = false;
             for line in reader.lines() {
                 if stop.load(std::sync::atomic::Ordering::Relaxed) {
                     return;
@@ -184,7 +185,11 @@ impl Publisher {
                     continue;
                 }
                 match event["stage"].as_str() {
-                    Some("queued") => println!("  queued for a build on the server ..."),
+                    // Told again when its place moves: said once.
+                    Some("queued") if !queued => {
+                        queued = true;
+                        println!("  queued for a build on the server ...");
+                    }
                     Some("building") => println!("  building on the server ..."),
                     Some("built") => println!(
                         "  built in {:.1} s; loading ...",
