@@ -392,3 +392,46 @@ fn a_bad_publish_number_is_refused_and_writes_nothing() {
     assert!(status == 201 || status == 200, "{published}");
     assert!(dir.path().join("p0/counted.py").exists());
 }
+
+/// A folder of the plugin folder that is a project (a tool's sources, as
+/// the repository's `plugins/textpy/` and `plugins/textjs/` are beside the
+/// `textpy.wasm` and `textjs.wasm` built from them) serves none of its
+/// `.py` or `.js` files: `make serve` on a fresh clone serves only the
+/// examples, and is healthy. A person's namespace still serves its source.
+#[test]
+fn a_project_folder_in_the_plugin_folder_serves_no_source() {
+    let dir = plugin_dir(&[&example("echo")]);
+    // Beside a component of its name, as `make plugins` leaves them.
+    std::fs::copy(example("math"), dir.path().join("textpy.wasm")).unwrap();
+    std::fs::create_dir(dir.path().join("textpy")).unwrap();
+    std::fs::write(dir.path().join("textpy/app.py"), py_tool("stats")).unwrap();
+    // A project of its own (package.json), importing what it builds with.
+    std::fs::create_dir(dir.path().join("textjs")).unwrap();
+    std::fs::write(dir.path().join("textjs/package.json"), "{}").unwrap();
+    std::fs::write(
+        dir.path().join("textjs/app.js"),
+        "import { tool } from \"../../sdk/js/toolhost.js\";\n",
+    )
+    .unwrap();
+    // A person's namespace serves its source.
+    std::fs::create_dir(dir.path().join("ada")).unwrap();
+    std::fs::write(dir.path().join("ada/count.py"), py_tool("count")).unwrap();
+    let server = Server::start(dir.path(), &[]);
+    server.wait_for("ada's source", |server| {
+        server.tool_names().contains(&"ada__count".to_string())
+    });
+    let health = server.get("/health").json;
+    assert_eq!(health["status"], "ok", "{health}");
+    let ids: Vec<String> = server
+        .plugins()
+        .plugins
+        .iter()
+        .map(|p| p.id.clone())
+        .collect();
+    assert!(
+        !ids.iter()
+            .any(|id| id.starts_with("textpy/") || id.starts_with("textjs/")),
+        "{ids:?}"
+    );
+    assert!(ids.contains(&"textpy".to_string()), "{ids:?}");
+}

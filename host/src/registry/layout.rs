@@ -7,7 +7,9 @@
 //! runtime runs (`x.py`, `x.js`). One id is one plugin: where two of its
 //! files are there at once, the first of [`PLUGIN_EXTENSIONS`] is the
 //! plugin ([`Layout::plugin_file_for`]), and the others wait behind it
-//! (publishing takes them away).
+//! (publishing takes them away). A folder that is a project (a tool's
+//! sources, such as the repository's `plugins/textpy/`) serves no source
+//! file: its `app.py` is what a build reads, not a plugin.
 
 use std::path::{Path, PathBuf};
 
@@ -52,12 +54,30 @@ impl Layout {
             (None, _) => Some(stem),
             // `_namespace` is the namespace's policy, never a plugin.
             (Some(_), None)
-                if is_valid_namespace(first) && Some(stem.as_str()) != namespace_policy_stem() =>
+                if is_valid_namespace(first)
+                    && Some(stem.as_str()) != namespace_policy_stem()
+                    && !(is_source(path) && self.is_project_dir(first)) =>
             {
                 Some(format!("{first}/{stem}"))
             }
             _ => None,
         }
+    }
+
+    /// Whether the folder `name` of the plugin folder is a project (a
+    /// tool's sources, as `plugins/textpy/` is the example `textpy.wasm`'s)
+    /// rather than a person's namespace: it holds a `Cargo.toml`,
+    /// `package.json` or `pyproject.toml`, or a plugin of the top level is
+    /// named as it is. Its `.py` and `.js` files are sources to build, not
+    /// plugins to serve.
+    fn is_project_dir(&self, name: &str) -> bool {
+        let dir = self.root.join(name);
+        ["Cargo.toml", "package.json", "pyproject.toml"]
+            .iter()
+            .any(|marker| dir.join(marker).exists())
+            || PLUGIN_EXTENSIONS
+                .iter()
+                .any(|extension| self.root.join(format!("{name}.{extension}")).is_file())
     }
 
     /// The plugin files a changed file affects: itself for `x.wasm`,
@@ -299,4 +319,11 @@ fn plugin_stem(path: &Path) -> Option<String> {
 /// stem.
 pub(crate) fn plugin_id(path: &Path) -> Option<String> {
     plugin_stem(path)
+}
+
+/// Whether `path` is a source file (`.py`, `.js`) rather than a component.
+fn is_source(path: &Path) -> bool {
+    path.extension()
+        .and_then(|extension| extension.to_str())
+        .is_some_and(|extension| extension != "wasm")
 }
