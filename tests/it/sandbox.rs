@@ -597,7 +597,10 @@ fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
         "[limits]\ntimeout_ms = 2000\n",
     )
     .unwrap();
-    let server = Server::start(dir.path(), &[]);
+    // A compile cache of its own: the shared one keeps the optimised code
+    // of an earlier run, which a large plugin would then start on.
+    let cache = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--cache-dir", cache.path().to_str().unwrap()]);
     assert_eq!(
         server.plugin("misbehave").unwrap().compiler,
         Some(toolhost::runtime::Tier::Baseline),
