@@ -676,17 +676,14 @@ fn a_room_sees_one_publish_a_save_and_the_queue_in_chromium() {
     );
     for (name, secret) in secrets {
         let role = if name == "instructor" {
-            "admin\n"
+            "\"admin\"\n"
         } else {
-            "publisher\ntools = [\"@room\"]\n"
+            "\"publisher\"\ntools = [\"@room\"]\n"
         };
         file.push_str(&format!(
             "[[token]]\nname = \"{name}\"\nsecret = \"{secret}\"\nrole = {role}"
         ));
     }
-    let file = file
-        .replace("role = admin", "role = \"admin\"")
-        .replace("role = publisher", "role = \"publisher\"");
     std::fs::write(&tokens, file).unwrap();
     let server = Server::start(
         dir.path(),

@@ -145,6 +145,11 @@ impl Line {
     pub(crate) fn join(&self, joining: Joining<'_>) -> (u64, Standing) {
         let ticket = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut state = self.state();
+        // A person has at most one build waiting: this one replaces the
+        // one that waited (the queue answers it as replaced), from now.
+        state
+            .entries
+            .retain(|entry| !(entry.person == joining.person && entry.place == Place::Queued));
         state.entries.push(Entry {
             ticket,
             plugin: joining.plugin.to_string(),

@@ -213,15 +213,25 @@ pub(crate) struct BuildEvent {
     pub(crate) publish: Option<String>,
 }
 
-/// Takes a build out of the line if it ends early (its caller gone).
+/// A build's place in the line: left when it ends ([`LeavesLine::ended`],
+/// with its build time), or on any other way out (dropped: a replacement,
+/// a panic).
 struct LeavesLine<'a> {
     line: &'a line::Line,
     ticket: u64,
+    took: Option<Duration>,
+}
+
+impl LeavesLine<'_> {
+    /// The build ran to an end in `took` (a time for the estimates).
+    fn ended(mut self, took: Option<Duration>) {
+        self.took = took;
+    }
 }
 
 impl Drop for LeavesLine<'_> {
     fn drop(&mut self) {
-        self.line.leave(self.ticket, None);
+        self.line.leave(self.ticket, self.took);
     }
 }
 
@@ -420,6 +430,7 @@ impl Builds {
         let in_line = LeavesLine {
             line: &self.line,
             ticket,
+            took: None,
         };
         tell("queued", None, None, None, Some(standing));
         let asked = Instant::now();
@@ -470,8 +481,7 @@ impl Builds {
             Err(BuildError::Failed { took, .. }) => Some(*took),
             Err(_) => None,
         };
-        drop(in_line);
-        self.line.leave(ticket, took);
+        in_line.ended(took);
         match &outcome {
             Ok(built) => tell("built", Some(built.took.as_secs_f64()), None, None, None),
             Err(BuildError::Failed {
