@@ -53,6 +53,9 @@ pub struct Settings {
     /// A TOML file of people, their tokens and roles (`front/auth/`),
     /// reloaded when it changes.
     pub tokens_file: Option<std::path::PathBuf>,
+    /// The keys file MCP's `requestState` is sealed with; `None`: a random
+    /// key of this process.
+    pub request_state_keys: Option<std::path::PathBuf>,
     /// How long a client may take to send a header; also the keep-alive
     /// idle timeout.
     pub header_timeout: Duration,
@@ -124,6 +127,7 @@ impl Default for Settings {
             allowed_hosts: Vec::new(),
             token: None,
             tokens_file: None,
+            request_state_keys: None,
             header_timeout: Duration::from_millis(DEFAULT_HEADER_TIMEOUT_MS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_sessions: DEFAULT_MAX_SESSIONS,
@@ -213,6 +217,15 @@ async fn serve(
         settings.max_connections_per_person,
         settings.max_streams_per_person,
     );
+    let input_keys = Arc::new(match &settings.request_state_keys {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            crate::front::mcp::InputKeys::from_file_text(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        }
+        None => crate::front::mcp::InputKeys::random(),
+    });
     let (mcp, open_sessions) = mcp_http::router(
         registry.clone(),
         calls.clone(),
@@ -228,6 +241,7 @@ async fn serve(
             session_idle: settings.session_idle,
             shutdown: shutdown.clone(),
             holds: holds.clone(),
+            input_keys,
         },
     );
     let open_connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -382,6 +396,7 @@ pub(crate) async fn run_stdio(
         Default::default(),
         limits,
         None,
+        Arc::new(crate::front::mcp::InputKeys::random()),
     );
     let stdio = stdio::transport();
     let service = front.serve(stdio.transport).await?;

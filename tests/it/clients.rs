@@ -264,3 +264,28 @@ fn readme_inspector_command_works_against_a_server_with_tokens() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// A plugin's requests for input (elicitation, sampling, roots; from a
+/// tool and from a prompt) reach the Python SDK 2.3 client whichever
+/// revision it speaks: as input-required results, answered by calling
+/// again, on 2026-07-28, and as server-to-client requests on a 2025-11-25
+/// session. The plugin is the same; so is what the client's callbacks see.
+#[test]
+fn a_plugins_requests_for_input_reach_the_python_sdk_in_both_revisions() {
+    let dir = plugin_dir(&[&example("conformance")]);
+    let server = Server::in_process(dir.path());
+    for (mode, version) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let mut command = Command::new(crate::support::python_sdk2_venv().join("python"));
+        command
+            .arg(repo_root().join("tests/clients/python_input.py"))
+            .arg(mode)
+            .arg(format!("{}/mcp", server.base));
+        let report = run(command, &format!("Python SDK 2.3 input, {mode}"));
+        assert_eq!(report["protocol_version"], version, "{report}");
+        assert_eq!(
+            report["asked"],
+            serde_json::json!({ "elicitation": 3, "sampling": 1, "roots": 1 }),
+            "{report}"
+        );
+    }
+}

@@ -24,7 +24,7 @@ use crate::call::slots::slots;
 use crate::registry::Registry;
 use crate::registry::plugin::LoadedPlugin;
 use crate::registry::view::View;
-use crate::runtime::{Answer, Ask, CompletionRef, Role};
+use crate::runtime::{Answer, Ask, CallClient, CompletionRef, Role};
 
 /// Completion values returned at most (MCP's cap).
 const MAX_COMPLETIONS: usize = 100;
@@ -121,7 +121,7 @@ pub(crate) async fn read_resource(
     };
     let ask = Ask::ReadResource { uri: declared };
     let what = format!("resource {uri:?}");
-    let Answer::Contents(answer) = run(registry, calls, &plugin, ask, &what).await? else {
+    let Answer::Contents(answer) = run(registry, calls, &plugin, ask, &what, None).await? else {
         return Err(wrong_answer(&what));
     };
     let contents = answer.map_err(|error| match error.code.as_str() {
@@ -156,6 +156,7 @@ pub(crate) async fn get_prompt(
     name: &str,
     arguments: Map<String, Value>,
     view: &View,
+    client: CallClient,
 ) -> Result<Value, Envelope> {
     let snapshot = registry.snapshot();
     let Some(plugin) = snapshot.prompt(name, view) else {
@@ -204,7 +205,7 @@ pub(crate) async fn get_prompt(
         name: prompt.declared.clone(),
         arguments: given,
     };
-    let Answer::Prompt(answer) = run(registry, calls, &plugin, ask, &what).await? else {
+    let Answer::Prompt(answer) = run(registry, calls, &plugin, ask, &what, client).await? else {
         return Err(wrong_answer(&what));
     };
     let result = answer.map_err(|error| Envelope::tool_error(error, &what))?;
@@ -290,7 +291,8 @@ pub(crate) async fn complete(
         value,
         context,
     };
-    let Answer::Completions(completions) = run(registry, calls, &plugin, ask, &what).await? else {
+    let Answer::Completions(completions) = run(registry, calls, &plugin, ask, &what, None).await?
+    else {
         return Err(wrong_answer(&what));
     };
     let has_more = completions.has_more || completions.values.len() > MAX_COMPLETIONS;
@@ -316,6 +318,7 @@ async fn run(
     plugin: &Arc<LoadedPlugin>,
     ask: Ask,
     what: &str,
+    client: CallClient,
 ) -> Result<Answer, Envelope> {
     let method = match &ask {
         Ask::ReadResource { .. } => "resources/read",
@@ -347,7 +350,7 @@ async fn run(
     );
     let (outcome, usage) = registry
         .runtime()
-        .ask(&plugin.compiled, &plugin.grants, ask)
+        .ask(&plugin.compiled, &plugin.grants, ask, client)
         .instrument(span.clone())
         .await;
     let result =

@@ -141,6 +141,14 @@ pub(super) struct ServeOptions {
     /// MCP's GET stream and subscriptions/listen together.
     #[arg(long, env = "TOOLHOST_MAX_STREAMS_PER_PERSON", default_value_t = crate::server::DEFAULT_MAX_STREAMS_PER_PERSON as u32, value_parser = clap::value_parser!(u32).range(1..))]
     max_streams_per_person: u32,
+    /// A TOML file of the keys MCP's `requestState` is sealed with
+    /// (`active = "id"` and a `[keys]` table of id = secret, each secret at
+    /// least 32 characters): every replica behind one address needs the
+    /// same file, and a key is rotated by adding the new one, making it
+    /// active, and removing the old one after 15 minutes [default: a random
+    /// key of this process].
+    #[arg(long, env = "TOOLHOST_REQUEST_STATE_KEYS")]
+    request_state_keys: Option<std::path::PathBuf>,
     /// How many MCP sessions may be open at once; `initialize` past it gets
     /// HTTP 503 with a JSON-RPC error.
     #[arg(long, env = "TOOLHOST_MAX_SESSIONS", default_value_t = crate::server::DEFAULT_MAX_SESSIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
@@ -272,6 +280,7 @@ impl ServeOptions {
             allowed_hosts: self.allowed_hosts.clone(),
             token: self.token.clone(),
             tokens_file: self.tokens.clone(),
+            request_state_keys: self.request_state_keys.clone(),
             header_timeout: Duration::from_millis(self.header_timeout_ms),
             max_connections: self.max_connections as usize,
             max_sessions: self.max_sessions as usize,

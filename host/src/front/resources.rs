@@ -103,7 +103,9 @@ async fn get_prompt(
         Ok(arguments) => arguments,
         Err(envelope) => return envelope.into_response(),
     };
-    match catalog_path::get_prompt(&state.registry, &state.calls, &name, arguments, &view).await {
+    match catalog_path::get_prompt(&state.registry, &state.calls, &name, arguments, &view, None)
+        .await
+    {
         Ok(answer) => json_response(200, &answer),
         Err(envelope) => envelope.into_response(),
     }

@@ -31,7 +31,11 @@ pub(crate) async fn texts(runtime: &Arc<Runtime>, plugin: &LoadedPlugin) -> Valu
         let ask = Ask::ReadResource {
             uri: resource.declared.clone(),
         };
-        let said = match runtime.ask(&plugin.compiled, &plugin.grants, ask).await.0 {
+        let said = match runtime
+            .ask(&plugin.compiled, &plugin.grants, ask, None)
+            .await
+            .0
+        {
             Ok(Answer::Contents(Ok(contents))) => Value::Array(
                 contents
                     .into_iter()
@@ -59,7 +63,11 @@ pub(crate) async fn texts(runtime: &Arc<Runtime>, plugin: &LoadedPlugin) -> Valu
                 .map(|(name, _)| (name.clone(), format!("{{{name}}}")))
                 .collect(),
         };
-        let said = match runtime.ask(&plugin.compiled, &plugin.grants, ask).await.0 {
+        let said = match runtime
+            .ask(&plugin.compiled, &plugin.grants, ask, None)
+            .await
+            .0
+        {
             Ok(Answer::Prompt(Ok(result))) => json!({
                 "description": result.description,
                 "messages": result.messages.iter().map(|message| json!({

@@ -1,6 +1,10 @@
 //! The channel back to the client of a call: what a running plugin may ask
-//! of whoever made the call (log, progress, sampling, elicitation). The
-//! `client` import's host side (`sandbox.rs`) forwards to it.
+//! of whoever made the call (log, progress, sampling, elicitation, roots).
+//! The `client` and `input` imports' host side (`sandbox.rs`) forwards to
+//! it, every request keyed (`input.ask` by the plugin's keys, the single
+//! requests by their method and order), so that a front that answers
+//! requests from a later round (MCP's input-required results) finds each
+//! answer again.
 //!
 //! The runtime does not know what a client is. A front that has one (MCP)
 //! hands a [`ClientChannel`] to the call; fronts without one (REST, CGI, the
@@ -21,6 +25,38 @@ pub trait ClientChannel: Send + Sync {
     async fn create_message(&self, params: String) -> Result<String, String>;
     /// `elicitation/create`: JSON params in, JSON result out.
     async fn elicit(&self, params: String) -> Result<String, String>;
+    /// `roots/list`: the JSON result.
+    async fn list_roots(&self) -> Result<String, String> {
+        Err("the client does not support roots/list".into())
+    }
+    /// Several requests, each under its key; answers in the same order.
+    /// By default one after another, as the single requests.
+    async fn ask(&self, requests: Vec<InputRequest>) -> Vec<Result<String, String>> {
+        let mut answers = Vec::with_capacity(requests.len());
+        for request in requests {
+            answers.push(match request.method.as_str() {
+                ELICIT => self.elicit(request.params).await,
+                SAMPLE => self.create_message(request.params).await,
+                ROOTS => self.list_roots().await,
+                other => Err(format!("{other} is not a request a plugin may make")),
+            });
+        }
+        answers
+    }
+}
+
+/// The methods a plugin may ask its client for.
+pub const ELICIT: &str = "elicitation/create";
+pub const SAMPLE: &str = "sampling/createMessage";
+pub const ROOTS: &str = "roots/list";
+
+/// One request of a plugin to its client: its key within the call, its
+/// MCP method and the JSON text of its params.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRequest {
+    pub key: String,
+    pub method: String,
+    pub params: String,
 }
 
 /// The client of the call a sandbox runs, if any.

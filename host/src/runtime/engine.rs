@@ -734,6 +734,7 @@ impl Runtime {
         plugin: &CompiledPlugin,
         grants: &Arc<Grants>,
         ask: Ask,
+        client: CallClient,
     ) -> (Result<Answer, CallFailure>, Option<CallUsage>) {
         let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
         let span = tracing::Span::current();
@@ -742,7 +743,7 @@ impl Runtime {
             .run(inline, move |cancel| {
                 let job = async move {
                     let code = plugin.code.load_full();
-                    let mut store = runtime.new_store(&plugin, &code, &grants, None, cancel)?;
+                    let mut store = runtime.new_store(&plugin, &code, &grants, client, cancel)?;
                     let missing = |what: &str| {
                         wasmtime::Error::msg(format!("the plugin does not export {what}"))
                     };

@@ -19,8 +19,8 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::toolhost::plugin0_1_0::{client, config};
-use super::bindings::toolhost::plugin0_2_0::source;
-use super::client::{CallClient, LogLevel};
+use super::bindings::toolhost::plugin0_2_0::{input, source};
+use super::client::{CallClient, ELICIT, InputRequest, LogLevel, SAMPLE};
 use super::grants::{Grants, HttpAllowlist};
 use super::log_capture::LogCapture;
 use super::memory_cap::MemoryCap;
@@ -33,6 +33,9 @@ const NO_CLIENT: &str =
 pub(crate) struct Sandbox {
     /// The client behind the call, for the `client` import.
     pub(crate) client: CallClient,
+    /// How many single requests (elicitation, sampling) the plugin made,
+    /// for their keys: `elicitation-1`, `sampling-1`, ...
+    asked: (u32, u32),
     /// What the plugin's policy grants (read by the `config` import).
     pub(crate) grants: Arc<Grants>,
     wasi: WasiCtx,
@@ -80,6 +83,7 @@ impl Sandbox {
         };
         Ok(Sandbox {
             client,
+            asked: (0, 0),
             limiter: MemoryCap::new(grants.limits.memory_bytes),
             grants,
             wasi: wasi.build(),
@@ -142,16 +146,57 @@ impl client::Host for Sandbox {
     }
 
     async fn create_message(&mut self, params: String) -> Result<String, String> {
-        match self.client.clone() {
-            Some(client) => client.create_message(params).await,
-            None => Err(NO_CLIENT.into()),
-        }
+        self.asked.1 += 1;
+        let key = format!("sampling-{}", self.asked.1);
+        self.ask_one(key, SAMPLE, params).await
     }
 
     async fn elicit(&mut self, params: String) -> Result<String, String> {
+        self.asked.0 += 1;
+        let key = format!("elicitation-{}", self.asked.0);
+        self.ask_one(key, ELICIT, params).await
+    }
+}
+
+impl Sandbox {
+    async fn ask_one(
+        &mut self,
+        key: String,
+        method: &str,
+        params: String,
+    ) -> Result<String, String> {
+        let request = InputRequest {
+            key,
+            method: method.into(),
+            params,
+        };
         match self.client.clone() {
-            Some(client) => client.elicit(params).await,
+            Some(client) => client
+                .ask(vec![request])
+                .await
+                .pop()
+                .unwrap_or_else(|| Err("the client gave no answer".into())),
             None => Err(NO_CLIENT.into()),
+        }
+    }
+}
+
+impl input::Host for Sandbox {
+    async fn ask(&mut self, requests: Vec<input::Request>) -> Vec<Result<String, String>> {
+        let count = requests.len();
+        match self.client.clone() {
+            Some(client) => {
+                let requests = requests
+                    .into_iter()
+                    .map(|request| InputRequest {
+                        key: request.key,
+                        method: request.method,
+                        params: request.params,
+                    })
+                    .collect();
+                client.ask(requests).await
+            }
+            None => vec![Err(NO_CLIENT.into()); count],
         }
     }
 }

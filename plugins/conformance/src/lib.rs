@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use toolhost_plugin::client::Request;
 use toolhost_plugin::prelude::*;
 
 /// A 1x1 red PNG.
@@ -48,22 +49,6 @@ struct SamplingPrompt {
 struct Message {
     /// The message to show the user
     message: String,
-}
-
-/// The arguments of `json_schema_2020_12_tool`, whose schema must keep
-/// `$schema`, `$defs` and `additionalProperties` (SEP-1613).
-#[derive(Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct Person {
-    name: Option<String>,
-    address: Option<Address>,
-}
-
-#[derive(Deserialize, Serialize, JsonSchema)]
-#[schemars(rename = "address")]
-struct Address {
-    street: Option<String>,
-    city: Option<String>,
 }
 
 type Answer = Result<Content, ToolError>;
@@ -265,10 +250,248 @@ fn tools() -> Tools {
             Tool::new(
                 "json_schema_2020_12_tool",
                 "Tool with JSON Schema 2020-12 features",
-                |person: Person| text(format!("Received: {}", json!(person))),
+                |arguments: Value| text(format!("Received: {arguments}")),
             )
-            .standard_schema(),
+            .input_schema_as_written(json_schema_2020_12()),
         )
+        .tool(
+            Tool::new(
+                "test_custom_header",
+                "Mirrors region into the Mcp-Param-Region header (SEP-2243)",
+                |Region { region }: Region| text(format!("region={region}")),
+            )
+            .input_schema_as_written(json!({
+                "type": "object",
+                "properties": {
+                    "region": {
+                        "type": "string",
+                        "description": "Mirrored into Mcp-Param-Region",
+                        "x-mcp-header": "Region"
+                    }
+                },
+                "required": ["region"]
+            })),
+        )
+        .tool(Tool::new(
+            "greet",
+            "Greets someone",
+            |Name { name }: Name| text(format!("Hello, {name}!")),
+        ))
+        .tool(Tool::new(
+            "test_missing_capability",
+            "Needs sampling: fails without it",
+            |_: NoArguments| {
+                let params = json!({
+                    "messages": [{ "role": "user", "content": { "type": "text", "text": "Hi" } }],
+                    "maxTokens": 10
+                });
+                client::create_message(&params)
+                    .map_err(|reason| ToolError::new("SAMPLING_UNAVAILABLE", reason))?;
+                text("Success")
+            },
+        ))
+        .tool(Tool::new(
+            "test_streaming_elicitation",
+            "Reports progress, then asks the user",
+            |_: NoArguments| {
+                client::progress(50.0, Some(100.0), None);
+                let answer = elicit(
+                    "Continue?",
+                    json!({ "type": "object", "properties": { "ok": { "type": "boolean" } } }),
+                )?;
+                text(format!("Streaming complete: {}", answer["action"]))
+            },
+        ))
+        .tool(Tool::new(
+            "test_logging_tool",
+            "Logs one message",
+            |_: NoArguments| {
+                client::log(LogLevel::Info, "Diagnostic trace logging activated");
+                text("Logging evaluated")
+            },
+        ))
+        .tool(Tool::new(
+            "test_input_required_result_elicitation",
+            "Asks the user's name",
+            |_: NoArguments| {
+                let answer = one(Request::elicit("user_name", name_question("What is your name?")))?;
+                text(format!("Hello, {}!", answer["content"]["name"].as_str().unwrap_or("unknown")))
+            },
+        ))
+        .tool(Tool::new(
+            "test_input_required_result_sampling",
+            "Asks the client's LLM",
+            |_: NoArguments| {
+                let answer = one(Request::create_message(
+                    "capital_question",
+                    sampling_question("What is the capital of France?", 100),
+                ))?;
+                text(format!("Sampling result: {}", answer["content"]["text"].as_str().unwrap_or("")))
+            },
+        ))
+        .tool(Tool::new(
+            "test_input_required_result_list_roots",
+            "Asks for the client's roots",
+            |_: NoArguments| {
+                let roots = client::list_roots()
+                    .map_err(|reason| ToolError::new("ROOTS_UNAVAILABLE", reason))?;
+                let count = roots["roots"].as_array().map_or(0, Vec::len);
+                text(format!("Found {count} root(s)"))
+            },
+        ))
+        .tool(Tool::new(
+            "test_input_required_result_request_state",
+            "Asks for a confirmation",
+            |_: NoArguments| {
+                let answer = one(Request::elicit("confirm", confirm_question()))?;
+                text(format!("state-ok: confirmed={}", answer["content"]["ok"]))
+            },
+        ))
+        .tool(Tool::new(
+            "test_input_required_result_multiple_inputs",
+            "Asks for a name, a greeting and the roots at once",
+            |_: NoArguments| {
+                let mut answers = client::ask(&[
+                    Request::elicit("user_name", name_question("What is your name?")),
+                    Request::create_message("greeting", sampling_question("Generate a greeting", 50)),
+                    Request::roots("client_roots"),
+                ])
+                .into_iter();
+                let mut next = || {
+                    answers
+                        .next()
+                        .unwrap_or_else(|| Err("no answer".into()))
+                        .map_err(|reason| ToolError::new("INPUT_UNAVAILABLE", reason))
+                };
+                let (name, greeting, roots) = (next()?, next()?, next()?);
+                text(format!(
+                    "Name: {}; Greeting: {}; Roots: {}",
+                    name["content"]["name"].as_str().unwrap_or(""),
+                    greeting["content"]["text"].as_str().unwrap_or(""),
+                    roots["roots"].as_array().map_or(0, Vec::len)
+                ))
+            },
+        ))
+        .tool(Tool::new(
+            "test_input_required_result_multi_round",
+            "Asks two questions, one after the other",
+            |_: NoArguments| {
+                let name = one(Request::elicit("step1", name_question("Step 1: What is your name?")))?;
+                let color = one(Request::elicit(
+                    "step2",
+                    json!({
+                        "message": "Step 2: What is your favorite color?",
+                        "requestedSchema": { "type": "object", "properties": { "color": { "type": "string" } }, "required": ["color"] }
+                    }),
+                ))?;
+                text(format!(
+                    "Multi-round complete for {} who likes {}",
+                    name["content"]["name"].as_str().unwrap_or(""),
+                    color["content"]["color"].as_str().unwrap_or("")
+                ))
+            },
+        ))
+        .tool(Tool::new(
+            "test_input_required_result_tampered_state",
+            "Asks for a confirmation (its state is signed by the host)",
+            |_: NoArguments| {
+                one(Request::elicit("confirm", confirm_question()))?;
+                text("integrity-ok: state verified")
+            },
+        ))
+        .tool(Tool::new(
+            "test_input_required_result_capabilities",
+            "Asks for what the client declared: elicitation, sampling or both",
+            |_: NoArguments| {
+                let answers = client::ask(&[
+                    Request::elicit(
+                        "elicit_input",
+                        json!({
+                            "message": "A value?",
+                            "requestedSchema": { "type": "object", "properties": { "value": { "type": "string" } } }
+                        }),
+                    ),
+                    Request::create_message("sample_input", sampling_question("Sample request", 50)),
+                ]);
+                let received: Vec<&str> = ["elicit_input", "sample_input"]
+                    .into_iter()
+                    .zip(&answers)
+                    .filter(|(_, answer)| answer.is_ok())
+                    .map(|(key, _)| key)
+                    .collect();
+                if received.is_empty() {
+                    return text("No supported capabilities declared");
+                }
+                text(format!("capabilities-ok: received {}", received.join(", ")))
+            },
+        ))
+}
+
+/// The input schema the suite expects kept exactly (SEP-2106).
+fn json_schema_2020_12() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "$anchor": "addressDef",
+                "type": "object",
+                "properties": { "street": { "type": "string" }, "city": { "type": "string" } }
+            }
+        },
+        "properties": {
+            "name": { "type": "string" },
+            "address": { "$ref": "#/$defs/address" },
+            "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+            "phone": { "type": "string" },
+            "email": { "type": "string" }
+        },
+        "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+        "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+        "then": { "required": ["phone"] },
+        "else": { "required": ["email"] },
+        "additionalProperties": false
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Region {
+    region: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Name {
+    /// Who to greet
+    name: String,
+}
+
+/// One request's answer, or why there is none as a business error.
+fn one(request: Request) -> Result<Value, ToolError> {
+    client::ask(&[request])
+        .pop()
+        .unwrap_or_else(|| Err("no answer".into()))
+        .map_err(|reason| ToolError::new("INPUT_UNAVAILABLE", reason))
+}
+
+fn name_question(message: &str) -> Value {
+    json!({
+        "message": message,
+        "requestedSchema": { "type": "object", "properties": { "name": { "type": "string" } }, "required": ["name"] }
+    })
+}
+
+fn confirm_question() -> Value {
+    json!({
+        "message": "Please confirm",
+        "requestedSchema": { "type": "object", "properties": { "ok": { "type": "boolean" } }, "required": ["ok"] }
+    })
+}
+
+fn sampling_question(question: &str, max_tokens: u32) -> Value {
+    json!({
+        "messages": [{ "role": "user", "content": { "type": "text", "text": question } }],
+        "maxTokens": max_tokens
+    })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -337,6 +560,23 @@ fn with_resources_and_prompts(tools: Tools) -> Tools {
             )
             .mime_type("application/json"),
         )
+        .prompt(Prompt::new(
+            "test_input_required_result_prompt",
+            "A prompt that asks the user for context first",
+            |_: NoArguments| {
+                let answer = one(Request::elicit(
+                    "user_context",
+                    json!({
+                        "message": "What context should the prompt use?",
+                        "requestedSchema": { "type": "object", "properties": { "context": { "type": "string" } }, "required": ["context"] }
+                    }),
+                ))?;
+                Ok(format!(
+                    "Prompt with context: {}",
+                    answer["content"]["context"].as_str().unwrap_or("")
+                ))
+            },
+        ))
         .prompt(Prompt::new(
             "test_simple_prompt",
             "A simple prompt without arguments",

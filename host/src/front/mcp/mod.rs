@@ -19,6 +19,7 @@ mod call_answer;
 mod catalog_methods;
 mod changes;
 mod fast;
+mod input_round;
 pub(crate) mod jsonrpc;
 mod session_client;
 mod sessions;
@@ -44,6 +45,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 pub(crate) use self::catalog_methods::CatalogLimits;
+pub(crate) use self::input_round::InputKeys;
+use self::input_round::InputRound;
 use self::session_client::SessionClient;
 
 use crate::call::Calls;
@@ -82,6 +85,8 @@ pub(crate) struct McpFront {
     /// Who may use the server, to ask what a session's owner sees now
     /// when the tokens file changes; `None` over stdio (everything).
     authority: Option<Arc<Authority>>,
+    /// What `requestState` is sealed with (`input_round.rs`).
+    input_keys: Arc<InputKeys>,
 }
 
 impl McpFront {
@@ -92,10 +97,12 @@ impl McpFront {
         lists: Arc<ToolLists>,
         limits: Arc<catalog_methods::CatalogLimits>,
         authority: Option<Arc<Authority>>,
+        input_keys: Arc<InputKeys>,
     ) -> Self {
         let session_ended = CancellationToken::new();
         McpFront {
             authority,
+            input_keys,
             registry,
             calls,
             text_format,
@@ -169,36 +176,60 @@ impl ServerHandler for McpFront {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let client = Arc::new(SessionClient {
-            peer: context.peer.clone(),
-            progress_token: context.meta.get_progress_token(),
-            log_level: self.log_level.clone(),
-        });
         let headers = context
             .extensions
             .get::<axum::http::request::Parts>()
             .map(|parts| &parts.headers);
         // rmcp moves `params._meta` into the request context.
         let meta = &context.meta;
-        let envelope = answer_call(
-            CallPath {
-                registry: &self.registry,
-                calls: &self.calls,
-                text_format: self.text_format,
-            },
-            request,
-            || TraceParent {
-                traceparent: meta.get_traceparent().map(str::to_string),
-                tracestate: meta.get_tracestate().map(str::to_string),
-            },
-            Some(client),
-            headers,
-            &view_in(&context),
-        )
-        .await;
+        let view = view_in(&context);
+        let path = CallPath {
+            registry: &self.registry,
+            calls: &self.calls,
+            text_format: self.text_format,
+        };
+        let trace_parent = || TraceParent {
+            traceparent: meta.get_traceparent().map(str::to_string),
+            tracestate: meta.get_tracestate().map(str::to_string),
+        };
+        if let Some(capabilities) = stateless_capabilities(meta) {
+            // 2026-07-28: the plugin's requests become an input-required
+            // result (`input_round.rs`).
+            let relay = input_round::Relay {
+                log_level: meta.log_level(),
+                to: Arc::new(SessionClient {
+                    peer: context.peer.clone(),
+                    progress_token: meta.get_progress_token(),
+                    // The round filters by the request's level.
+                    log_level: Arc::new(Mutex::new(LoggingLevel::Debug)),
+                }),
+            };
+            let bound = bound_to("tools/call", &request.name, &context);
+            let round = Arc::new(InputRound::open(
+                &self.input_keys,
+                &bound,
+                capabilities,
+                request.request_state.take().as_deref(),
+                request.input_responses.take().as_ref(),
+                relay,
+            )?);
+            let client: CallClient = Some(round.clone());
+            let envelope = answer_call(path, request, trace_parent, client, headers, &view).await;
+            return match input_round::overrides(&round, &self.input_keys, &bound, envelope.is_error)
+            {
+                Some(answer) => answer.map(CallToolResponse::InputRequired),
+                None => call_answer::call_tool_result(envelope).map(Into::into),
+            };
+        }
+        let client = Arc::new(SessionClient {
+            peer: context.peer.clone(),
+            progress_token: context.meta.get_progress_token(),
+            log_level: self.log_level.clone(),
+        });
+        let envelope = answer_call(path, request, trace_parent, Some(client), headers, &view).await;
         call_answer::call_tool_result(envelope).map(Into::into)
     }
 
@@ -275,13 +306,46 @@ impl ServerHandler for McpFront {
 
     async fn get_prompt(
         &self,
-        request: GetPromptRequestParams,
+        mut request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let view = view_in(&context);
-        catalog_methods::get_prompt(&self.registry, &self.calls, request, &view)
+        let Some(capabilities) = stateless_capabilities(&context.meta) else {
+            let client: CallClient = Some(Arc::new(SessionClient {
+                peer: context.peer.clone(),
+                progress_token: context.meta.get_progress_token(),
+                log_level: self.log_level.clone(),
+            }));
+            return catalog_methods::get_prompt(
+                &self.registry,
+                &self.calls,
+                request,
+                &view,
+                client,
+            )
             .await
-            .map(GetPromptResponse::Complete)
+            .map(GetPromptResponse::Complete);
+        };
+        // 2026-07-28: a prompt asks for input as a tool does.
+        let bound = bound_to("prompts/get", &request.name, &context);
+        let round = Arc::new(InputRound::open(
+            &self.input_keys,
+            &bound,
+            capabilities,
+            request.request_state.take().as_deref(),
+            request.input_responses.take().as_ref(),
+            input_round::Relay {
+                log_level: None,
+                to: Arc::new(crate::front::mcp::answer_stream::StatelessClient::default()),
+            },
+        )?);
+        let client: CallClient = Some(round.clone());
+        let answer =
+            catalog_methods::get_prompt(&self.registry, &self.calls, request, &view, client).await;
+        match input_round::overrides(&round, &self.input_keys, &bound, answer.is_err()) {
+            Some(input) => input.map(GetPromptResponse::InputRequired),
+            None => answer.map(GetPromptResponse::Complete),
+        }
     }
 
     async fn complete(
@@ -313,6 +377,15 @@ impl ServerHandler for McpFront {
                 .and_then(|requester| requester.0.clone()),
         );
         self.forward_changes(context.peer, viewer);
+    }
+
+    /// A tool's definition, for rmcp's check of SEP-2243's `Mcp-Param-*`
+    /// headers against the arguments of a call to a tool whose schema
+    /// marks them (`x-mcp-header`).
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        let snapshot = self.registry.snapshot();
+        let entry = snapshot.tool(name)?;
+        serde_json::from_value(serde_json::Value::Object(entry.tool.listing())).ok()
     }
 
     /// The stateless 2026-07-28 revision has no sessions to push to: clients
@@ -410,6 +483,25 @@ async fn answer_call(
     .await;
     trace::record_outcome(&span, &envelope);
     envelope
+}
+
+/// The client's capabilities, when the request is of the stateless
+/// 2026-07-28 revision (or later), which carries them in `_meta`.
+fn stateless_capabilities(
+    meta: &rmcp::model::RequestMetaObject,
+) -> Option<rmcp::model::ClientCapabilities> {
+    let version = meta.protocol_version()?;
+    (version.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+        .then(|| meta.client_capabilities().unwrap_or_default())
+}
+
+/// What a `requestState` of this request is bound to.
+fn bound_to(method: &str, name: &str, context: &RequestContext<RoleServer>) -> String {
+    input_round::bind(
+        method,
+        name,
+        requester(context).map(|identity| identity.name.as_str()),
+    )
 }
 
 /// What the sender of the request sees: their tool set as the guard found

@@ -1,6 +1,7 @@
 //! What a running plugin's `client` import reaches over MCP: log messages
-//! at the session's level, progress for the request's token, and sampling
-//! and elicitation relayed to the client when it declared them.
+//! at the session's level, progress for the request's token, and sampling,
+//! elicitation and roots relayed to the client when it declared them (the
+//! revisions before 2026-07-28; from it on, `input_round.rs` answers).
 
 // rmcp marks logging and sampling deprecated (see `mod.rs`).
 #![allow(deprecated)]
@@ -62,6 +63,18 @@ impl ClientChannel for SessionClient {
             self.peer.create_elicitation(params)
         })
         .await
+    }
+
+    async fn list_roots(&self) -> Result<String, String> {
+        if !self.client_supports(|c| c.roots.is_some()) {
+            return Err("the client does not support roots/list".into());
+        }
+        let answer = self
+            .peer
+            .list_roots()
+            .await
+            .map_err(|e| format!("roots/list failed: {e}"))?;
+        serde_json::to_string(&answer).map_err(|e| e.to_string())
     }
 }
 

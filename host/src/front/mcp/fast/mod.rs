@@ -50,6 +50,8 @@ use crate::registry::view::View;
 use self::read::{Lone, MetaKeys, read};
 use super::answer_stream::{StatelessClient, json_response, respond};
 use super::call_answer::call_answer;
+use super::input_round::{InputRound, Relay, bind, overrides};
+use crate::runtime::ClientChannel;
 
 mod read;
 
@@ -70,6 +72,8 @@ pub(super) struct FastPath {
     pub(super) allowed_hosts: Vec<String>,
     /// Cancelled at shutdown: ends the streams this path answers with.
     pub(super) shutdown: tokio_util::sync::CancellationToken,
+    /// What `requestState` is sealed with (`input_round.rs`).
+    pub(super) input_keys: Arc<super::InputKeys>,
 }
 
 impl FastPath {
@@ -99,7 +103,41 @@ impl FastPath {
             }
             Lone::Call(params) => {
                 let notes = Arc::new(StatelessClient::default());
-                let client = notes.clone();
+                // 2026-07-28: the plugin's requests become an input-required
+                // result, and it logs only at the level the request names.
+                let round = match meta.as_ref().and_then(|meta| {
+                    modern.then(|| (meta.client_capabilities.clone(), meta.log_level))
+                }) {
+                    Some((capabilities, log_level)) => {
+                        let person = parts
+                            .extensions
+                            .get::<crate::edge::guard::Requester>()
+                            .and_then(|requester| requester.0.as_ref())
+                            .map(|identity| identity.name.clone());
+                        let bound = bind("tools/call", &params.name, person.as_deref());
+                        let relay = Relay {
+                            log_level,
+                            to: notes.clone(),
+                        };
+                        let round = InputRound::open(
+                            &self.input_keys,
+                            &bound,
+                            capabilities.map(|c| *c).unwrap_or_default(),
+                            None,
+                            None,
+                            relay,
+                        )
+                        .ok()?;
+                        Some((Arc::new(round), bound))
+                    }
+                    None => None,
+                };
+                let client: Arc<dyn ClientChannel> = match &round {
+                    Some((round, _)) => round.clone(),
+                    None => notes.clone(),
+                };
+                let keys = self.input_keys.clone();
+                let marks = notes.clone();
                 let (registry, calls, text_format) =
                     (self.registry.clone(), self.calls.clone(), self.text_format);
                 // Only what a call reads of the headers: the trace context
@@ -128,6 +166,16 @@ impl FastPath {
                         &view,
                     )
                     .await;
+                    if let Some((round, bound)) = &round
+                        && let Some(answer) = overrides(round, &keys, bound, envelope.is_error)
+                    {
+                        if answer.as_ref().is_err_and(|error| {
+                            error.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                        }) {
+                            marks.answer_with_bad_request();
+                        }
+                        return reply(&id, answer.map(ServerResult::InputRequiredResult));
+                    }
                     // Written from the envelope, as rmcp writes the result
                     // a session gets (`call_answer.rs`).
                     let answer = call_answer(envelope).map(|mut answer| {

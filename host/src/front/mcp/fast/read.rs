@@ -94,6 +94,10 @@ pub(super) struct MetaKeys {
     /// rmcp's `ClientCapabilities` (as its `missing_required_keys` decodes
     /// it: from the JSON value).
     pub(super) capabilities: bool,
+    /// The capabilities themselves, when they decode.
+    pub(super) client_capabilities: Option<Box<ClientCapabilities>>,
+    /// `io.modelcontextprotocol/logLevel`: log messages only when given.
+    pub(super) log_level: Option<rmcp::model::LoggingLevel>,
     /// A progress token, of any value: such a request goes to rmcp.
     pub(super) progress: bool,
     pub(super) traceparent: Option<String>,
@@ -111,6 +115,8 @@ impl<'de> serde::Deserialize<'de> for MetaKeys {
             Capabilities,
             #[serde(rename = "progressToken")]
             Progress,
+            #[serde(rename = "io.modelcontextprotocol/logLevel")]
+            LogLevel,
             #[serde(rename = "traceparent")]
             Traceparent,
             #[serde(rename = "tracestate")]
@@ -141,11 +147,17 @@ impl<'de> serde::Deserialize<'de> for MetaKeys {
                         Key::Capabilities => {
                             // Decoded from the JSON value, as rmcp does.
                             let value: Value = map.next_value()?;
-                            keys.capabilities = ClientCapabilities::deserialize(&value).is_ok();
+                            keys.client_capabilities =
+                                ClientCapabilities::deserialize(&value).ok().map(Box::new);
+                            keys.capabilities = keys.client_capabilities.is_some();
                         }
                         Key::Progress => {
                             map.next_value::<Checked>()?;
                             keys.progress = true;
+                        }
+                        Key::LogLevel => {
+                            let value: Value = map.next_value()?;
+                            keys.log_level = rmcp::model::LoggingLevel::deserialize(&value).ok();
                         }
                         Key::Traceparent => keys.traceparent = text(map.next_value()?),
                         Key::Tracestate => keys.tracestate = text(map.next_value()?),
