@@ -61,6 +61,7 @@ mod publishing;
 pub mod registry;
 pub mod runtime;
 pub mod server;
+mod tasks;
 
 pub use host::{Host, HostConfig, default_cache_dir};
 

@@ -56,6 +56,9 @@ pub struct Settings {
     /// The keys file MCP's `requestState` is sealed with; `None`: a random
     /// key of this process.
     pub request_state_keys: Option<std::path::PathBuf>,
+    /// The Redis that replicas keep their tasks in (`redis://host:port/db`);
+    /// `None`: the plugin folder's `.toolhost/tasks`.
+    pub tasks_redis: Option<String>,
     /// How long a client may take to send a header; also the keep-alive
     /// idle timeout.
     pub header_timeout: Duration,
@@ -128,6 +131,7 @@ impl Default for Settings {
             token: None,
             tokens_file: None,
             request_state_keys: None,
+            tasks_redis: None,
             header_timeout: Duration::from_millis(DEFAULT_HEADER_TIMEOUT_MS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_sessions: DEFAULT_MAX_SESSIONS,
@@ -226,6 +230,20 @@ async fn serve(
         }
         None => crate::front::mcp::InputKeys::random(),
     });
+    let tasks = match &settings.tasks_redis {
+        Some(url) => Some(
+            crate::tasks::Store::redis(url)
+                .await
+                .map_err(|e| anyhow::anyhow!("--tasks-redis {url}: {e}"))?,
+        ),
+        None => match registry.folder() {
+            Some(folder) => Some(crate::tasks::Store::folder(
+                folder.join(".toolhost").join("tasks"),
+            )?),
+            None => None,
+        },
+    }
+    .map(|store| crate::tasks::Tasks::new(store, crate::tasks::DEFAULT_TTL));
     let (mcp, open_sessions) = mcp_http::router(
         registry.clone(),
         calls.clone(),
@@ -241,7 +259,10 @@ async fn serve(
             session_idle: settings.session_idle,
             shutdown: shutdown.clone(),
             holds: holds.clone(),
-            input_keys,
+            rounds: crate::front::mcp::Rounds {
+                input_keys,
+                tasks: tasks.clone(),
+            },
         },
     );
     let open_connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -396,7 +417,10 @@ pub(crate) async fn run_stdio(
         Default::default(),
         limits,
         None,
-        Arc::new(crate::front::mcp::InputKeys::random()),
+        crate::front::mcp::Rounds {
+            input_keys: Arc::new(crate::front::mcp::InputKeys::random()),
+            tasks: None,
+        },
     );
     let stdio = stdio::transport();
     let service = front.serve(stdio.transport).await?;

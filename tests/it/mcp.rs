@@ -89,6 +89,18 @@ fn tools_list_pages_follow_next_cursor_in_the_python_sdk() {
 #[test]
 fn official_conformance_suite_passes() {
     let dir = plugin_dir(&[&example("conformance")]);
+    // Its policy: which tools run as tasks, and a folder of the plugin
+    // folder its hooks write a JavaScript tool or prompt into, so that the
+    // suite's list-change checks see real changes.
+    let policy = std::fs::read_to_string(repo_root().join("plugins/conformance.toml")).unwrap();
+    std::fs::create_dir(dir.path().join("hooks")).unwrap();
+    std::fs::write(
+        dir.path().join("conformance.toml"),
+        format!(
+            "{policy}\n[[dirs]]\nhost = \"hooks\"\nguest = \"/hooks\"\nmode = \"read-write\"\n"
+        ),
+    )
+    .unwrap();
     let server = Server::start(dir.path(), &["--timeout-ms", "30000"]);
     let url = format!("{}/mcp", server.base);
     let baseline = repo_root().join("tests/conformance-baseline.yml");

@@ -149,6 +149,12 @@ pub(super) struct ServeOptions {
     /// key of this process].
     #[arg(long, env = "TOOLHOST_REQUEST_STATE_KEYS")]
     request_state_keys: Option<std::path::PathBuf>,
+    /// Keep MCP's and REST's tasks in this Redis (`redis://host:port/db`),
+    /// which every replica behind one address shares: a task made on one
+    /// is read, answered and cancelled on any [default: the plugin
+    /// folder's .toolhost/tasks, for one server]
+    #[arg(long, env = "TOOLHOST_TASKS_REDIS")]
+    tasks_redis: Option<String>,
     /// How many MCP sessions may be open at once; `initialize` past it gets
     /// HTTP 503 with a JSON-RPC error.
     #[arg(long, env = "TOOLHOST_MAX_SESSIONS", default_value_t = crate::server::DEFAULT_MAX_SESSIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
@@ -281,6 +287,7 @@ impl ServeOptions {
             token: self.token.clone(),
             tokens_file: self.tokens.clone(),
             request_state_keys: self.request_state_keys.clone(),
+            tasks_redis: self.tasks_redis.clone(),
             header_timeout: Duration::from_millis(self.header_timeout_ms),
             max_connections: self.max_connections as usize,
             max_sessions: self.max_sessions as usize,

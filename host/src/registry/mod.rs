@@ -153,6 +153,11 @@ impl Registry {
         self.approvals.get()
     }
 
+    /// The plugin folder, once it was scanned.
+    pub(crate) fn folder(&self) -> Option<&Path> {
+        self.layout.get().map(layout::Layout::root)
+    }
+
     /// The folder's audit log, once there is a folder.
     pub(crate) fn audit(&self) -> Option<&audit::Audit> {
         self.audit.get()

@@ -464,6 +464,23 @@ pub(crate) async fn load(
         })?;
     let catalog = Catalog::build(&mut description, namespace_of(id), list_limits)?;
     let mut tools = tools::build_tools(std::mem::take(&mut description.tools), list_limits)?;
+    if let Some(text) = &source.policy {
+        let policy_error = |reason: String| LoadError::Policy {
+            file: source
+                .policy_file
+                .clone()
+                .unwrap_or_else(|| policy::policy_path(file)),
+            reason,
+        };
+        for (name, support) in policy::tasks(text).map_err(policy_error)? {
+            let Some(tool) = tools.iter_mut().find(|tool| tool.declared == name) else {
+                return Err(policy_error(format!(
+                    "[tasks] names {name:?}, which is not a tool of this plugin"
+                )));
+            };
+            tool.task_support = Some(support);
+        }
+    }
     tools::in_namespace(&mut tools, namespace_of(id))?;
     let tools: Vec<Arc<Tool>> = tools.into_iter().map(Arc::new).collect();
     let schema_warnings = portability::check(&tools);

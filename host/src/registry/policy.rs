@@ -68,6 +68,25 @@ struct PolicyFile {
     #[serde(default)]
     #[allow(dead_code)]
     source: Option<SourceSection>,
+    /// Read by [`tasks`]; the grants ignore it.
+    #[serde(default)]
+    #[allow(dead_code)]
+    tasks: BTreeMap<String, crate::registry::tools::TaskSupport>,
+}
+
+/// The `[tasks]` of policy text: which tools (by the name the plugin
+/// declares) run as tasks, `"optional"` or `"required"`.
+pub(crate) fn tasks(
+    text: &str,
+) -> Result<BTreeMap<String, crate::registry::tools::TaskSupport>, String> {
+    #[derive(Deserialize)]
+    struct OnlyTasks {
+        #[serde(default)]
+        tasks: BTreeMap<String, crate::registry::tools::TaskSupport>,
+    }
+    let file: OnlyTasks =
+        toml::from_str(text).map_err(|e| format!("the policy does not parse: {e}"))?;
+    Ok(file.tasks)
 }
 
 #[derive(Deserialize)]

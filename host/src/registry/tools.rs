@@ -35,6 +35,19 @@ pub struct Tool {
     /// Whether the input schema mentions [`PARAM_HEADER_MARK`] anywhere,
     /// found once here rather than on every call.
     pub(crate) marks_param_headers: bool,
+    /// Whether its calls may (or must) run as tasks; `None`: never. Set
+    /// from the plugin's policy (`[tasks]`).
+    pub(crate) task_support: Option<TaskSupport>,
+}
+
+/// How a tool runs as a task (MCP's `execution.taskSupport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum TaskSupport {
+    /// A task for a client that asks for one; otherwise an ordinary call.
+    Optional,
+    /// Only ever a task: a client that cannot take one is refused.
+    Required,
 }
 
 /// How a schema marks an argument that MCP's 2026-07-28 revision
@@ -59,6 +72,7 @@ impl Tool {
             && self.input_schema == other.input_schema
             && self.output_schema == other.output_schema
             && self.annotations == other.annotations
+            && self.task_support == other.task_support
     }
 
     /// The tool as MCP's `tools/list` and REST's `GET /tools` describe it:
@@ -76,6 +90,9 @@ impl Tool {
         }
         if let Some(annotations) = &self.annotations {
             tool.insert("annotations".into(), annotations.clone());
+        }
+        if let Some(support) = self.task_support {
+            tool.insert("execution".into(), json!({ "taskSupport": support }));
         }
         tool
     }
@@ -268,6 +285,7 @@ fn build_tool(spec: DeclaredTool) -> Result<Tool, ToolListError> {
     let marks_param_headers = input_schema.to_string().contains(PARAM_HEADER_MARK);
     Ok(Tool {
         marks_param_headers,
+        task_support: None,
         annotations: spec.annotations.map(annotations_json),
         declared: name.clone(),
         name,

@@ -171,6 +171,13 @@ fn elicitation_enums(_: NoArguments) -> Answer {
 
 fn tools() -> Tools {
     Tools::new()
+        // First in the list (tools are listed by name): the suite's header
+        // checks call the first tool with no arguments.
+        .tool(Tool::new(
+            "about",
+            "Says what this plugin is",
+            |_: NoArguments| text("The fixtures of the official MCP conformance suite, served by toolhost."),
+        ))
         .tool(Tool::new(
             "test_simple_text",
             "Returns simple text",
@@ -427,6 +434,171 @@ fn tools() -> Tools {
         ))
 }
 
+/// The hooks the suite calls to change the tool or prompt list while a
+/// client listens for changes: each call adds, or takes away, a
+/// JavaScript tool or prompt in `/hooks`, when the policy grants that
+/// folder (read-write) and it is a folder of the plugin folder (the test's
+/// policy does); the server then sees a real change of its lists.
+fn hooks(tools: Tools) -> Tools {
+    tools
+        .tool(Tool::new(
+            "test_trigger_tool_change",
+            "Adds or takes away a tool (a JavaScript file in /hooks)",
+            |_: NoArguments| toggle("tool", HOOKED_TOOL),
+        ))
+        .tool(Tool::new(
+            "test_trigger_prompt_change",
+            "Adds or takes away a prompt (a JavaScript file in /hooks)",
+            |_: NoArguments| toggle("prompt", HOOKED_PROMPT),
+        ))
+}
+
+const HOOKED_TOOL: &str = r#"import { tool, exportPlugin } from "./toolhost.js";
+const hooked = tool({
+  name: "hooked",
+  description: "Added by test_trigger_tool_change.",
+  input: { type: "object", properties: {} },
+  run: () => "hooked",
+});
+export const { tools, resources, prompts, completion } = exportPlugin({ tools: [hooked] });
+"#;
+
+const HOOKED_PROMPT: &str = r#"import { tool, exportPlugin } from "./toolhost.js";
+const quiet = tool({
+  name: "quiet",
+  description: "Serves the prompt beside it.",
+  input: { type: "object", properties: {} },
+  run: () => "quiet",
+});
+export const { tools, resources, prompts, completion } = exportPlugin({
+  tools: [quiet],
+  prompts: [{ name: "hooked_prompt", description: "Added by test_trigger_prompt_change.", get: () => "hooked" }],
+});
+"#;
+
+fn toggle(name: &str, source: &str) -> Answer {
+    let unavailable = |error: std::io::Error| {
+        ToolError::new(
+            "HOOKS_UNAVAILABLE",
+            format!("the policy grants no writable /hooks folder: {error}"),
+        )
+    };
+    let path = format!("/hooks/{name}.js");
+    if std::fs::metadata(&path).is_ok() {
+        std::fs::remove_file(&path).map_err(unavailable)?;
+        return text("Mutation triggered (taken away)");
+    }
+    // Whole or not at all: a temporary name, then a rename.
+    let temporary = format!("/hooks/.{name}.js.tmp");
+    std::fs::write(&temporary, source).map_err(unavailable)?;
+    std::fs::rename(&temporary, &path).map_err(unavailable)?;
+    text("Mutation triggered (added)")
+}
+
+/// The tools the suite runs as tasks (`conformance.toml` says which).
+fn task_tools(tools: Tools) -> Tools {
+    tools
+        .tool(Tool::new(
+            "slow_compute",
+            "Computes for a given number of seconds (a task, if the client takes one)",
+            |Compute { seconds, label }: Compute| {
+                // In steps, so that a cancelled task stops within one.
+                let steps = seconds * 10;
+                for step in 0..steps {
+                    client::progress(f64::from(step), Some(f64::from(steps)), None);
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                text(format!("Computation {label:?} completed after {seconds} seconds. Result: 42."))
+            },
+        ))
+        .tool(Tool::new(
+            "failing_job",
+            "Works for a second, then fails as a business error (always a task)",
+            |_: NoArguments| -> Answer {
+                std::thread::sleep(Duration::from_secs(1));
+                Err(ToolError::new("JOB_FAILED", "the job failed, as it always does"))
+            },
+        ))
+        .tool(Tool::new(
+            "protocol_error_job",
+            "Works for half a second, then crashes (always a task)",
+            |_: NoArguments| -> Answer {
+                std::thread::sleep(Duration::from_millis(500));
+                panic!("the job crashed, as it always does")
+            },
+        ))
+        .tool(Tool::new(
+            "confirm_delete",
+            "Asks before it deletes a file (always a task)",
+            |File { filename }: File| {
+                let answer = elicit(
+                    &format!("Delete '{filename}'?"),
+                    json!({ "type": "object", "properties": { "confirm": { "type": "boolean" } }, "required": ["confirm"] }),
+                )?;
+                let confirmed = answer["action"] == "accept" && answer["content"]["confirm"] == true;
+                text(if confirmed { format!("deleted '{filename}'") } else { format!("kept '{filename}'") })
+            },
+        ))
+        .tool(Tool::new(
+            "multi_input",
+            "Asks for a name and a confirmation at once (always a task)",
+            |_: NoArguments| {
+                let mut answers = client::ask(&[
+                    Request::elicit("name", name_question("Enter your name:")),
+                    Request::elicit("confirm", confirm_question()),
+                ])
+                .into_iter();
+                let mut next = || {
+                    answers
+                        .next()
+                        .unwrap_or_else(|| Err("no answer".into()))
+                        .map_err(|reason| ToolError::new("INPUT_UNAVAILABLE", reason))
+                };
+                let (name, confirm) = (next()?, next()?);
+                text(format!(
+                    "name={} confirmed={}",
+                    name["content"]["name"], confirm["content"]["confirm"]
+                ))
+            },
+        ))
+        .tool(Tool::new(
+            "test_tool_with_task",
+            "Asks the user's name, then greets them (always a task)",
+            |_: NoArguments| {
+                let answer = one(Request::elicit("user_name", name_question("What is your name?")))?;
+                text(format!(
+                    "Hello, {}! (computed in task)",
+                    answer["content"]["name"].as_str().unwrap_or("unknown")
+                ))
+            },
+        ))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Compute {
+    /// How long to compute
+    #[serde(default = "three")]
+    seconds: u32,
+    /// A name for the computation
+    #[serde(default)]
+    label: String,
+}
+
+fn three() -> u32 {
+    3
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct File {
+    /// The file to delete
+    #[serde(default = "important")]
+    filename: String,
+}
+
+fn important() -> String {
+    "important.txt".into()
+}
+
 /// The input schema the suite expects kept exactly (SEP-2106).
 fn json_schema_2020_12() -> Value {
     json!({
@@ -648,7 +820,7 @@ fn is_absolute_uri(uri: &str) -> bool {
 }
 
 fn plugin() -> Tools {
-    with_resources_and_prompts(tools())
+    with_resources_and_prompts(hooks(task_tools(tools())))
 }
 
 toolhost_plugin::export!(plugin, catalog);

@@ -343,6 +343,14 @@ pub(crate) struct CatalogSeen {
 }
 
 impl CatalogSeen {
+    /// Whether the prompt list, and the resource list, differ.
+    pub(crate) fn differs(&self, other: &CatalogSeen) -> (bool, bool) {
+        (
+            self.prompts != other.prompts,
+            self.resources != other.resources,
+        )
+    }
+
     pub(crate) fn of(registry: &Registry, view: &View) -> CatalogSeen {
         if view.is_all() {
             // Everything: the registry's own counters tell the changes.

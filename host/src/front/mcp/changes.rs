@@ -4,7 +4,7 @@
 //! gives its owner another set), the resource and prompt lists' and
 //! subscribed resources' notifications likewise (`catalog_methods.rs`),
 //! and rejected plugins as log messages once the client enabled logging;
-//! for the stateless revision, `subscriptions/listen`'s tool-list changes.
+//! for the stateless revision, `subscriptions/listen`'s list changes.
 
 use std::sync::atomic::Ordering;
 
@@ -135,10 +135,21 @@ pub(super) fn forward(front: &McpFront, peer: Peer<RoleServer>, mut viewer: Requ
     });
 }
 
-/// Tells the listener when the tool list it sees changes (its view
-/// as the tokens file says now), and only then.
+/// A `subscriptions/listen` stream (the stateless revision): the tool,
+/// prompt and resource lists' changes it asked for (`accepted`), each
+/// only when the list its sender sees changed (their set, read again when
+/// the tokens file changes), as a session gets them.
 pub(super) async fn listen(front: &McpFront, context: SubscriptionContext) -> Result<(), McpError> {
+    let accepted = context.accepted().clone();
+    let wants = |flag: Option<bool>| flag == Some(true);
+    let (tools_wanted, prompts_wanted, resources_wanted) = (
+        wants(accepted.tools_list_changed),
+        wants(accepted.prompts_list_changed),
+        wants(accepted.resources_list_changed),
+    );
     let mut changes = front.registry.tool_list_changes();
+    let mut catalog_changes = front.registry.catalog_changes();
+    let mut catalog_now = catalog_changes.borrow_and_update().clone();
     let identity = requester(context.request_context()).cloned();
     let mut tokens = front
         .authority
@@ -148,26 +159,68 @@ pub(super) async fn listen(front: &McpFront, context: SubscriptionContext) -> Re
         Some(authority) => authority.view_now(identity.as_ref()),
         None => View::all(),
     };
-    // Everything: the registry's own signal is the change; a set: a
-    // digest of the list as it shows it.
+    // Everything: the registry's own signals are the changes; a set: a
+    // digest of each list as it shows it.
     let digest =
         |view: &View| (!view.is_all()).then(|| tools_digest(&front.registry, &front.lists, view));
-    let mut seen = digest(&view_now());
+    let mut view = view_now();
+    let mut seen = digest(&view);
+    let mut catalog_seen = catalog_methods::CatalogSeen::of(&front.registry, &view);
     loop {
         let tokens_changed = next_change(tokens.as_mut());
-        let registry_changed = tokio::select! {
+        let (mut tools, mut prompts, mut resources) = (false, false, false);
+        tokio::select! {
             () = context.cancelled() => return Ok(()),
-            changed = changes.changed() => if changed.is_err() { return Ok(()) } else { true },
-            changed = tokens_changed => if changed.is_err() { tokens = None; continue } else { false },
-        };
-        let view = view_now();
-        let now = digest(&view);
-        let everything_changed = registry_changed && now.is_none();
-        if !everything_changed && now == seen {
-            continue;
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+                let now = digest(&view);
+                tools = now.is_none() || now != seen;
+                seen = now;
+            }
+            changed = catalog_changes.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+                let then = std::mem::replace(&mut catalog_now, catalog_changes.borrow_and_update().clone());
+                let now = catalog_methods::CatalogSeen::of(&front.registry, &view);
+                if view.is_all() {
+                    prompts = catalog_now.prompts != then.prompts;
+                    resources = catalog_now.resources != then.resources;
+                } else {
+                    (prompts, resources) = catalog_seen.differs(&now);
+                }
+                catalog_seen = now;
+            }
+            changed = tokens_changed => {
+                if changed.is_err() {
+                    tokens = None;
+                    continue;
+                }
+                view = view_now();
+                let now = digest(&view);
+                tools = now != seen;
+                seen = now;
+                let catalog = catalog_methods::CatalogSeen::of(&front.registry, &view);
+                (prompts, resources) = catalog_seen.differs(&catalog);
+                catalog_seen = catalog;
+            }
         }
-        seen = now;
-        if context.sink().notify_tool_list_changed().await.is_err() {
+        let sink = context.sink();
+        let sent = async {
+            if tools && tools_wanted {
+                sink.notify_tool_list_changed().await?;
+            }
+            if prompts && prompts_wanted {
+                sink.notify_prompt_list_changed().await?;
+            }
+            if resources && resources_wanted {
+                sink.notify_resource_list_changed().await?;
+            }
+            Ok::<(), rmcp::service::SubscriptionSendError>(())
+        };
+        if sent.await.is_err() {
             return Ok(());
         }
     }

@@ -192,6 +192,21 @@ impl InputRound {
         })
     }
 
+    /// Every answer known to this round (earlier rounds' and the new).
+    pub(super) fn given(&self) -> serde_json::Map<String, Value> {
+        self.given.clone().into_iter().collect()
+    }
+
+    /// The answers the plugin used in this round.
+    pub(super) fn used(&self) -> serde_json::Map<String, Value> {
+        self.used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .into_iter()
+            .collect()
+    }
+
     /// -32021 when the call failed after the plugin asked for what the
     /// client did not declare.
     pub(super) fn missing_capability(&self) -> Option<McpError> {

@@ -25,6 +25,7 @@ mod session_client;
 mod sessions;
 pub(crate) mod stdio;
 pub(crate) mod streamable;
+mod tasks;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -87,6 +88,16 @@ pub(crate) struct McpFront {
     authority: Option<Arc<Authority>>,
     /// What `requestState` is sealed with (`input_round.rs`).
     input_keys: Arc<InputKeys>,
+    /// The server's tasks; `None` where there are none (stdio).
+    tasks: Option<Arc<crate::tasks::Tasks>>,
+}
+
+/// What the 2026-07-28 revision's longer calls need: the keys
+/// `requestState` is sealed with, and the tasks.
+#[derive(Clone)]
+pub(crate) struct Rounds {
+    pub(crate) input_keys: Arc<InputKeys>,
+    pub(crate) tasks: Option<Arc<crate::tasks::Tasks>>,
 }
 
 impl McpFront {
@@ -97,12 +108,13 @@ impl McpFront {
         lists: Arc<ToolLists>,
         limits: Arc<catalog_methods::CatalogLimits>,
         authority: Option<Arc<Authority>>,
-        input_keys: Arc<InputKeys>,
+        rounds: Rounds,
     ) -> Self {
         let session_ended = CancellationToken::new();
         McpFront {
             authority,
-            input_keys,
+            input_keys: rounds.input_keys,
+            tasks: rounds.tasks,
             registry,
             calls,
             text_format,
@@ -130,6 +142,12 @@ impl McpFront {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        if self.tasks.is_some() {
+            capabilities.extensions = ServerCapabilities::builder()
+                .enable_tasks()
+                .build()
+                .extensions;
+        }
         catalog_methods::offer(&self.registry, &self.catalog, &mut capabilities, view);
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
@@ -211,11 +229,17 @@ impl ServerHandler for McpFront {
             let round = Arc::new(InputRound::open(
                 &self.input_keys,
                 &bound,
-                capabilities,
+                capabilities.clone(),
                 request.request_state.take().as_deref(),
                 request.input_responses.take().as_ref(),
                 relay,
             )?);
+            let owner = requester(&context).map(|identity| identity.name.as_str());
+            if let Some(task) =
+                tasks::maybe_task(self, &request, &capabilities, &round, owner, &view).await
+            {
+                return task.map(CallToolResponse::Task);
+            }
             let client: CallClient = Some(round.clone());
             let envelope = answer_call(path, request, trace_parent, client, headers, &view).await;
             return match input_round::overrides(&round, &self.input_keys, &bound, envelope.is_error)
@@ -379,6 +403,34 @@ impl ServerHandler for McpFront {
         self.forward_changes(context.peer, viewer);
     }
 
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        let tasks = self.tasks.as_ref().ok_or_else(no_tasks)?;
+        tasks::get(tasks, request, requester(&context).map(|i| i.name.as_str())).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let tasks = self.tasks.as_ref().ok_or_else(no_tasks)?;
+        let owner = requester(&context).map(|i| i.name.as_str());
+        tasks::update(self, tasks, request, owner, view_in(&context)).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let tasks = self.tasks.as_ref().ok_or_else(no_tasks)?;
+        tasks::cancel(tasks, request, requester(&context).map(|i| i.name.as_str())).await
+    }
+
     /// A tool's definition, for rmcp's check of SEP-2243's `Mcp-Param-*`
     /// headers against the arguments of a call to a tool whose schema
     /// marks them (`x-mcp-header`).
@@ -392,12 +444,22 @@ impl ServerHandler for McpFront {
     /// ask for list changes with `subscriptions/listen`.
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        let mut accepted = SubscriptionFilter::builder();
+        if requested.tools_list_changed == Some(true) {
+            accepted = accepted.tools_list_changed();
+        }
+        if requested.prompts_list_changed == Some(true) {
+            accepted = accepted.prompts_list_changed();
+        }
+        if requested.resources_list_changed == Some(true) {
+            accepted = accepted.resources_list_changed();
+        }
+        Some(accepted.build())
     }
 
-    /// Tells the listener when the tool list it sees changes (`changes.rs`).
+    /// Tells the listener when the lists it sees change (`changes.rs`).
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         changes::listen(self, context).await
     }
@@ -483,6 +545,14 @@ async fn answer_call(
     .await;
     trace::record_outcome(&span, &envelope);
     envelope
+}
+
+fn no_tasks() -> McpError {
+    McpError::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        "this server keeps no tasks here (MCP over stdio)",
+        None,
+    )
 }
 
 /// The client's capabilities, when the request is of the stateless

@@ -87,8 +87,8 @@ struct Services {
 }
 
 pub(crate) struct McpHttpSettings {
-    /// What MCP's `requestState` is sealed with.
-    pub(crate) input_keys: Arc<super::InputKeys>,
+    /// What MCP's `requestState` is sealed with, and the tasks.
+    pub(crate) rounds: super::Rounds,
     pub(crate) text_format: TextFormat,
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) max_body_bytes: usize,
@@ -164,14 +164,14 @@ pub(crate) fn router(
         config.json_response = !legacy_sessions;
         config.cancellation_token = settings.shutdown.clone();
         config.max_request_body_bytes = settings.max_body_bytes;
-        let (registry, calls, text_format, lists, limits, authority, input_keys) = (
+        let (registry, calls, text_format, lists, limits, authority, rounds) = (
             registry.clone(),
             calls.clone(),
             settings.text_format,
             lists.clone(),
             limits.clone(),
             settings.authority.clone(),
-            settings.input_keys.clone(),
+            settings.rounds.clone(),
         );
         StreamableHttpService::new(
             move || {
@@ -182,7 +182,7 @@ pub(crate) fn router(
                     lists.clone(),
                     limits.clone(),
                     Some(authority.clone()),
-                    input_keys.clone(),
+                    rounds.clone(),
                 ))
             },
             manager.clone(),
@@ -198,7 +198,7 @@ pub(crate) fn router(
         lists: lists.clone(),
         allowed_hosts: settings.allowed_hosts.clone(),
         shutdown: settings.shutdown.clone(),
-        input_keys: settings.input_keys.clone(),
+        input_keys: settings.rounds.input_keys.clone(),
     };
     let services = Arc::new(Services {
         sessions: service(true),

@@ -18,7 +18,7 @@
 //!   no `Mcp-Param-*` header and no tool whose schema asks for one;
 //! - the request's: params that read with rmcp's field types (`read.rs`),
 //!   with no field this path does not handle (a progress token, tasks,
-//!   input responses).
+//!   input responses), for a tool that does not run as a task.
 //!
 //! The answer is rmcp's too: the same handlers (`mod.rs`) produce it, a
 //! call's result written as rmcp writes a session's (`call_answer.rs`),
@@ -84,6 +84,16 @@ impl FastPath {
     pub(super) async fn answer(&self, parts: &Parts, body: &[u8], view: View) -> Option<Response> {
         let (id, method, lone, meta) = read(body)?;
         let version = self.accepts(&parts.headers, method, meta.as_ref(), &lone)?;
+        // A tool that runs as a task: rmcp's path (`tasks.rs`).
+        if let Lone::Call(params) = &lone
+            && self
+                .registry
+                .snapshot()
+                .tool(&params.name)
+                .is_some_and(|entry| entry.tool.task_support.is_some())
+        {
+            return None;
+        }
         self.answered.fetch_add(1, Ordering::Relaxed);
         let modern = version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
         match lone {

@@ -1,0 +1,212 @@
+//! MCP's tasks extension (SEP-2663) over the tasks room (`crate::tasks`):
+//! a call of a tool that runs as a task, for a 2026-07-28 client that
+//! declared the extension, answers a `CreateTaskResult` once the task is
+//! stored; `tasks/get`, `tasks/update` and `tasks/cancel` read and change
+//! it. Each run of the task's call goes through the same call path as any
+//! call (the same accounting, limits and tool set), in an input round
+//! (`input_round.rs`) whose answers are the task's.
+
+use std::sync::Arc;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolRequestParams, CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams,
+    GetTaskResult, Task, UpdateTaskParams,
+};
+use serde_json::{Map, Value, json};
+
+use super::input_round::{InputRound, Relay};
+use super::{CallPath, McpFront};
+use crate::ops::trace::TraceParent;
+use crate::registry::tools::TaskSupport;
+use crate::registry::view::View;
+use crate::runtime::CallClient;
+use crate::tasks::{RunEnd, TaskError, TaskRecord, Tasks};
+
+/// How a call of `name` runs for a client with `capabilities`: `None`, as
+/// an ordinary call; else the task's answer (or the refusal of a client
+/// that cannot take the task a tool requires).
+pub(super) async fn maybe_task(
+    front: &McpFront,
+    request: &CallToolRequestParams,
+    capabilities: &ClientCapabilities,
+    round: &InputRound,
+    owner: Option<&str>,
+    view: &View,
+) -> Option<Result<CreateTaskResult, McpError>> {
+    let support = {
+        let snapshot = front.registry.snapshot();
+        let entry = snapshot.tool(&request.name)?;
+        if !view.sees(&entry.plugin.id) {
+            return None;
+        }
+        entry.tool.task_support?
+    };
+    let tasks = front.tasks.as_ref();
+    if !capabilities.supports_tasks() || tasks.is_none() {
+        return match support {
+            TaskSupport::Optional => None,
+            TaskSupport::Required => Some(Err(McpError::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ))),
+        };
+    }
+    let tasks = tasks?;
+    let created = tasks
+        .create(
+            owner,
+            &request.name,
+            request.arguments.clone().unwrap_or_default(),
+            serde_json::to_value(capabilities).unwrap_or_default(),
+            round.given(),
+        )
+        .await;
+    Some(match created {
+        Ok(record) => {
+            start(front, tasks, &record, view.clone());
+            Ok(create_result(&record))
+        }
+        Err(error) => Err(store_error(error)),
+    })
+}
+
+/// Runs the task's call (again) on this server.
+pub(super) fn start(front: &McpFront, tasks: &Arc<Tasks>, record: &TaskRecord, view: View) {
+    let (registry, calls, text_format, keys) = (
+        front.registry.clone(),
+        front.calls.clone(),
+        front.text_format,
+        front.input_keys.clone(),
+    );
+    let (tool, arguments, answers) = (
+        record.tool.clone(),
+        record.arguments.clone(),
+        record.answers.clone(),
+    );
+    let capabilities: ClientCapabilities =
+        serde_json::from_value(record.capabilities.clone()).unwrap_or_default();
+    let bound = format!("task\0{}", record.id);
+    tasks.run(
+        record,
+        Box::pin(async move {
+            let responses = answers.into_iter().collect();
+            let round = match InputRound::open(
+                &keys,
+                &bound,
+                capabilities,
+                None,
+                Some(&responses),
+                Relay {
+                    log_level: None,
+                    to: Arc::new(super::answer_stream::StatelessClient::default()),
+                },
+            ) {
+                Ok(round) => Arc::new(round),
+                Err(error) => return RunEnd::Failed(json!(error)),
+            };
+            let client: CallClient = Some(round.clone());
+            let envelope = super::answer_call(
+                CallPath {
+                    registry: &registry,
+                    calls: &calls,
+                    text_format,
+                },
+                CallToolRequestParams::new(tool).with_arguments(arguments),
+                TraceParent::default,
+                client,
+                None,
+                &view,
+            )
+            .await;
+            if let Some(answer) =
+                super::input_round::overrides(&round, &keys, &bound, envelope.is_error)
+            {
+                return match answer {
+                    Ok(input) => RunEnd::NeedsInput {
+                        requests: serde_json::to_value(input.input_requests).unwrap_or_default(),
+                        answers: round.used(),
+                    },
+                    Err(error) => RunEnd::Failed(json!(error)),
+                };
+            }
+            // A call that never ran the tool's code to an answer (a trap,
+            // a limit, a refusal) failed; a business error completed.
+            if let Some(error) = envelope.error.as_ref().filter(|e| e.host_code.is_some()) {
+                return RunEnd::Failed(json!({
+                    "code": -32603,
+                    "message": error.message,
+                    "data": error,
+                }));
+            }
+            match super::call_answer::call_tool_result(envelope) {
+                Ok(mut result) => {
+                    result.result_type = None;
+                    RunEnd::Completed(serde_json::to_value(result).unwrap_or_default())
+                }
+                Err(error) => RunEnd::Failed(json!(error)),
+            }
+        }),
+    );
+}
+
+fn create_result(record: &TaskRecord) -> CreateTaskResult {
+    let task: Task = serde_json::from_value(Value::Object(record.wire(false)))
+        .unwrap_or_else(|_| Task::new(record.id.clone(), Default::default(), "", ""));
+    CreateTaskResult::new(task)
+}
+
+pub(super) async fn get(
+    tasks: &Tasks,
+    request: GetTaskParams,
+    owner: Option<&str>,
+) -> Result<GetTaskResult, McpError> {
+    let record = tasks
+        .get(&request.task_id, owner)
+        .await
+        .map_err(task_error)?;
+    let mut wire: Map<String, Value> = record.wire(true);
+    wire.insert("resultType".into(), json!("complete"));
+    serde_json::from_value(Value::Object(wire))
+        .map_err(|e| McpError::internal_error(format!("task shape: {e}"), None))
+}
+
+pub(super) async fn update(
+    front: &McpFront,
+    tasks: &Arc<Tasks>,
+    request: UpdateTaskParams,
+    owner: Option<&str>,
+    view: View,
+) -> Result<(), McpError> {
+    let responses: Map<String, Value> = request.input_responses.into_iter().collect();
+    if let Some(record) = tasks
+        .answer(&request.task_id, owner, responses)
+        .await
+        .map_err(task_error)?
+    {
+        start(front, tasks, &record, view);
+    }
+    Ok(())
+}
+
+pub(super) async fn cancel(
+    tasks: &Tasks,
+    request: CancelTaskParams,
+    owner: Option<&str>,
+) -> Result<(), McpError> {
+    tasks
+        .cancel(&request.task_id, owner)
+        .await
+        .map_err(task_error)
+}
+
+fn task_error(error: TaskError) -> McpError {
+    match error {
+        TaskError::Unknown(_) => McpError::invalid_params(error.to_string(), None),
+        TaskError::Store(error) => store_error(TaskError::Store(error)),
+    }
+}
+
+fn store_error(error: TaskError) -> McpError {
+    tracing::warn!(%error, "task store");
+    McpError::internal_error(error.to_string(), None)
+}
