@@ -6,7 +6,7 @@
 #   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve test test-build plugins runtimes target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry bubblewrap toolchains ui-editor
+.PHONY: serve test test-build plugins runtimes target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry redis-server bubblewrap toolchains ui-editor
 
 # The pinned Python and JavaScript toolchains (see `toolchains` below).
 PY_TOOLCHAIN := target/toolchains/python
@@ -35,7 +35,7 @@ serve: plugins runtimes bubblewrap
 # The harness's own test needs wrk: `make bench-check` runs it.
 # The helper libraries' own tests (plain Python and Node) come first.
 # The toolchains install (network, disk) while the tests build (CPU).
-test: target lighttpd chromium prometheus haproxy docker-registry bubblewrap
+test: target lighttpd chromium prometheus haproxy docker-registry redis-server bubblewrap
 	$(MAKE) -j2 toolchains test-build
 	python3 -m unittest discover -s sdk/python
 	node --test sdk/js/test.mjs plugins/textjs/test.mjs
@@ -127,6 +127,11 @@ prometheus:
 # (installed without starting their services).
 haproxy:
 	@command -v haproxy >/dev/null || test -x /usr/sbin/haproxy || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends haproxy)
+
+# Debian's redis-server, the store replicas share their tasks in
+# (tests/it/tasks.rs starts one on loopback).
+redis-server:
+	@command -v redis-server >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server)
 
 docker-registry:
 	@command -v docker-registry >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-registry)

@@ -244,6 +244,7 @@ async fn serve(
         },
     }
     .map(|store| crate::tasks::Tasks::new(store, crate::tasks::DEFAULT_TTL));
+    let rounds = crate::front::mcp::Rounds { input_keys, tasks };
     let (mcp, open_sessions) = mcp_http::router(
         registry.clone(),
         calls.clone(),
@@ -259,10 +260,7 @@ async fn serve(
             session_idle: settings.session_idle,
             shutdown: shutdown.clone(),
             holds: holds.clone(),
-            rounds: crate::front::mcp::Rounds {
-                input_keys,
-                tasks: tasks.clone(),
-            },
+            rounds: rounds.clone(),
         },
     );
     let open_connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -354,7 +352,12 @@ async fn serve(
         guard.clone(),
     ))
     .merge(guarded(
-        rest::router(registry.clone(), calls.clone(), rest_settings),
+        rest::router(
+            registry.clone(),
+            calls.clone(),
+            rest_settings,
+            Some(rounds.clone()),
+        ),
         rest_guard.clone(),
     ))
     .merge(guarded(mcp, guard.refusing_as(Refusals::JsonRpc)));
@@ -364,7 +367,7 @@ async fn serve(
     // Tool calls past the router: the same guard and settings as the REST
     // router's, from the same values. A layer added to `rest::router`
     // would not be on this path: `call_shortcut` says so.
-    let shortcut = rest::call_shortcut(registry, calls, rest_settings, rest_guard);
+    let shortcut = rest::call_shortcut(registry, calls, rest_settings, rest_guard, rounds);
     let outer = Outer {
         cors_origins,
         drain_limit: settings.max_body_bytes.max(settings.max_plugin_bytes) as u64,

@@ -33,6 +33,7 @@ mod sets;
 mod shares;
 mod sources;
 mod support;
+mod tasks;
 mod tokens_cmd;
 mod traces;
 mod workshop;

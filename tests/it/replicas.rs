@@ -30,7 +30,7 @@ use crate::support::{Server, example, file_hash, repo_root, toolhost_bin, varian
 use toolhost::registry::report::PluginState;
 
 /// A free loopback port.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -39,7 +39,7 @@ fn free_port() -> u16 {
 }
 
 /// Waits up to `within` for `condition`.
-fn wait_until(what: &str, within: Duration, mut condition: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, within: Duration, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;
     while !condition() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -47,7 +47,7 @@ fn wait_until(what: &str, within: Duration, mut condition: impl FnMut() -> bool)
     }
 }
 
-fn http() -> ureq::Agent {
+pub(crate) fn http() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(10)))
@@ -551,9 +551,9 @@ fn signature_tag(digest: &str) -> String {
 
 /// haproxy over `backends` (host:port), with the configuration README
 /// documents; stopped on drop.
-struct Haproxy {
+pub(crate) struct Haproxy {
     child: Child,
-    base: String,
+    pub(crate) base: String,
     _dir: tempfile::TempDir,
 }
 
@@ -565,7 +565,7 @@ impl Drop for Haproxy {
 }
 
 impl Haproxy {
-    fn start(backends: &[String]) -> Haproxy {
+    pub(crate) fn start(backends: &[String]) -> Haproxy {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let template = std::fs::read_to_string(repo_root().join("deploy/haproxy.cfg")).unwrap();

@@ -23,9 +23,10 @@ use axum::response::{IntoResponse, Response};
 
 /// Request headers a cross-origin client may send.
 const ALLOWED_HEADERS: &str = "authorization, content-type, accept, last-event-id, mcp-session-id, mcp-protocol-version, \
-     toolhost-publish";
+     mcp-method, mcp-name, toolhost-publish, toolhost-input, toolhost-request-state, prefer";
 /// Response headers a cross-origin client may read.
-const EXPOSED_HEADERS: &str = "mcp-session-id, www-authenticate, retry-after";
+const EXPOSED_HEADERS: &str =
+    "mcp-session-id, www-authenticate, retry-after, location, preference-applied";
 const ALLOWED_METHODS: &str = "GET, POST, PUT, DELETE, OPTIONS";
 
 /// The origins allowed to call from a browser, exactly as browsers send

@@ -67,7 +67,7 @@ async fn respond(
     let max_body_bytes = settings.max_body_bytes;
     let (registry, calls) = host?;
     let router = rest::health_router(registry.clone(), calls.clone(), settings)
-        .merge(rest::router(registry, calls, settings));
+        .merge(rest::router(registry, calls, settings, None));
     let request = cgi_request(max_body_bytes)?;
     let response = router.oneshot(request).await?;
     let status = response.status();

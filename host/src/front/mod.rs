@@ -7,7 +7,9 @@
 //! - [`rest`] and [`openapi`]: `POST /tools/{name}` (and `GET` for a
 //!   read-only tool, its arguments from the query: [`query`]) and
 //!   discovery; [`lists`]: the tool lists, made once per registry change;
-//!   [`resources`]: resources and prompts over REST.
+//!   [`resources`]: resources and prompts over REST; [`rest_rounds`]: a
+//!   plugin's requests for input answered over REST, and tasks
+//!   (`Prefer: respond-async`, `/tasks/{id}`).
 //! - [`plugin_routes`]: `PUT`, `GET`, `DELETE /plugins/...`: publishing,
 //!   with [`uploads`] (turns, bodies, refusals) and [`source_routes`]
 //!   (source the server builds); `GET /publishes`, the room's view.
@@ -26,6 +28,7 @@ pub(crate) mod plugin_routes;
 pub(crate) mod query;
 pub(crate) mod resources;
 pub(crate) mod rest;
+pub(crate) mod rest_rounds;
 pub(crate) mod source_routes;
 pub(crate) mod ui;
 pub(crate) mod uploads;

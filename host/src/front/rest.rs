@@ -29,6 +29,8 @@ use crate::edge::guard::{self, GuardSettings, Requester, view_of};
 use crate::edge::listener::Shortcut;
 use crate::edge::responses::json_response;
 use crate::front::lists::ToolLists;
+use crate::front::mcp::Rounds;
+use crate::front::rest_rounds::{self, RestRounds};
 use crate::ops::trace::{self, TraceParent};
 use crate::registry::Registry;
 use crate::registry::view::View;
@@ -51,6 +53,8 @@ struct AppState {
     settings: RestSettings,
     /// The manifest, made once per registry change.
     lists: Arc<ToolLists>,
+    /// Input and tasks over REST (`rest_rounds.rs`); none through CGI.
+    longer: Option<Arc<RestRounds>>,
 }
 
 /// `/health`: a router of its own, so that it can be guarded without the
@@ -69,12 +73,37 @@ pub(crate) fn health_router(
             calls,
             settings,
             lists: Arc::default(),
+            longer: None,
         }))
 }
 
 /// Every other REST route, with the envelope answers for unknown routes
 /// and wrong methods.
-pub(crate) fn router(registry: Arc<Registry>, calls: Arc<Calls>, settings: RestSettings) -> Router {
+pub(crate) fn router(
+    registry: Arc<Registry>,
+    calls: Arc<Calls>,
+    settings: RestSettings,
+    rounds: Option<Rounds>,
+) -> Router {
+    let longer = rounds.map(|rounds| {
+        Arc::new(RestRounds {
+            registry: registry.clone(),
+            calls: calls.clone(),
+            rounds,
+            max_body_bytes: settings.max_body_bytes,
+        })
+    });
+    let tasks = match &longer {
+        Some(longer) => Router::new()
+            .route(
+                "/tasks/{id}",
+                get(rest_rounds::get_task)
+                    .delete(rest_rounds::cancel_task)
+                    .post(rest_rounds::answer_task),
+            )
+            .with_state(longer.clone()),
+        None => Router::new(),
+    };
     Router::new()
         .route("/tools", get(list_tools))
         .route("/tools/{name}", post(call_tool).get(call_read_only_tool))
@@ -89,7 +118,9 @@ pub(crate) fn router(registry: Arc<Registry>, calls: Arc<Calls>, settings: RestS
             calls,
             settings,
             lists: Arc::default(),
+            longer,
         }))
+        .merge(tasks)
 }
 
 /// `ok`, or `degraded` while some plugin file is rejected (a newer version
@@ -190,8 +221,15 @@ pub(crate) fn call_shortcut(
     calls: Arc<Calls>,
     settings: RestSettings,
     guard: GuardSettings,
+    rounds: Rounds,
 ) -> Shortcut {
     let state = Arc::new(AppState {
+        longer: Some(Arc::new(RestRounds {
+            registry: registry.clone(),
+            calls: calls.clone(),
+            rounds,
+            max_body_bytes: settings.max_body_bytes,
+        })),
         registry,
         calls,
         settings,
@@ -247,6 +285,20 @@ async fn post_call(
         Ok(format) => format,
         Err(envelope) => return envelope.into_response(),
     };
+    if let Some(longer) = &state.longer
+        && rest_rounds::takes(headers, &state.registry, &name)
+    {
+        return rest_rounds::call(
+            longer,
+            &name,
+            format,
+            headers,
+            &parts.extensions,
+            body,
+            view,
+        )
+        .await;
+    }
     let arguments = match read_arguments(headers, body, state.settings.max_body_bytes).await {
         Ok(arguments) => arguments,
         Err(envelope) => return envelope.into_response(),

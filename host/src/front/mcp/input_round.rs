@@ -91,7 +91,7 @@ pub(super) enum Stop {
 }
 
 /// One round of a call for a 2026-07-28 client.
-pub(super) struct InputRound {
+pub(crate) struct InputRound {
     capabilities: ClientCapabilities,
     /// Every answer known: earlier rounds', then the client's new ones.
     given: BTreeMap<String, Value>,
@@ -106,16 +106,26 @@ pub(super) struct InputRound {
 }
 
 /// Where a round's notifications go.
-pub(super) struct Relay {
+pub(crate) struct Relay {
     pub(super) log_level: Option<LoggingLevel>,
     pub(super) to: Arc<dyn ClientChannel>,
+}
+
+impl Relay {
+    /// Nowhere: a round whose notifications have no listener (REST).
+    pub(crate) fn silent() -> Self {
+        Relay {
+            log_level: None,
+            to: Arc::new(super::answer_stream::StatelessClient::default()),
+        }
+    }
 }
 
 impl InputRound {
     /// The round for a request: the state it sent back opened (a state
     /// that does not open is refused, as is an answer that is not an
     /// object), its new answers added.
-    pub(super) fn open(
+    pub(crate) fn open(
         keys: &InputKeys,
         bound_to: &str,
         capabilities: ClientCapabilities,
@@ -193,7 +203,7 @@ impl InputRound {
     }
 
     /// Every answer known to this round (earlier rounds' and the new).
-    pub(super) fn given(&self) -> serde_json::Map<String, Value> {
+    pub(crate) fn given(&self) -> serde_json::Map<String, Value> {
         self.given.clone().into_iter().collect()
     }
 
@@ -400,7 +410,7 @@ fn check_answer(method: &str, answer: &Value) -> Result<(), String> {
 /// `round` (`failed`: that answer is an error), if anything: an input-required result if the plugin asked for
 /// what is not answered yet; -32021 if it failed after asking for what the
 /// client did not declare.
-pub(super) fn overrides(
+pub(crate) fn overrides(
     round: &InputRound,
     keys: &InputKeys,
     bound_to: &str,
@@ -419,7 +429,7 @@ pub(super) fn overrides(
 
 /// What a `requestState` is bound to: the method, the name and who asked,
 /// so that it is good for nothing else.
-pub(super) fn bind(method: &str, name: &str, person: Option<&str>) -> String {
+pub(crate) fn bind(method: &str, name: &str, person: Option<&str>) -> String {
     format!("{method}\0{name}\0{}", person.unwrap_or(""))
 }
 

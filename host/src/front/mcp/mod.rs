@@ -46,9 +46,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 pub(crate) use self::catalog_methods::CatalogLimits;
-pub(crate) use self::input_round::InputKeys;
-use self::input_round::InputRound;
+pub(crate) use self::input_round::{InputKeys, InputRound, Relay, bind, overrides};
 use self::session_client::SessionClient;
+pub(crate) use self::tasks::{RunPath, start_run};
 
 use crate::call::Calls;
 use crate::call::envelope::{Envelope, TextFormat};

@@ -16,8 +16,9 @@ use rmcp::model::{
 use serde_json::{Map, Value, json};
 
 use super::input_round::{InputRound, Relay};
-use super::{CallPath, McpFront};
-use crate::ops::trace::TraceParent;
+use tracing::Instrument;
+
+use super::McpFront;
 use crate::registry::tools::TaskSupport;
 use crate::registry::view::View;
 use crate::runtime::CallClient;
@@ -70,14 +71,37 @@ pub(super) async fn maybe_task(
     })
 }
 
-/// Runs the task's call (again) on this server.
-pub(super) fn start(front: &McpFront, tasks: &Arc<Tasks>, record: &TaskRecord, view: View) {
-    let (registry, calls, text_format, keys) = (
-        front.registry.clone(),
-        front.calls.clone(),
-        front.text_format,
-        front.input_keys.clone(),
-    );
+/// What a task's run needs of its front.
+#[derive(Clone)]
+pub(crate) struct RunPath {
+    pub(crate) registry: Arc<crate::registry::Registry>,
+    pub(crate) calls: Arc<crate::call::Calls>,
+    pub(crate) text_format: crate::call::envelope::TextFormat,
+    pub(crate) keys: Arc<super::InputKeys>,
+    /// Which front its calls are counted under.
+    pub(crate) front: crate::call::invoke::Front,
+}
+
+impl McpFront {
+    fn run_path(&self) -> RunPath {
+        RunPath {
+            registry: self.registry.clone(),
+            calls: self.calls.clone(),
+            text_format: self.text_format,
+            keys: self.input_keys.clone(),
+            front: crate::call::invoke::Front::Mcp,
+        }
+    }
+}
+
+fn start(front: &McpFront, tasks: &Arc<Tasks>, record: &TaskRecord, view: View) {
+    start_run(front.run_path(), tasks, record, view);
+}
+
+/// Runs the task's call (again) on this server, for whichever front made
+/// it: the same call path as any call, in an input round whose answers
+/// are the task's.
+pub(crate) fn start_run(path: RunPath, tasks: &Arc<Tasks>, record: &TaskRecord, view: View) {
     let (tool, arguments, answers) = (
         record.tool.clone(),
         record.arguments.clone(),
@@ -86,67 +110,77 @@ pub(super) fn start(front: &McpFront, tasks: &Arc<Tasks>, record: &TaskRecord, v
     let capabilities: ClientCapabilities =
         serde_json::from_value(record.capabilities.clone()).unwrap_or_default();
     let bound = format!("task\0{}", record.id);
+    let span = tracing::info_span!("task", id = %record.id, tool = %record.tool);
     tasks.run(
         record,
-        Box::pin(async move {
-            let responses = answers.into_iter().collect();
-            let round = match InputRound::open(
-                &keys,
-                &bound,
-                capabilities,
-                None,
-                Some(&responses),
-                Relay {
-                    log_level: None,
-                    to: Arc::new(super::answer_stream::StatelessClient::default()),
-                },
-            ) {
-                Ok(round) => Arc::new(round),
-                Err(error) => return RunEnd::Failed(json!(error)),
-            };
-            let client: CallClient = Some(round.clone());
-            let envelope = super::answer_call(
-                CallPath {
-                    registry: &registry,
-                    calls: &calls,
-                    text_format,
-                },
-                CallToolRequestParams::new(tool).with_arguments(arguments),
-                TraceParent::default,
-                client,
-                None,
-                &view,
-            )
-            .await;
-            if let Some(answer) =
-                super::input_round::overrides(&round, &keys, &bound, envelope.is_error)
-            {
-                return match answer {
-                    Ok(input) => RunEnd::NeedsInput {
-                        requests: serde_json::to_value(input.input_requests).unwrap_or_default(),
-                        answers: round.used(),
+        Box::pin(
+            async move {
+                let responses = answers.into_iter().collect();
+                let round = match InputRound::open(
+                    &path.keys,
+                    &bound,
+                    capabilities,
+                    None,
+                    Some(&responses),
+                    Relay {
+                        log_level: None,
+                        to: Arc::new(super::answer_stream::StatelessClient::default()),
                     },
-                    Err(error) => RunEnd::Failed(json!(error)),
+                ) {
+                    Ok(round) => Arc::new(round),
+                    Err(error) => return RunEnd::Failed(json!(error)),
                 };
+                let client: CallClient = Some(round.clone());
+                let envelope = crate::call::invoke::call_tool(
+                    &path.registry,
+                    &path.calls,
+                    &tool,
+                    arguments,
+                    path.text_format,
+                    client,
+                    path.front,
+                    &view,
+                )
+                .await;
+                ended(&round, &path.keys, &bound, envelope)
             }
-            // A call that never ran the tool's code to an answer (a trap,
-            // a limit, a refusal) failed; a business error completed.
-            if let Some(error) = envelope.error.as_ref().filter(|e| e.host_code.is_some()) {
-                return RunEnd::Failed(json!({
-                    "code": -32603,
-                    "message": error.message,
-                    "data": error,
-                }));
-            }
-            match super::call_answer::call_tool_result(envelope) {
-                Ok(mut result) => {
-                    result.result_type = None;
-                    RunEnd::Completed(serde_json::to_value(result).unwrap_or_default())
-                }
-                Err(error) => RunEnd::Failed(json!(error)),
-            }
-        }),
+            .instrument(span),
+        ),
     );
+}
+
+/// How a run ended, from its round and its envelope.
+fn ended(
+    round: &InputRound,
+    keys: &super::InputKeys,
+    bound: &str,
+    envelope: crate::call::envelope::Envelope,
+) -> RunEnd {
+    if let Some(answer) = super::input_round::overrides(round, keys, bound, envelope.is_error) {
+        return match answer {
+            Ok(input) => RunEnd::NeedsInput {
+                requests: serde_json::to_value(input.input_requests).unwrap_or_default(),
+                answers: round.used(),
+            },
+            Err(error) => RunEnd::Failed(json!(error)),
+        };
+    }
+    // A call that never ran the tool's code to an answer (a trap, a
+    // limit, a refusal) failed; a business error completed.
+    if let Some(error) = envelope.error.as_ref().filter(|e| e.host_code.is_some()) {
+        return RunEnd::Failed(json!({
+            "code": -32603,
+            "message": error.message,
+            "data": error,
+        }));
+    }
+    match super::call_answer::call_tool_result(envelope) {
+        Ok(mut result) => {
+            result.result_type = None;
+            RunEnd::Completed(serde_json::to_value(result).unwrap_or_default())
+        }
+        Err(error) => RunEnd::Failed(json!(error)),
+    }
 }
 
 fn create_result(record: &TaskRecord) -> CreateTaskResult {

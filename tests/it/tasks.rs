@@ -1,0 +1,466 @@
+//! Long calls as durable tasks, and a plugin's requests for input, on the
+//! real binary over real sockets:
+//! - REST: `Toolhost-Input` gets an input-required result, answered with
+//!   `Toolhost-Request-State`; a tampered state is refused and runs
+//!   nothing; `Prefer: respond-async` gives 202 and a task to `GET`,
+//!   answer (`POST`) and `DELETE`; a tool that runs only as a task refuses
+//!   a plain call.
+//! - One server: a task parked for input survives a restart and is
+//!   answered after it; a task whose run died with the server is `failed`
+//!   with the reason.
+//! - Replicas: three servers and Debian's `redis-server` behind haproxy.
+//!   A task made on one is read and answered through the balancer and on
+//!   another; a cancellation on another stops it; the replica that runs
+//!   one is killed (SIGKILL) and the task is `failed` with the reason.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::replicas::{Haproxy, free_port, http, wait_until};
+use crate::support::{Server, example, plugin_dir, repo_root};
+
+/// The conformance plugin (its task tools) with its policy.
+fn conformance_dir() -> tempfile::TempDir {
+    let dir = plugin_dir(&[&example("conformance")]);
+    std::fs::copy(
+        repo_root().join("plugins/conformance.toml"),
+        dir.path().join("conformance.toml"),
+    )
+    .unwrap();
+    dir
+}
+
+/// A REST request: status, headers' `location`, and the JSON body.
+fn rest(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> (u16, Option<String>, Value) {
+    let agent = http();
+    let url = format!("{base}{path}");
+    let mut response = match (method, body) {
+        ("POST", Some(body)) => {
+            let mut request = agent.post(&url).header("Content-Type", "application/json");
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            request.send(body.to_string())
+        }
+        ("GET", None) => {
+            let mut request = agent.get(&url);
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            request.call()
+        }
+        ("DELETE", None) => agent.delete(&url).call(),
+        other => panic!("no such request here: {other:?}"),
+    }
+    .unwrap();
+    let location = response
+        .headers()
+        .get("location")
+        .map(|value| value.to_str().unwrap().to_string());
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap();
+    let json = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+    (status, location, json)
+}
+
+/// A stateless MCP 2026-07-28 request, with the tasks extension and
+/// elicitation declared.
+fn mcp(base: &str, method: &str, name: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "tasks-test", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {},
+            "extensions": { "io.modelcontextprotocol/tasks": {} }
+        }
+    });
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+    let mut response = http()
+        .post(format!("{base}/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", method)
+        .header("Mcp-Name", name)
+        .send(body.to_string())
+        .unwrap();
+    let text = response.body_mut().read_to_string().unwrap();
+    let text = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .next_back()
+        .map_or(text.clone(), str::to_string);
+    serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
+}
+
+fn task_of(base: &str, id: &str) -> Value {
+    mcp(base, "tasks/get", id, json!({ "taskId": id }))["result"].clone()
+}
+
+#[test]
+fn rest_answers_input_required_and_runs_tasks() {
+    let dir = conformance_dir();
+    let server = Server::start(dir.path(), &[]);
+    let base = &server.base;
+    let tool = "/tools/test_input_required_result_elicitation";
+
+    // Without saying what it can answer, a REST call is what it was.
+    let (status, _, plain) = rest(base, "POST", tool, &[], Some(json!({})));
+    assert_eq!(
+        (status, plain["isError"].clone()),
+        (422, json!(true)),
+        "{plain}"
+    );
+
+    let input = [("Toolhost-Input", "elicitation")];
+    let (status, _, asked) = rest(base, "POST", tool, &input, Some(json!({})));
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    assert_eq!(
+        asked["inputRequests"]["user_name"]["method"],
+        "elicitation/create"
+    );
+    let state = asked["requestState"].as_str().unwrap().to_string();
+    let answers = json!({
+        "arguments": {},
+        "inputResponses": { "user_name": { "action": "accept", "content": { "name": "Ada" } } }
+    });
+    let with_state = [
+        ("Toolhost-Input", "elicitation"),
+        ("Toolhost-Request-State", state.as_str()),
+    ];
+    let (status, _, done) = rest(base, "POST", tool, &with_state, Some(answers.clone()));
+    assert_eq!(
+        (status, done["content"][0]["text"].clone()),
+        (200, json!("Hello, Ada!")),
+        "{done}"
+    );
+
+    // One character changed: refused, and nothing ran.
+    let tampered = format!("{state}A");
+    let headers = [
+        ("Toolhost-Input", "elicitation"),
+        ("Toolhost-Request-State", tampered.as_str()),
+    ];
+    let (status, _, refused) = rest(base, "POST", tool, &headers, Some(answers));
+    assert_eq!(
+        (status, refused["error"]["code"].clone()),
+        (400, json!("INVALID_REQUEST")),
+        "{refused}"
+    );
+    let (status, _, refused) = rest(
+        base,
+        "POST",
+        tool,
+        &[("Toolhost-Input", "telepathy")],
+        Some(json!({})),
+    );
+    assert_eq!(status, 400, "{refused}");
+
+    // A tool that runs only as a task refuses a plain call.
+    let (status, _, refused) = rest(
+        base,
+        "POST",
+        "/tools/confirm_delete",
+        &[],
+        Some(json!({ "filename": "a.txt" })),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Prefer: respond-async")
+    );
+
+    // A task: 202 and where to read it; it asks, is answered, completes.
+    let headers = [
+        ("Prefer", "respond-async"),
+        ("Toolhost-Input", "elicitation"),
+    ];
+    let (status, location, created) = rest(
+        base,
+        "POST",
+        "/tools/confirm_delete",
+        &headers,
+        Some(json!({ "filename": "a.txt" })),
+    );
+    assert_eq!(
+        (status, created["resultType"].clone()),
+        (202, json!("task")),
+        "{created}"
+    );
+    let location = location.unwrap();
+    assert_eq!(
+        location,
+        format!("/tasks/{}", created["taskId"].as_str().unwrap())
+    );
+    let mut parked = Value::Null;
+    wait_until("the task to ask", Duration::from_secs(20), || {
+        parked = rest(base, "GET", &location, &[], None).2;
+        parked["status"] == "input_required"
+    });
+    let key = parked["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let answer = json!({ "inputResponses": { key: { "action": "accept", "content": { "confirm": true } } } });
+    rest(base, "POST", &location, &[], Some(answer));
+    let mut ended = Value::Null;
+    wait_until("the task to end", Duration::from_secs(20), || {
+        ended = rest(base, "GET", &location, &[], None).2;
+        ended["status"] == "completed"
+    });
+    assert_eq!(
+        ended["result"]["content"][0]["text"], "deleted 'a.txt'",
+        "{ended}"
+    );
+
+    // Cancelled while it runs; an unknown task is 404.
+    let (_, location, _) = rest(
+        base,
+        "POST",
+        "/tools/slow_compute",
+        &[("Prefer", "respond-async")],
+        Some(json!({ "seconds": 60, "label": "cancel" })),
+    );
+    let location = location.unwrap();
+    let (status, _, cancelled) = rest(base, "DELETE", &location, &[], None);
+    assert_eq!(
+        (status, cancelled["status"].clone()),
+        (200, json!("cancelled")),
+        "{cancelled}"
+    );
+    let (status, _, _) = rest(
+        base,
+        "GET",
+        "/tasks/0123456789abcdef0123456789abcdef",
+        &[],
+        None,
+    );
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn a_restart_keeps_tasks_and_a_run_lost_with_the_server_fails_with_a_reason() {
+    let dir = conformance_dir();
+    let server = Server::process(dir.path(), &[]);
+    let created = mcp(
+        &server.base,
+        "tools/call",
+        "confirm_delete",
+        json!({ "name": "confirm_delete", "arguments": { "filename": "kept.txt" } }),
+    );
+    let parked = created["result"]["taskId"].as_str().unwrap().to_string();
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    wait_until("the task to ask", Duration::from_secs(20), || {
+        task_of(&server.base, &parked)["status"] == "input_required"
+    });
+    let running = mcp(
+        &server.base,
+        "tools/call",
+        "slow_compute",
+        json!({ "name": "slow_compute", "arguments": { "seconds": 60, "label": "lost" } }),
+    );
+    let running = running["result"]["taskId"].as_str().unwrap().to_string();
+    assert_eq!(task_of(&server.base, &running)["status"], "working");
+    drop(server); // SIGKILL
+
+    let server = Server::process(dir.path(), &[]);
+    let lost = task_of(&server.base, &running);
+    assert_eq!(lost["status"], "failed", "{lost}");
+    assert!(
+        lost["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stopped"),
+        "{lost}"
+    );
+    let kept = task_of(&server.base, &parked);
+    assert_eq!(kept["status"], "input_required", "{kept}");
+    let key = kept["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let ack = mcp(
+        &server.base,
+        "tasks/update",
+        &parked,
+        json!({ "taskId": parked, "inputResponses": { key: { "action": "accept", "content": { "confirm": false } } } }),
+    );
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    wait_until("the answered task to end", Duration::from_secs(20), || {
+        task_of(&server.base, &parked)["status"] == "completed"
+    });
+    assert_eq!(
+        task_of(&server.base, &parked)["result"]["content"][0]["text"],
+        "kept 'kept.txt'"
+    );
+}
+
+/// Debian's redis-server on a loopback port, keeping nothing on disk;
+/// stopped on drop.
+struct Redis {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Redis {
+    fn start(dir: &Path) -> Redis {
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("running redis-server (make test installs Debian's package)");
+        wait_until("redis-server", Duration::from_secs(20), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Redis {
+            child,
+            url: format!("redis://127.0.0.1:{port}/"),
+        }
+    }
+}
+
+#[test]
+fn replicas_share_tasks_through_redis_and_a_killed_runner_fails_its_task() {
+    let state = tempfile::tempdir().unwrap();
+    let redis = Redis::start(state.path());
+    let keys = state.path().join("request-state-keys.toml");
+    std::fs::write(
+        &keys,
+        "active = \"k1\"\n[keys]\nk1 = \"a-secret-of-at-least-thirty-two-bytes\"\n",
+    )
+    .unwrap();
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| conformance_dir()).collect();
+    let flags = [
+        "--tasks-redis",
+        redis.url.as_str(),
+        "--request-state-keys",
+        keys.to_str().unwrap(),
+    ];
+    let mut replicas: Vec<Option<Server>> = dirs
+        .iter()
+        .map(|dir| Some(Server::process(dir.path(), &flags)))
+        .collect();
+    let bases: Vec<String> = replicas
+        .iter()
+        .map(|replica| replica.as_ref().unwrap().base.clone())
+        .collect();
+    let base = |index: usize| bases[index].clone();
+    let backends: Vec<String> = (0..3)
+        .map(|index| base(index).trim_start_matches("http://").to_string())
+        .collect();
+    let balancer = Haproxy::start(&backends);
+
+    // Made on replica 0, read on 1 and through the balancer, answered on
+    // 2 (which runs it again), completed for all.
+    let created = mcp(
+        &base(0),
+        "tools/call",
+        "confirm_delete",
+        json!({ "name": "confirm_delete", "arguments": { "filename": "shared.txt" } }),
+    );
+    let id = created["result"]["taskId"].as_str().unwrap().to_string();
+    wait_until("the task to ask", Duration::from_secs(20), || {
+        task_of(&base(1), &id)["status"] == "input_required"
+    });
+    let parked = task_of(&balancer.base, &id);
+    let key = parked["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    mcp(
+        &base(2),
+        "tasks/update",
+        &id,
+        json!({ "taskId": id, "inputResponses": { key: { "action": "accept", "content": { "confirm": true } } } }),
+    );
+    wait_until("the answered task to end", Duration::from_secs(20), || {
+        task_of(&balancer.base, &id)["status"] == "completed"
+    });
+    assert_eq!(
+        task_of(&base(0), &id)["result"]["content"][0]["text"],
+        "deleted 'shared.txt'"
+    );
+
+    // Cancelled on replica 1 while it runs on replica 0.
+    let created = mcp(
+        &base(0),
+        "tools/call",
+        "slow_compute",
+        json!({ "name": "slow_compute", "arguments": { "seconds": 60, "label": "cancel" } }),
+    );
+    let cancelled = created["result"]["taskId"].as_str().unwrap().to_string();
+    let ack = mcp(
+        &base(1),
+        "tasks/cancel",
+        &cancelled,
+        json!({ "taskId": cancelled }),
+    );
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    assert_eq!(task_of(&base(0), &cancelled)["status"], "cancelled");
+
+    // The replica running a task is killed: the task fails, with why.
+    let created = mcp(
+        &base(0),
+        "tools/call",
+        "slow_compute",
+        json!({ "name": "slow_compute", "arguments": { "seconds": 60, "label": "killed" } }),
+    );
+    let lost = created["result"]["taskId"].as_str().unwrap().to_string();
+    assert_eq!(task_of(&balancer.base, &lost)["status"], "working");
+    replicas[0] = None; // SIGKILL
+    let mut seen = Value::Null;
+    wait_until("the lost task to fail", Duration::from_secs(20), || {
+        seen = task_of(&base(1), &lost);
+        seen["status"] == "failed"
+    });
+    assert!(
+        seen["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stopped"),
+        "{seen}"
+    );
+    // And nothing else was lost: the first task reads as it ended.
+    assert_eq!(task_of(&base(2), &id)["status"], "completed");
+}
