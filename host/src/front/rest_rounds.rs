@@ -10,6 +10,7 @@
 //!   reads it, `POST` (`{"inputResponses": ...}`) answers it, `DELETE`
 //!   cancels it. A tool that runs only as a task refuses a call without
 //!   the preference.
+//!
 //! Without those headers, a call is what it always was.
 
 use std::sync::Arc;
@@ -121,6 +122,8 @@ pub(crate) async fn call(
     }
 }
 
+// Refusals are answers, handed back as they go out: once per refused call.
+#[allow(clippy::result_large_err)]
 async fn call_inner(
     longer: &RestRounds,
     name: &str,

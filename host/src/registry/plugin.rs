@@ -472,13 +472,14 @@ pub(crate) async fn load(
                 .unwrap_or_else(|| policy::policy_path(file)),
             reason,
         };
-        for (name, support) in policy::tasks(text).map_err(policy_error)? {
+        for (name, task) in policy::tasks(text).map_err(policy_error)? {
             let Some(tool) = tools.iter_mut().find(|tool| tool.declared == name) else {
                 return Err(policy_error(format!(
                     "[tasks] names {name:?}, which is not a tool of this plugin"
                 )));
             };
-            tool.task_support = Some(support);
+            tool.task_support = Some(task.support());
+            tool.task_input_first = task.input_first();
         }
     }
     tools::in_namespace(&mut tools, namespace_of(id))?;

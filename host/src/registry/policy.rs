@@ -71,18 +71,20 @@ struct PolicyFile {
     /// Read by [`tasks`]; the grants ignore it.
     #[serde(default)]
     #[allow(dead_code)]
-    tasks: BTreeMap<String, crate::registry::tools::TaskSupport>,
+    tasks: BTreeMap<String, crate::registry::tools::TaskPolicy>,
 }
 
 /// The `[tasks]` of policy text: which tools (by the name the plugin
-/// declares) run as tasks, `"optional"` or `"required"`.
+/// declares) run as tasks, `"optional"` or `"required"`, or
+/// `{ support = "required", input_first = true }` for a tool that asks
+/// for its input before it becomes a task.
 pub(crate) fn tasks(
     text: &str,
-) -> Result<BTreeMap<String, crate::registry::tools::TaskSupport>, String> {
+) -> Result<BTreeMap<String, crate::registry::tools::TaskPolicy>, String> {
     #[derive(Deserialize)]
     struct OnlyTasks {
         #[serde(default)]
-        tasks: BTreeMap<String, crate::registry::tools::TaskSupport>,
+        tasks: BTreeMap<String, crate::registry::tools::TaskPolicy>,
     }
     let file: OnlyTasks =
         toml::from_str(text).map_err(|e| format!("the policy does not parse: {e}"))?;

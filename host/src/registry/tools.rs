@@ -38,6 +38,40 @@ pub struct Tool {
     /// Whether its calls may (or must) run as tasks; `None`: never. Set
     /// from the plugin's policy (`[tasks]`).
     pub(crate) task_support: Option<TaskSupport>,
+    /// Whether a call asks for its input before it becomes a task
+    /// (`input_first` in `[tasks]`).
+    pub(crate) task_input_first: bool,
+}
+
+/// One tool's entry in a policy's `[tasks]`: `"optional"`, `"required"`,
+/// or a table with `support` and `input_first`.
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[serde(untagged)]
+pub(crate) enum TaskPolicy {
+    Support(TaskSupport),
+    Table {
+        support: TaskSupport,
+        #[serde(default)]
+        input_first: bool,
+    },
+}
+
+impl TaskPolicy {
+    pub(crate) fn support(self) -> TaskSupport {
+        match self {
+            TaskPolicy::Support(support) | TaskPolicy::Table { support, .. } => support,
+        }
+    }
+
+    pub(crate) fn input_first(self) -> bool {
+        matches!(
+            self,
+            TaskPolicy::Table {
+                input_first: true,
+                ..
+            }
+        )
+    }
 }
 
 /// How a tool runs as a task (MCP's `execution.taskSupport`).
@@ -73,6 +107,7 @@ impl Tool {
             && self.output_schema == other.output_schema
             && self.annotations == other.annotations
             && self.task_support == other.task_support
+            && self.task_input_first == other.task_input_first
     }
 
     /// The tool as MCP's `tools/list` and REST's `GET /tools` describe it:
@@ -286,6 +321,7 @@ fn build_tool(spec: DeclaredTool) -> Result<Tool, ToolListError> {
     Ok(Tool {
         marks_param_headers,
         task_support: None,
+        task_input_first: false,
         annotations: spec.annotations.map(annotations_json),
         declared: name.clone(),
         name,

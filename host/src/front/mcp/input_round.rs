@@ -98,6 +98,8 @@ pub(crate) struct InputRound {
     /// The answers the plugin used, which the next state carries.
     used: Mutex<BTreeMap<String, Value>>,
     stop: Mutex<Option<Stop>>,
+    /// Told when the round stops.
+    stopping: tokio::sync::Notify,
     /// The capabilities a refused request needed.
     missing: Mutex<Vec<&'static str>>,
     /// Where log messages (at the level the request named, `logLevel`;
@@ -162,6 +164,7 @@ impl InputRound {
             given,
             used: Mutex::default(),
             stop: Mutex::default(),
+            stopping: tokio::sync::Notify::new(),
             missing: Mutex::default(),
             relay,
         })
@@ -252,12 +255,29 @@ impl InputRound {
         let mut slot = self.stop.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() {
             *slot = Some(stop);
+            self.stopping.notify_one();
+        }
+    }
+
+    /// Once the round has stopped (at once if it has).
+    pub(super) async fn has_stopped(&self) {
+        loop {
+            let notified = self.stopping.notified();
+            if self
+                .stop
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_some()
+            {
+                return;
+            }
+            notified.await;
         }
     }
 }
 
 /// An input-required answer: what is asked, and the state to send back.
-pub(super) struct Stopped {
+pub(crate) struct Stopped {
     pub(super) requests: InputRequests,
     pub(super) state: String,
 }

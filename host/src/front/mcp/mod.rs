@@ -236,9 +236,9 @@ impl ServerHandler for McpFront {
             )?);
             let owner = requester(&context).map(|identity| identity.name.as_str());
             if let Some(task) =
-                tasks::maybe_task(self, &request, &capabilities, &round, owner, &view).await
+                tasks::maybe_task(self, &request, &capabilities, &round, &bound, owner, &view).await
             {
-                return task.map(CallToolResponse::Task);
+                return task;
             }
             let client: CallClient = Some(round.clone());
             let envelope = answer_call(path, request, trace_parent, client, headers, &view).await;

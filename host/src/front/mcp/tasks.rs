@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams,
-    GetTaskResult, Task, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
+    CreateTaskResult, GetTaskParams, GetTaskResult, Task, UpdateTaskParams,
 };
 use serde_json::{Map, Value, json};
 
@@ -24,6 +24,11 @@ use crate::registry::view::View;
 use crate::runtime::CallClient;
 use crate::tasks::{RunEnd, TaskError, TaskRecord, Tasks};
 
+/// How long a tool that asks for its input first (`input_first`) runs as
+/// an ordinary call: what it asks in that time is answered as a call's
+/// input is; past it, or once it ends, it is a task.
+const INPUT_FIRST: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How a call of `name` runs for a client with `capabilities`: `None`, as
 /// an ordinary call; else the task's answer (or the refusal of a client
 /// that cannot take the task a tool requires).
@@ -31,17 +36,18 @@ pub(super) async fn maybe_task(
     front: &McpFront,
     request: &CallToolRequestParams,
     capabilities: &ClientCapabilities,
-    round: &InputRound,
+    round: &Arc<InputRound>,
+    bound: &str,
     owner: Option<&str>,
     view: &View,
-) -> Option<Result<CreateTaskResult, McpError>> {
-    let support = {
+) -> Option<Result<CallToolResponse, McpError>> {
+    let (support, input_first) = {
         let snapshot = front.registry.snapshot();
         let entry = snapshot.tool(&request.name)?;
         if !view.sees(&entry.plugin.id) {
             return None;
         }
-        entry.tool.task_support?
+        (entry.tool.task_support?, entry.tool.task_input_first)
     };
     let tasks = front.tasks.as_ref();
     if !capabilities.supports_tasks() || tasks.is_none() {
@@ -53,22 +59,99 @@ pub(super) async fn maybe_task(
         };
     }
     let tasks = tasks?;
-    let created = tasks
-        .create(
+    let create = |answers| {
+        tasks.create(
             owner,
             &request.name,
             request.arguments.clone().unwrap_or_default(),
             serde_json::to_value(capabilities).unwrap_or_default(),
-            round.given(),
+            answers,
         )
-        .await;
-    Some(match created {
-        Ok(record) => {
-            start(front, tasks, &record, view.clone());
-            Ok(create_result(&record))
+    };
+    if !input_first {
+        return Some(match create(round.given()).await {
+            Ok(record) => {
+                start(front, tasks, &record, view.clone());
+                Ok(CallToolResponse::Task(create_result(&record)))
+            }
+            Err(error) => Err(store_error(error)),
+        });
+    }
+    // Input first: the call runs as a call until it asks (answered as a
+    // call's input is), ends, or runs past INPUT_FIRST; then, having what
+    // it asked for, it is a task, which this run goes on as.
+    let path = front.run_path();
+    let call = {
+        let (round, bound, view) = (round.clone(), bound.to_string(), view.clone());
+        let (tool, arguments) = (
+            request.name.to_string(),
+            request.arguments.clone().unwrap_or_default(),
+        );
+        let client: CallClient = Some(round.clone());
+        AbortOnDrop(tokio::spawn(async move {
+            let envelope = crate::call::invoke::call_tool(
+                &path.registry,
+                &path.calls,
+                &tool,
+                arguments,
+                path.text_format,
+                client,
+                path.front,
+                &view,
+            )
+            .await;
+            (envelope, round, bound, path.keys)
+        }))
+    };
+    let mut call = call;
+    let early = tokio::select! {
+        ended = &mut call.0 => Some(ended),
+        () = round.has_stopped() => None,
+        () = tokio::time::sleep(INPUT_FIRST) => None,
+    };
+    if let Some(answer) = round.stopped(&front.input_keys, bound) {
+        // It asks: answered as any call's input, before any task.
+        return Some(
+            answer.map(|super::input_round::Stopped { requests, state }| {
+                CallToolResponse::InputRequired(rmcp::model::InputRequiredResult::new(
+                    Some(requests),
+                    Some(state),
+                ))
+            }),
+        );
+    }
+    let record = match create(round.given()).await {
+        Ok(record) => record,
+        Err(error) => return Some(Err(store_error(error))),
+    };
+    let run: crate::tasks::Run = match early {
+        Some(Ok((envelope, round, bound, keys))) => {
+            let end = ended(&round, &keys, &bound, envelope);
+            Box::pin(async move { end })
         }
-        Err(error) => Err(store_error(error)),
-    })
+        Some(Err(_)) => Box::pin(async {
+            RunEnd::Failed(json!({ "code": -32603, "message": "the call stopped before it ended" }))
+        }),
+        None => Box::pin(async move {
+            match (&mut call.0).await {
+                Ok((envelope, round, bound, keys)) => ended(&round, &keys, &bound, envelope),
+                Err(_) => RunEnd::Failed(
+                    json!({ "code": -32603, "message": "the call stopped before it ended" }),
+                ),
+            }
+        }),
+    };
+    tasks.run(&record, run);
+    Some(Ok(CallToolResponse::Task(create_result(&record))))
+}
+
+/// A spawned call, stopped when its task is cancelled (dropped).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// What a task's run needs of its front.
