@@ -303,3 +303,11 @@ test("exportPlugin: resources, templates, prompts and completion in the WIT shap
   assert.throws(() => definePrompt({ name: "bad name", description: "x", get: () => "" }), /a name must match/);
   assert.throws(() => defineResource({ uri: "no-scheme", description: "x", read: () => "" }), /absolute URI/);
 });
+
+test("ask says why for each key outside a component, and refuses what cannot be asked", async () => {
+  const { ask, ClientError } = await import("./toolhost.js");
+  const answers = ask({ name: ["elicit", { message: "Name?" }], roots: ["roots", {}] });
+  assert.deepEqual(Object.keys(answers), ["name", "roots"]);
+  assert.ok(Object.values(answers).every((answer) => answer instanceof ClientError));
+  assert.throws(() => ask({ x: ["telepathy", {}] }), /not one of/);
+});

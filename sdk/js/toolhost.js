@@ -39,12 +39,19 @@
 
 let witClient = null;
 let witConfig = null;
+let witInput = null;
 try {
   witClient = (await import("toolhost:plugin/client@0.1.0")).default;
   witConfig = (await import("toolhost:plugin/config@0.1.0")).default;
 } catch {
   // Not inside a component (plain Node, a browser, a test runner).
   witClient = witConfig = null;
+}
+try {
+  // Asking several things at once, and for roots (contract 0.2.0's `input`).
+  witInput = (await import("toolhost:plugin/input@0.2.0")).default;
+} catch {
+  witInput = null;
 }
 
 /** Replaces the WIT imports, for tests outside a component:
@@ -624,6 +631,41 @@ export function createMessage(params) {
  * ClientError. */
 export function elicit(params) {
   return request("elicit", params);
+}
+
+const ASKABLE = { elicit: "elicitation/create", createMessage: "sampling/createMessage", roots: "roots/list" };
+
+/** Asks several things at once, each under a key of yours:
+ * `ask({ name: ["elicit", {...}], greeting: ["createMessage", {...}], roots: ["roots", {}] })`.
+ * A client of MCP 2026-07-28 gets them in one input-required result (and
+ * the call runs again with the answers). Each answer is the client's
+ * result, or a ClientError saying why there is none (not thrown). */
+export function ask(requests) {
+  const keys = Object.keys(requests);
+  for (const key of keys) {
+    const [kind] = requests[key];
+    if (!(kind in ASKABLE)) throw new TypeError(`ask: ${JSON.stringify(kind)} is not one of ${Object.keys(ASKABLE).join(", ")}`);
+  }
+  if (!witInput) return Object.fromEntries(keys.map((key) => [key, new ClientError("not running inside toolhost: there is no MCP client")]));
+  const asked = keys.map((key) => ({ key, method: ASKABLE[requests[key][0]], params: JSON.stringify(requests[key][1] ?? {}) }));
+  const answers = witInput.ask(asked);
+  return Object.fromEntries(keys.map((key, index) => {
+    const answer = answers[index];
+    const failed = answer?.tag === "err";
+    const value = answer?.tag ? answer.val : answer;
+    return [key, failed ? new ClientError(String(value)) : JSON.parse(value)];
+  }));
+}
+
+let rootsAsked = 0;
+
+/** The client's roots (`roots/list`): the result holds `roots`. Throws
+ * ClientError. */
+export function listRoots() {
+  rootsAsked += 1;
+  const answer = Object.values(ask({ [`roots-${rootsAsked}`]: ["roots", {}] }))[0];
+  if (answer instanceof ClientError) throw answer;
+  return answer;
 }
 
 // QuickJS has no `console`: give it one that sends MCP log messages, so a

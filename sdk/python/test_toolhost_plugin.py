@@ -455,3 +455,24 @@ class CatalogTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HeaderTest(unittest.TestCase):
+    def test_a_header_parameter_is_marked_in_the_schema(self):
+        from typing import Annotated
+
+        @tp.tool
+        def routed(region: Annotated[str, tp.Header("Region"), "Where"]) -> str:
+            """Routed by region."""
+            return region
+
+        schema = tp.registry["routed"].input_schema
+        self.assertEqual(schema["properties"]["region"]["x-mcp-header"], "Region")
+        self.assertEqual(schema["properties"]["region"]["description"], "Where")
+
+    def test_ask_outside_a_component_says_why_for_each_key(self):
+        answers = tp.ask(name=("elicit", {"message": "Name?"}), roots=("roots", {}))
+        self.assertEqual(sorted(answers), ["name", "roots"])
+        self.assertTrue(all(isinstance(a, tp.ClientError) for a in answers.values()))
+        with self.assertRaises(ValueError):
+            tp.ask(x=("telepathy", {}))

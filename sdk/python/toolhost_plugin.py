@@ -66,11 +66,15 @@ try:  # Contract 0.2.0's world `full` (what `toolhost dev` and `push` build).
     from wit_world.exports import resources as _wit_resources
 except ImportError:
     _wit_completion = _wit_prompts = _wit_resources = None
+try:  # Asking several things at once, and for roots (contract 0.2.0's `input`).
+    from wit_world.imports import input as _wit_input
+except ImportError:
+    _wit_input = None
 
 __all__ = [
     "tool", "ToolError", "Tools", "Content", "Block", "text", "image", "audio",
     "link", "resource", "config", "log", "progress", "create_message", "elicit",
-    "ClientError", "call", "registry", "schema_of",
+    "ask", "list_roots", "Header", "ClientError", "call", "registry", "schema_of",
     "resource", "prompt", "Message", "user", "assistant", "Resources", "Prompts", "Completion",
     "read_resource", "get_prompt", "resources", "prompts",
 ]
@@ -257,10 +261,30 @@ def _fields(owner: Any) -> tuple[_Field, ...]:
     return tuple(result)
 
 
+class Header(NamedTuple):
+    """Marks a parameter that MCP 2026-07-28 clients also send as the
+    ``Mcp-Param-<name>`` header (SEP-2243), for gateways that route on it:
+    ``region: Annotated[str, Header("Region")]``. The server checks that
+    the header and the argument agree."""
+    name: str
+
+
+def _header(tp: Any) -> Header | None:
+    while get_origin(tp) is Annotated:
+        found = next((m for m in tp.__metadata__ if isinstance(m, Header)), None)
+        if found:
+            return found
+        tp = get_args(tp)[0]
+    return None
+
+
 def _object_schema(fields: tuple[_Field, ...], stack: tuple) -> dict:
     properties, required = {}, []
     for f in fields:
         schema = schema_of(f.tp, stack)
+        header = _header(f.tp)
+        if header:
+            schema["x-mcp-header"] = header.name
         if f.description and "description" not in schema:
             schema["description"] = f.description
         if f.default is not None and f.default is not dataclasses.MISSING:
@@ -817,3 +841,45 @@ def create_message(params: dict) -> dict:
 def elicit(params: dict) -> dict:
     """Input from the user: ``elicitation/create`` params and result."""
     return _request("elicit", params)
+
+
+_METHODS = {"elicit": "elicitation/create", "create_message": "sampling/createMessage",
+            "roots": "roots/list"}
+
+
+def ask(**requests: tuple[str, dict]) -> dict[str, dict | ClientError]:
+    """Asks several things at once, each under a key of yours:
+    ``ask(name=("elicit", {...}), greeting=("create_message", {...}),
+    roots=("roots", {}))``. A client of MCP 2026-07-28 gets them in one
+    input-required result (and the call runs again with the answers). Each
+    answer is the client's result, or a ``ClientError`` saying why there is
+    none (such as a capability the client did not declare)."""
+    keys = list(requests)
+    for key in keys:
+        kind = requests[key][0]
+        if kind not in _METHODS:
+            raise ValueError(f"ask({key}=...): {kind!r} is not one of {sorted(_METHODS)}")
+    if not _wit_input:
+        return {key: ClientError("not running inside toolhost: there is no MCP client")
+                for key in keys}
+    asked = [_wit_input.Request(key=key, method=_METHODS[requests[key][0]],
+                                params=_dumps(requests[key][1])) for key in keys]
+    answers = {}
+    for key, answer in zip(keys, _wit_input.ask(asked)):
+        value = getattr(answer, "value", answer)
+        answers[key] = (ClientError(str(value)) if isinstance(answer, _Err)
+                        else json.loads(value))
+    return answers
+
+
+_roots_asked = 0
+
+
+def list_roots() -> dict:
+    """The client's roots (``roots/list``): the result holds ``roots``."""
+    global _roots_asked
+    _roots_asked += 1
+    answer = ask(**{f"roots-{_roots_asked}": ("roots", {})}).popitem()[1]
+    if isinstance(answer, ClientError):
+        raise answer
+    return answer

@@ -464,3 +464,87 @@ fn replicas_share_tasks_through_redis_and_a_killed_runner_fails_its_task() {
     // And nothing else was lost: the first task reads as it ended.
     assert_eq!(task_of(&base(2), &id)["status"], "completed");
 }
+
+const JS_ASKER: &str = r#"import { tool, exportPlugin, ask, ClientError } from "./toolhost.js";
+
+const asker = tool({
+  name: "js_asker",
+  description: "Asks for a name and the roots at once.",
+  input: { type: "object", properties: { region: { type: "string", "x-mcp-header": "Region" } } },
+  run: () => {
+    const answers = ask({
+      name: ["elicit", { message: "Name?", requestedSchema: { type: "object", properties: { name: { type: "string" } } } }],
+      roots: ["roots", {}],
+    });
+    if (answers.name instanceof ClientError) throw answers.name;
+    if (answers.roots instanceof ClientError) throw answers.roots;
+    return `${answers.name.content.name} has ${answers.roots.roots.length} root(s)`;
+  },
+});
+
+export const { tools, resources, prompts, completion } = exportPlugin({ tools: [asker] });
+"#;
+
+const PY_ASKER: &str = r#"from typing import Annotated
+
+from toolhost_plugin import ClientError, Header, ask, tool
+
+
+@tool
+def py_asker(region: Annotated[str, Header("Region")] = "") -> str:
+    """Asks for a name and the roots at once."""
+    answers = ask(name=("elicit", {"message": "Name?", "requestedSchema": {
+        "type": "object", "properties": {"name": {"type": "string"}}}}), roots=("roots", {}))
+    for answer in answers.values():
+        if isinstance(answer, ClientError):
+            raise answer
+    return f"{answers['name']['content']['name']} has {len(answers['roots']['roots'])} root(s)"
+"#;
+
+/// The Python and JavaScript helpers ask several things at once (and mark
+/// a header parameter) through the contract, as the Rust SDK does: one
+/// input-required result with both requests, then the answer.
+#[test]
+fn python_and_javascript_tools_ask_through_their_helpers() {
+    let dir = plugin_dir(&[]);
+    std::fs::write(dir.path().join("js_asker.js"), JS_ASKER).unwrap();
+    std::fs::write(dir.path().join("py_asker.py"), PY_ASKER).unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let (_, _, listed) = rest(&server.base, "GET", "/tools", &[], None);
+    for tool in ["js_asker", "py_asker"] {
+        let schema = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|listed| listed["name"] == tool)
+            .unwrap_or_else(|| panic!("{tool} is not served: {listed}"))["inputSchema"]
+            .clone();
+        assert_eq!(
+            schema["properties"]["region"]["x-mcp-header"], "Region",
+            "{schema}"
+        );
+        let path = format!("/tools/{tool}");
+        let input = [("Toolhost-Input", "elicitation, roots")];
+        let (status, _, asked) = rest(&server.base, "POST", &path, &input, Some(json!({})));
+        assert_eq!(
+            (status, asked["resultType"].clone()),
+            (200, json!("input_required")),
+            "{asked}"
+        );
+        let mut keys: Vec<&String> = asked["inputRequests"].as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(keys, ["name", "roots"], "{asked}");
+        let state = asked["requestState"].as_str().unwrap();
+        let answers = json!({ "arguments": {}, "inputResponses": {
+            "name": { "action": "accept", "content": { "name": "Ada" } },
+            "roots": { "roots": [{ "uri": "file:///work" }] }
+        } });
+        let headers = [
+            ("Toolhost-Input", "elicitation, roots"),
+            ("Toolhost-Request-State", state),
+        ];
+        let (status, _, done) = rest(&server.base, "POST", &path, &headers, Some(answers));
+        assert_eq!(status, 200, "{done}");
+        assert_eq!(done["content"][0]["text"], "Ada has 1 root(s)", "{done}");
+    }
+}
