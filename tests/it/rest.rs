@@ -2,7 +2,7 @@
 //! through the real binary, or a host served in process where only the
 //! HTTP answers are under test.
 
-use crate::support::{Server, assert_envelope, example, fixture, plugin_dir};
+use crate::support::{Server, assert_envelope, example, fixture, plugin_dir, repo_root};
 use serde_json::Value;
 use serde_json::json;
 
@@ -312,6 +312,11 @@ fn openapi_document_is_valid_openapi_3_1() {
     // With the conformance plugin: tools of every kind, resources, a
     // template and prompts.
     let dir = plugin_dir(&[&example("echo"), &example("math"), &example("conformance")]);
+    std::fs::copy(
+        repo_root().join("plugins/conformance.toml"),
+        dir.path().join("conformance.toml"),
+    )
+    .unwrap();
     let server = Server::in_process(dir.path());
     let document = server.get("/openapi.json");
     assert_eq!(document.status, 200);
@@ -331,6 +336,24 @@ fn openapi_document_is_valid_openapi_3_1() {
     );
     assert!(document.json["paths"]["/resources/{uri}"]["get"].is_object());
     assert!(document.json["paths"]["/prompts"]["get"].is_object());
+    // Input over REST on every tool; tasks on the tools that run as tasks.
+    let headers: Vec<&str> = operation["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|parameter| parameter["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(headers, ["Toolhost-Input", "Toolhost-Request-State"]);
+    let task = &document.json["paths"]["/tools/confirm_delete"]["post"];
+    assert_eq!(task["parameters"][2]["name"], "Prefer");
+    assert_eq!(task["parameters"][2]["required"], true);
+    assert!(task["responses"]["202"].is_object());
+    for method in ["get", "post", "delete"] {
+        assert!(
+            document.json["paths"]["/tasks/{id}"][method].is_object(),
+            "{method}"
+        );
+    }
 
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), document.json.to_string()).unwrap();

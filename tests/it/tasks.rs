@@ -58,7 +58,13 @@ fn rest(
             }
             request.call()
         }
-        ("DELETE", None) => agent.delete(&url).call(),
+        ("DELETE", None) => {
+            let mut request = agent.delete(&url);
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            request.call()
+        }
         other => panic!("no such request here: {other:?}"),
     }
     .unwrap();
@@ -547,4 +553,49 @@ fn python_and_javascript_tools_ask_through_their_helpers() {
         assert_eq!(status, 200, "{done}");
         assert_eq!(done["content"][0]["text"], "Ada has 1 root(s)", "{done}");
     }
+}
+
+/// A task is its maker's: another person reads, answers and cancels
+/// nothing of it (the same answer as for no task at all).
+#[test]
+fn a_person_sees_only_their_own_tasks() {
+    let dir = conformance_dir();
+    let config = tempfile::tempdir().unwrap();
+    let tokens = config.path().join("tokens.toml");
+    std::fs::write(
+        &tokens,
+        "[[token]]\nname = \"ada\"\nsecret = \"ada-secret-0123456789abcdef\"\nrole = \"caller\"\n\
+         [[token]]\nname = \"bob\"\nsecret = \"bob-secret-0123456789abcdef\"\nrole = \"caller\"\n",
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let (ada, bob) = (
+        ("Authorization", "Bearer ada-secret-0123456789abcdef"),
+        ("Authorization", "Bearer bob-secret-0123456789abcdef"),
+    );
+    let (status, location, created) = rest(
+        &server.base,
+        "POST",
+        "/tools/slow_compute",
+        &[ada, ("Prefer", "respond-async")],
+        Some(json!({ "seconds": 60, "label": "ada's" })),
+    );
+    assert_eq!(status, 202, "{created}");
+    let location = location.unwrap();
+    let (status, _, _) = rest(&server.base, "GET", &location, &[bob], None);
+    assert_eq!(status, 404);
+    let (status, _, _) = rest(&server.base, "DELETE", &location, &[bob], None);
+    assert_eq!(status, 404);
+    let (status, _, task) = rest(&server.base, "GET", &location, &[ada], None);
+    assert_eq!(
+        (status, task["status"].clone()),
+        (200, json!("working")),
+        "{task}"
+    );
+    let (status, _, task) = rest(&server.base, "DELETE", &location, &[ada], None);
+    assert_eq!(
+        (status, task["status"].clone()),
+        (200, json!("cancelled")),
+        "{task}"
+    );
 }

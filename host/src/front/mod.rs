@@ -24,6 +24,7 @@ pub(crate) mod cgi;
 pub(crate) mod lists;
 pub(crate) mod mcp;
 pub(crate) mod openapi;
+mod openapi_rounds;
 pub(crate) mod plugin_routes;
 pub(crate) mod query;
 pub(crate) mod resources;

@@ -18,6 +18,8 @@ use crate::registry::view::View;
 pub(crate) fn document(snapshot: &Snapshot, view: &View) -> Value {
     let mut paths = Map::new();
     let mut schemas = shared_schemas();
+    schemas.extend(super::openapi_rounds::schemas());
+    let mut any_task = false;
     for entry in snapshot.tools().filter(|entry| view.sees(&entry.plugin.id)) {
         let tool = &entry.tool;
         let input_key = format!("{}.input", tool.name);
@@ -48,10 +50,12 @@ pub(crate) fn document(snapshot: &Snapshot, view: &View) -> Value {
             "description": "The tool ran; the envelope carries its result.",
             "content": { "application/json": { "schema": result_schema } }
         });
+        any_task |= tool.task_support.is_some();
+        let plain = operation.clone();
+        super::openapi_rounds::extend_operation(&mut operation, tool, &input_key);
         let mut item = json!({ "post": operation });
         if tool.is_read_only() {
-            item["get"] =
-                read_only_operation(&operation, &tool.name, &tool.input_schema, &input_key);
+            item["get"] = read_only_operation(&plain, &tool.name, &tool.input_schema, &input_key);
         }
         paths.insert(format!("/tools/{}", tool.name), item);
     }
@@ -96,6 +100,9 @@ pub(crate) fn document(snapshot: &Snapshot, view: &View) -> Value {
         );
     }
     catalog_paths(snapshot, view, &mut paths);
+    if any_task {
+        super::openapi_rounds::task_paths(&mut paths);
+    }
     json!({
         "openapi": "3.1.0",
         "info": {
