@@ -23,6 +23,9 @@
 //!     │         and streams: holds), responses
 //!  publishing/ one source published, whichever front asked: served by
 //!     │         its language's runtime, or built; loaded; recorded
+//!  tasks/     long calls as durable tasks: records, the store (a folder
+//!     │         or Redis), each task's run here (knows nothing of MCP or
+//!     │         HTTP; the front says what a run does)
 //!  builds/    published Python or JavaScript source into a component:
 //!     │         the recipes (`new` and `dev` run the same), what contains
 //!     │         a build (bubblewrap), a child process in a scratch folder

@@ -58,6 +58,9 @@ fn the_kubernetes_manifests_validate_and_run_toolhost_as_documented() {
         "poddisruptionbudget/toolhost",
         "configmap/toolhost-plugins",
         "secret/toolhost-tokens",
+        "secret/toolhost-request-state-keys",
+        "statefulset/toolhost-tasks",
+        "service/toolhost-tasks",
     ] {
         assert!(
             said.contains(&format!("passed for resource {kind}")),

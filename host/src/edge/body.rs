@@ -165,3 +165,22 @@ pub(crate) fn unread(error: &axum::Error, limit: usize) -> Envelope {
         None => Envelope::payload_too_large(limit),
     }
 }
+
+/// A JSON body of at most `limit` bytes as an arguments object (empty:
+/// none); a larger one is refused before it is read whole.
+pub(crate) async fn read_arguments(
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Body,
+    limit: usize,
+) -> Result<serde_json::Map<String, serde_json::Value>, Envelope> {
+    let declared_length = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+    if declared_length.is_some_and(|length| length > limit as u64) {
+        return Err(Envelope::payload_too_large(limit));
+    }
+    let body = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|error| unread(&error, limit))?;
+    crate::call::invoke::parse_arguments(&body)
+}

@@ -24,9 +24,9 @@ use axum::routing::{get, post};
 
 use crate::call::Calls;
 use crate::call::catalog_path;
+use crate::edge::body::read_arguments;
 use crate::edge::guard::{Requester, view_of};
 use crate::edge::responses::json_response;
-use crate::front::rest::read_arguments;
 use crate::registry::Registry;
 
 #[derive(Clone)]

@@ -12,7 +12,6 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, Method, header};
@@ -25,6 +24,7 @@ use crate::call::Calls;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::errors::ErrorCode;
 use crate::call::invoke::{self, Front};
+use crate::edge::body::read_arguments;
 use crate::edge::guard::{self, GuardSettings, Requester, view_of};
 use crate::edge::listener::Shortcut;
 use crate::edge::responses::json_response;
@@ -306,25 +306,6 @@ async fn post_call(
     run(state, "POST", &name, arguments, format, headers, view)
         .await
         .into_response()
-}
-
-/// A JSON body of at most `limit` bytes as an arguments object (empty:
-/// none); a larger one is refused before it is read whole.
-pub(crate) async fn read_arguments(
-    headers: &HeaderMap,
-    body: Body,
-    limit: usize,
-) -> Result<serde_json::Map<String, serde_json::Value>, Envelope> {
-    let declared_length = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
-    if declared_length.is_some_and(|length| length > limit as u64) {
-        return Err(Envelope::payload_too_large(limit));
-    }
-    let body = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|error| crate::edge::body::unread(&error, limit))?;
-    invoke::parse_arguments(&body)
 }
 
 /// `GET /tools/{name}?arg=value`: a tool whose annotations say

@@ -142,7 +142,7 @@ async fn call_inner(
                 .map_err(|_| refused("Toolhost-Request-State is not text"))
         })
         .transpose()?;
-    let body = super::rest::read_arguments(headers, body, longer.max_body_bytes)
+    let body = crate::edge::body::read_arguments(headers, body, longer.max_body_bytes)
         .await
         .map_err(IntoResponse::into_response)?;
     let (arguments, responses) = if state.is_some() {
@@ -338,7 +338,8 @@ pub(crate) async fn answer_task(
     let identity = requester.as_ref().and_then(|r| r.0.0.as_ref());
     let owner = identity.map(|i| i.name.as_str());
     let view = identity.map_or_else(View::all, |identity| identity.tools.clone());
-    let body = match super::rest::read_arguments(&headers, body, longer.max_body_bytes).await {
+    let body = match crate::edge::body::read_arguments(&headers, body, longer.max_body_bytes).await
+    {
         Ok(body) => body,
         Err(envelope) => return envelope.into_response(),
     };

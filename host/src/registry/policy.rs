@@ -32,6 +32,11 @@
 //! [source]                   # the plugin comes from an OCI registry
 //! oci = "registry.example/tools/weather:1.2"   # or …@sha256:<digest>
 //! poll_secs = 30             # how often a tag is asked for a new digest
+//!
+//! [tasks]                    # tools that run as tasks (docs/mcp.md)
+//! render = "optional"        # for a client that asks; else a call
+//! export = "required"        # only ever a task
+//! wizard = { support = "required", input_first = true }
 //! ```
 //!
 //! A policy with a `[source]` is a plugin by itself: no `.wasm` file sits

@@ -19,6 +19,7 @@ mod call_answer;
 mod catalog_methods;
 mod changes;
 mod fast;
+mod input_keys;
 mod input_round;
 pub(crate) mod jsonrpc;
 mod session_client;
@@ -46,7 +47,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 pub(crate) use self::catalog_methods::CatalogLimits;
-pub(crate) use self::input_round::{InputKeys, InputRound, Relay, bind, overrides};
+pub(crate) use self::input_keys::InputKeys;
+pub(crate) use self::input_round::{InputRound, Relay, bind, overrides};
 use self::session_client::SessionClient;
 pub(crate) use self::tasks::{RunPath, start_run};
 
