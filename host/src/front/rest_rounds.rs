@@ -31,7 +31,7 @@ use crate::front::mcp::{InputKeys, InputRound, Relay, Rounds, RunPath, start_run
 use crate::registry::Registry;
 use crate::registry::tools::TaskSupport;
 use crate::registry::view::View;
-use crate::tasks::{TaskError, TaskRecord, Tasks};
+use crate::tasks::{Asker, TaskError, TaskRecord, Tasks};
 
 pub(crate) const INPUT_HEADER: &str = "toolhost-input";
 pub(crate) const STATE_HEADER: &str = "toolhost-request-state";
@@ -171,14 +171,23 @@ async fn call_inner(
         )
         .map_err(|error| refused(&error.message))?,
     );
-    let support = longer
+    let (support, fits) = longer
         .registry
         .snapshot()
         .tool(name)
         .filter(|entry| view.sees(&entry.plugin.id))
-        .and_then(|entry| entry.tool.task_support);
-    if let (Some(_), true, Some(tasks)) = (support, prefers_async(headers), &longer.rounds.tasks) {
-        let record = tasks
+        .map_or((None, true), |entry| {
+            let fits = entry
+                .tool
+                .input_validator
+                .is_valid(&Value::Object(arguments.clone()));
+            (entry.tool.task_support, fits)
+        });
+    // Arguments that do not fit make no task: the call refuses them.
+    if let (Some(_), true, true, Some(tasks)) =
+        (support, fits, prefers_async(headers), &longer.rounds.tasks)
+    {
+        let (record, claim) = tasks
             .create(
                 owner.as_deref(),
                 name,
@@ -188,7 +197,13 @@ async fn call_inner(
             )
             .await
             .map_err(task_error)?;
-        start_run(run_path(longer, keys, format), tasks, &record, view.clone());
+        start_run(
+            run_path(longer, keys, format),
+            tasks,
+            &record,
+            claim,
+            view.clone(),
+        );
         let mut task = record.wire(false);
         task.insert("resultType".into(), json!("task"));
         let mut response = json_response(202, &Value::Object(task));
@@ -202,7 +217,7 @@ async fn call_inner(
         );
         return Ok(response);
     }
-    if support == Some(TaskSupport::Required) {
+    if support == Some(TaskSupport::Required) && fits {
         return Err(refused(&format!(
             "{name} runs only as a task: send Prefer: respond-async, then read the task at the \
              Location given"
@@ -261,6 +276,9 @@ fn task_error(error: TaskError) -> Response {
         TaskError::Unknown(_) => {
             Envelope::host_error(ErrorCode::NotFound, error.to_string(), None).into_response()
         }
+        TaskError::Busy(_) => {
+            Envelope::host_error(ErrorCode::Busy, error.to_string(), None).into_response()
+        }
         TaskError::Store(_) => {
             tracing::warn!(%error, "task store");
             Envelope::host_error(ErrorCode::HostError, error.to_string(), None).into_response()
@@ -282,11 +300,18 @@ pub(crate) async fn get_task(
     let Some(tasks) = &longer.rounds.tasks else {
         return no_tasks();
     };
-    let owner = requester
-        .as_ref()
-        .and_then(|r| r.0.0.as_ref())
-        .map(|i| i.name.as_str());
-    match tasks.get(&id, owner).await {
+    let (owner, view) = who(requester.as_ref());
+    let sees = sees_tool(&longer.registry, &view);
+    match tasks
+        .get(
+            &id,
+            &Asker {
+                owner: owner.as_deref(),
+                sees_tool: &sees,
+            },
+        )
+        .await
+    {
         Ok(record) => task_json(&record),
         Err(error) => task_error(error),
     }
@@ -302,14 +327,16 @@ pub(crate) async fn cancel_task(
     let Some(tasks) = &longer.rounds.tasks else {
         return no_tasks();
     };
-    let owner = requester
-        .as_ref()
-        .and_then(|r| r.0.0.as_ref())
-        .map(|i| i.name.as_str());
-    if let Err(error) = tasks.cancel(&id, owner).await {
+    let (owner, view) = who(requester.as_ref());
+    let sees = sees_tool(&longer.registry, &view);
+    let asker = Asker {
+        owner: owner.as_deref(),
+        sees_tool: &sees,
+    };
+    if let Err(error) = tasks.cancel(&id, &asker).await {
         return task_error(error);
     }
-    match tasks.get(&id, owner).await {
+    match tasks.get(&id, &asker).await {
         Ok(record) => task_json(&record),
         Err(error) => task_error(error),
     }
@@ -335,9 +362,7 @@ pub(crate) async fn answer_task(
     let Some(tasks) = &longer.rounds.tasks else {
         return no_tasks();
     };
-    let identity = requester.as_ref().and_then(|r| r.0.0.as_ref());
-    let owner = identity.map(|i| i.name.as_str());
-    let view = identity.map_or_else(View::all, |identity| identity.tools.clone());
+    let (owner, view) = who(requester.as_ref());
     let body = match crate::edge::body::read_arguments(&headers, body, longer.max_body_bytes).await
     {
         Ok(body) => body,
@@ -347,7 +372,16 @@ pub(crate) async fn answer_task(
         Ok(answers) => answers,
         Err(e) => return refused(&format!("the body is {{\"inputResponses\": {{...}}}}: {e}")),
     };
-    match answer(tasks, &longer, &id, owner, answers.input_responses, view).await {
+    match answer(
+        tasks,
+        &longer,
+        &id,
+        owner.as_deref(),
+        answers.input_responses,
+        view,
+    )
+    .await
+    {
         Ok(record) => task_json(&record),
         Err(error) => task_error(error),
     }
@@ -361,11 +395,36 @@ async fn answer(
     responses: Map<String, Value>,
     view: View,
 ) -> Result<TaskRecord, TaskError> {
-    if let Some(record) = tasks.answer(id, owner, responses).await? {
+    let sees = sees_tool(&longer.registry, &view);
+    let asker = Asker {
+        owner,
+        sees_tool: &sees,
+    };
+    if let Some((record, claim)) = tasks.answer(id, &asker, responses).await? {
         let path = run_path(longer, &longer.rounds.input_keys, TextFormat::Json);
-        start_run(path, tasks, &record, view);
+        start_run(path, tasks, &record, claim, view);
     }
-    tasks.get(id, owner).await
+    tasks.get(id, &asker).await
+}
+
+/// Who asks: their name and what they see now.
+fn who(requester: Option<&axum::Extension<Requester>>) -> (Option<String>, View) {
+    let identity = requester.and_then(|requester| requester.0.0.as_ref());
+    (
+        identity.map(|identity| identity.name.clone()),
+        identity.map_or_else(View::all, |identity| identity.tools.clone()),
+    )
+}
+
+/// Whether `view` sees a tool (one gone altogether still counts).
+fn sees_tool(registry: &Arc<Registry>, view: &View) -> impl Fn(&str) -> bool + Sync + use<> {
+    let (registry, view) = (registry.clone(), view.clone());
+    move |tool: &str| {
+        registry
+            .snapshot()
+            .tool(tool)
+            .is_none_or(|entry| view.sees(&entry.plugin.id))
+    }
 }
 
 fn no_tasks() -> Response {

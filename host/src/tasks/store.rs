@@ -10,7 +10,7 @@ use super::record::{TaskRecord, now_ms};
 
 /// How long a replica counts as alive after its last heartbeat, and how
 /// often it beats while it runs a task.
-const HEARTBEAT_TTL: Duration = Duration::from_secs(3);
+pub(super) const HEARTBEAT_TTL: Duration = Duration::from_secs(3);
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 /// How often the folder is swept of expired records, at most.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
@@ -113,10 +113,12 @@ impl Store {
 
     /// Changes the record `id` with `change`, if it exists; the record as
     /// changed.
+    /// `change` says whether it changed anything: if not, nothing is
+    /// written.
     pub(super) async fn update(
         &self,
         id: &str,
-        mut change: impl FnMut(&mut TaskRecord),
+        mut change: impl FnMut(&mut TaskRecord) -> bool,
     ) -> Result<Option<TaskRecord>, StoreError> {
         if !is_task_id(id) {
             return Ok(None);
@@ -127,7 +129,9 @@ impl Store {
                 let Some(mut record) = folder.read(id).await? else {
                     return Ok(None);
                 };
-                change(&mut record);
+                if !change(&mut record) {
+                    return Ok(Some(record));
+                }
                 record.version += 1;
                 folder.write(&record).await?;
                 Ok(Some(record))
@@ -139,7 +143,9 @@ impl Store {
                         return Ok(None);
                     };
                     let seen = record.version;
-                    change(&mut record);
+                    if !change(&mut record) {
+                        return Ok(Some(record));
+                    }
                     record.version = seen + 1;
                     let mut connection = redis.connection.clone();
                     let set: i64 = script
@@ -179,22 +185,28 @@ impl Store {
     /// Says `replica` is alive, every [`HEARTBEAT_EVERY`], for as long as
     /// it is awaited (while a task runs); never ends.
     pub(super) async fn beat(&self, replica: &str) {
-        let Store::Redis(redis) = self else {
+        if !self.is_shared() {
             return std::future::pending().await;
-        };
+        }
         loop {
-            let mut connection = redis.connection.clone();
-            let beat: Result<(), _> = redis::cmd("SET")
-                .arg(format!("toolhost:replica:{replica}"))
-                .arg(1)
-                .arg("PX")
-                .arg(HEARTBEAT_TTL.as_millis() as u64)
-                .query_async(&mut connection)
-                .await;
-            if let Err(error) = beat {
-                tracing::warn!(%error, "the task heartbeat could not be written");
-            }
             tokio::time::sleep(HEARTBEAT_EVERY).await;
+            self.beat_once(replica).await;
+        }
+    }
+
+    /// Says `replica` is alive now (a shared store only).
+    pub(super) async fn beat_once(&self, replica: &str) {
+        let Store::Redis(redis) = self else { return };
+        let mut connection = redis.connection.clone();
+        let beat: Result<(), _> = redis::cmd("SET")
+            .arg(format!("toolhost:replica:{replica}"))
+            .arg(1)
+            .arg("PX")
+            .arg(HEARTBEAT_TTL.as_millis() as u64)
+            .query_async(&mut connection)
+            .await;
+        if let Err(error) = beat {
+            tracing::warn!(%error, "the task heartbeat could not be written");
         }
     }
 }
@@ -241,6 +253,20 @@ impl Folder {
         };
         while let Ok(Some(entry)) = entries.next_entry().await {
             let path = entry.path();
+            let leftover = entry.file_name().to_string_lossy().starts_with(".tmp");
+            if leftover {
+                // A write a crash cut short (a finished one was renamed).
+                let old = entry
+                    .metadata()
+                    .await
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .is_some_and(|modified| modified.elapsed().is_ok_and(|age| age > SWEEP_EVERY));
+                if old {
+                    let _ = tokio::fs::remove_file(&path).await;
+                }
+                continue;
+            }
             let expired = match tokio::fs::read(&path).await {
                 Ok(bytes) => serde_json::from_slice::<TaskRecord>(&bytes)
                     .map_or(true, |record| record.expired()),

@@ -129,6 +129,18 @@ impl McpFront {
         }
     }
 
+    /// Whether `view` sees a tool: a task of a tool taken from a person's
+    /// set is no longer theirs to read (a tool gone altogether still is).
+    fn sees_tool(&self, view: &View) -> impl Fn(&str) -> bool + Sync + use<> {
+        let (registry, view) = (self.registry.clone(), view.clone());
+        move |tool: &str| {
+            registry
+                .snapshot()
+                .tool(tool)
+                .is_none_or(|entry| view.sees(&entry.plugin.id))
+        }
+    }
+
     /// Tells this session's client of the changes it sees, until the
     /// session ends (`changes.rs`).
     fn forward_changes(&self, peer: Peer<RoleServer>, viewer: crate::edge::guard::Requester) {
@@ -411,7 +423,10 @@ impl ServerHandler for McpFront {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, McpError> {
         let tasks = self.tasks.as_ref().ok_or_else(no_tasks)?;
-        tasks::get(tasks, request, requester(&context).map(|i| i.name.as_str())).await
+        let view = view_in(&context);
+        let sees = self.sees_tool(&view);
+        let owner = requester(&context).map(|i| i.name.as_str());
+        tasks::get(tasks, request, &tasks::asker(owner, &sees)).await
     }
 
     async fn update_task(
@@ -420,8 +435,17 @@ impl ServerHandler for McpFront {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let tasks = self.tasks.as_ref().ok_or_else(no_tasks)?;
+        let view = view_in(&context);
+        let sees = self.sees_tool(&view);
         let owner = requester(&context).map(|i| i.name.as_str());
-        tasks::update(self, tasks, request, owner, view_in(&context)).await
+        tasks::update(
+            self,
+            tasks,
+            request,
+            &tasks::asker(owner, &sees),
+            view.clone(),
+        )
+        .await
     }
 
     async fn cancel_task(
@@ -430,7 +454,10 @@ impl ServerHandler for McpFront {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let tasks = self.tasks.as_ref().ok_or_else(no_tasks)?;
-        tasks::cancel(tasks, request, requester(&context).map(|i| i.name.as_str())).await
+        let view = view_in(&context);
+        let sees = self.sees_tool(&view);
+        let owner = requester(&context).map(|i| i.name.as_str());
+        tasks::cancel(tasks, request, &tasks::asker(owner, &sees)).await
     }
 
     /// A tool's definition, for rmcp's check of SEP-2243's `Mcp-Param-*`

@@ -22,7 +22,7 @@ use super::McpFront;
 use crate::registry::tools::TaskSupport;
 use crate::registry::view::View;
 use crate::runtime::CallClient;
-use crate::tasks::{RunEnd, TaskError, TaskRecord, Tasks};
+use crate::tasks::{Asker, RunClaim, RunEnd, TaskError, TaskRecord, Tasks};
 
 /// How long a tool that asks for its input first (`input_first`) runs as
 /// an ordinary call: what it asks in that time is answered as a call's
@@ -47,7 +47,13 @@ pub(super) async fn maybe_task(
         if !view.sees(&entry.plugin.id) {
             return None;
         }
-        (entry.tool.task_support?, entry.tool.task_input_first)
+        let support = entry.tool.task_support?;
+        // Arguments that do not fit make no task: the call refuses them.
+        let arguments = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        if !entry.tool.input_validator.is_valid(&arguments) {
+            return None;
+        }
+        (support, entry.tool.task_input_first)
     };
     let tasks = front.tasks.as_ref();
     if !capabilities.supports_tasks() || tasks.is_none() {
@@ -70,11 +76,11 @@ pub(super) async fn maybe_task(
     };
     if !input_first {
         return Some(match create(round.given()).await {
-            Ok(record) => {
-                start(front, tasks, &record, view.clone());
+            Ok((record, claim)) => {
+                start(front, tasks, &record, claim, view.clone());
                 Ok(CallToolResponse::Task(create_result(&record)))
             }
-            Err(error) => Err(store_error(error)),
+            Err(error) => Err(task_error(error)),
         });
     }
     // Input first: the call runs as a call until it asks (answered as a
@@ -120,9 +126,9 @@ pub(super) async fn maybe_task(
             }),
         );
     }
-    let record = match create(round.given()).await {
-        Ok(record) => record,
-        Err(error) => return Some(Err(store_error(error))),
+    let (record, claim) = match create(round.given()).await {
+        Ok(created) => created,
+        Err(error) => return Some(Err(task_error(error))),
     };
     let run: crate::tasks::Run = match early {
         Some(Ok((envelope, round, bound, keys))) => {
@@ -141,7 +147,7 @@ pub(super) async fn maybe_task(
             }
         }),
     };
-    tasks.run(&record, run);
+    tasks.run(&record, claim, run);
     Some(Ok(CallToolResponse::Task(create_result(&record))))
 }
 
@@ -177,14 +183,20 @@ impl McpFront {
     }
 }
 
-fn start(front: &McpFront, tasks: &Arc<Tasks>, record: &TaskRecord, view: View) {
-    start_run(front.run_path(), tasks, record, view);
+fn start(front: &McpFront, tasks: &Arc<Tasks>, record: &TaskRecord, claim: RunClaim, view: View) {
+    start_run(front.run_path(), tasks, record, claim, view);
 }
 
 /// Runs the task's call (again) on this server, for whichever front made
 /// it: the same call path as any call, in an input round whose answers
 /// are the task's.
-pub(crate) fn start_run(path: RunPath, tasks: &Arc<Tasks>, record: &TaskRecord, view: View) {
+pub(crate) fn start_run(
+    path: RunPath,
+    tasks: &Arc<Tasks>,
+    record: &TaskRecord,
+    claim: RunClaim,
+    view: View,
+) {
     let (tool, arguments, answers) = (
         record.tool.clone(),
         record.arguments.clone(),
@@ -196,6 +208,7 @@ pub(crate) fn start_run(path: RunPath, tasks: &Arc<Tasks>, record: &TaskRecord, 
     let span = tracing::info_span!("task", id = %record.id, tool = %record.tool);
     tasks.run(
         record,
+        claim,
         Box::pin(
             async move {
                 let responses = answers.into_iter().collect();
@@ -272,13 +285,21 @@ fn create_result(record: &TaskRecord) -> CreateTaskResult {
     CreateTaskResult::new(task)
 }
 
+/// Who asks, as the tasks room needs it: their name and their set now.
+pub(super) fn asker<'a>(
+    owner: Option<&'a str>,
+    sees_tool: &'a (dyn Fn(&str) -> bool + Sync),
+) -> Asker<'a> {
+    Asker { owner, sees_tool }
+}
+
 pub(super) async fn get(
     tasks: &Tasks,
     request: GetTaskParams,
-    owner: Option<&str>,
+    asker: &Asker<'_>,
 ) -> Result<GetTaskResult, McpError> {
     let record = tasks
-        .get(&request.task_id, owner)
+        .get(&request.task_id, asker)
         .await
         .map_err(task_error)?;
     let mut wire: Map<String, Value> = record.wire(true);
@@ -291,16 +312,16 @@ pub(super) async fn update(
     front: &McpFront,
     tasks: &Arc<Tasks>,
     request: UpdateTaskParams,
-    owner: Option<&str>,
+    asker: &Asker<'_>,
     view: View,
 ) -> Result<(), McpError> {
     let responses: Map<String, Value> = request.input_responses.into_iter().collect();
-    if let Some(record) = tasks
-        .answer(&request.task_id, owner, responses)
+    if let Some((record, claim)) = tasks
+        .answer(&request.task_id, asker, responses)
         .await
         .map_err(task_error)?
     {
-        start(front, tasks, &record, view);
+        start(front, tasks, &record, claim, view);
     }
     Ok(())
 }
@@ -308,10 +329,10 @@ pub(super) async fn update(
 pub(super) async fn cancel(
     tasks: &Tasks,
     request: CancelTaskParams,
-    owner: Option<&str>,
+    asker: &Asker<'_>,
 ) -> Result<(), McpError> {
     tasks
-        .cancel(&request.task_id, owner)
+        .cancel(&request.task_id, asker)
         .await
         .map_err(task_error)
 }
@@ -319,6 +340,11 @@ pub(super) async fn cancel(
 fn task_error(error: TaskError) -> McpError {
     match error {
         TaskError::Unknown(_) => McpError::invalid_params(error.to_string(), None),
+        TaskError::Busy(_) => McpError::new(
+            rmcp::model::ErrorCode(-32000),
+            error.to_string(),
+            Some(json!({ "code": "BUSY" })),
+        ),
         TaskError::Store(error) => store_error(TaskError::Store(error)),
     }
 }
