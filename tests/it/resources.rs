@@ -213,12 +213,14 @@ fn resources_and_prompts_over_rest_and_mcp() {
     let (status, refused) = post(&server, "/prompts/nope", "{}");
     assert_eq!(status, 404, "{refused}");
     assert_eq!(refused["error"]["code"], "PROMPT_NOT_FOUND");
-    assert!(
+    // The conformance plugin's five prompts.
+    assert_eq!(
         refused["error"]["details"]["available"]
             .as_array()
             .unwrap()
-            .len()
-            == 4
+            .len(),
+        5,
+        "{refused}"
     );
 
     // MCP, one-shot: the same answers, failures as JSON-RPC errors.
@@ -308,12 +310,13 @@ fn resources_and_prompts_over_rest_and_mcp() {
             .contains("Data for ID: 9"),
         "{read}"
     );
+    // Five prompts of each copy of the conformance plugin.
     assert_eq!(
         server.get("/prompts").json["prompts"]
             .as_array()
             .unwrap()
             .len(),
-        8
+        10
     );
 }
 

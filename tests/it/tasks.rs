@@ -140,10 +140,8 @@ fn rest_answers_input_required_and_runs_tasks() {
         "arguments": {},
         "inputResponses": { "user_name": { "action": "accept", "content": { "name": "Ada" } } }
     });
-    let with_state = [
-        ("Toolhost-Input", "elicitation"),
-        ("Toolhost-Request-State", state.as_str()),
-    ];
+    // The state remembers what the client said it can answer.
+    let with_state = [("Toolhost-Request-State", state.as_str())];
     let (status, _, done) = rest(base, "POST", tool, &with_state, Some(answers.clone()));
     assert_eq!(
         (status, done["content"][0]["text"].clone()),
@@ -188,11 +186,9 @@ fn rest_answers_input_required_and_runs_tasks() {
             .contains("Prefer: respond-async")
     );
 
-    // A task: 202 and where to read it; it asks, is answered, completes.
-    let headers = [
-        ("Prefer", "respond-async"),
-        ("Toolhost-Input", "elicitation"),
-    ];
+    // A task: 202 and where to read it; it asks (whoever reads it can
+    // answer: no Toolhost-Input needed), is answered, completes.
+    let headers = [("Prefer", "respond-async")];
     let (status, location, created) = rest(
         base,
         "POST",
@@ -222,6 +218,13 @@ fn rest_answers_input_required_and_runs_tasks() {
         .next()
         .unwrap()
         .clone();
+    // An answer that is not an elicitation's result is refused, and the
+    // task still waits.
+    let wrong = json!({ "inputResponses": { key.clone(): { "action": "nope" } } });
+    let (status, _, refused) = rest(base, "POST", &location, &[], Some(wrong));
+    assert_eq!(status, 400, "{refused}");
+    let still = rest(base, "GET", &location, &[], None).2;
+    assert_eq!(still["status"], "input_required", "{still}");
     let answer = json!({ "inputResponses": { key: { "action": "accept", "content": { "confirm": true } } } });
     rest(base, "POST", &location, &[], Some(answer));
     let mut ended = Value::Null;

@@ -27,7 +27,8 @@ pub(super) fn extend_operation(operation: &mut Value, tool: &Tool, input_key: &s
             "required": false,
             "description": "The requestState of the input-required answer being answered. \
                             With it, the body is {\"arguments\": ..., \"inputResponses\": ...} \
-                            (AnsweredCall), and the call runs again with the answers.",
+                            (AnsweredCall), and the call runs again with the answers; \
+                            Toolhost-Input need not be sent again.",
             "schema": { "type": "string" }
         }),
     ];
@@ -37,7 +38,7 @@ pub(super) fn extend_operation(operation: &mut Value, tool: &Tool, input_key: &s
             "in": "header",
             "required": support == TaskSupport::Required,
             "description": "respond-async: run the call as a task, answered 202 with its \
-                            Location. This tool runs only as a task when the header is required.",
+                            Location. Required when the tool runs only as a task.",
             "schema": { "type": "string", "enum": ["respond-async"] }
         }));
         operation["responses"]["202"] = json!({

@@ -27,7 +27,7 @@ use crate::call::errors::ErrorCode;
 use crate::call::invoke;
 use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
-use crate::front::mcp::{InputKeys, InputRound, Relay, Rounds, RunPath, start_run};
+use crate::front::mcp::{InputKeys, InputRound, Relay, Rounds, RunPath, answer_fits, start_run};
 use crate::registry::Registry;
 use crate::registry::tools::TaskSupport;
 use crate::registry::view::View;
@@ -65,8 +65,12 @@ fn prefers_async(headers: &HeaderMap) -> bool {
     })
 }
 
-/// What `Toolhost-Input` declares, as MCP's client capabilities.
-fn capabilities(headers: &HeaderMap) -> Result<ClientCapabilities, Envelope> {
+/// What `Toolhost-Input` declares, as MCP's client capabilities; `None`
+/// without the header.
+fn capabilities(headers: &HeaderMap) -> Result<Option<ClientCapabilities>, Envelope> {
+    if !headers.contains_key(INPUT_HEADER) {
+        return Ok(None);
+    }
     let mut declared = serde_json::Map::new();
     for value in headers.get_all(INPUT_HEADER) {
         let text = value.to_str().map_err(|_| bad_input_header("not text"))?;
@@ -83,7 +87,16 @@ fn capabilities(headers: &HeaderMap) -> Result<ClientCapabilities, Envelope> {
             }
         }
     }
-    Ok(serde_json::from_value(Value::Object(declared)).unwrap_or_default())
+    Ok(Some(
+        serde_json::from_value(Value::Object(declared)).unwrap_or_default(),
+    ))
+}
+
+/// A task made over REST is answered by whoever reads it (`GET` shows
+/// what it waits for): it may ask for anything.
+fn answers_anything() -> ClientCapabilities {
+    serde_json::from_value(json!({ "elicitation": {}, "sampling": {}, "roots": {} }))
+        .unwrap_or_default()
 }
 
 fn bad_input_header(what: &str) -> Envelope {
@@ -192,7 +205,8 @@ async fn call_inner(
                 owner.as_deref(),
                 name,
                 arguments,
-                serde_json::to_value(&capabilities).unwrap_or_default(),
+                serde_json::to_value(capabilities.clone().unwrap_or_else(answers_anything))
+                    .unwrap_or_default(),
                 round.given(),
             )
             .await
@@ -278,6 +292,9 @@ fn task_error(error: TaskError) -> Response {
         }
         TaskError::Busy(_) => {
             Envelope::host_error(ErrorCode::Busy, error.to_string(), None).into_response()
+        }
+        TaskError::BadAnswer(_) => {
+            Envelope::host_error(ErrorCode::InvalidRequest, error.to_string(), None).into_response()
         }
         TaskError::Store(_) => {
             tracing::warn!(%error, "task store");
@@ -400,7 +417,7 @@ async fn answer(
         owner,
         sees_tool: &sees,
     };
-    if let Some((record, claim)) = tasks.answer(id, &asker, responses).await? {
+    if let Some((record, claim)) = tasks.answer(id, &asker, responses, &answer_fits).await? {
         let path = run_path(longer, &longer.rounds.input_keys, TextFormat::Json);
         start_run(path, tasks, &record, claim, view);
     }

@@ -26,8 +26,8 @@ use super::log_capture::LogCapture;
 use super::memory_cap::MemoryCap;
 
 /// Why a request to the client cannot be made when the call has no client.
-const NO_CLIENT: &str =
-    "there is no MCP client behind this call (it came over REST, CGI or the CLI)";
+const NO_CLIENT: &str = "there is no MCP client behind this call (it came over REST, CGI or the CLI; a REST client \
+     that can answer says so with Toolhost-Input)";
 
 /// The data of a wasmtime `Store` for one call.
 pub(crate) struct Sandbox {

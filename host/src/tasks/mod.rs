@@ -73,6 +73,10 @@ pub(crate) enum TaskError {
     /// The person holds as many tasks as they may.
     #[error("{0}")]
     Busy(String),
+    /// An answer is not its request's kind of result: refused, and
+    /// nothing written.
+    #[error("{0}")]
+    BadAnswer(String),
     #[error("the task store failed: {0}")]
     Store(#[from] StoreError),
 }
@@ -83,6 +87,10 @@ pub(crate) struct Asker<'a> {
     pub(crate) owner: Option<&'a str>,
     pub(crate) sees_tool: &'a (dyn Fn(&str) -> bool + Sync),
 }
+
+/// Whether an answer fits the request it answers (by the request's
+/// method): the front's rule, as a sentence when it does not.
+pub(crate) type AnswerCheck<'a> = &'a (dyn Fn(&str, &Value) -> Result<(), String> + Sync);
 
 #[derive(Default)]
 struct Running {
@@ -204,10 +212,23 @@ impl Tasks {
         id: &str,
         asker: &Asker<'_>,
         responses: Map<String, Value>,
+        check: AnswerCheck<'_>,
     ) -> Result<Option<(TaskRecord, RunClaim)>, TaskError> {
         let record = self.owned(id, asker).await?;
         if record.status != Status::InputRequired {
             return Ok(None);
+        }
+        let waiting = record.input_requests.clone().unwrap_or_default();
+        for (key, answer) in &responses {
+            let Some(method) = waiting
+                .get(key)
+                .and_then(|request| request["method"].as_str())
+            else {
+                continue;
+            };
+            check(method, answer).map_err(|problem| {
+                TaskError::BadAnswer(format!("inputResponses.{key}: {problem}"))
+            })?;
         }
         // Claimed before the store says it runs here, so that no reader
         // finds it running nowhere.

@@ -41,6 +41,10 @@ const STATE_TTL: Duration = Duration::from_secs(15 * 60);
 #[derive(serde::Serialize, serde::Deserialize, Default)]
 struct State {
     answers: BTreeMap<String, Value>,
+    /// What the client declared it can answer, for a next round that does
+    /// not say it again (REST's `Toolhost-Input`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    declared: Option<ClientCapabilities>,
 }
 
 /// How a round ended, when it did not simply complete.
@@ -87,30 +91,31 @@ impl Relay {
 impl InputRound {
     /// The round for a request: the state it sent back opened (a state
     /// that does not open is refused, as is an answer that is not an
-    /// object), its new answers added.
+    /// object), its new answers added. `capabilities`: what the client
+    /// declares; `None`, what it declared in the round the state is of.
     pub(crate) fn open(
         keys: &InputKeys,
         bound_to: &str,
-        capabilities: ClientCapabilities,
+        capabilities: Option<ClientCapabilities>,
         state: Option<&str>,
         responses: Option<&InputResponses>,
         relay: Relay,
     ) -> Result<Self, McpError> {
-        let mut given = match state {
-            Some(sealed) => {
-                keys.codec
-                    .open_json_with::<State>(sealed, bound_to.as_bytes())
-                    .map_err(|_| {
-                        McpError::invalid_params(
-                            "requestState is not one this server sealed for this request, or it \
-                             has expired; call again without it",
-                            None,
-                        )
-                    })?
-                    .answers
-            }
-            None => BTreeMap::new(),
+        let opened = match state {
+            Some(sealed) => keys
+                .codec
+                .open_json_with::<State>(sealed, bound_to.as_bytes())
+                .map_err(|_| {
+                    McpError::invalid_params(
+                        "requestState is not one this server sealed for this request, or it \
+                         has expired; call again without it",
+                        None,
+                    )
+                })?,
+            None => State::default(),
         };
+        let capabilities = capabilities.or(opened.declared).unwrap_or_default();
+        let mut given = opened.answers;
         for (key, answer) in responses.into_iter().flatten() {
             if !answer.is_object() {
                 return Err(McpError::invalid_params(
@@ -152,6 +157,7 @@ impl InputRound {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .clone(),
+                    declared: Some(self.capabilities.clone()),
                 };
                 keys.codec
                     .seal_json_with(
@@ -372,7 +378,7 @@ fn input_request(method: &str, params: &str) -> Result<InputRequest, String> {
 }
 
 /// Whether `answer` reads as the result of `method`.
-fn check_answer(method: &str, answer: &Value) -> Result<(), String> {
+pub(crate) fn check_answer(method: &str, answer: &Value) -> Result<(), String> {
     let fits = match method {
         ELICIT => serde_json::from_value::<rmcp::model::ElicitResult>(answer.clone()).is_ok(),
         SAMPLE => {

@@ -50,7 +50,7 @@ pub(crate) use self::catalog_methods::CatalogLimits;
 pub(crate) use self::input_keys::InputKeys;
 pub(crate) use self::input_round::{InputRound, Relay, bind, overrides};
 use self::session_client::SessionClient;
-pub(crate) use self::tasks::{RunPath, start_run};
+pub(crate) use self::tasks::{RunPath, answer_fits, start_run};
 
 use crate::call::Calls;
 use crate::call::envelope::{Envelope, TextFormat};
@@ -243,7 +243,7 @@ impl ServerHandler for McpFront {
             let round = Arc::new(InputRound::open(
                 &self.input_keys,
                 &bound,
-                capabilities.clone(),
+                Some(capabilities.clone()),
                 request.request_state.take().as_deref(),
                 request.input_responses.take().as_ref(),
                 relay,
@@ -369,7 +369,7 @@ impl ServerHandler for McpFront {
         let round = Arc::new(InputRound::open(
             &self.input_keys,
             &bound,
-            capabilities,
+            Some(capabilities),
             request.request_state.take().as_deref(),
             request.input_responses.take().as_ref(),
             input_round::Relay {

@@ -215,7 +215,7 @@ pub(crate) fn start_run(
                 let round = match InputRound::open(
                     &path.keys,
                     &bound,
-                    capabilities,
+                    Some(capabilities),
                     None,
                     Some(&responses),
                     Relay {
@@ -317,7 +317,7 @@ pub(super) async fn update(
 ) -> Result<(), McpError> {
     let responses: Map<String, Value> = request.input_responses.into_iter().collect();
     if let Some((record, claim)) = tasks
-        .answer(&request.task_id, asker, responses)
+        .answer(&request.task_id, asker, responses, &answer_fits)
         .await
         .map_err(task_error)?
     {
@@ -337,9 +337,16 @@ pub(super) async fn cancel(
         .map_err(task_error)
 }
 
+/// Whether an answer fits its request, by the request's method.
+pub(crate) fn answer_fits(method: &str, answer: &Value) -> Result<(), String> {
+    super::input_round::check_answer(method, answer)
+}
+
 fn task_error(error: TaskError) -> McpError {
     match error {
-        TaskError::Unknown(_) => McpError::invalid_params(error.to_string(), None),
+        TaskError::Unknown(_) | TaskError::BadAnswer(_) => {
+            McpError::invalid_params(error.to_string(), None)
+        }
         TaskError::Busy(_) => McpError::new(
             rmcp::model::ErrorCode(-32000),
             error.to_string(),

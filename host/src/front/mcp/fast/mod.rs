@@ -132,7 +132,7 @@ impl FastPath {
                         let round = InputRound::open(
                             &self.input_keys,
                             &bound,
-                            capabilities.map(|c| *c).unwrap_or_default(),
+                            Some(capabilities.map(|c| *c).unwrap_or_default()),
                             None,
                             None,
                             relay,
