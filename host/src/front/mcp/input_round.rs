@@ -457,7 +457,7 @@ mod tests {
         let round = InputRound::open(
             keys,
             bound,
-            everything(),
+            Some(everything()),
             state,
             responses.as_ref(),
             relay(),
@@ -546,7 +546,7 @@ mod tests {
         let bound = bind("tools/call", "ask", None);
         let wrong: InputResponses = [("first".to_string(), json!({ "roots": "no" }))].into();
         let round =
-            InputRound::open(&keys, &bound, everything(), None, Some(&wrong), relay()).unwrap();
+            InputRound::open(&keys, &bound, Some(everything()), None, Some(&wrong), relay()).unwrap();
         round.ask(vec![elicit("first")]).await;
         assert!(matches!(round.stopped(&keys, &bound), Some(Err(_))));
         let not_object: InputResponses = [("first".to_string(), json!(12345))].into();
@@ -554,14 +554,14 @@ mod tests {
             InputRound::open(
                 &keys,
                 &bound,
-                everything(),
+                Some(everything()),
                 None,
                 Some(&not_object),
                 relay()
             )
             .is_err()
         );
-        let round = InputRound::open(&keys, &bound, everything(), None, None, relay()).unwrap();
+        let round = InputRound::open(&keys, &bound, Some(everything()), None, None, relay()).unwrap();
         round.ask(vec![elicit("first")]).await;
         let Some(Ok(stopped)) = round.stopped(&keys, &bound) else {
             panic!("asked again")
