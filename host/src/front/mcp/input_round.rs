@@ -545,8 +545,15 @@ mod tests {
         let keys = InputKeys::random();
         let bound = bind("tools/call", "ask", None);
         let wrong: InputResponses = [("first".to_string(), json!({ "roots": "no" }))].into();
-        let round =
-            InputRound::open(&keys, &bound, Some(everything()), None, Some(&wrong), relay()).unwrap();
+        let round = InputRound::open(
+            &keys,
+            &bound,
+            Some(everything()),
+            None,
+            Some(&wrong),
+            relay(),
+        )
+        .unwrap();
         round.ask(vec![elicit("first")]).await;
         assert!(matches!(round.stopped(&keys, &bound), Some(Err(_))));
         let not_object: InputResponses = [("first".to_string(), json!(12345))].into();
@@ -561,7 +568,8 @@ mod tests {
             )
             .is_err()
         );
-        let round = InputRound::open(&keys, &bound, Some(everything()), None, None, relay()).unwrap();
+        let round =
+            InputRound::open(&keys, &bound, Some(everything()), None, None, relay()).unwrap();
         round.ask(vec![elicit("first")]).await;
         let Some(Ok(stopped)) = round.stopped(&keys, &bound) else {
             panic!("asked again")
