@@ -214,7 +214,7 @@ fn alternating(
 /// `wasmtime serve` with the same JSON echo as a wasi:http component
 /// (tests/fixtures/httpecho), a fresh instance per request as toolhost
 /// makes, at c=16, with and without its pooling allocator: the better of
-/// the two is what REST is held against (issue #39: at least 3x).
+/// the two is what REST is held against (at least 3x).
 fn wasmtime_serve(
     work: &Path,
     wasmtime: &Path,

@@ -1,4 +1,4 @@
-//! Section 15 of the harness: many machines, on this one (issue #25).
+//! Section 15 of the harness: many machines, on this one.
 //! Debian's docker-registry and haproxy on loopback, plugins pushed and
 //! signed with `toolhost push`, replicas verifying them (`--verify-key`).
 //!

@@ -2,7 +2,7 @@
 //! (10,000 tools; distinct files made from the benchtool fixture), and a
 //! thousand MCP sessions opened and closed.
 //!
-//! Rows, each with its target (issue #24) beside it in bench/README.md:
+//! Rows, each with its target beside it in bench/README.md:
 //! cold start and warm restart to every tool listed, idle memory, `GET
 //! /tools` and one MCP `tools/list` page at c=1, the walk through every
 //! page, a small plugin dropped beside them until it answers, and the
@@ -128,7 +128,7 @@ pub(super) fn section(
     sessions(options, work, report)
 }
 
-/// Tool sets (issue #38): the same 10,000 tools served with a tokens
+/// Tool sets: the same 10,000 tools served with a tokens
 /// file, `tools/list`'s first page asked by a caller who sees every tool
 /// and by one whose set is one plugin (10 tools), beside the unfiltered
 /// list's p50 (`unfiltered_ms`, no tokens): target within 10 %.

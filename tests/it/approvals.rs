@@ -1,4 +1,4 @@
-//! Approved definitions and the audit log (issue #38), through the real
+//! Approved definitions and the audit log, through the real
 //! binary: `toolhost serve --require-approval` holds a new plugin, and a
 //! replacement whose definitions changed, until an admin approves; the
 //! approved version serves meanwhile, over REST and MCP; a code-only

@@ -154,7 +154,7 @@ fn list_shows_plugins_states_and_tools() {
         text.contains("broken") && text.contains("rejected"),
         "{text}"
     );
-    // The rejection's reason is printed under it (#10: a rejected update
+    // The rejection's reason is printed under it (a rejected update
     // is not silent).
     assert!(text.contains("reason: "), "{text}");
 

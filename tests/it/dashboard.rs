@@ -557,7 +557,7 @@ fn the_editor_bundle_is_built_from_its_pinned_packages() {
     );
 }
 
-/// Issue #38 on the page: a caller sees their set and nothing else; an
+/// Tool sets on the page: a caller sees their set and nothing else; an
 /// admin sees a version held for approval, with what changed, and
 /// approves it with the page's button.
 #[test]

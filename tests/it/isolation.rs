@@ -1,4 +1,4 @@
-//! One person never reaches another's: issue #35's findings on resources,
+//! One person never reaches another's: the findings of a review on resources,
 //! publishing, tokens, sessions and browsers, through the real binary
 //! with the room of `limits.rs` (an admin, ada and bob publishing, carol
 //! calling):

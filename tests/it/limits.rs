@@ -1,5 +1,5 @@
 //! What one publisher or caller may take of a shared server, bounded by
-//! construction (issue #35's high and medium findings), through the real
+//! construction (a review's high and medium findings), through the real
 //! binary with a tokens file of an admin, two publishers (ada, bob), a
 //! caller (carol) and a scraper:
 //!

@@ -713,7 +713,7 @@ fn an_issuer_over_plain_http_elsewhere_is_refused_at_start() {
     }
 }
 
-/// Issue #38: with `--auth-tools-claim groups`, an access token sees the
+/// With `--auth-tools-claim groups`, an access token sees the
 /// tokens file's groups its claim names, and nothing without one; the
 /// file's groups edited change what the same token sees.
 #[test]

@@ -25,7 +25,7 @@ fn post(server: &Server, path: &str, body: &str) -> (u16, Value) {
 }
 
 /// The Rust SDK exports what a plugin has: `tools` alone for a plugin of
-/// tools only (the echo; every export costs each instantiation, #40), and
+/// tools only (the echo; every export costs each instantiation), and
 /// resources, prompts and completion beside them for one exported with
 /// `export!(tools, catalog)` (the conformance plugin).
 #[test]

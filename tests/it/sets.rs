@@ -1,4 +1,4 @@
-//! Who sees what (issue #38): tool sets from the tokens file, enforced on
+//! Who sees what: tool sets from the tokens file, enforced on
 //! every list and every lookup, through the real server over real sockets.
 //!
 //! The room: an instructor (admin, no set), ada and bob (publishers whose

@@ -99,7 +99,7 @@ pub async fn call_tool(
     let started = Instant::now();
     // The tool is looked up first, so that the span is made with its
     // plugin rather than told it afterwards (each field recorded later is
-    // formatted again by the log layer; #40).
+    // formatted again by the log layer).
     let entry = visible_tool(registry, name, view);
     let plugin = entry.as_ref().map(|entry| entry.plugin.id.as_str());
     let span = CallSpan::new(name, plugin, front.as_str());
@@ -235,7 +235,7 @@ pub(crate) const MAX_AVAILABLE: usize = 100;
 /// A not-found answer's details: the first [`MAX_AVAILABLE`] names there
 /// are (`available`), and with more, how many there are in all
 /// (`availableCount`). A name mistyped on a server of 10,000 tools was
-/// answered with all of them, 300 kB written for each wrong name (#39).
+/// answered with all of them, 300 kB written for each wrong name.
 pub(crate) fn not_found_details<'a>(names: impl Iterator<Item = &'a str>) -> Value {
     let mut available = Vec::new();
     let mut count = 0usize;

@@ -120,7 +120,7 @@ impl Ledger {
     ) {
         let (tool, plugin) = tool.unwrap_or((UNKNOWN_TOOL, ""));
         // Counted under the map's read lock, without taking a count of the
-        // entry's `Arc`: both calls' threads share it (#40).
+        // entry's `Arc`: both calls' threads share it.
         let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
         match tools.get(tool) {
             Some(entry) => Self::count(entry, plugin, outcome, duration, usage),

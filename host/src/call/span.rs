@@ -1,6 +1,6 @@
 //! A tool call's `tracing` span, `call` (tool, plugin, front; at its end
 //! outcome, duration, CPU, fuel and peak memory), made only when something
-//! will read it (#40).
+//! will read it.
 //!
 //! Debug logs and OTLP traces follow everything inside a call, so when the
 //! subscriber could take anything at `debug` (`TOOLHOST_LOG` at `debug`

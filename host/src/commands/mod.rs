@@ -195,7 +195,7 @@ enum LogFilter {
     Targets(Box<tracing_subscriber::filter::Targets>),
     /// Directives that name spans or fields (`[call{tool=echo}]=debug`)
     /// need `EnvFilter`, which takes a lock on every span's enter and exit,
-    /// that is on every poll of every call (#40).
+    /// that is on every poll of every call.
     Spans(Box<tracing_subscriber::EnvFilter>),
 }
 

@@ -11,7 +11,7 @@
 //!   in progress, such as an SSE stream, is not affected. One timer per
 //!   connection keeps it ([`header_watchdog`]), armed for when the
 //!   connection's idle time would run out and looked at only when it
-//!   fires: hyper's own timer was made and dropped on every request (#40).
+//!   fires: hyper's own timer was made and dropped on every request.
 //! - A connection cap (`--max-connections`, default 1024), so idle or slow
 //!   clients cannot take every file descriptor. At the cap, the oldest
 //!   connection with no request in flight (an answered keep-alive one, or
@@ -217,7 +217,7 @@ pub(crate) struct Counts {
 /// work is a large share of: it hands back the requests it does not take.
 /// Each request through the router builds its path parameters, clones a
 /// boxed route and the guard's boxed service, and boxes their futures; a
-/// tool call taken here is boxed once (#40).
+/// tool call taken here is boxed once.
 pub(crate) type Shortcut =
     Box<dyn Fn(Request) -> Result<BoxFuture<'static, Response>, Request> + Send + Sync>;
 
@@ -354,7 +354,7 @@ impl Server {
         // connection waits on one token of its own. Each poll of a token's
         // `cancelled()` takes that token's lock, and the connection is
         // polled on every read and write; the server's token is every
-        // connection's (#40).
+        // connection's.
         let evict = self.shutdown.child_token();
         self.open_connections.fetch_add(1, Ordering::Relaxed);
         self.connections.lock().insert(

@@ -7,7 +7,7 @@
 //!
 //! Not a layer: the listener calls [`outer`] around the router on each
 //! request. A `from_fn` layer costs a boxed service and a boxed future per
-//! request, and `Router::layer` wraps each route, not the router (#40).
+//! request, and `Router::layer` wraps each route, not the router.
 
 use std::sync::Arc;
 

@@ -68,7 +68,7 @@ pub(crate) fn http_body(envelope: &Envelope) -> HttpBody<'_> {
 
 /// The envelope's own fields, then the two: written as one struct, not
 /// with `#[serde(flatten)]`, which goes through a map and cost a
-/// microsecond an answer (#40). A test holds it to `Envelope`'s own JSON.
+/// microsecond an answer. A test holds it to `Envelope`'s own JSON.
 impl serde::Serialize for HttpBody<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;

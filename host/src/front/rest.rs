@@ -45,7 +45,7 @@ pub(crate) struct RestSettings {
 }
 
 /// Shared by every request as one `Arc`: axum clones the state for each
-/// request, and one count is cheaper than four (#40).
+/// request, and one count is cheaper than four.
 struct AppState {
     registry: Arc<Registry>,
     /// The call path's books (the ledger, the call slots).
@@ -198,7 +198,7 @@ async fn call_tool(
     RawQuery(query): RawQuery,
     requester: Option<axum::Extension<Requester>>,
     // The request itself, not a `HeaderMap` extractor: that clones every
-    // header, on every call (#40).
+    // header, on every call.
     request: axum::extract::Request,
 ) -> Response {
     let view = view_of(requester.as_ref());

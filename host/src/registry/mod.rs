@@ -239,7 +239,7 @@ impl Registry {
 
     /// The current state for one lookup on the call path: no reference
     /// count is taken, so concurrent calls do not all write the one count
-    /// that every snapshot holder shares (#40). Dropped before any await.
+    /// that every snapshot holder shares. Dropped before any await.
     pub(crate) fn peek(&self) -> arc_swap::Guard<Arc<Snapshot>> {
         self.current.load()
     }

@@ -90,7 +90,7 @@ impl Snapshot {
 
     /// Whether `other` lists the same tools, in the same order, as clients
     /// see them: to tell whether a change altered the tool list. Compared
-    /// in place, without building 10,000 listings twice per change (#39).
+    /// in place, without building 10,000 listings twice per change.
     pub(super) fn lists_tools_as(&self, other: &Snapshot) -> bool {
         self.tools.len() == other.tools.len()
             && self.tools().zip(other.tools()).all(|(mine, theirs)| {
@@ -369,7 +369,7 @@ impl Snapshot {
     /// Takes `id`'s tools off the list: the tools of the version it
     /// serves, the only ones `admit` lists for it, found by name rather
     /// than by a walk over every tool (at startup, a thousand plugins'
-    /// admissions walked 10,000 tools each; #39).
+    /// admissions walked 10,000 tools each).
     fn unlist(&mut self, id: &str) {
         let Some(serving) = self
             .plugins

@@ -27,7 +27,7 @@ pub struct Description {
 /// A component compiled and linked, ready to be instantiated per call.
 /// Cloning it is one reference count: every call clones it (its guest
 /// code may run on another thread), and each count of a value that two
-/// threads' calls share moves its cache line between their cores (#40).
+/// threads' calls share moves its cache line between their cores.
 #[derive(Clone)]
 pub struct CompiledPlugin(Arc<PluginParts>);
 

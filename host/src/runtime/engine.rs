@@ -386,7 +386,7 @@ impl Runtime {
     /// Runs `call-tool` in a fresh instance with the plugin's grants.
     /// `arguments` is JSON text; `client` is the client behind the call, if
     /// there is one. What the plugin printed comes back for the caller to
-    /// log in the call's span, which it may make only then (#40).
+    /// log in the call's span, which it may make only then.
     pub async fn call_tool(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,

@@ -225,7 +225,7 @@ impl Executor {
 /// monotonic clock instead: it does not block, so its time is CPU time
 /// unless the thread was descheduled during it, and that clock is read in
 /// 27 ns where the thread's CPU clock is a system call of 675 ns here (two
-/// per call, 12 % of an echo call's samples; issue #40).
+/// per call, 12 % of an echo call's samples).
 struct Metered<Fut> {
     job: Pin<Box<Fut>>,
     cpu: Duration,

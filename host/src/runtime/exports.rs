@@ -28,7 +28,7 @@ pub(crate) struct PluginPre {
     call_tool: ComponentExportIndex,
     /// Whether an instance has had `tools`' types checked. They are the
     /// component's, the same in every instance: checked once, a call only
-    /// looks its function up (#40).
+    /// looks its function up.
     checked: AtomicBool,
     resources: Option<resources::GuestIndices>,
     prompts: Option<prompts::GuestIndices>,

@@ -111,7 +111,7 @@ pub mod bindings {
 /// lets `export!(tools)` export `tools` alone. `bindings` describes the
 /// `full` world's exports only inside its `export!`, which a plugin of
 /// tools only does not expand; a component pays for each export at every
-/// instantiation (#40). Its types are `bindings`' twins and unused. So
+/// instantiation. Its types are `bindings`' twins and unused. So
 /// a component that links this crate exports `tools`, which a plugin
 /// does anyway.
 #[doc(hidden)]
