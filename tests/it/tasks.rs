@@ -108,6 +108,15 @@ fn mcp(base: &str, method: &str, name: &str, mut params: Value) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
 }
 
+/// The key of the first request a task waits for.
+fn first_request_key(task: &Value) -> String {
+    let waiting = task["inputRequests"].as_object();
+    waiting
+        .and_then(|requests| requests.keys().next())
+        .cloned()
+        .unwrap_or_else(|| panic!("waits for nothing: {task}"))
+}
+
 fn task_of(base: &str, id: &str) -> Value {
     mcp(base, "tasks/get", id, json!({ "taskId": id }))["result"].clone()
 }
@@ -211,13 +220,7 @@ fn rest_answers_input_required_and_runs_tasks() {
         parked = rest(base, "GET", &location, &[], None).2;
         parked["status"] == "input_required"
     });
-    let key = parked["inputRequests"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap()
-        .clone();
+    let key = first_request_key(&parked);
     // An answer that is not an elicitation's result is refused, and the
     // task still waits.
     let wrong = json!({ "inputResponses": { key.clone(): { "action": "nope" } } });
@@ -304,13 +307,7 @@ fn a_restart_keeps_tasks_and_a_run_lost_with_the_server_fails_with_a_reason() {
     );
     let kept = task_of(&server.base, &parked);
     assert_eq!(kept["status"], "input_required", "{kept}");
-    let key = kept["inputRequests"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap()
-        .clone();
+    let key = first_request_key(&kept);
     let ack = mcp(
         &server.base,
         "tasks/update",
@@ -415,13 +412,7 @@ fn replicas_share_tasks_through_redis_and_a_killed_runner_fails_its_task() {
         task_of(&base(1), &id)["status"] == "input_required"
     });
     let parked = task_of(&balancer.base, &id);
-    let key = parked["inputRequests"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap()
-        .clone();
+    let key = first_request_key(&parked);
     mcp(
         &base(2),
         "tasks/update",

@@ -27,11 +27,13 @@ use crate::call::errors::ErrorCode;
 use crate::call::invoke;
 use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
-use crate::front::mcp::{InputKeys, InputRound, Relay, Rounds, RunPath, answer_fits, start_run};
+use crate::front::mcp::{
+    Caller, InputKeys, InputRound, Relay, Rounds, RunPath, answer_fits, start_run,
+};
 use crate::registry::Registry;
 use crate::registry::tools::TaskSupport;
 use crate::registry::view::View;
-use crate::tasks::{Asker, TaskError, TaskRecord, Tasks};
+use crate::tasks::{TaskError, TaskRecord, Tasks};
 
 pub(crate) const INPUT_HEADER: &str = "toolhost-input";
 pub(crate) const STATE_HEADER: &str = "toolhost-request-state";
@@ -317,16 +319,8 @@ pub(crate) async fn get_task(
     let Some(tasks) = &longer.rounds.tasks else {
         return no_tasks();
     };
-    let (owner, view) = who(requester.as_ref());
-    let sees = sees_tool(&longer.registry, &view);
     match tasks
-        .get(
-            &id,
-            &Asker {
-                owner: owner.as_deref(),
-                sees_tool: &sees,
-            },
-        )
+        .get(&id, &caller(&longer, requester.as_ref()).asker())
         .await
     {
         Ok(record) => task_json(&record),
@@ -344,12 +338,8 @@ pub(crate) async fn cancel_task(
     let Some(tasks) = &longer.rounds.tasks else {
         return no_tasks();
     };
-    let (owner, view) = who(requester.as_ref());
-    let sees = sees_tool(&longer.registry, &view);
-    let asker = Asker {
-        owner: owner.as_deref(),
-        sees_tool: &sees,
-    };
+    let caller = caller(&longer, requester.as_ref());
+    let asker = caller.asker();
     if let Err(error) = tasks.cancel(&id, &asker).await {
         return task_error(error);
     }
@@ -379,7 +369,7 @@ pub(crate) async fn answer_task(
     let Some(tasks) = &longer.rounds.tasks else {
         return no_tasks();
     };
-    let (owner, view) = who(requester.as_ref());
+    let caller = caller(&longer, requester.as_ref());
     let body = match crate::edge::body::read_arguments(&headers, body, longer.max_body_bytes).await
     {
         Ok(body) => body,
@@ -389,16 +379,7 @@ pub(crate) async fn answer_task(
         Ok(answers) => answers,
         Err(e) => return refused(&format!("the body is {{\"inputResponses\": {{...}}}}: {e}")),
     };
-    match answer(
-        tasks,
-        &longer,
-        &id,
-        owner.as_deref(),
-        answers.input_responses,
-        view,
-    )
-    .await
-    {
+    match answer(tasks, &longer, &id, &caller, answers.input_responses).await {
         Ok(record) => task_json(&record),
         Err(error) => task_error(error),
     }
@@ -408,40 +389,25 @@ async fn answer(
     tasks: &Arc<Tasks>,
     longer: &RestRounds,
     id: &str,
-    owner: Option<&str>,
+    caller: &Caller,
     responses: Map<String, Value>,
-    view: View,
 ) -> Result<TaskRecord, TaskError> {
-    let sees = sees_tool(&longer.registry, &view);
-    let asker = Asker {
-        owner,
-        sees_tool: &sees,
-    };
+    let asker = caller.asker();
     if let Some((record, claim)) = tasks.answer(id, &asker, responses, &answer_fits).await? {
         let path = run_path(longer, &longer.rounds.input_keys, TextFormat::Json);
-        start_run(path, tasks, &record, claim, view);
+        start_run(path, tasks, &record, claim, caller.view.clone());
     }
     tasks.get(id, &asker).await
 }
 
-/// Who asks: their name and what they see now.
-fn who(requester: Option<&axum::Extension<Requester>>) -> (Option<String>, View) {
+/// Who asks about a task.
+fn caller(longer: &RestRounds, requester: Option<&axum::Extension<Requester>>) -> Caller {
     let identity = requester.and_then(|requester| requester.0.0.as_ref());
-    (
+    Caller::new(
+        &longer.registry,
         identity.map(|identity| identity.name.clone()),
         identity.map_or_else(View::all, |identity| identity.tools.clone()),
     )
-}
-
-/// Whether `view` sees a tool (one gone altogether still counts).
-fn sees_tool(registry: &Arc<Registry>, view: &View) -> impl Fn(&str) -> bool + Sync + use<> {
-    let (registry, view) = (registry.clone(), view.clone());
-    move |tool: &str| {
-        registry
-            .snapshot()
-            .tool(tool)
-            .is_none_or(|entry| view.sees(&entry.plugin.id))
-    }
 }
 
 fn no_tasks() -> Response {

@@ -358,19 +358,11 @@ fn tools() -> Tools {
             "test_input_required_result_multiple_inputs",
             "Asks for a name, a greeting and the roots at once",
             |_: NoArguments| {
-                let mut answers = client::ask(&[
+                let [name, greeting, roots] = every([
                     Request::elicit("user_name", name_question("What is your name?")),
                     Request::create_message("greeting", sampling_question("Generate a greeting", 50)),
                     Request::roots("client_roots"),
-                ])
-                .into_iter();
-                let mut next = || {
-                    answers
-                        .next()
-                        .unwrap_or_else(|| Err("no answer".into()))
-                        .map_err(|reason| ToolError::new("INPUT_UNAVAILABLE", reason))
-                };
-                let (name, greeting, roots) = (next()?, next()?, next()?);
+                ])?;
                 text(format!(
                     "Name: {}; Greeting: {}; Roots: {}",
                     name["content"]["name"].as_str().unwrap_or(""),
@@ -543,18 +535,10 @@ fn task_tools(tools: Tools) -> Tools {
             "multi_input",
             "Asks for a name and a confirmation at once (always a task)",
             |_: NoArguments| {
-                let mut answers = client::ask(&[
+                let [name, confirm] = every([
                     Request::elicit("name", name_question("Enter your name:")),
                     Request::elicit("confirm", confirm_question()),
-                ])
-                .into_iter();
-                let mut next = || {
-                    answers
-                        .next()
-                        .unwrap_or_else(|| Err("no answer".into()))
-                        .map_err(|reason| ToolError::new("INPUT_UNAVAILABLE", reason))
-                };
-                let (name, confirm) = (next()?, next()?);
+                ])?;
                 text(format!(
                     "name={} confirmed={}",
                     name["content"]["name"], confirm["content"]["confirm"]
@@ -639,10 +623,19 @@ struct Name {
 
 /// One request's answer, or why there is none as a business error.
 fn one(request: Request) -> Result<Value, ToolError> {
-    client::ask(&[request])
-        .pop()
-        .unwrap_or_else(|| Err("no answer".into()))
-        .map_err(|reason| ToolError::new("INPUT_UNAVAILABLE", reason))
+    let [answer] = every([request])?;
+    Ok(answer)
+}
+
+/// Every request's answer, asked at once, or why one has none.
+fn every<const N: usize>(requests: [Request; N]) -> Result<[Value; N], ToolError> {
+    let answers = client::ask(&requests)
+        .into_iter()
+        .map(|answer| answer.map_err(|reason| ToolError::new("INPUT_UNAVAILABLE", reason)))
+        .collect::<Result<Vec<Value>, ToolError>>()?;
+    answers
+        .try_into()
+        .map_err(|_| ToolError::new("INPUT_UNAVAILABLE", "the client gave no answer"))
 }
 
 fn name_question(message: &str) -> Value {

@@ -50,7 +50,7 @@ pub(crate) use self::catalog_methods::CatalogLimits;
 pub(crate) use self::input_keys::InputKeys;
 pub(crate) use self::input_round::{InputRound, Relay, bind, overrides};
 use self::session_client::SessionClient;
-pub(crate) use self::tasks::{RunPath, answer_fits, start_run};
+pub(crate) use self::tasks::{Caller, RunPath, answer_fits, start_run};
 
 use crate::call::Calls;
 use crate::call::envelope::{Envelope, TextFormat};
@@ -129,16 +129,10 @@ impl McpFront {
         }
     }
 
-    /// Whether `view` sees a tool: a task of a tool taken from a person's
-    /// set is no longer theirs to read (a tool gone altogether still is).
-    fn sees_tool(&self, view: &View) -> impl Fn(&str) -> bool + Sync + use<> {
-        let (registry, view) = (self.registry.clone(), view.clone());
-        move |tool: &str| {
-            registry
-                .snapshot()
-                .tool(tool)
-                .is_none_or(|entry| view.sees(&entry.plugin.id))
-        }
+    /// Who sent the request, for the tasks room.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> tasks::Caller {
+        let owner = requester(context).map(|identity| identity.name.clone());
+        tasks::Caller::new(&self.registry, owner, view_in(context))
     }
 
     /// Tells this session's client of the changes it sees, until the
@@ -372,10 +366,7 @@ impl ServerHandler for McpFront {
             Some(capabilities),
             request.request_state.take().as_deref(),
             request.input_responses.take().as_ref(),
-            input_round::Relay {
-                log_level: None,
-                to: Arc::new(crate::front::mcp::answer_stream::StatelessClient::default()),
-            },
+            input_round::Relay::silent(),
         )?);
         let client: CallClient = Some(round.clone());
         let answer =
@@ -423,10 +414,7 @@ impl ServerHandler for McpFront {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, McpError> {
         let tasks = self.tasks.as_ref().ok_or_else(no_tasks)?;
-        let view = view_in(&context);
-        let sees = self.sees_tool(&view);
-        let owner = requester(&context).map(|i| i.name.as_str());
-        tasks::get(tasks, request, &tasks::asker(owner, &sees)).await
+        tasks::get(tasks, request, &self.caller(&context).asker()).await
     }
 
     async fn update_task(
@@ -435,17 +423,8 @@ impl ServerHandler for McpFront {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let tasks = self.tasks.as_ref().ok_or_else(no_tasks)?;
-        let view = view_in(&context);
-        let sees = self.sees_tool(&view);
-        let owner = requester(&context).map(|i| i.name.as_str());
-        tasks::update(
-            self,
-            tasks,
-            request,
-            &tasks::asker(owner, &sees),
-            view.clone(),
-        )
-        .await
+        let caller = self.caller(&context);
+        tasks::update(self, tasks, request, &caller.asker(), caller.view.clone()).await
     }
 
     async fn cancel_task(
@@ -454,10 +433,7 @@ impl ServerHandler for McpFront {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let tasks = self.tasks.as_ref().ok_or_else(no_tasks)?;
-        let view = view_in(&context);
-        let sees = self.sees_tool(&view);
-        let owner = requester(&context).map(|i| i.name.as_str());
-        tasks::cancel(tasks, request, &tasks::asker(owner, &sees)).await
+        tasks::cancel(tasks, request, &self.caller(&context).asker()).await
     }
 
     /// A tool's definition, for rmcp's check of SEP-2243's `Mcp-Param-*`

@@ -93,19 +93,8 @@ pub(super) async fn maybe_task(
             request.name.to_string(),
             request.arguments.clone().unwrap_or_default(),
         );
-        let client: CallClient = Some(round.clone());
         AbortOnDrop(tokio::spawn(async move {
-            let envelope = crate::call::invoke::call_tool(
-                &path.registry,
-                &path.calls,
-                &tool,
-                arguments,
-                path.text_format,
-                client,
-                path.front,
-                &view,
-            )
-            .await;
+            let envelope = path.call(&tool, arguments, &round, &view).await;
             (envelope, round, bound, path.keys)
         }))
     };
@@ -135,20 +124,21 @@ pub(super) async fn maybe_task(
             let end = ended(&round, &keys, &bound, envelope);
             Box::pin(async move { end })
         }
-        Some(Err(_)) => Box::pin(async {
-            RunEnd::Failed(json!({ "code": -32603, "message": "the call stopped before it ended" }))
-        }),
+        Some(Err(_)) => Box::pin(async { stopped_early() }),
         None => Box::pin(async move {
             match (&mut call.0).await {
                 Ok((envelope, round, bound, keys)) => ended(&round, &keys, &bound, envelope),
-                Err(_) => RunEnd::Failed(
-                    json!({ "code": -32603, "message": "the call stopped before it ended" }),
-                ),
+                Err(_) => stopped_early(),
             }
         }),
     };
     tasks.run(&record, claim, run);
     Some(Ok(CallToolResponse::Task(create_result(&record))))
+}
+
+/// A spawned call that ended without an envelope (it panicked).
+fn stopped_early() -> RunEnd {
+    RunEnd::Failed(json!({ "code": -32603, "message": "the call stopped before it ended" }))
 }
 
 /// A spawned call, stopped when its task is cancelled (dropped).
@@ -169,6 +159,31 @@ pub(crate) struct RunPath {
     pub(crate) keys: Arc<super::InputKeys>,
     /// Which front its calls are counted under.
     pub(crate) front: crate::call::invoke::Front,
+}
+
+impl RunPath {
+    /// The tool's call on the call path, its requests for input going to
+    /// `round`.
+    async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        round: &Arc<InputRound>,
+        view: &View,
+    ) -> crate::call::envelope::Envelope {
+        let client: CallClient = Some(round.clone());
+        crate::call::invoke::call_tool(
+            &self.registry,
+            &self.calls,
+            tool,
+            arguments,
+            self.text_format,
+            client,
+            self.front,
+            view,
+        )
+        .await
+    }
 }
 
 impl McpFront {
@@ -218,26 +233,12 @@ pub(crate) fn start_run(
                     Some(capabilities),
                     None,
                     Some(&responses),
-                    Relay {
-                        log_level: None,
-                        to: Arc::new(super::answer_stream::StatelessClient::default()),
-                    },
+                    Relay::silent(),
                 ) {
                     Ok(round) => Arc::new(round),
                     Err(error) => return RunEnd::Failed(json!(error)),
                 };
-                let client: CallClient = Some(round.clone());
-                let envelope = crate::call::invoke::call_tool(
-                    &path.registry,
-                    &path.calls,
-                    &tool,
-                    arguments,
-                    path.text_format,
-                    client,
-                    path.front,
-                    &view,
-                )
-                .await;
+                let envelope = path.call(&tool, arguments, &round, &view).await;
                 ended(&round, &path.keys, &bound, envelope)
             }
             .instrument(span),
@@ -285,12 +286,40 @@ fn create_result(record: &TaskRecord) -> CreateTaskResult {
     CreateTaskResult::new(task)
 }
 
-/// Who asks, as the tasks room needs it: their name and their set now.
-pub(super) fn asker<'a>(
-    owner: Option<&'a str>,
-    sees_tool: &'a (dyn Fn(&str) -> bool + Sync),
-) -> Asker<'a> {
-    Asker { owner, sees_tool }
+/// Who asks about a task, for MCP and REST alike: their name, and which
+/// tools their set holds now (a task of a tool taken from it is no longer
+/// theirs to read; a tool gone altogether still counts).
+pub(crate) struct Caller {
+    pub(crate) owner: Option<String>,
+    pub(crate) view: View,
+    sees: Box<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+impl Caller {
+    pub(crate) fn new(
+        registry: &Arc<crate::registry::Registry>,
+        owner: Option<String>,
+        view: View,
+    ) -> Self {
+        let (registry, seen) = (registry.clone(), view.clone());
+        Caller {
+            owner,
+            view,
+            sees: Box::new(move |tool: &str| {
+                registry
+                    .snapshot()
+                    .tool(tool)
+                    .is_none_or(|entry| seen.sees(&entry.plugin.id))
+            }),
+        }
+    }
+
+    pub(crate) fn asker(&self) -> Asker<'_> {
+        Asker {
+            owner: self.owner.as_deref(),
+            sees_tool: &*self.sees,
+        }
+    }
 }
 
 pub(super) async fn get(
