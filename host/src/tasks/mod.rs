@@ -176,11 +176,13 @@ impl Tasks {
             self.ttl,
             self.replica.clone(),
         );
-        self.keep(owner, record.expires_ms())?;
-        // Counted as running here before anyone can read it.
+        // Counted as running here before anyone can read it; a refusal
+        // (past either limit, or the store's) counts nothing.
         let claim = self.claim(&record.id, owner)?;
+        self.may_keep(owner)?;
         self.store.beat_once(&self.replica).await;
         self.store.create(&record).await?;
+        self.keep(owner, record.expires_ms());
         Ok((record, claim))
     }
 
@@ -334,8 +336,8 @@ impl Tasks {
         }
     }
 
-    /// Counts a task made by `owner` here, expiring at `expires_ms`.
-    fn keep(&self, owner: Option<&str>, expires_ms: u64) -> Result<(), TaskError> {
+    /// Whether `owner` may make one more task here.
+    fn may_keep(&self, owner: Option<&str>) -> Result<(), TaskError> {
         let now = record::now_ms();
         let mut running = self.lock_running();
         let kept = running.kept.entry(owner.map(str::to_string)).or_default();
@@ -348,8 +350,16 @@ impl Tasks {
                  wait for them to expire"
             )));
         }
-        kept.push_back(expires_ms);
         Ok(())
+    }
+
+    /// Counts a task made by `owner` here, expiring at `expires_ms`.
+    fn keep(&self, owner: Option<&str>, expires_ms: u64) {
+        self.lock_running()
+            .kept
+            .entry(owner.map(str::to_string))
+            .or_default()
+            .push_back(expires_ms);
     }
 
     fn claim(self: &Arc<Self>, id: &str, owner: Option<&str>) -> Result<RunClaim, TaskError> {
@@ -433,6 +443,12 @@ mod tests {
             claims.push(make(Some("ada")).await.unwrap());
         }
         assert!(matches!(make(Some("ada")).await, Err(TaskError::Busy(_))));
+        let kept = |tasks: &Tasks| tasks.lock_running().kept[&Some("ada".to_string())].len();
+        assert_eq!(
+            kept(&tasks),
+            MAX_RUNNING_PER_PERSON,
+            "a refusal counts nothing"
+        );
         // Another person is not held back by her.
         let (bobs, _bob_claim) = make(Some("bob")).await.unwrap();
         // A run that ends gives its share back.
