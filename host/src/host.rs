@@ -28,9 +28,10 @@ use crate::call::Calls;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::invoke::{self, Front};
 use crate::oci::signature::VerifyKey;
+use crate::publishing::audit::Audit;
+use crate::publishing::publish::Publishing;
 use crate::registry::events::LoadEvent;
 use crate::registry::plugin::{self, LoadError, LoadedPlugin};
-use crate::registry::publish::Publishing;
 use crate::registry::report::PluginsReport;
 use crate::registry::shares::PersonShares;
 use crate::registry::sources::{self, SourceSettings};
@@ -103,7 +104,7 @@ impl HostConfig {
             verify_key: None,
             registry_config: None,
             require_approval: None,
-            audit_max_bytes: crate::registry::audit::MAX_AUDIT_BYTES,
+            audit_max_bytes: crate::publishing::audit::MAX_AUDIT_BYTES,
         }
     }
 
@@ -245,7 +246,9 @@ impl Host {
             .map(std::path::absolute)
             .transpose()?;
         if let Some(folder) = &folder {
-            registry.keep_records(folder, config.require_approval, config.audit_max_bytes);
+            if let Some(mode) = config.require_approval {
+                registry.require_approval(folder, mode);
+            }
             if let Some(debounce) = config.watch {
                 let watched = watcher::watch(registry.clone(), folder, debounce).map_err(|e| {
                     anyhow::anyhow!("cannot watch the plugin folder {}: {e:#}", folder.display())
@@ -262,7 +265,10 @@ impl Host {
             Arc::downgrade(&registry),
             Arc::downgrade(&calls),
         ));
-        let publishing = Publishing::new(registry.clone(), config.per_person);
+        let audit = folder
+            .as_deref()
+            .map(|folder| Audit::new(folder, config.audit_max_bytes));
+        let publishing = Publishing::new(registry.clone(), config.per_person, audit);
         Ok(Host {
             registry,
             calls,

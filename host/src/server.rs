@@ -33,8 +33,8 @@ use crate::front::ui;
 use crate::front::{approval_routes, plugin_routes};
 use crate::ops::feed::{self, EventFeed};
 use crate::ops::metrics::{self, HttpGauges};
+use crate::publishing::publish::Publishing;
 use crate::registry::Registry;
-use crate::registry::publish::Publishing;
 
 /// How the HTTP server answers. [`Settings::default`] gives the defaults
 /// `toolhost serve` documents.
@@ -214,7 +214,7 @@ async fn serve(
     });
     tokio::spawn(audit_tokens_file(
         authority.clone(),
-        Arc::downgrade(&registry),
+        Arc::downgrade(&publishing),
         shutdown.clone(),
     ));
     let holds = Holds::new(
@@ -471,7 +471,7 @@ fn tell_unseen_top_level(registry: &crate::registry::Registry, authority: &Autho
 /// removed or changed (role or set), by name. Ends with the server.
 async fn audit_tokens_file(
     authority: Arc<Authority>,
-    registry: std::sync::Weak<crate::registry::Registry>,
+    publishing: std::sync::Weak<Publishing>,
     shutdown: CancellationToken,
 ) {
     let mut changes = authority.changes();
@@ -497,15 +497,15 @@ async fn audit_tokens_file(
         let changed = names(&|name| {
             before.contains_key(name) && after.contains_key(name) && before[name] != after[name]
         });
-        let Some(registry) = registry.upgrade() else {
+        let Some(publishing) = publishing.upgrade() else {
             return;
         };
         // A reload that changed nobody (a comment, the good file back
         // after a refused one) is no change to audit.
         let unchanged = added.is_empty() && removed.is_empty() && changed.is_empty();
-        if let Some(audit) = registry.audit().filter(|_| !unchanged) {
+        if let Some(audit) = publishing.audit().filter(|_| !unchanged) {
             audit.record(
-                "tokens file reloaded",
+                crate::publishing::audit::Action::TokensFileReloaded,
                 "operator",
                 None,
                 serde_json::json!({
@@ -520,7 +520,7 @@ async fn audit_tokens_file(
                 }),
             );
         }
-        tell_unseen_top_level(&registry, &authority);
+        tell_unseen_top_level(publishing.registry(), &authority);
         before = after;
     }
 }

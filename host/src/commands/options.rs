@@ -122,7 +122,7 @@ impl HostOptions {
             verify_key: self.verify_key.clone(),
             registry_config: self.registry_config.clone(),
             require_approval: None,
-            audit_max_bytes: crate::registry::audit::MAX_AUDIT_BYTES,
+            audit_max_bytes: crate::publishing::audit::MAX_AUDIT_BYTES,
         }
     }
 

@@ -91,7 +91,7 @@ pub(super) struct ServeOptions {
     #[arg(long, env = "TOOLHOST_AUTH_NAMESPACE_PREFIX", default_value = crate::edge::oauth::DEFAULT_NAMESPACE_PREFIX)]
     auth_namespace_prefix: String,
     /// The access-token claim whose values (a list, or space-separated)
-    /// name the tokens file's [[group]]s its holder sees; values that name
+    /// name the tokens file's `[[group]]`s its holder sees; values that name
     /// no group are ignored (so `scope` works). A token without one sees
     /// nothing. Without this flag, token holders see every tool.
     #[arg(long, env = "TOOLHOST_AUTH_TOOLS_CLAIM", requires = "auth_issuer")]
@@ -186,7 +186,7 @@ pub(super) struct ServeOptions {
     /// The most the audit log (`.toolhost/audit.jsonl`, `GET /audit`) keeps,
     /// in KiB; past it, each person keeps an equal share of its newest
     /// entries, and the admins' decisions are kept first.
-    #[arg(long, env = "TOOLHOST_AUDIT_MAX_KIB", default_value_t = crate::registry::audit::MAX_AUDIT_BYTES >> 10, value_parser = clap::value_parser!(u64).range(4..))]
+    #[arg(long, env = "TOOLHOST_AUDIT_MAX_KIB", default_value_t = crate::publishing::audit::MAX_AUDIT_BYTES >> 10, value_parser = clap::value_parser!(u64).range(4..))]
     audit_max_kib: u64,
     /// Largest component `PUT /plugins/...` accepts, in MiB; a larger body
     /// gets 413 before anything is stored.

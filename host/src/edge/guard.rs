@@ -233,10 +233,11 @@ impl Requester {
     /// approval), and the reason and line only of their own.
     pub(crate) fn sees_noted(
         &self,
-        mut noted: crate::registry::publish::Noted,
+        mut noted: crate::publishing::publish::Noted,
         known: &PluginsReport,
-    ) -> Option<crate::registry::publish::Noted> {
-        let shown = (noted.outcome != "pending" || self.sees_reasons_of(&noted.plugin))
+    ) -> Option<crate::publishing::publish::Noted> {
+        let shown = (noted.outcome != crate::publishing::publish::Outcome::Pending
+            || self.sees_reasons_of(&noted.plugin))
             && self.sees_plugin_id(&noted.plugin)
             && known
                 .plugin(&noted.plugin)

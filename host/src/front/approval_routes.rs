@@ -3,7 +3,7 @@
 //!
 //! - `POST /plugins/{namespace}/{name}/approve` and `…/refuse` (and
 //!   `POST /plugins/{name}/approve`, `…/refuse` at the top level) decide
-//!   on a version held for approval (`registry/approving.rs`), answering
+//!   on a version held for approval (`publishing/approving.rs`), answering
 //!   with the plugin's report afterwards (`{"removed": id}` for a new
 //!   plugin refused); 409 `NOTHING_PENDING` when nothing waits, or when
 //!   `?hash=` (the held version's `contentHash` the admin was shown, which
@@ -29,9 +29,9 @@ use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
 use crate::front::query::query_value;
 use crate::front::uploads::{publish_failure, refuse};
-use crate::registry::approving::{Decision, decide};
+use crate::publishing::approving::{Decision, decide};
+use crate::publishing::publish::Publishing;
 use crate::registry::layout::is_valid_namespace;
-use crate::registry::publish::Publishing;
 
 /// Entries `GET /audit` answers with when no `limit` is given.
 const AUDIT_PAGE: usize = 1000;
@@ -159,12 +159,11 @@ async fn audit(
         }
     };
     let entries = publishing
-        .registry()
         .audit()
         .map(|audit| audit.newest_first(limit))
         .unwrap_or_default();
     json_response(
         200,
-        &json!({ "entries": entries, "keptBytes": crate::registry::audit::MAX_AUDIT_BYTES }),
+        &json!({ "entries": entries, "keptBytes": crate::publishing::audit::MAX_AUDIT_BYTES }),
     )
 }

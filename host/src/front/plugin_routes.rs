@@ -15,8 +15,8 @@
 //! disk with its size and the namespace's share checked as it comes: a
 //! refused request leaves nothing. One person sends at most
 //! `--max-uploads-per-person` bodies at once (another waits up to
-//! [`UPLOAD_WAIT`] for a turn, then gets 503 `BUSY` unread). The writing
-//! and loading are the registry's (`registry/publish.rs`).
+//! [`UPLOAD_WAIT`](crate::front::uploads::UPLOAD_WAIT) for a turn, then gets 503 `BUSY` unread). The writing
+//! and loading are publishing's (`publishing/publish.rs`).
 
 use std::sync::Arc;
 
@@ -37,10 +37,10 @@ use crate::edge::responses::json_response;
 use crate::front::query::query_value;
 use crate::front::source_routes;
 use crate::front::uploads::{Uploads, loaded_status, publish_failure, receive, refuse};
+use crate::publishing::publish::{Noted, Outcome, Published, Publishing};
 use crate::publishing::source::{SourceFlow, Tier};
 use crate::registry::Registry;
 use crate::registry::layout::is_valid_namespace;
-use crate::registry::publish::{Noted, Published, Publishing};
 use crate::registry::report::PluginReport;
 use crate::runtime::languages::SourceLanguage;
 
@@ -356,7 +356,7 @@ async fn publish(
             let reason = report.reason.clone().unwrap_or_default();
             state.publishing.note(Noted {
                 reason: Some(reason.clone()),
-                ..Noted::now(&id, &by, "refused")
+                ..Noted::now(&id, &by, Outcome::Refused)
             });
             let envelope = Envelope::host_error(
                 ErrorCode::PluginRejected,
@@ -505,7 +505,7 @@ async fn publishes(
             "latest": shown(state.publishing.latest())
                 .into_iter()
                 .filter(|noted| {
-                    !matches!(noted.outcome, "live" | "pending") || known.plugin(&noted.plugin).is_some()
+                    !matches!(noted.outcome, Outcome::Live | Outcome::Pending) || known.plugin(&noted.plugin).is_some()
                 })
                 .collect::<Vec<_>>(),
             "line": line,

@@ -33,8 +33,8 @@ use crate::edge::body;
 use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
 use crate::front::uploads::{Uploads, loaded_status, publish_failure, refuse};
+use crate::publishing::publish::{Published, Publishing};
 use crate::publishing::source::{SourceError, SourceFlow, SourcePublished, Tier};
-use crate::registry::publish::{Published, Publishing};
 use crate::runtime::languages::SourceLanguage;
 
 /// One source asked for: which plugin, by whom, in which language and

@@ -16,7 +16,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::edge::body;
-use crate::registry::publish::{PublishError, Publishing, Upload};
+use crate::publishing::publish::{Outcome, PublishError, Publishing, Upload};
 
 /// How long an upload past the person's `--max-uploads-per-person` waits
 /// for one of theirs to finish before it is refused.
@@ -64,7 +64,7 @@ impl Uploads {
     }
 }
 
-/// The body, written to disk as it comes (`registry/publish.rs`'s
+/// The body, written to disk as it comes (`publishing/publish.rs`'s
 /// [`Upload`]): refused at the first piece over the size limit or the
 /// namespace's share, or when it comes too slowly; then nothing is left.
 pub(crate) async fn receive(
@@ -124,12 +124,14 @@ pub(crate) fn publish_failure(id: &str, error: PublishError) -> Response {
 pub(crate) fn loaded_status(
     report: &crate::registry::report::PluginReport,
     created: bool,
-) -> (u16, &'static str) {
-    match (report.state, created) {
-        (crate::registry::report::PluginState::Pending, _) => (202, "pending"),
-        (_, true) => (201, "live"),
-        (_, false) => (200, "live"),
-    }
+) -> (u16, Outcome) {
+    let outcome = Outcome::of_loaded(report);
+    let status = match (outcome, created) {
+        (Outcome::Pending, _) => 202,
+        (_, true) => 201,
+        (_, false) => 200,
+    };
+    (status, outcome)
 }
 
 pub(crate) fn refuse(code: ErrorCode, message: &str) -> Response {

@@ -62,9 +62,9 @@ use crate::call::Calls;
 use crate::edge::auth::Authority;
 use crate::edge::guard::Requester;
 use crate::edge::holds::{Holds, Ticket};
+use crate::publishing::publish::{Noted, Publishing};
 use crate::registry::Registry;
 use crate::registry::events::{LoadEvent, LoadEventKind};
-use crate::registry::publish::{Noted, Publishing};
 
 /// How many load events are kept for clients that reconnect.
 const KEPT: usize = 256;

@@ -1,7 +1,19 @@
-//! Publishing as the fronts ask for it: what one publish of a source does,
-//! from its text to what serves ([`source`]: the language's runtime or a
-//! build, the load, the room's record), one call every front makes.
-//! Below it: `builds/` (a component of a source's own) and the registry's
-//! publishing (`registry/publish.rs`: the file put in place and loaded).
+//! The write side of the plugin folder: what people put into it and what
+//! is kept of that, above the registry, which only serves what is there.
+//!
+//! - [`publish`]: `Publishing`, one publish or removal of a file (locks,
+//!   shares, the upload, the file put in place and loaded, the
+//!   publish record beside it) and the room's log of outcomes (`Noted`);
+//! - [`source`]: one publish of Python or JavaScript source, from its text
+//!   to what serves (the language's runtime or a build), the call every
+//!   front makes;
+//! - [`approving`]: an admin's decision on a version held for approval;
+//! - [`audit`]: the folder's audit log (who changed what).
+//!
+//! Below it: `registry/` (which versions serve, approvals' records) and
+//! `builds/` (a component of a source's own).
 
+pub(crate) mod approving;
+pub(crate) mod audit;
+pub(crate) mod publish;
 pub(crate) mod source;

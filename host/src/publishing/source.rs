@@ -12,7 +12,7 @@
 //!    component of its own (`builds/`), where the server builds that
 //!    language (`--builds`); where it does not, an import outside the set
 //!    is answered with the module, the set and what to do.
-//! 3. It is published through the one load path (`registry/publish.rs`)
+//! 3. It is published through the one load path (`publishing/publish.rs`)
 //!    and its outcome answered; an exception or a syntax error as the
 //!    runtime ran it is answered as a failed build is, with the author's
 //!    line.
@@ -23,9 +23,8 @@ use std::time::{Duration, Instant};
 
 use crate::builds::recipe::Language;
 use crate::builds::{BuildError, Builds, Source};
+use crate::publishing::publish::{KeptSource, Noted, Outcome, PublishError, Published, Publishing};
 use crate::registry::plugin::LoadError;
-use crate::registry::publish::{KeptSource, Noted, PublishError, Published, Publishing};
-use crate::registry::report::PluginReport;
 use crate::runtime::languages::{self, SourceLanguage};
 
 /// Which tier a publisher asks for.
@@ -247,19 +246,19 @@ impl SourceFlow {
         outcome: &Result<SourcePublished, SourceError>,
     ) {
         let seconds = |s: f64| (s * 1000.0).round() / 1000.0;
-        let (outcome, reason, line, build_seconds): (&'static str, _, _, _) = match outcome {
+        let (outcome, reason, line, build_seconds): (Outcome, _, _, _) = match outcome {
             Ok(done) => {
                 let build_seconds = done.build.as_ref().map(|build| seconds(build.seconds));
                 match &done.published {
-                    Published::Live { report, created } => {
-                        (live_outcome(report, *created), None, None, build_seconds)
+                    Published::Live { report, .. } => {
+                        (Outcome::of_loaded(report), None, None, build_seconds)
                     }
                     Published::Refused { report, .. } => {
-                        ("refused", report.reason.clone(), None, build_seconds)
+                        (Outcome::Refused, report.reason.clone(), None, build_seconds)
                     }
                 }
             }
-            Err(SourceError::Build(BuildError::Replaced)) => ("replaced", None, None, None),
+            Err(SourceError::Build(BuildError::Replaced)) => (Outcome::Replaced, None, None, None),
             Err(SourceError::Publish(_)) => return,
             Err(error) => {
                 let line = match error {
@@ -270,7 +269,7 @@ impl SourceFlow {
                 if !matches!(error, SourceError::Raised { .. }) {
                     tracing::info!(plugin = %id, person = %by, %error, "source not published");
                 }
-                ("build_failed", Some(error.to_string()), line, None)
+                (Outcome::BuildFailed, Some(error.to_string()), line, None)
             }
         };
         self.publishing.note(Noted {
@@ -280,14 +279,6 @@ impl SourceFlow {
             line,
             ..Noted::now(id, by, outcome)
         });
-    }
-}
-
-/// The room's outcome of a publish that loaded.
-fn live_outcome(report: &PluginReport, _created: bool) -> &'static str {
-    match report.state {
-        crate::registry::report::PluginState::Pending => "pending",
-        _ => "live",
     }
 }
 

@@ -29,8 +29,6 @@
 //!   admitted by itself once the name is free again.
 
 pub mod approvals;
-pub(crate) mod approving;
-pub(crate) mod audit;
 pub(crate) mod catalog;
 pub mod events;
 mod jobs;
@@ -40,7 +38,6 @@ pub(crate) mod pinned;
 pub mod plugin;
 pub(crate) mod policy;
 pub(crate) mod portability;
-pub(crate) mod publish;
 pub mod report;
 pub mod shares;
 mod snapshot;
@@ -94,7 +91,7 @@ pub struct Registry {
     folder: std::sync::OnceLock<PathBuf>,
     /// Which files in it are plugins, and their ids (set by the scan).
     layout: std::sync::OnceLock<layout::Layout>,
-    /// Every load outcome told, counted (see [`loads`]).
+    /// Every load outcome told, counted (see [`load_counts`]).
     loads: load_counts::Loads,
     /// Plugins whose policies name an OCI source (see [`sources`]).
     sources: Arc<sources::Sources>,
@@ -104,8 +101,6 @@ pub struct Registry {
     /// With `--require-approval`, the folder's approvals: a version whose
     /// definitions are not approved is held, not served.
     approvals: std::sync::OnceLock<approvals::Approvals>,
-    /// The folder's audit log (`GET /audit`).
-    audit: std::sync::OnceLock<audit::Audit>,
 }
 
 impl Registry {
@@ -130,22 +125,15 @@ impl Registry {
             folder: std::sync::OnceLock::new(),
             layout: std::sync::OnceLock::new(),
             approvals: std::sync::OnceLock::new(),
-            audit: std::sync::OnceLock::new(),
         })
     }
 
-    /// Keeps the audit log, and with `approval` approvals, in `folder`
-    /// (before it is scanned, so that no version serves unapproved).
-    pub(crate) fn keep_records(
-        &self,
-        folder: &Path,
-        approval: Option<approvals::ApprovalMode>,
-        audit_max_bytes: u64,
-    ) {
-        let _ = self.audit.set(audit::Audit::new(folder, audit_max_bytes));
-        if let Some(mode) = approval {
-            let _ = self.approvals.set(approvals::Approvals::new(folder, mode));
-        }
+    /// Keeps approvals (`approval`) in `folder`, before it is scanned, so
+    /// that no version serves unapproved.
+    pub(crate) fn require_approval(&self, folder: &Path, approval: approvals::ApprovalMode) {
+        let _ = self
+            .approvals
+            .set(approvals::Approvals::new(folder, approval));
     }
 
     /// The folder's approvals, with `--require-approval`.
@@ -156,11 +144,6 @@ impl Registry {
     /// The plugin folder, once it was scanned.
     pub(crate) fn folder(&self) -> Option<&Path> {
         self.layout.get().map(layout::Layout::root)
-    }
-
-    /// The folder's audit log, once there is a folder.
-    pub(crate) fn audit(&self) -> Option<&audit::Audit> {
-        self.audit.get()
     }
 
     pub fn runtime(&self) -> &Arc<Runtime> {

@@ -165,8 +165,9 @@ pub struct Held {
     /// The version's definitions and their digest, to approve.
     pub(crate) definitions: Value,
     pub(crate) digest: String,
-    /// The changes (see [`changes`]); empty for a code-only change under
-    /// [`ApprovalMode::All`].
+    /// The changes (see [`changes`](crate::registry::approvals::changes));
+    /// empty for a code-only change under
+    /// [`ApprovalMode::All`](crate::registry::approvals::ApprovalMode::All).
     pub(crate) changes: Value,
     /// One line for people: how many definitions changed, or that it is
     /// new.
@@ -309,30 +310,45 @@ pub(crate) async fn with_policy(
     })
 }
 
-/// What the record beside a published plugin says of its version.
-#[derive(Debug, Clone, PartialEq)]
+/// The record beside a published plugin (`.<name>.published`, JSON): who
+/// published this version and when, and since when the plugin exists.
+/// Publishing writes it; reports read it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct PublishRecord {
     /// Who published it.
     pub(crate) by: String,
     /// When (RFC 3339).
     pub(crate) at: String,
+    /// When the plugin was first published (RFC 3339), kept across its
+    /// versions; absent in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) first: Option<String>,
     /// The language of the source the server built it from, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) built_from: Option<String>,
     /// How long that build took, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) build_seconds: Option<f64>,
+}
+
+impl PublishRecord {
+    /// The record in `bytes`, if they are one.
+    pub(crate) fn read(bytes: &[u8]) -> Option<PublishRecord> {
+        serde_json::from_slice(bytes).ok()
+    }
+
+    /// When the plugin was first published: `first`, or this version's
+    /// `at` for a record without it.
+    pub(crate) fn first_published(&self) -> &str {
+        self.first.as_deref().unwrap_or(&self.at)
+    }
 }
 
 /// Who published the plugin at `file`, and when (RFC 3339), if it was
 /// published over HTTP (`publish.rs` writes the record).
 pub(crate) fn published_by(file: &Path) -> Option<PublishRecord> {
-    let text = std::fs::read_to_string(published_file(file)).ok()?;
-    let record: serde_json::Value = serde_json::from_str(&text).ok()?;
-    Some(PublishRecord {
-        by: record["by"].as_str()?.to_string(),
-        at: record["at"].as_str()?.to_string(),
-        built_from: record["builtFrom"].as_str().map(str::to_string),
-        build_seconds: record["buildSeconds"].as_f64(),
-    })
+    PublishRecord::read(&std::fs::read(published_file(file)).ok()?)
 }
 
 /// When the plugin at `file` was first published: the record's `first`
@@ -340,13 +356,8 @@ pub(crate) fn published_by(file: &Path) -> Option<PublishRecord> {
 /// by hand (or a plugin from a registry), the file's creation time, else
 /// its policy file's, else its modification time.
 pub(crate) fn first_published(file: &Path) -> SystemTime {
-    let recorded = std::fs::read_to_string(published_file(file))
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .and_then(|record| {
-            let at = record.get("first").or_else(|| record.get("at"))?.as_str()?;
-            humantime::parse_rfc3339_weak(at).ok()
-        });
+    let recorded = published_by(file)
+        .and_then(|record| humantime::parse_rfc3339_weak(record.first_published()).ok());
     recorded
         .or_else(|| {
             [file.to_path_buf(), policy::policy_path(file)]

@@ -9,7 +9,7 @@
 //!   share checked at every piece: nothing is held in memory, and an
 //!   upload over a limit stops there and leaves nothing. Dropped before it
 //!   is published (the client went away, a check failed), it is removed.
-//! - [`Registry::publish`] runs in a task of its own: the client hanging
+//! - [`Publishing::publish`] runs in a task of its own: the client hanging
 //!   up, or the answer timing out, never skips the clean-up of a refused
 //!   version.
 //! - The file is renamed into place and loaded at once through the one
@@ -40,9 +40,10 @@ use tokio::io::AsyncWriteExt;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use super::audit::{Action, Audit};
 use crate::registry::Registry;
 use crate::registry::layout::{self, namespace_of};
-use crate::registry::plugin::{published_file, source_file};
+use crate::registry::plugin::{PublishRecord, published_file, source_file};
 use crate::registry::report::{PluginReport, PluginState};
 use crate::registry::shares::{OverShare, PersonShares, storage_in_use};
 
@@ -98,6 +99,32 @@ const NOTED: usize = 200;
 /// How many plugins' newest publishes the room's present keeps.
 const LATEST: usize = 4096;
 
+/// What became of one publish, as the room's view shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Outcome {
+    /// Its tools serve.
+    Live,
+    /// Held for an admin's approval (`--require-approval`).
+    Pending,
+    /// The loader refused it.
+    Refused,
+    /// Its source did not build or run.
+    BuildFailed,
+    /// A newer publish of the same plugin took its place before it built.
+    Replaced,
+}
+
+impl Outcome {
+    /// The outcome of a publish that loaded.
+    pub(crate) fn of_loaded(report: &PluginReport) -> Outcome {
+        match report.state {
+            PluginState::Pending => Outcome::Pending,
+            _ => Outcome::Live,
+        }
+    }
+}
+
 /// One publish or failed build, for the room's view.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -106,8 +133,7 @@ pub(crate) struct Noted {
     pub(crate) by: String,
     /// When it was answered (RFC 3339).
     pub(crate) at: String,
-    /// `live`, `refused` (by the loader), `build_failed` or `replaced`.
-    pub(crate) outcome: &'static str,
+    pub(crate) outcome: Outcome,
     /// The language of the source built, if it was source.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) language: Option<&'static str>,
@@ -123,7 +149,7 @@ pub(crate) struct Noted {
 }
 
 impl Noted {
-    pub(crate) fn now(plugin: &str, by: &str, outcome: &'static str) -> Noted {
+    pub(crate) fn now(plugin: &str, by: &str, outcome: Outcome) -> Noted {
         Noted {
             plugin: plugin.to_string(),
             by: by.to_string(),
@@ -210,10 +236,16 @@ pub(crate) struct Publishing {
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// What one person may hold (see [`shares`](crate::registry::shares)).
     shares: PersonShares,
+    /// The folder's audit log (`GET /audit`), once there is a folder.
+    audit: Option<Audit>,
 }
 
 impl Publishing {
-    pub(crate) fn new(registry: Arc<Registry>, shares: PersonShares) -> Arc<Publishing> {
+    pub(crate) fn new(
+        registry: Arc<Registry>,
+        shares: PersonShares,
+        audit: Option<Audit>,
+    ) -> Arc<Publishing> {
         Arc::new(Publishing {
             registry,
             noted: Mutex::default(),
@@ -221,15 +253,21 @@ impl Publishing {
             noted_events: tokio::sync::broadcast::channel(256).0,
             locks: Mutex::default(),
             shares,
+            audit,
         })
     }
 
-    /// Where plugin `id` lives in the folder, if the registry serves one.
     /// The registry it publishes into.
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
 
+    /// The folder's audit log, once there is a folder.
+    pub(crate) fn audit(&self) -> Option<&Audit> {
+        self.audit.as_ref()
+    }
+
+    /// Where plugin `id` lives in the folder, if the registry serves one.
     pub(super) fn file_of(&self, id: &str) -> Result<PathBuf, PublishError> {
         self.registry.plugin_file(id).ok_or(PublishError::NoFolder)
     }
@@ -411,24 +449,23 @@ impl Publishing {
         };
         let first = replaced_record
             .as_deref()
-            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(bytes).ok())
-            .and_then(|record| {
-                let first = record.get("first").or_else(|| record.get("at"))?;
-                Some(first.as_str()?.to_string())
-            })
-            .unwrap_or_else(|| now.clone());
-        let mut record = serde_json::json!({ "by": by, "at": now, "first": first });
-        if let Some(source) = &source {
-            record["builtFrom"] = source.language.into();
-            record["buildSeconds"] = ((source.seconds * 1000.0).round() / 1000.0).into();
-        }
+            .and_then(PublishRecord::read)
+            .map_or_else(
+                || now.clone(),
+                |record| record.first_published().to_string(),
+            );
+        let record = PublishRecord {
+            by: by.to_string(),
+            at: now,
+            first: Some(first),
+            built_from: source.as_ref().map(|source| source.language.to_string()),
+            build_seconds: source
+                .as_ref()
+                .map(|source| (source.seconds * 1000.0).round() / 1000.0),
+        };
+        let record = serde_json::to_vec(&record).expect("a record serialises");
         let placed = async {
-            write_atomically(
-                &folder,
-                &file_name(&record_file),
-                record.to_string().as_bytes(),
-            )
-            .await?;
+            write_atomically(&folder, &file_name(&record_file), &record).await?;
             tokio::fs::rename(&upload.temp, &file).await
         };
         let before_publish = Previous {
@@ -475,13 +512,13 @@ impl Publishing {
                     tracing::warn!(plugin = %id, %error, "cannot keep the plugin's source");
                 }
                 tracing::info!(plugin = %id, person = %by, hash = %&hash[..12], "published");
-                if let Some(audit) = self.registry.audit().filter(|_| !unchanged) {
+                if let Some(audit) = self.audit().filter(|_| !unchanged) {
                     let held = report.state == PluginState::Pending;
                     audit.record(
                         if held {
-                            "publish (held for approval)"
+                            Action::PublishHeld
                         } else {
-                            "publish"
+                            Action::Publish
                         },
                         by,
                         Some(&id),
@@ -518,7 +555,7 @@ impl Publishing {
     }
 
     /// Removes plugin `id`; its tools are gone when this returns. Runs in a
-    /// task of its own, as [`Registry::publish`] does.
+    /// task of its own, as [`Publishing::publish`] does.
     pub(crate) async fn unpublish(
         self: &Arc<Self>,
         id: &str,
@@ -555,8 +592,8 @@ impl Publishing {
         }
         self.registry.load_settled(file).await;
         tracing::info!(plugin = %id, person = %by, "removed");
-        if let Some(audit) = self.registry.audit() {
-            audit.record("remove", by, Some(id), serde_json::json!({}));
+        if let Some(audit) = self.audit() {
+            audit.record(Action::Remove, by, Some(id), serde_json::json!({}));
         }
         Ok(())
     }

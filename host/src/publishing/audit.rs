@@ -18,14 +18,58 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// The most the log keeps on disk by default (`--audit-max-kib`).
 pub(crate) const MAX_AUDIT_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The actions an admin (or the operator) takes: kept before anyone's
-/// publishes.
-const DECISIONS: [&str; 3] = ["approve", "refuse", "tokens file reloaded"];
+/// What an entry records, as its `action` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) enum Action {
+    #[serde(rename = "publish")]
+    Publish,
+    /// A publish whose version waits for an admin (`--require-approval`).
+    #[serde(rename = "publish (held for approval)")]
+    PublishHeld,
+    #[serde(rename = "remove")]
+    Remove,
+    #[serde(rename = "approve")]
+    Approve,
+    #[serde(rename = "refuse")]
+    Refuse,
+    #[serde(rename = "tokens file reloaded")]
+    TokensFileReloaded,
+    /// An action this build does not know (a newer server's, on a shared
+    /// folder): kept as anyone's.
+    #[serde(other)]
+    Other,
+}
+
+impl Action {
+    /// An admin's (or the operator's) decision: kept before anyone's
+    /// publishes when the log is compacted.
+    fn is_decision(self) -> bool {
+        matches!(
+            self,
+            Action::Approve | Action::Refuse | Action::TokensFileReloaded
+        )
+    }
+}
+
+/// One line of the log.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Entry {
+    /// When (RFC 3339).
+    at: String,
+    action: Action,
+    /// Who: a person's name, or `operator` for the tokens file.
+    person: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    plugin: Option<String>,
+    /// What else the action says (a hash, the people changed, ...).
+    #[serde(flatten)]
+    details: Map<String, Value>,
+}
 
 /// The audit log of one plugin folder.
 pub(crate) struct Audit {
@@ -47,21 +91,24 @@ impl Audit {
 
     /// Adds one entry: `action` by `person`, on `plugin` if any, with
     /// `details` (an object's fields, merged in).
-    pub(crate) fn record(&self, action: &str, person: &str, plugin: Option<&str>, details: Value) {
-        let mut entry = Map::new();
-        entry.insert(
-            "at".into(),
-            json!(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()),
-        );
-        entry.insert("action".into(), json!(action));
-        entry.insert("person".into(), json!(person));
-        if let Some(plugin) = plugin {
-            entry.insert("plugin".into(), json!(plugin));
-        }
-        if let Value::Object(details) = details {
-            entry.extend(details);
-        }
-        let mut line = Value::Object(entry).to_string();
+    pub(crate) fn record(
+        &self,
+        action: Action,
+        person: &str,
+        plugin: Option<&str>,
+        details: Value,
+    ) {
+        let entry = Entry {
+            at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            action,
+            person: person.to_string(),
+            plugin: plugin.map(str::to_string),
+            details: match details {
+                Value::Object(details) => details,
+                _ => Map::new(),
+            },
+        };
+        let mut line = serde_json::to_string(&entry).expect("an entry serialises");
         line.push('\n');
         let _writing = self.writing.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(error) = self.append(line.as_bytes()) {
@@ -109,12 +156,11 @@ fn compact(text: &str, budget: u64) -> String {
     let mut decisions = Vec::new();
     let mut by_person: HashMap<String, Vec<usize>> = HashMap::new();
     for (index, line) in lines.iter().enumerate() {
-        let entry: Value = serde_json::from_str(line).unwrap_or_default();
-        if DECISIONS.contains(&entry["action"].as_str().unwrap_or_default()) {
-            decisions.push(index);
-        } else {
-            let person = entry["person"].as_str().unwrap_or_default().to_string();
-            by_person.entry(person).or_default().push(index);
+        match serde_json::from_str::<Entry>(line) {
+            Ok(entry) if entry.action.is_decision() => decisions.push(index),
+            Ok(entry) => by_person.entry(entry.person).or_default().push(index),
+            // A line no entry reads (cut short by a crash) is nobody's.
+            Err(_) => by_person.entry(String::new()).or_default().push(index),
         }
     }
     let mut kept = Vec::new();
@@ -152,19 +198,25 @@ fn compact(text: &str, budget: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn entries_come_newest_first_and_the_log_stays_bounded() {
         let dir = tempfile::tempdir().unwrap();
         let audit = Audit::new(dir.path(), MAX_AUDIT_BYTES);
-        audit.record("publish", "ada", Some("ada/echo"), json!({"hash": "ab"}));
-        audit.record("remove", "ada", Some("ada/echo"), json!({}));
+        audit.record(
+            Action::Publish,
+            "ada",
+            Some("ada/echo"),
+            json!({"hash": "ab"}),
+        );
+        audit.record(Action::Remove, "ada", Some("ada/echo"), json!({}));
         let entries = audit.newest_first(10);
         assert_eq!(entries[0]["action"], "remove");
         assert_eq!(entries[1]["hash"], "ab");
         let filler = "x".repeat(100_000);
         for _ in 0..100 {
-            audit.record("publish", "bob", None, json!({"filler": filler}));
+            audit.record(Action::Publish, "bob", None, json!({"filler": filler}));
         }
         let size = std::fs::metadata(dir.path().join(".toolhost/audit.jsonl"))
             .unwrap()
@@ -177,11 +229,21 @@ mod tests {
     fn one_persons_flood_pushes_out_only_their_own_entries() {
         let dir = tempfile::tempdir().unwrap();
         let audit = Audit::new(dir.path(), 64 * 1024);
-        audit.record("publish", "instructor", Some("echo"), json!({"hash": "a"}));
-        audit.record("approve", "root", Some("ada/x"), json!({"hash": "b"}));
-        audit.record("remove", "carol", Some("carol/y"), json!({}));
+        audit.record(
+            Action::Publish,
+            "instructor",
+            Some("echo"),
+            json!({"hash": "a"}),
+        );
+        audit.record(Action::Approve, "root", Some("ada/x"), json!({"hash": "b"}));
+        audit.record(Action::Remove, "carol", Some("carol/y"), json!({}));
         for round in 0..5_000 {
-            audit.record("publish", "ada", Some("ada/x"), json!({ "hash": round }));
+            audit.record(
+                Action::Publish,
+                "ada",
+                Some("ada/x"),
+                json!({ "hash": round }),
+            );
         }
         let entries = audit.newest_first(usize::MAX);
         let of = |person: &str| entries.iter().filter(|e| e["person"] == person).count();

@@ -19,9 +19,10 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::audit::Action;
+use super::publish::{PublishError, Publishing, remove_if_there};
 use crate::registry::layout::write_by_rename;
 use crate::registry::plugin::{content_hash, published_file, source_file};
-use crate::registry::publish::{PublishError, Publishing, remove_if_there};
 use crate::registry::report::PluginReport;
 
 /// What an admin decided.
@@ -36,6 +37,14 @@ impl Decision {
         match self {
             Decision::Approve => "approve",
             Decision::Refuse => "refuse",
+        }
+    }
+
+    /// How the audit log records it.
+    fn action(self) -> Action {
+        match self {
+            Decision::Approve => Action::Approve,
+            Decision::Refuse => Action::Refuse,
         }
     }
 }
@@ -144,9 +153,9 @@ pub(crate) async fn decide(
     drop(snapshot);
     let report = registry.load_settled(file).await;
     tracing::info!(plugin = %id, person = %by, hash = %short(&hash), decision = decision.as_str(), "approval decided");
-    if let Some(audit) = registry.audit() {
+    if let Some(audit) = publishing.audit() {
         audit.record(
-            decision.as_str(),
+            decision.action(),
             by,
             Some(id),
             json!({ "hash": hash, "changes": changes }),
