@@ -75,6 +75,14 @@ const SDK_FILES: &[(&str, &str)] = &[
         include_str!("../../../sdk/rust/wit/plugin.wit"),
     ),
     ("src/lib.rs", include_str!("../../../sdk/rust/src/lib.rs")),
+    (
+        "src/bindings.rs",
+        include_str!("../../../sdk/rust/src/bindings.rs"),
+    ),
+    (
+        "src/tools_world.rs",
+        include_str!("../../../sdk/rust/src/tools_world.rs"),
+    ),
     ("src/tool.rs", include_str!("../../../sdk/rust/src/tool.rs")),
     (
         "src/catalog.rs",

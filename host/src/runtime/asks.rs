@@ -1,8 +1,6 @@
 //! What one may ask of 0.2.0's optional exports (`read-resource`,
 //! `get-prompt`, `complete`) and what they answer, as plain data. They run
-//! on the call path beside `call-tool` (`engine.rs`, [`Runtime::ask`]).
-//!
-//! [`Runtime::ask`]: super::Runtime::ask
+//! on the call path beside `call-tool` (`engine.rs`, `Runtime::ask`).
 
 use super::bindings::completion::{Completions, Reference as CompletionRef};
 use super::bindings::prompts::PromptResult;

@@ -344,7 +344,7 @@ impl Runtime {
     pub(crate) async fn describe(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,
-        source: Option<Arc<super::SourceFile>>,
+        source: Option<Arc<super::grants::SourceFile>>,
     ) -> Result<Description, CallFailure> {
         let grants = Arc::new(Grants {
             source,

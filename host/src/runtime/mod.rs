@@ -6,7 +6,7 @@
 //! ([`PluginOutput`], [`PluginError`]) or with a [`CallFailure`].
 //!
 //! Design, and why:
-//! - One [`Engine`] per compiler, so compiled code and settings are shared;
+//! - One [`Engine`](wasmtime::Engine) per compiler, so compiled code and settings are shared;
 //!   large components get baseline code first (see [`compiler`]).
 //! - A plugin is compiled once and pre-instantiated (imports resolved once);
 //!   every call then instantiates it in a fresh `Store`, so no state leaks

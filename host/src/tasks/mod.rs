@@ -27,30 +27,13 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use self::record::{Status, TaskRecord};
+pub(crate) use self::record::{RunEnd, Status, TaskRecord};
 pub(crate) use self::store::{Store, StoreError};
 
 /// How long a task is kept after it was made, unless the server says.
 pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(60 * 60);
-/// How often a client is told to poll.
-pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// How often a run elsewhere is checked for a cancellation (shared store).
 pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(250);
-
-/// How a run of a task's call ended.
-#[derive(Clone)]
-pub(crate) enum RunEnd {
-    /// The tool's result (a business error too: `isError`).
-    Completed(Value),
-    /// The call could not give a result: a JSON-RPC error object.
-    Failed(Value),
-    /// The plugin asked its client for input: the requests by key, and
-    /// the answers it used.
-    NeedsInput {
-        requests: Value,
-        answers: Map<String, Value>,
-    },
-}
 
 /// A run of a task's call: given the record (its arguments, answers,
 /// the client's capabilities), how it ended.

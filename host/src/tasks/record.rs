@@ -5,7 +5,23 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use super::{POLL_INTERVAL, RunEnd};
+/// How often a client is told to poll.
+pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How a run of a task's call ended.
+#[derive(Clone)]
+pub(crate) enum RunEnd {
+    /// The tool's result (a business error too: `isError`).
+    Completed(Value),
+    /// The call could not give a result: a JSON-RPC error object.
+    Failed(Value),
+    /// The plugin asked its client for input: the requests by key, and
+    /// the answers it used.
+    NeedsInput {
+        requests: Value,
+        answers: Map<String, Value>,
+    },
+}
 
 /// Where a task is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -1,5 +1,5 @@
 //! Resources, resource templates and prompts (contract 0.2.0), declared
-//! like tools: each is a typed function added to [`Tools`](crate::Tools).
+//! like tools: each is a typed function added to `Tools` (`tool.rs`).
 //!
 //! ```no_run
 //! use toolhost_plugin::prelude::*;
@@ -43,11 +43,11 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::JsonSchema;
 use crate::bindings::exports::toolhost::plugin0_1_0::tools as wit;
 use crate::bindings::exports::toolhost::plugin0_2_0::{completion, prompts, resources};
 use crate::content::{Content, ToolError};
 use crate::schema;
+use schemars::JsonSchema;
 
 type Reader = Box<dyn Fn(&str, &Map<String, Value>) -> Result<Body, ToolError>>;
 type Completer = Box<dyn Fn(&str) -> Vec<String>>;
@@ -368,7 +368,7 @@ impl Prompt {
     }
 }
 
-/// What a plugin declares besides tools; held by [`Tools`](crate::Tools).
+/// What a plugin declares besides tools; held by `Tools` (`tool.rs`).
 #[derive(Default)]
 pub(crate) struct Catalog {
     pub(crate) resources: Vec<Resource>,

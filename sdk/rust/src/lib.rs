@@ -92,42 +92,13 @@ pub mod prelude {
 /// this crate). Plugins do not need them: the SDK's types cover every
 /// record; they are public for the `export!` macro.
 #[doc(hidden)]
-pub mod bindings {
-    wit_bindgen::generate!({
-        world: "full",
-        path: "wit",
-        // The 0.1.0 interfaces (tools, client, config) are another package
-        // version in the same file: generate them here too.
-        generate_all,
-        pub_export_macro: true,
-        export_macro_name: "__export_plugin",
-        default_bindings_module: "::toolhost_plugin::bindings",
-        runtime_path: "::toolhost_plugin::__private::wit_bindgen::rt",
-    });
-}
+pub mod bindings;
 
-/// The contract's `plugin` world (tools only), generated for one thing:
-/// the description of that world it puts in every plugin, which is what
-/// lets `export!(tools)` export `tools` alone. `bindings` describes the
-/// `full` world's exports only inside its `export!`, which a plugin of
-/// tools only does not expand; a component pays for each export at every
-/// instantiation. Its types are `bindings`' twins and unused. So
-/// a component that links this crate exports `tools`, which a plugin
-/// does anyway.
+/// The contract's `plugin` world (tools only), generated for the world's
+/// description alone (see the file).
 #[doc(hidden)]
 #[allow(dead_code, unused_imports, unused_macros)]
-mod tools_world {
-    wit_bindgen::generate!({
-        world: "plugin",
-        path: "wit",
-        generate_all,
-        runtime_path: "::toolhost_plugin::__private::wit_bindgen::rt",
-        // Its own section name: a plugin that also binds the `plugin`
-        // world itself gets a section of its own, not one of this SDK's
-        // bytes concatenated with its own.
-        type_section_suffix: "-toolhost-plugin-sdk",
-    });
-}
+mod tools_world;
 
 /// What the `export!` macro expands to; not part of the API.
 #[doc(hidden)]

@@ -55,9 +55,7 @@ pub fn output_schema<T: JsonSchema>() -> Value {
 }
 
 /// The input schema exactly as schemars derives it for draft 2020-12 (with
-/// `$schema`, `$defs` and `$ref`), for [`Tool::standard_schema`].
-///
-/// [`Tool::standard_schema`]: crate::Tool::standard_schema
+/// `$schema`, `$defs` and `$ref`), for `Tool::standard_schema` (`tool.rs`).
 pub fn standard_input_schema<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .for_deserialize()

@@ -38,54 +38,21 @@
 //! tokens files and OAuth combine. [`Authority`] is what the guard asks.
 
 mod file;
+mod identity;
 mod people;
 mod person;
 mod sets;
 
 use std::sync::Arc;
 
+use self::identity::bearer;
+pub(crate) use self::identity::{Identity, Refusal};
 pub(crate) use self::people::People;
 pub(crate) use self::person::Role;
 use sha2::{Digest, Sha256};
 
 use crate::edge::oauth::{Grant, OAuth, SCOPE_ADMIN, SCOPE_CALL, SCOPE_METRICS, SCOPE_PUBLISH};
 use crate::registry::view::View;
-
-/// The person behind a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Identity {
-    /// Who: logs and reports name them, and an MCP session answers only
-    /// to the name that opened it. A tokens-file person's name; a token
-    /// holder's namespace, or `oauth:` and a digest when it has none.
-    pub(crate) name: String,
-    pub(crate) role: Role,
-    /// Where they may publish (with the publisher role): a tokens-file
-    /// person's name, a token holder's mapped namespace; `None` when the
-    /// token's claim cannot name one.
-    pub(crate) namespace: Option<String>,
-    /// The SHA-256 of the token they presented: revoking it (taking it out
-    /// of the tokens file) ends what it opened.
-    pub(crate) token: [u8; 32],
-    /// When an access token expires; `None` for a tokens-file person.
-    pub(crate) expires: Option<std::time::SystemTime>,
-    /// What they see, as the tokens file (or their token's claim) says
-    /// at the time of the request.
-    pub(crate) tools: View,
-    /// The groups an access token's claim names (`--auth-tools-claim`),
-    /// to resolve again when the tokens file's groups change.
-    claimed: Option<Vec<String>>,
-}
-
-/// Why a request was not let through.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Refusal {
-    /// No token, or one nobody holds: 401.
-    Unauthenticated,
-    /// An OAuth access token that is not valid, and why: 401.
-    InvalidToken(String),
-    /// A known person without the role the route needs: 403.
-    NotAllowed { name: String, needs: Role },
-}
 
 /// A top-level plugin, and who of the tokens file does not see it.
 #[derive(Debug, serde::Serialize)]
@@ -195,7 +162,7 @@ impl Authority {
     }
 
     /// A receiver that wakes when the tokens file is reloaded: then
-    /// [`Authority::still_valid`] may have changed.
+    /// [`Authority::view_now`] may have changed.
     pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.people.changes.subscribe()
     }
@@ -320,39 +287,6 @@ fn quoted(text: &str) -> String {
             _ => '?',
         })
         .collect()
-}
-
-/// The token of an `Authorization: Bearer` header.
-fn bearer(authorization: Option<&str>) -> Option<&str> {
-    authorization.and_then(|value| value.strip_prefix("Bearer "))
-}
-
-impl Identity {
-    /// A tokens-file person seeing everything, for tests of what reads
-    /// identities.
-    #[cfg(test)]
-    pub(crate) fn named(name: &str, role: Role) -> Identity {
-        Identity {
-            name: name.into(),
-            role,
-            namespace: Some(name.into()),
-            token: [0; 32],
-            expires: None,
-            tools: View::all(),
-            claimed: None,
-        }
-    }
-
-    /// This person, if they hold at least `needs`.
-    fn allowed(self, needs: Role) -> Result<Option<Identity>, Refusal> {
-        if self.role < needs {
-            return Err(Refusal::NotAllowed {
-                name: self.name,
-                needs,
-            });
-        }
-        Ok(Some(self))
-    }
 }
 
 #[cfg(test)]

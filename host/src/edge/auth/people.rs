@@ -12,8 +12,9 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::file::{Roster, read_tokens, watch_file};
+use super::identity::{Identity, Refusal, bearer};
 use super::person::{Person, Role};
-use super::{Identity, Refusal, bearer, sets};
+use super::sets;
 use crate::registry::view::View;
 
 /// Everyone who may use the server; `None` inside means open.

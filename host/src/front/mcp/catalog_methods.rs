@@ -1,5 +1,5 @@
 //! MCP resources, prompts and completion: the capabilities a session is
-//! offered, each request through the shared call path (`call/catalog.rs`)
+//! offered, each request through the shared call path (`call/catalog_path.rs`)
 //! and its JSON into rmcp's types through serde, failures as JSON-RPC
 //! errors (the code from `errors.rs`, the error object in `data`), and
 //! what a session hears when the lists change or a resource it subscribed

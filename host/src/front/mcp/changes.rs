@@ -6,20 +6,38 @@
 //! and rejected plugins as log messages once the client enabled logging;
 //! for the stateless revision, `subscriptions/listen`'s list changes.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::SubscriptionContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
+use super::catalog_methods::{self, SessionCatalog};
 use super::session_client::severity;
-use super::{McpFront, catalog_methods, requester};
+use crate::edge::auth::{Authority, Identity};
 use crate::edge::guard::Requester;
 use crate::front::lists::ToolLists;
 use crate::registry::Registry;
 use crate::registry::events::LoadEventKind;
 use crate::registry::view::View;
+
+/// What a session's changes are read from and told with: the parts of
+/// the MCP front's handler this room needs, handed in by it.
+pub(super) struct Watch {
+    pub(super) registry: Arc<Registry>,
+    pub(super) lists: Arc<ToolLists>,
+    /// Who may use the server; `None` over stdio (everything).
+    pub(super) authority: Option<Arc<Authority>>,
+    /// What the session was offered of resources and prompts.
+    pub(super) catalog: Arc<SessionCatalog>,
+    /// Cancelled when the session ends.
+    pub(super) session_ended: CancellationToken,
+    pub(super) logging_enabled: Arc<AtomicBool>,
+    pub(super) log_level: Arc<Mutex<LoggingLevel>>,
+}
 
 /// Tells this session's client, until the session ends:
 /// - `notifications/tools/list_changed` each time the tool list it
@@ -33,25 +51,18 @@ use crate::registry::view::View;
 ///
 /// Each session has its own task, so a slow or dead client delays no
 /// other.
-pub(super) fn forward(front: &McpFront, peer: Peer<RoleServer>, mut viewer: Requester) {
-    let mut changes = front.registry.tool_list_changes();
-    let mut catalog_changes = front.registry.catalog_changes();
+pub(super) fn forward(watch: Watch, peer: Peer<RoleServer>, mut viewer: Requester) {
+    let mut changes = watch.registry.tool_list_changes();
+    let mut catalog_changes = watch.registry.catalog_changes();
     let mut seen = catalog_changes.borrow_and_update().clone();
-    let mut events = front.registry.events();
-    let authority = front.authority.clone();
+    let mut events = watch.registry.events();
+    let authority = watch.authority.clone();
     let mut tokens = authority.as_ref().map(|authority| authority.changes());
     let mut view = viewer.view();
-    let (registry, session, lists) = (
-        front.registry.clone(),
-        front.catalog.clone(),
-        front.lists.clone(),
-    );
+    let (registry, session, lists) = (watch.registry, watch.catalog, watch.lists);
     let mut sees = Seen::of(&registry, &lists, &view);
-    let (ended, logging_enabled, log_level) = (
-        front.session_ended.clone(),
-        front.logging_enabled.clone(),
-        front.log_level.clone(),
-    );
+    let (ended, logging_enabled, log_level) =
+        (watch.session_ended, watch.logging_enabled, watch.log_level);
     tokio::spawn(async move {
         loop {
             let tokens_changed = next_change(tokens.as_mut());
@@ -138,8 +149,13 @@ pub(super) fn forward(front: &McpFront, peer: Peer<RoleServer>, mut viewer: Requ
 /// A `subscriptions/listen` stream (the stateless revision): the tool,
 /// prompt and resource lists' changes it asked for (`accepted`), each
 /// only when the list its sender sees changed (their set, read again when
-/// the tokens file changes), as a session gets them.
-pub(super) async fn listen(front: &McpFront, context: SubscriptionContext) -> Result<(), McpError> {
+/// the tokens file changes), as a session gets them. `identity` is the
+/// listener's.
+pub(super) async fn listen(
+    watch: Watch,
+    identity: Option<Identity>,
+    context: SubscriptionContext,
+) -> Result<(), McpError> {
     let accepted = context.accepted().clone();
     let wants = |flag: Option<bool>| flag == Some(true);
     let (tools_wanted, prompts_wanted, resources_wanted) = (
@@ -147,25 +163,24 @@ pub(super) async fn listen(front: &McpFront, context: SubscriptionContext) -> Re
         wants(accepted.prompts_list_changed),
         wants(accepted.resources_list_changed),
     );
-    let mut changes = front.registry.tool_list_changes();
-    let mut catalog_changes = front.registry.catalog_changes();
+    let mut changes = watch.registry.tool_list_changes();
+    let mut catalog_changes = watch.registry.catalog_changes();
     let mut catalog_now = catalog_changes.borrow_and_update().clone();
-    let identity = requester(context.request_context()).cloned();
-    let mut tokens = front
+    let mut tokens = watch
         .authority
         .as_ref()
         .map(|authority| authority.changes());
-    let view_now = || match &front.authority {
+    let view_now = || match &watch.authority {
         Some(authority) => authority.view_now(identity.as_ref()),
         None => View::all(),
     };
     // Everything: the registry's own signals are the changes; a set: a
     // digest of each list as it shows it.
     let digest =
-        |view: &View| (!view.is_all()).then(|| tools_digest(&front.registry, &front.lists, view));
+        |view: &View| (!view.is_all()).then(|| tools_digest(&watch.registry, &watch.lists, view));
     let mut view = view_now();
     let mut seen = digest(&view);
-    let mut catalog_seen = catalog_methods::CatalogSeen::of(&front.registry, &view);
+    let mut catalog_seen = catalog_methods::CatalogSeen::of(&watch.registry, &view);
     loop {
         let tokens_changed = next_change(tokens.as_mut());
         let (mut tools, mut prompts, mut resources) = (false, false, false);
@@ -184,7 +199,7 @@ pub(super) async fn listen(front: &McpFront, context: SubscriptionContext) -> Re
                     return Ok(());
                 }
                 let then = std::mem::replace(&mut catalog_now, catalog_changes.borrow_and_update().clone());
-                let now = catalog_methods::CatalogSeen::of(&front.registry, &view);
+                let now = catalog_methods::CatalogSeen::of(&watch.registry, &view);
                 if view.is_all() {
                     prompts = catalog_now.prompts != then.prompts;
                     resources = catalog_now.resources != then.resources;
@@ -202,7 +217,7 @@ pub(super) async fn listen(front: &McpFront, context: SubscriptionContext) -> Re
                 let now = digest(&view);
                 tools = now != seen;
                 seen = now;
-                let catalog = catalog_methods::CatalogSeen::of(&front.registry, &view);
+                let catalog = catalog_methods::CatalogSeen::of(&watch.registry, &view);
                 (prompts, resources) = catalog_seen.differs(&catalog);
                 catalog_seen = catalog;
             }

@@ -135,10 +135,34 @@ impl McpFront {
         tasks::Caller::new(&self.registry, owner, view_in(context))
     }
 
+    /// What a task's run needs of this front (`tasks.rs`).
+    fn run_path(&self) -> tasks::RunPath {
+        tasks::RunPath {
+            registry: self.registry.clone(),
+            calls: self.calls.clone(),
+            text_format: self.text_format,
+            keys: self.input_keys.clone(),
+            front: crate::call::invoke::Front::Mcp,
+        }
+    }
+
+    /// What `changes.rs` reads a session's changes from.
+    fn watch(&self) -> changes::Watch {
+        changes::Watch {
+            registry: self.registry.clone(),
+            lists: self.lists.clone(),
+            authority: self.authority.clone(),
+            catalog: self.catalog.clone(),
+            session_ended: self.session_ended.clone(),
+            logging_enabled: self.logging_enabled.clone(),
+            log_level: self.log_level.clone(),
+        }
+    }
+
     /// Tells this session's client of the changes it sees, until the
     /// session ends (`changes.rs`).
     fn forward_changes(&self, peer: Peer<RoleServer>, viewer: crate::edge::guard::Requester) {
-        changes::forward(self, peer, viewer);
+        changes::forward(self.watch(), peer, viewer);
     }
 }
 
@@ -242,9 +266,17 @@ impl ServerHandler for McpFront {
                 request.input_responses.take().as_ref(),
                 relay,
             )?);
-            let owner = requester(&context).map(|identity| identity.name.as_str());
-            if let Some(task) =
-                tasks::maybe_task(self, &request, &capabilities, &round, &bound, owner, &view).await
+            let caller = self.caller(&context);
+            if let Some(task) = tasks::maybe_task(
+                self.run_path(),
+                self.tasks.as_ref(),
+                &request,
+                &capabilities,
+                &round,
+                &bound,
+                &caller,
+            )
+            .await
             {
                 return task;
             }
@@ -424,7 +456,14 @@ impl ServerHandler for McpFront {
     ) -> Result<(), McpError> {
         let tasks = self.tasks.as_ref().ok_or_else(no_tasks)?;
         let caller = self.caller(&context);
-        tasks::update(self, tasks, request, &caller.asker(), caller.view.clone()).await
+        tasks::update(
+            self.run_path(),
+            tasks,
+            request,
+            &caller.asker(),
+            caller.view.clone(),
+        )
+        .await
     }
 
     async fn cancel_task(
@@ -466,7 +505,8 @@ impl ServerHandler for McpFront {
 
     /// Tells the listener when the lists it sees change (`changes.rs`).
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        changes::listen(self, context).await
+        let identity = requester(context.request_context()).cloned();
+        changes::listen(self.watch(), identity, context).await
     }
 }
 

@@ -18,7 +18,6 @@ use serde_json::{Map, Value, json};
 use super::input_round::{InputRound, Relay};
 use tracing::Instrument;
 
-use super::McpFront;
 use crate::registry::tools::TaskSupport;
 use crate::registry::view::View;
 use crate::runtime::CallClient;
@@ -33,16 +32,17 @@ const INPUT_FIRST: std::time::Duration = std::time::Duration::from_secs(1);
 /// an ordinary call; else the task's answer (or the refusal of a client
 /// that cannot take the task a tool requires).
 pub(super) async fn maybe_task(
-    front: &McpFront,
+    path: RunPath,
+    tasks: Option<&Arc<Tasks>>,
     request: &CallToolRequestParams,
     capabilities: &ClientCapabilities,
     round: &Arc<InputRound>,
     bound: &str,
-    owner: Option<&str>,
-    view: &View,
+    caller: &Caller,
 ) -> Option<Result<CallToolResponse, McpError>> {
+    let (owner, view) = (caller.owner.as_deref(), &caller.view);
     let (support, input_first) = {
-        let snapshot = front.registry.snapshot();
+        let snapshot = path.registry.snapshot();
         let entry = snapshot.tool(&request.name)?;
         if !view.sees(&entry.plugin.id) {
             return None;
@@ -55,7 +55,6 @@ pub(super) async fn maybe_task(
         }
         (support, entry.tool.task_input_first)
     };
-    let tasks = front.tasks.as_ref();
     if !capabilities.supports_tasks() || tasks.is_none() {
         return match support {
             TaskSupport::Optional => None,
@@ -77,7 +76,7 @@ pub(super) async fn maybe_task(
     if !input_first {
         return Some(match create(round.given()).await {
             Ok((record, claim)) => {
-                start(front, tasks, &record, claim, view.clone());
+                start_run(path, tasks, &record, claim, view.clone());
                 Ok(CallToolResponse::Task(create_result(&record)))
             }
             Err(error) => Err(task_error(error)),
@@ -86,7 +85,7 @@ pub(super) async fn maybe_task(
     // Input first: the call runs as a call until it asks (answered as a
     // call's input is), ends, or runs past INPUT_FIRST; then, having what
     // it asked for, it is a task, which this run goes on as.
-    let path = front.run_path();
+    let keys = path.keys.clone();
     let call = {
         let (round, bound, view) = (round.clone(), bound.to_string(), view.clone());
         let (tool, arguments) = (
@@ -104,7 +103,7 @@ pub(super) async fn maybe_task(
         () = round.has_stopped() => None,
         () = tokio::time::sleep(INPUT_FIRST) => None,
     };
-    if let Some(answer) = round.stopped(&front.input_keys, bound) {
+    if let Some(answer) = round.stopped(&keys, bound) {
         // It asks: answered as any call's input, before any task.
         return Some(
             answer.map(|super::input_round::Stopped { requests, state }| {
@@ -156,7 +155,7 @@ pub(crate) struct RunPath {
     pub(crate) registry: Arc<crate::registry::Registry>,
     pub(crate) calls: Arc<crate::call::Calls>,
     pub(crate) text_format: crate::call::envelope::TextFormat,
-    pub(crate) keys: Arc<super::InputKeys>,
+    pub(crate) keys: Arc<super::input_keys::InputKeys>,
     /// Which front its calls are counted under.
     pub(crate) front: crate::call::invoke::Front,
 }
@@ -184,22 +183,6 @@ impl RunPath {
         )
         .await
     }
-}
-
-impl McpFront {
-    fn run_path(&self) -> RunPath {
-        RunPath {
-            registry: self.registry.clone(),
-            calls: self.calls.clone(),
-            text_format: self.text_format,
-            keys: self.input_keys.clone(),
-            front: crate::call::invoke::Front::Mcp,
-        }
-    }
-}
-
-fn start(front: &McpFront, tasks: &Arc<Tasks>, record: &TaskRecord, claim: RunClaim, view: View) {
-    start_run(front.run_path(), tasks, record, claim, view);
 }
 
 /// Runs the task's call (again) on this server, for whichever front made
@@ -249,7 +232,7 @@ pub(crate) fn start_run(
 /// How a run ended, from its round and its envelope.
 fn ended(
     round: &InputRound,
-    keys: &super::InputKeys,
+    keys: &super::input_keys::InputKeys,
     bound: &str,
     envelope: crate::call::envelope::Envelope,
 ) -> RunEnd {
@@ -338,7 +321,7 @@ pub(super) async fn get(
 }
 
 pub(super) async fn update(
-    front: &McpFront,
+    path: RunPath,
     tasks: &Arc<Tasks>,
     request: UpdateTaskParams,
     asker: &Asker<'_>,
@@ -350,7 +333,7 @@ pub(super) async fn update(
         .await
         .map_err(task_error)?
     {
-        start(front, tasks, &record, claim, view);
+        start_run(path, tasks, &record, claim, view);
     }
     Ok(())
 }
