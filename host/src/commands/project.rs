@@ -10,7 +10,7 @@
 //! For Python and JavaScript the plugin's id is the folder's name (`-`
 //! becomes `_`), and the contract is the project's own `wit/` (what
 //! `toolhost new` writes). The build command is the language's one recipe
-//! (`language.rs`), which `new` prints and the Makefile runs too.
+//! (`builds/recipe.rs`), which `new` prints and the Makefile runs too.
 //!
 //! A Python or JavaScript file named on its own (`toolhost dev
 //! word_count.py`) is a project of that one file, the plugin named after

@@ -7,7 +7,7 @@
 //! spans below `call` stay at `debug` and cost nothing.
 //!
 //! Each call is one trace branch: the front's span (continuing an incoming
-//! W3C `traceparent`, `front/trace.rs`), then `call` (the invoke), then
+//! W3C `traceparent`, `ops/trace.rs`), then `call` (the invoke), then
 //! `instantiate`, `guest` and `normalise` (debug spans the log output never
 //! shows), exported through `tracing-opentelemetry`.
 

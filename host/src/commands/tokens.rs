@@ -45,7 +45,7 @@ pub(super) struct TokensOptions {
     /// namespace their published tools go into, which every attendee sees.
     #[arg(long, value_name = "NAME", default_value = "instructor")]
     instructor: String,
-    /// The [[group]] the attendees' tokens name: the top level, the
+    /// The `[[group]]` the attendees' tokens name: the top level, the
     /// instructor's namespace and the person's own.
     #[arg(long, value_name = "NAME", default_value = "room")]
     group: String,

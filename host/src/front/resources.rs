@@ -1,5 +1,5 @@
 //! REST for resources and prompts (contract 0.2.0), answering what MCP
-//! answers, from the same call path (`call/catalog.rs`):
+//! answers, from the same call path (`call/catalog_path.rs`):
 //!
 //! - `GET /resources`: `{resources, resourceTemplates}`;
 //! - `GET /resources/{uri}`: `{contents: [{uri, mimeType, text | blob}]}`

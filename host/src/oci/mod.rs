@@ -75,7 +75,7 @@ pub(crate) fn parse_reference(text: &str) -> Result<Reference, OciError> {
         .map_err(|e| OciError::Reference(format!("{text:?} is not an OCI reference: {e}")))
 }
 
-/// Whether `registry` (host, host:port or [v6]:port) is this machine: the
+/// Whether `registry` (host, host:port or `[v6]:port`) is this machine: the
 /// only registries spoken to over plain HTTP.
 fn is_loopback(registry: &str) -> bool {
     let host = match registry.strip_prefix('[') {
