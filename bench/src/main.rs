@@ -77,6 +77,15 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
     let work = tempfile_dir("toolhost-bench")?;
     let mut report = Report::default();
     let duration = if options.quick { "1s" } else { "5s" };
+    // Which build every row measured: the profile `toolhost --version`
+    // names (`release` is fat LTO, `serve` is README's first build).
+    let version = probes::toolhost_version()?;
+    report.record(
+        "build",
+        "toolhost --version",
+        json!(version),
+        version.clone(),
+    );
     if options.runs(Section::InProcess) {
         let measured = in_process::measure(&options, &work).await?;
         eprintln!("in process: {measured}");

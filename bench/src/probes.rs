@@ -243,6 +243,14 @@ pub(super) fn toolhost_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("toolhost"))
 }
 
+/// What the measured binary's `--version` prints, e.g. `toolhost 0.1.0
+/// (profile release)`.
+pub(super) fn toolhost_version() -> anyhow::Result<String> {
+    let output = Command::new(toolhost_binary()).arg("--version").output()?;
+    anyhow::ensure!(output.status.success(), "toolhost --version failed");
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
 /// A child process that printed `listening on http://ADDR`; killed on drop.
 pub(super) struct Spawned {
     pub child: Child,

@@ -28,7 +28,12 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "toolhost",
-    version,
+    version = concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (profile ",
+        env!("TOOLHOST_BUILD_PROFILE"),
+        ")"
+    ),
     about = "Serve WebAssembly component plugins as tools over REST and MCP"
 )]
 pub struct Cli {
