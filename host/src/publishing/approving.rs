@@ -20,8 +20,10 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::audit::Action;
-use super::publish::{PublishError, Publishing, remove_if_there};
+use super::publish::{PublishError, Publishing};
+use crate::registry::approvals::Approvals;
 use crate::registry::layout::write_by_rename;
+use crate::registry::plugin::Held;
 use crate::registry::plugin::{content_hash, published_file, source_file};
 use crate::registry::report::PluginReport;
 
@@ -61,11 +63,11 @@ pub(crate) async fn decide(
     shown: Option<&str>,
 ) -> Result<Option<PluginReport>, PublishError> {
     let registry = publishing.registry().clone();
-    let Some(approvals) = registry.approvals() else {
+    if registry.approvals().is_none() {
         return Err(PublishError::NothingPending(
             "this server asks for no approvals (toolhost serve --require-approval)".into(),
         ));
-    };
+    }
     let lock = publishing.publish_lock(id);
     let _serialised = lock.lock().await;
     let file = publishing.file_of(id)?;
@@ -90,65 +92,25 @@ pub(crate) async fn decide(
             short(shown.unwrap_or_default())
         )));
     }
-    // A plugin from an OCI source has no file in the folder: its tag
-    // names the version.
-    let from_folder = file.exists();
-    match (decision, from_folder) {
-        (Decision::Approve, false) => {
-            approvals
-                .approve(id, &file, None, &hash, held, by)
-                .map_err(PublishError::Write)?;
-        }
-        (Decision::Approve, true) => {
-            // The bytes held must be the bytes in the folder: a file
-            // replaced by hand since is not what the admin read.
-            let on_disk = std::fs::read(&file).map_err(PublishError::Write)?;
-            if content_hash(&on_disk) != hash {
-                return Err(changed_since(id));
-            }
-            approvals
-                .approve(id, &file, Some(&on_disk), &hash, held, by)
-                .map_err(PublishError::Write)?;
-            put_again(&file, &on_disk, &hash).map_err(PublishError::Write)?;
-        }
-        (Decision::Refuse, false) => {
-            return Err(PublishError::NothingPending(format!(
-                "plugin {id:?} comes from an OCI source, whose tag names its version: point \
-                 the tag back to the approved digest to refuse this one"
-            )));
-        }
-        (Decision::Refuse, true) => {
-            let on_disk = std::fs::read(&file).map_err(PublishError::Write)?;
-            if content_hash(&on_disk) != hash {
-                return Err(changed_since(id));
-            }
-            match approvals.approved_copy(id) {
-                Some(copy) => {
-                    let approved = std::fs::read(&copy).map_err(PublishError::Write)?;
-                    for (beside, kept) in approvals.kept_beside(id, &file) {
-                        let restored = match std::fs::read(&kept) {
-                            Ok(bytes) => write_by_rename(&beside, &bytes),
-                            Err(_) => remove_if_there(&beside).await,
-                        };
-                        restored.map_err(PublishError::Write)?;
-                    }
-                    // As the file it was (a source, or a component).
-                    let restored = file.with_extension(
-                        copy.extension().and_then(|e| e.to_str()).unwrap_or("wasm"),
-                    );
-                    write_by_rename(&restored, &approved).map_err(PublishError::Write)?;
-                    if restored != file {
-                        remove_if_there(&file).await.map_err(PublishError::Write)?;
-                    }
-                }
-                None => {
-                    for gone in [published_file(&file), source_file(&file), file.clone()] {
-                        remove_if_there(&gone).await.map_err(PublishError::Write)?;
-                    }
-                }
-            }
-        }
-    }
+    // The disk work, reads and writes of whole plugins, off the async
+    // workers; the publish lock is held meanwhile.
+    let on_disk = {
+        let (registry, id, file, hash, held, by) = (
+            registry.clone(),
+            id.to_string(),
+            file.clone(),
+            hash.clone(),
+            held.clone(),
+            by.to_string(),
+        );
+        tokio::task::spawn_blocking(move || {
+            let approvals = registry.approvals().expect("checked above");
+            apply_on_disk(approvals, decision, &id, &file, &hash, &held, &by)
+        })
+    };
+    on_disk
+        .await
+        .map_err(|error| PublishError::Write(std::io::Error::other(error)))??;
     let changes = held.changes.as_array().map_or(0, Vec::len);
     drop(snapshot);
     let report = registry.load_settled(file).await;
@@ -162,6 +124,89 @@ pub(crate) async fn decide(
         );
     }
     Ok(report)
+}
+
+/// Applies `decision` to plugin `id`'s held version on disk (`file`, its
+/// bytes hashing to `hash`): approved, its copy kept and the file written
+/// again so every watcher loads it; refused, the approved copy (or
+/// nothing) put back. Blocking: run off the async workers.
+fn apply_on_disk(
+    approvals: &Approvals,
+    decision: Decision,
+    id: &str,
+    file: &Path,
+    hash: &str,
+    held: &Held,
+    by: &str,
+) -> Result<(), PublishError> {
+    // A plugin from an OCI source has no file in the folder: its tag
+    // names the version.
+    let from_folder = file.exists();
+    match (decision, from_folder) {
+        (Decision::Approve, false) => {
+            approvals
+                .approve(id, file, None, hash, held, by)
+                .map_err(PublishError::Write)?;
+        }
+        (Decision::Approve, true) => {
+            // The bytes held must be the bytes in the folder: a file
+            // replaced by hand since is not what the admin read.
+            let on_disk = std::fs::read(file).map_err(PublishError::Write)?;
+            if content_hash(&on_disk) != *hash {
+                return Err(changed_since(id));
+            }
+            approvals
+                .approve(id, file, Some(&on_disk), hash, held, by)
+                .map_err(PublishError::Write)?;
+            put_again(file, &on_disk, hash).map_err(PublishError::Write)?;
+        }
+        (Decision::Refuse, false) => {
+            return Err(PublishError::NothingPending(format!(
+                "plugin {id:?} comes from an OCI source, whose tag names its version: point \
+                 the tag back to the approved digest to refuse this one"
+            )));
+        }
+        (Decision::Refuse, true) => {
+            let on_disk = std::fs::read(file).map_err(PublishError::Write)?;
+            if content_hash(&on_disk) != *hash {
+                return Err(changed_since(id));
+            }
+            match approvals.approved_copy(id) {
+                Some(copy) => {
+                    let approved = std::fs::read(&copy).map_err(PublishError::Write)?;
+                    for (beside, kept) in approvals.kept_beside(id, file) {
+                        let restored = match std::fs::read(&kept) {
+                            Ok(bytes) => write_by_rename(&beside, &bytes),
+                            Err(_) => remove_sync(&beside),
+                        };
+                        restored.map_err(PublishError::Write)?;
+                    }
+                    // As the file it was (a source, or a component).
+                    let restored = file.with_extension(
+                        copy.extension().and_then(|e| e.to_str()).unwrap_or("wasm"),
+                    );
+                    write_by_rename(&restored, &approved).map_err(PublishError::Write)?;
+                    if restored != *file {
+                        remove_sync(file).map_err(PublishError::Write)?;
+                    }
+                }
+                None => {
+                    for gone in [published_file(file), source_file(file), file.to_path_buf()] {
+                        remove_sync(&gone).map_err(PublishError::Write)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes `file`; one already gone is no error.
+fn remove_sync(file: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(file) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
 }
 
 fn short(hash: &str) -> &str {

@@ -341,13 +341,13 @@ impl Publishing {
 
     /// Whether `id`'s namespace has room for it now, before anything is
     /// built for it (checked again when it is written).
-    pub(crate) fn has_room(&self, id: &str) -> Result<(), PublishError> {
+    pub(crate) async fn has_room(&self, id: &str) -> Result<(), PublishError> {
         let file = self.file_of(id)?;
         let Some(namespace) = namespace_of(id) else {
             return Ok(());
         };
-        let folder = file.parent().ok_or(PublishError::NoFolder)?;
-        let (plugins, bytes) = storage_in_use(folder, &file_name(&file));
+        let folder = file.parent().ok_or(PublishError::NoFolder)?.to_path_buf();
+        let (plugins, bytes) = in_use(folder, file_name(&file)).await;
         self.shares.check(namespace, plugins, bytes)?;
         Ok(())
     }
@@ -370,10 +370,13 @@ impl Publishing {
         tokio::fs::create_dir_all(&folder)
             .await
             .map_err(PublishError::Write)?;
-        let share = namespace_of(id).map(|namespace| {
-            let (plugins, bytes) = storage_in_use(&folder, &name);
-            (namespace.to_string(), self.shares, plugins, bytes)
-        });
+        let share = match namespace_of(id) {
+            Some(namespace) => {
+                let (plugins, bytes) = in_use(folder.clone(), name.clone()).await;
+                Some((namespace.to_string(), self.shares, plugins, bytes))
+            }
+            None => None,
+        };
         if let Some((namespace, shares, plugins, bytes)) = &share {
             shares.check(namespace, *plugins, *bytes)?;
         }
@@ -428,7 +431,7 @@ impl Publishing {
         let (folder, name) = (upload.folder.clone(), upload.name.clone());
         let file = folder.join(&name);
         if let Some(namespace) = namespace_of(&id) {
-            let (plugins, bytes) = storage_in_use(&folder, &name);
+            let (plugins, bytes) = in_use(folder.clone(), name.clone()).await;
             self.shares.check(namespace, plugins, bytes + upload.size)?;
         }
         let before = self.registry.plugins_report().plugin(&id).cloned();
@@ -599,6 +602,14 @@ impl Publishing {
     }
 }
 
+/// [`storage_in_use`] (a folder's listing and sizes) off the async
+/// workers.
+async fn in_use(folder: PathBuf, name: String) -> (u64, u64) {
+    tokio::task::spawn_blocking(move || storage_in_use(&folder, &name))
+        .await
+        .unwrap_or((u64::MAX, u64::MAX))
+}
+
 fn file_name(file: &Path) -> String {
     file.file_name()
         .map(|name| name.to_string_lossy().into_owned())
@@ -717,7 +728,7 @@ impl Previous<'_> {
     }
 }
 
-pub(super) async fn remove_if_there(file: &Path) -> std::io::Result<()> {
+async fn remove_if_there(file: &Path) -> std::io::Result<()> {
     match tokio::fs::remove_file(file).await {
         Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
         _ => Ok(()),

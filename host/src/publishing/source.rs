@@ -145,7 +145,7 @@ impl SourceFlow {
     ) -> Result<SourcePublished, SourceError> {
         let started = Instant::now();
         // A namespace already at its share runs nothing.
-        self.publishing.has_room(id)?;
+        self.publishing.has_room(id).await?;
         let text =
             String::from_utf8(text).map_err(|_| SourceError::NotText(language.file_name()))?;
         let outside = languages::outside(language, &text);

@@ -467,49 +467,64 @@ impl Registry {
         let (waiter, outcome) = tokio::sync::oneshot::channel();
         let generation = self.begin(&id, &path, vec![waiter]);
         let registry = self.clone();
-        tokio::spawn(async move { registry.run(vec![(id, path, generation)]).await });
+        // The caller's span (a publish's request, `dev`'s save) is the
+        // load's parent, so the two read as one trace.
+        let run = async move { registry.run(vec![(id, path, generation)]).await };
+        tokio::spawn(tracing::Instrument::in_current_span(run));
         outcome.await.ok().flatten()
     }
 
     /// Judges the begun `jobs` and applies their verdicts (see
     /// [`Registry::load`]); whoever waits for a job that settled is told.
     async fn run(self: &Arc<Self>, jobs: Vec<(String, PathBuf, u64)>) {
+        // One span a job, from its wait for a slot to its verdict applied:
+        // `verdict` (read, compile, list) and `apply` inside it.
+        let spans: Vec<tracing::Span> = jobs
+            .iter()
+            .map(|(id, _, generation)| {
+                tracing::info_span!("load", plugin = %id, generation, verdict = tracing::field::Empty)
+            })
+            .collect();
         let mut tasks = tokio::task::JoinSet::new();
         for (index, (id, path, generation)) in jobs.iter().cloned().enumerate() {
             let registry = self.clone();
-            tasks.spawn(async move {
-                let Ok(_slot) = registry.load_slots.clone().acquire_owned().await else {
-                    return (index, None);
-                };
-                // Superseded while it queued for a slot: not worth a compile.
-                if !registry.jobs.is_newest(&id, generation) {
-                    return (index, None);
-                }
-                let verdict = judge(
-                    &registry.sources,
-                    &registry.runtime,
-                    &registry.list_limits,
-                    &registry.snapshot(),
-                    &id,
-                    &path,
-                )
-                .await;
-                let verdict = match registry.approvals() {
-                    Some(approvals) => {
-                        verdict::held_for_approval(
-                            (&registry.runtime, &registry.list_limits),
-                            &registry.snapshot(),
-                            approvals,
-                            &id,
-                            &path,
-                            verdict,
-                        )
-                        .await
+            let span = spans[index].clone();
+            tasks.spawn(tracing::Instrument::instrument(
+                async move {
+                    let Ok(_slot) = registry.load_slots.clone().acquire_owned().await else {
+                        return (index, None);
+                    };
+                    // Superseded while it queued for a slot: not worth a compile.
+                    if !registry.jobs.is_newest(&id, generation) {
+                        return (index, None);
                     }
-                    None => verdict,
-                };
-                (index, Some(verdict))
-            });
+                    let verdict = judge(
+                        &registry.sources,
+                        &registry.runtime,
+                        &registry.list_limits,
+                        &registry.snapshot(),
+                        &id,
+                        &path,
+                    )
+                    .await;
+                    let verdict = match registry.approvals() {
+                        Some(approvals) => {
+                            verdict::held_for_approval(
+                                (&registry.runtime, &registry.list_limits),
+                                &registry.snapshot(),
+                                approvals,
+                                &id,
+                                &path,
+                                verdict,
+                            )
+                            .await
+                        }
+                        None => verdict,
+                    };
+                    (index, Some(verdict))
+                },
+                span,
+            ));
         }
         let mut verdicts: Vec<Option<Verdict>> = jobs.iter().map(|_| None).collect();
         for (index, verdict) in tasks.join_all().await {
@@ -522,15 +537,17 @@ impl Registry {
         let mut outcomes = Vec::new();
         // Plugins that go first for a name or URI are applied first, so a
         // start-up scan admits them without taking another out of service.
-        let mut batch: Vec<_> = jobs.into_iter().zip(verdicts).collect();
-        batch.sort_by_key(|(_, verdict)| match verdict {
+        let mut batch: Vec<_> = jobs.into_iter().zip(verdicts).zip(spans).collect();
+        batch.sort_by_key(|((_, verdict), _)| match verdict {
             Some(Verdict::Loaded(plugin)) => (0, plugin.claim_order()),
             _ => (1, (true, std::time::SystemTime::UNIX_EPOCH, String::new())),
         });
         let mut settled = Vec::new();
         let mut unchanged = Vec::new();
-        for ((id, path, generation), verdict) in batch {
+        for (((id, path, generation), verdict), span) in batch {
             let Some(verdict) = verdict else { continue };
+            span.record("verdict", verdict.name());
+            let _apply = tracing::debug_span!(parent: &span, "apply").entered();
             let Some(finished) = self.jobs.finish(&id, generation) else {
                 tracing::info!(plugin = %id, "a newer version arrived while loading; this one is dropped");
                 continue;

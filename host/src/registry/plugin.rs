@@ -410,6 +410,7 @@ pub(crate) async fn read_plugin_file(path: &Path) -> std::io::Result<Vec<u8>> {
 
 /// Checks the policy, compiles the bytes (off the async worker threads),
 /// asks the plugin for its tools and checks them.
+#[tracing::instrument(level = "debug", name = "compile", skip_all)]
 pub(crate) async fn load(
     runtime: &Arc<Runtime>,
     list_limits: &ToolListLimits,

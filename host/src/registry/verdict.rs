@@ -39,6 +39,20 @@ pub(super) enum Verdict {
     },
 }
 
+impl Verdict {
+    /// Its name, for the load's span.
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            Verdict::Unchanged => "unchanged",
+            Verdict::Gone => "gone",
+            Verdict::Loaded(_) => "loaded",
+            Verdict::Refused { .. } => "refused",
+            Verdict::Retry(_) => "retry",
+            Verdict::Held { .. } => "held",
+        }
+    }
+}
+
 /// What applying a verdict did to a plugin.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Outcome {
@@ -105,6 +119,7 @@ pub(super) fn apply(
 }
 
 /// Reads and loads one file, without touching the registry.
+#[tracing::instrument(level = "debug", name = "verdict", skip_all)]
 pub(super) async fn judge(
     sources: &Arc<sources::Sources>,
     runtime: &Arc<Runtime>,
