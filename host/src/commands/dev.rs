@@ -33,7 +33,7 @@ use anyhow::Context;
 use clap::Args;
 
 use self::session::{say, watch_and_build};
-use self::target::{Server, Target};
+use self::target::{DevServer, Target};
 use super::project::Project;
 use super::remote::{Publisher, ServerOptions};
 use super::serve::{DEFAULT_LISTEN, ServeOptions};
@@ -79,7 +79,7 @@ impl DevOptions {
                 .await;
         }
         let address = self.serve.listen.unwrap_or(DEFAULT_LISTEN.parse()?);
-        let mut server = Server {
+        let mut server = DevServer {
             base: format!("http://{address}"),
             token: self.serve.token.clone(),
         };

@@ -225,7 +225,7 @@ impl NewOptions {
         if project.exists() {
             bail!("{} already exists", project.display());
         }
-        let library = name.replace('-', "_");
+        let library = super::project::plugin_id_of(name);
         let build = self
             .lang
             .recipe(

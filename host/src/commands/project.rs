@@ -27,6 +27,13 @@ pub(super) use crate::builds::recipe::Language;
 use crate::builds::recipe::{Sources, world_of};
 use crate::runtime::languages::{self, SourceLanguage};
 
+/// The plugin id a project, crate, file or folder named `name` serves
+/// under: the name with `-` as `_`, as cargo names a crate's library (a
+/// plugin id is a valid tool-name prefix, which `-` is not).
+pub(crate) fn plugin_id_of(name: &str) -> String {
+    name.replace('-', "_")
+}
+
 /// At most this many lines of compiler output per failed build.
 const MAX_ERROR_LINES: usize = 40;
 
@@ -63,7 +70,7 @@ impl Project {
             .with_context(|| format!("cannot open {}", dir.display()))?;
         let name = dir
             .file_name()
-            .map(|name| name.to_string_lossy().replace('-', "_"))
+            .map(|name| plugin_id_of(&name.to_string_lossy()))
             .filter(|name| !name.is_empty())
             .context("the project folder needs a name: it names the plugin")?;
         Ok(Project {
@@ -92,11 +99,11 @@ impl Project {
         let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
         let stem = file
             .file_stem()
-            .map(|stem| stem.to_string_lossy().replace('-', "_"))
+            .map(|stem| plugin_id_of(&stem.to_string_lossy()))
             .unwrap_or_default();
         let id = if stem == "app" {
             dir.file_name()
-                .map(|name| name.to_string_lossy().replace('-', "_"))
+                .map(|name| plugin_id_of(&name.to_string_lossy()))
                 .unwrap_or(stem)
         } else {
             stem
@@ -178,7 +185,7 @@ impl Project {
                     PathBuf::from(metadata["target_directory"].as_str().unwrap_or("target"));
                 target.canonicalize().unwrap_or(target)
             },
-            id: name.replace('-', "_"),
+            id: plugin_id_of(name),
             source: None,
         })
     }

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use super::project::Project;
+use super::project::{Project, plugin_id_of};
 use super::remote::{Outcome, Publisher, ServerOptions};
 use crate::builds::recipe::Language;
 
@@ -177,14 +177,14 @@ async fn source_to_send(
         };
         let stem = source
             .file_stem()
-            .map(|stem| stem.to_string_lossy().replace('-', "_"))
+            .map(|stem| plugin_id_of(&stem.to_string_lossy()))
             .unwrap_or_default();
         // `app.py` is named after its folder, as a project is.
         let name = if stem == "app" {
             std::path::absolute(source)?
                 .parent()
                 .and_then(|dir| dir.file_name())
-                .map(|dir| dir.to_string_lossy().replace('-', "_"))
+                .map(|dir| plugin_id_of(&dir.to_string_lossy()))
                 .unwrap_or(stem)
         } else {
             stem
@@ -242,7 +242,7 @@ async fn built(source: &std::path::Path) -> anyhow::Result<(PathBuf, String)> {
     } else {
         let stem = source
             .file_stem()
-            .map(|stem| stem.to_string_lossy().replace('-', "_"))
+            .map(|stem| plugin_id_of(&stem.to_string_lossy()))
             .unwrap_or_default();
         Ok((source.to_path_buf(), stem))
     }

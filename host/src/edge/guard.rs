@@ -236,7 +236,7 @@ impl Requester {
         mut noted: crate::publishing::publish::Noted,
         known: &PluginsReport,
     ) -> Option<crate::publishing::publish::Noted> {
-        let shown = (noted.outcome != crate::publishing::publish::Outcome::Pending
+        let shown = (noted.outcome != crate::publishing::publish::PublishOutcome::Pending
             || self.sees_reasons_of(&noted.plugin))
             && self.sees_plugin_id(&noted.plugin)
             && known

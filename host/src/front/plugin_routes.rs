@@ -37,7 +37,7 @@ use crate::edge::responses::json_response;
 use crate::front::query::query_value;
 use crate::front::source_routes;
 use crate::front::uploads::{Uploads, loaded_status, publish_failure, receive, refuse};
-use crate::publishing::publish::{Noted, Outcome, Published, Publishing};
+use crate::publishing::publish::{Noted, PublishOutcome, Published, Publishing};
 use crate::publishing::source::{SourceFlow, Tier};
 use crate::registry::Registry;
 use crate::registry::layout::is_valid_namespace;
@@ -356,7 +356,7 @@ async fn publish(
             let reason = report.reason.clone().unwrap_or_default();
             state.publishing.note(Noted {
                 reason: Some(reason.clone()),
-                ..Noted::now(&id, &by, Outcome::Refused)
+                ..Noted::now(&id, &by, PublishOutcome::Refused)
             });
             let envelope = Envelope::host_error(
                 ErrorCode::PluginRejected,
@@ -505,7 +505,7 @@ async fn publishes(
             "latest": shown(state.publishing.latest())
                 .into_iter()
                 .filter(|noted| {
-                    !matches!(noted.outcome, Outcome::Live | Outcome::Pending) || known.plugin(&noted.plugin).is_some()
+                    !matches!(noted.outcome, PublishOutcome::Live | PublishOutcome::Pending) || known.plugin(&noted.plugin).is_some()
                 })
                 .collect::<Vec<_>>(),
             "line": line,

@@ -16,7 +16,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::edge::body;
-use crate::publishing::publish::{Outcome, PublishError, Publishing, Upload};
+use crate::publishing::publish::{PublishError, PublishOutcome, Publishing, Upload};
 
 /// How long an upload past the person's `--max-uploads-per-person` waits
 /// for one of theirs to finish before it is refused.
@@ -124,10 +124,10 @@ pub(crate) fn publish_failure(id: &str, error: PublishError) -> Response {
 pub(crate) fn loaded_status(
     report: &crate::registry::report::PluginReport,
     created: bool,
-) -> (u16, Outcome) {
-    let outcome = Outcome::of_loaded(report);
+) -> (u16, PublishOutcome) {
+    let outcome = PublishOutcome::of_loaded(report);
     let status = match (outcome, created) {
-        (Outcome::Pending, _) => 202,
+        (PublishOutcome::Pending, _) => 202,
         (_, true) => 201,
         (_, false) => 200,
     };

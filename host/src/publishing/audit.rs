@@ -58,7 +58,7 @@ impl Action {
 
 /// One line of the log.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct Entry {
+struct AuditEntry {
     /// When (RFC 3339).
     at: String,
     action: Action,
@@ -98,7 +98,7 @@ impl Audit {
         plugin: Option<&str>,
         details: Value,
     ) {
-        let entry = Entry {
+        let entry = AuditEntry {
             at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
             action,
             person: person.to_string(),
@@ -156,7 +156,7 @@ fn compact(text: &str, budget: u64) -> String {
     let mut decisions = Vec::new();
     let mut by_person: HashMap<String, Vec<usize>> = HashMap::new();
     for (index, line) in lines.iter().enumerate() {
-        match serde_json::from_str::<Entry>(line) {
+        match serde_json::from_str::<AuditEntry>(line) {
             Ok(entry) if entry.action.is_decision() => decisions.push(index),
             Ok(entry) => by_person.entry(entry.person).or_default().push(index),
             // A line no entry reads (cut short by a crash) is nobody's.

@@ -102,7 +102,7 @@ const LATEST: usize = 4096;
 /// What became of one publish, as the room's view shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Outcome {
+pub(crate) enum PublishOutcome {
     /// Its tools serve.
     Live,
     /// Held for an admin's approval (`--require-approval`).
@@ -115,12 +115,12 @@ pub(crate) enum Outcome {
     Replaced,
 }
 
-impl Outcome {
+impl PublishOutcome {
     /// The outcome of a publish that loaded.
-    pub(crate) fn of_loaded(report: &PluginReport) -> Outcome {
+    pub(crate) fn of_loaded(report: &PluginReport) -> PublishOutcome {
         match report.state {
-            PluginState::Pending => Outcome::Pending,
-            _ => Outcome::Live,
+            PluginState::Pending => PublishOutcome::Pending,
+            _ => PublishOutcome::Live,
         }
     }
 }
@@ -133,7 +133,7 @@ pub(crate) struct Noted {
     pub(crate) by: String,
     /// When it was answered (RFC 3339).
     pub(crate) at: String,
-    pub(crate) outcome: Outcome,
+    pub(crate) outcome: PublishOutcome,
     /// The language of the source built, if it was source.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) language: Option<&'static str>,
@@ -149,7 +149,7 @@ pub(crate) struct Noted {
 }
 
 impl Noted {
-    pub(crate) fn now(plugin: &str, by: &str, outcome: Outcome) -> Noted {
+    pub(crate) fn now(plugin: &str, by: &str, outcome: PublishOutcome) -> Noted {
         Noted {
             plugin: plugin.to_string(),
             by: by.to_string(),

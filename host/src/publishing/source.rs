@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 
 use crate::builds::recipe::Language;
 use crate::builds::{BuildError, Builds, Source};
-use crate::publishing::publish::{KeptSource, Noted, Outcome, PublishError, Published, Publishing};
+use crate::publishing::publish::{
+    KeptSource, Noted, PublishError, PublishOutcome, Published, Publishing,
+};
 use crate::registry::plugin::LoadError;
 use crate::runtime::languages::{self, SourceLanguage};
 
@@ -246,19 +248,24 @@ impl SourceFlow {
         outcome: &Result<SourcePublished, SourceError>,
     ) {
         let seconds = |s: f64| (s * 1000.0).round() / 1000.0;
-        let (outcome, reason, line, build_seconds): (Outcome, _, _, _) = match outcome {
+        let (outcome, reason, line, build_seconds): (PublishOutcome, _, _, _) = match outcome {
             Ok(done) => {
                 let build_seconds = done.build.as_ref().map(|build| seconds(build.seconds));
                 match &done.published {
                     Published::Live { report, .. } => {
-                        (Outcome::of_loaded(report), None, None, build_seconds)
+                        (PublishOutcome::of_loaded(report), None, None, build_seconds)
                     }
-                    Published::Refused { report, .. } => {
-                        (Outcome::Refused, report.reason.clone(), None, build_seconds)
-                    }
+                    Published::Refused { report, .. } => (
+                        PublishOutcome::Refused,
+                        report.reason.clone(),
+                        None,
+                        build_seconds,
+                    ),
                 }
             }
-            Err(SourceError::Build(BuildError::Replaced)) => (Outcome::Replaced, None, None, None),
+            Err(SourceError::Build(BuildError::Replaced)) => {
+                (PublishOutcome::Replaced, None, None, None)
+            }
             Err(SourceError::Publish(_)) => return,
             Err(error) => {
                 let line = match error {
@@ -269,7 +276,12 @@ impl SourceFlow {
                 if !matches!(error, SourceError::Raised { .. }) {
                     tracing::info!(plugin = %id, person = %by, %error, "source not published");
                 }
-                (Outcome::BuildFailed, Some(error.to_string()), line, None)
+                (
+                    PublishOutcome::BuildFailed,
+                    Some(error.to_string()),
+                    line,
+                    None,
+                )
             }
         };
         self.publishing.note(Noted {

@@ -21,7 +21,7 @@ use crate::registry::report::PluginReport;
 pub(crate) type Waiter = oneshot::Sender<Option<PluginReport>>;
 
 /// A load job in progress for one plugin id.
-struct Job {
+struct LoadJob {
     generation: u64,
     file: PathBuf,
     started: Instant,
@@ -31,7 +31,7 @@ struct Job {
 /// Every plugin's newest load job.
 #[derive(Default)]
 pub(crate) struct Jobs {
-    newest: Mutex<HashMap<String, Job>>,
+    newest: Mutex<HashMap<String, LoadJob>>,
     generations: AtomicU64,
 }
 
@@ -43,7 +43,7 @@ pub(crate) struct Finished {
 }
 
 impl Jobs {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Job>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, LoadJob>> {
         self.newest.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -58,7 +58,7 @@ impl Jobs {
         }
         jobs.insert(
             id.to_string(),
-            Job {
+            LoadJob {
                 generation,
                 file: path.to_path_buf(),
                 started: Instant::now(),

@@ -165,9 +165,8 @@ pub struct Held {
     /// The version's definitions and their digest, to approve.
     pub(crate) definitions: Value,
     pub(crate) digest: String,
-    /// The changes (see [`changes`](crate::registry::approvals::changes));
-    /// empty for a code-only change under
-    /// [`ApprovalMode::All`](crate::registry::approvals::ApprovalMode::All).
+    /// The changes (`approvals.rs`'s `changes`); empty for a code-only
+    /// change under `ApprovalMode::All`.
     pub(crate) changes: Value,
     /// One line for people: how many definitions changed, or that it is
     /// new.

@@ -71,12 +71,12 @@ fn classify(kind: &EventKind) -> Option<Change> {
 }
 
 /// A file with events not yet acted on.
-struct Pending {
+struct PendingFile {
     writing: bool,
     last_event: Instant,
 }
 
-impl Pending {
+impl PendingFile {
     fn due(&self, debounce: Duration) -> Instant {
         let quiet = if self.writing {
             SLOW_WRITER_QUIET.max(debounce)
@@ -107,7 +107,7 @@ pub(crate) fn watch(
     let adder = Arc::downgrade(&watcher);
 
     tokio::spawn(async move {
-        let mut pending: HashMap<PathBuf, Pending> = HashMap::new();
+        let mut pending: HashMap<PathBuf, PendingFile> = HashMap::new();
         loop {
             let next_due = pending.values().map(|p| p.due(debounce)).min();
             let event = match next_due {
@@ -163,7 +163,7 @@ pub(crate) fn watch(
                         if let Ok(entries) = std::fs::read_dir(folder) {
                             for entry in entries.filter_map(Result::ok) {
                                 if let Some(path) = layout.plugin_file_for(&entry.path()) {
-                                    pending.entry(path).or_insert(Pending {
+                                    pending.entry(path).or_insert(PendingFile {
                                         writing: false,
                                         last_event: Instant::now(),
                                     });
@@ -172,7 +172,7 @@ pub(crate) fn watch(
                         }
                     }
                     for path in event.paths.iter().flat_map(|p| layout.plugin_files_for(p)) {
-                        let file = pending.entry(path).or_insert(Pending {
+                        let file = pending.entry(path).or_insert(PendingFile {
                             writing: false,
                             last_event: Instant::now(),
                         });

@@ -47,7 +47,7 @@ pub(super) async fn watch_and_build(
     };
     tokio::pin!(server_stopped);
 
-    let mut session = Session {
+    let mut session = DevSession {
         project,
         folder,
         target,
@@ -69,7 +69,7 @@ pub(super) async fn watch_and_build(
     }
 }
 
-impl Session {
+impl DevSession {
     /// With a server that builds the project's language: its source is
     /// sent as it is saved, and the server builds it (no toolchain here).
     async fn send_source(&mut self, since: Instant) {
@@ -145,7 +145,7 @@ impl Session {
     }
 }
 
-struct Session {
+struct DevSession {
     project: Project,
     folder: PathBuf,
     target: Target,
@@ -154,7 +154,7 @@ struct Session {
     shown_usage: bool,
 }
 
-impl Session {
+impl DevSession {
     /// Build, drop, and report; `since` is when the edit was seen.
     async fn cycle(&mut self, since: Instant) {
         if let Target::Publish(publisher) = &self.target

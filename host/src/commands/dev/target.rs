@@ -17,15 +17,15 @@ pub(super) const LOAD_DEADLINE: Duration = Duration::from_secs(120);
 pub(super) enum Target {
     Local {
         host: Host,
-        server: Server,
+        server: DevServer,
     },
-    Remote(Server),
+    Remote(DevServer),
     /// Published over HTTP (`dev --server`), as `toolhost push` does.
     Publish(Publisher),
 }
 
 impl Target {
-    pub(super) fn server(&self) -> &Server {
+    pub(super) fn server(&self) -> &DevServer {
         match self {
             Target::Local { server, .. } | Target::Remote(server) => server,
             Target::Publish(_) => unreachable!("a publishing session reads no folder"),
@@ -55,12 +55,12 @@ fn settled(report: &PluginReport, hash: &str) -> bool {
 }
 
 /// A toolhost server, over its own REST API.
-pub(super) struct Server {
+pub(super) struct DevServer {
     pub(super) base: String,
     pub(super) token: Option<String>,
 }
 
-impl Server {
+impl DevServer {
     async fn plugins(&self) -> Option<PluginsReport> {
         let (_, body) = request(
             &self.base,

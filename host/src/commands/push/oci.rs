@@ -55,12 +55,13 @@ pub(super) async fn push(
     }
     println!(
         "serve it with a policy beside no .wasm, e.g. plugins/{}.toml:\n  [source]\n  oci = \"{}\"",
-        reference
-            .repository()
-            .rsplit('/')
-            .next()
-            .unwrap_or("plugin")
-            .replace('-', "_"),
+        crate::commands::project::plugin_id_of(
+            reference
+                .repository()
+                .rsplit('/')
+                .next()
+                .unwrap_or("plugin")
+        ),
         reference.whole()
     );
     Ok(0)
