@@ -72,7 +72,9 @@ mod warm;
 
 pub use self::allocator::configure_allocator;
 pub(crate) use self::allocator::release_free_memory;
-pub use self::client::{CallClient, ClientChannel, ELICIT, InputRequest, LogLevel, ROOTS, SAMPLE};
+pub use self::client::{
+    AskError, CallClient, ClientChannel, ELICIT, InputRequest, LogLevel, NotAResult, ROOTS, SAMPLE,
+};
 pub use self::compiled::{CompiledPlugin, Description};
 pub use self::compiler::{Tier, TierUp};
 pub use self::engine::Runtime;
