@@ -88,8 +88,8 @@ pub enum LoadError {
         imports: Vec<languages::Import>,
     },
     /// Its language's runtime is not there (`runtime/languages.rs`).
-    #[error("{0}")]
-    NoRuntime(String),
+    #[error(transparent)]
+    NoRuntime(crate::runtime::languages::NoRuntime),
     /// A source file raised (or would not compile) as its runtime ran it:
     /// the author's line first (`app.py:7: SyntaxError: ...`), then what
     /// it printed.
