@@ -80,7 +80,7 @@ pub use self::compiler::{Tier, TierUp};
 pub use self::engine::Runtime;
 pub(crate) use self::executor::QUEUE_WAIT;
 pub use self::failure::{CallFailure, CompileError};
-pub(crate) use self::grants::{DirGrant, OriginPattern};
+pub(crate) use self::grants::{BadOrigin, DirGrant, OriginPattern};
 pub use self::grants::{Grants, Limits, SourceFile};
 #[cfg(test)]
 pub(crate) use self::outcome::logged_at;
