@@ -48,7 +48,9 @@ pub(crate) use self::people::People;
 pub(crate) use self::person::Role;
 use sha2::{Digest, Sha256};
 
-use crate::edge::oauth::{Grant, OAuth, SCOPE_ADMIN, SCOPE_CALL, SCOPE_METRICS, SCOPE_PUBLISH};
+use crate::edge::oauth::{
+    Grant, OAuth, SCOPE_ADMIN, SCOPE_CALL, SCOPE_METRICS, SCOPE_PUBLISH, TokenError,
+};
 use crate::registry::view::View;
 
 /// The person behind a request.
@@ -82,7 +84,7 @@ pub(crate) enum Refusal {
     /// No token, or one nobody holds: 401.
     Unauthenticated,
     /// An OAuth access token that is not valid, and why: 401.
-    InvalidToken(String),
+    InvalidToken(TokenError),
     /// A known person without the role the route needs: 403.
     NotAllowed { name: String, needs: Role },
 }
@@ -246,7 +248,7 @@ impl Authority {
             Refusal::Unauthenticated => format!("Bearer resource_metadata=\"{metadata}\""),
             Refusal::InvalidToken(why) => format!(
                 "Bearer error=\"invalid_token\", error_description=\"{}\", resource_metadata=\"{metadata}\"",
-                quoted(why)
+                quoted(&why.to_string())
             ),
             Refusal::NotAllowed { needs, .. } => format!(
                 "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata}\"",
