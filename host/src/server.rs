@@ -264,8 +264,7 @@ async fn serve(
         },
     );
     let open_connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let cors_origins =
-        Arc::new(CorsOrigins::parse(&settings.cors_origins).map_err(anyhow::Error::msg)?);
+    let cors_origins = Arc::new(CorsOrigins::parse(&settings.cors_origins)?);
     let guard = GuardSettings {
         cors_origins: cors_origins.clone(),
         allowed_hosts,
