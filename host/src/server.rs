@@ -196,7 +196,7 @@ async fn serve(
     }
     allowed_hosts.extend(settings.allowed_hosts.iter().cloned());
 
-    let builds = Builds::new(settings.builds.clone()).map_err(anyhow::Error::msg)?;
+    let builds = Builds::new(settings.builds.clone())?;
     let oauth = settings.oauth.clone().map(OAuth::new).transpose()?;
     if let Some(oauth) = &oauth {
         oauth.prefetch();
