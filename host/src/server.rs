@@ -196,7 +196,7 @@ async fn serve(
     }
     allowed_hosts.extend(settings.allowed_hosts.iter().cloned());
 
-    let builds = Builds::new(settings.builds.clone()).map_err(anyhow::Error::msg)?;
+    let builds = Builds::new(settings.builds.clone())?;
     let oauth = settings.oauth.clone().map(OAuth::new).transpose()?;
     if let Some(oauth) = &oauth {
         oauth.prefetch();
@@ -264,8 +264,7 @@ async fn serve(
         },
     );
     let open_connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let cors_origins =
-        Arc::new(CorsOrigins::parse(&settings.cors_origins).map_err(anyhow::Error::msg)?);
+    let cors_origins = Arc::new(CorsOrigins::parse(&settings.cors_origins)?);
     let guard = GuardSettings {
         cors_origins: cors_origins.clone(),
         allowed_hosts,

@@ -175,25 +175,36 @@ fn which(name: &str) -> Option<PathBuf> {
         .find(|path| path.is_file())
 }
 
+/// Why bubblewrap could not run a probe here.
+#[derive(Debug, thiserror::Error)]
+enum ProbeFailed {
+    /// Its scratch folder could not be made, or bubblewrap started.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// bubblewrap ran and failed: what it said.
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// Runs `true` the way a build runs, in a scratch folder of its own.
-fn probe(bwrap: &Path) -> Result<(), String> {
+fn probe(bwrap: &Path) -> Result<(), ProbeFailed> {
     let scratch = tempfile::Builder::new()
         .prefix("toolhost-build-probe-")
-        .tempdir()
-        .map_err(|error| error.to_string())?;
-    prepare(scratch.path()).map_err(|error| error.to_string())?;
+        .tempdir()?;
+    prepare(scratch.path())?;
     let output = std::process::Command::new(bwrap)
         .args(sandbox_args(&[], scratch.path()))
         .args(["--", "true"])
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|error| error.to_string())?;
+        .output()?;
     if output.status.success() {
         Ok(())
     } else {
-        Err(String::from_utf8_lossy(&output.stderr).trim().to_string())
+        Err(ProbeFailed::Refused(
+            String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        ))
     }
 }
 

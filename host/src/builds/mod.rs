@@ -39,7 +39,7 @@ use tokio::sync::broadcast;
 
 use self::child::{Ended, Limits};
 use self::contain::Containment;
-use self::recipe::{Language, Sources, world_of};
+use self::recipe::{Language, Sources, ToolchainMissing, world_of};
 
 const PLUGIN_WIT: &str = include_str!("../../../wit/plugin.wit");
 const PYTHON_HELPER: &str = include_str!("../../../sdk/python/toolhost_plugin.py");
@@ -176,10 +176,28 @@ pub(crate) enum BuildError {
     #[error("the server cannot build {language}: {reason}")]
     Toolchain {
         language: &'static str,
-        reason: String,
+        #[source]
+        reason: ToolchainMissing,
     },
+    /// The toolchain is not installed on the server, said before a build
+    /// is asked for ([`Builds::builds`]).
+    #[error(transparent)]
+    NoToolchain(ToolchainMissing),
     #[error("the build could not run: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// A `--builds` language the server does not build.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BuildsFlag {
+    #[error(
+        "--builds: Rust is never built on a server (its build scripts and macros run \
+         natively); publish a Rust tool as a built component"
+    )]
+    Rust,
+    /// No language of that name.
+    #[error("--builds: {0:?} is no language built here (python, js)")]
+    Unknown(String),
 }
 
 /// A build's stage, told as it happens.
@@ -250,23 +268,14 @@ pub(crate) struct Builds {
 impl Builds {
     /// The builds `settings` turn on; an error names a language that is
     /// not built on a server (Rust) or not known.
-    pub(crate) fn new(settings: BuildSettings) -> Result<Arc<Builds>, String> {
+    pub(crate) fn new(settings: BuildSettings) -> Result<Arc<Builds>, BuildsFlag> {
         let mut languages = Vec::new();
         for name in &settings.languages {
             let language = match Language::of_name(name) {
-                Some(Language::Rust) => {
-                    return Err(
-                        "--builds: Rust is never built on a server (its build scripts and \
-                         macros run natively); publish a Rust tool as a built component"
-                            .into(),
-                    );
-                }
+                Some(Language::Rust) => return Err(BuildsFlag::Rust),
                 Some(language) => language,
                 None => {
-                    return Err(format!(
-                        "--builds: {:?} is no language built here (python, js)",
-                        name.trim().to_ascii_lowercase()
-                    ));
+                    return Err(BuildsFlag::Unknown(name.trim().to_ascii_lowercase()));
                 }
             };
             if !languages.contains(&language) {
@@ -361,18 +370,22 @@ impl Builds {
 
     /// Whether a source of `language` can be built here: the language is
     /// built (`--builds`), builds can be contained, and its toolchain is
-    /// installed. Else why not, in a sentence.
-    pub(crate) fn builds(&self, language: Language) -> Result<(), String> {
+    /// installed. Else why not: [`BuildError::NotBuiltHere`],
+    /// [`BuildError::Unavailable`] or [`BuildError::NoToolchain`].
+    pub(crate) fn builds(&self, language: Language) -> Result<(), BuildError> {
         if let Some(reason) = self.refuse(Some(language)) {
-            return Err(reason);
+            return Err(BuildError::NotBuiltHere(reason));
         }
         if let Some(why) = self.containment.refusal() {
-            return Err(why.to_string());
+            return Err(BuildError::Unavailable(why.to_string()));
         }
         let toolchain = language
             .toolchain()
-            .ok_or_else(|| "no toolchain builds it".to_string())?;
-        toolchain.find().map(|_| ())
+            .ok_or_else(|| BuildError::NotBuiltHere("no toolchain builds it".into()))?;
+        toolchain
+            .find()
+            .map(|_| ())
+            .map_err(BuildError::NoToolchain)
     }
 
     /// Builds `source` as plugin `plugin` for `person`: waits its turn,

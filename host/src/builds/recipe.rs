@@ -239,6 +239,25 @@ pub(crate) struct Toolchain {
     install: &'static str,
 }
 
+/// Why no file runs a toolchain here: what to install, or set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ToolchainMissing {
+    /// Its environment variable names a file that is not there.
+    #[error("{variable} names {}, which is not there: {install}", file.display())]
+    NotThere {
+        variable: &'static str,
+        file: PathBuf,
+        install: &'static str,
+    },
+    /// Neither pinned nor on `PATH`.
+    #[error("{command} not found: {install} (or set {variable})")]
+    NotFound {
+        command: &'static str,
+        install: &'static str,
+        variable: &'static str,
+    },
+}
+
 const COMPONENTIZE_PY: Toolchain = Toolchain {
     env: "TOOLHOST_COMPONENTIZE_PY",
     pinned: concat!(
@@ -261,18 +280,17 @@ const COMPONENTIZE_QJS: Toolchain = Toolchain {
 
 impl Toolchain {
     /// The file that runs this toolchain here.
-    pub(crate) fn find(&self) -> Result<PathBuf, String> {
+    pub(crate) fn find(&self) -> Result<PathBuf, ToolchainMissing> {
         if let Some(path) = std::env::var_os(self.env) {
             let path = PathBuf::from(path);
             return if path.is_file() {
                 Ok(path)
             } else {
-                Err(format!(
-                    "{} names {}, which is not there: {}",
-                    self.env,
-                    path.display(),
-                    self.install
-                ))
+                Err(ToolchainMissing::NotThere {
+                    variable: self.env,
+                    file: path,
+                    install: self.install,
+                })
             };
         }
         let pinned = Path::new(self.pinned);
@@ -284,11 +302,10 @@ impl Toolchain {
             .flat_map(std::env::split_paths)
             .map(|dir| dir.join(self.command))
             .find(|path| path.is_file())
-            .ok_or_else(|| {
-                format!(
-                    "{} not found: {} (or set {})",
-                    self.command, self.install, self.env
-                )
+            .ok_or(ToolchainMissing::NotFound {
+                command: self.command,
+                install: self.install,
+                variable: self.env,
             })
     }
 }

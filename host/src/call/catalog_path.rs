@@ -17,7 +17,9 @@ use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
 use crate::call::Calls;
-use crate::call::envelope::{Envelope, MAX_RESULT_BYTES, content_block, resource_contents};
+use crate::call::envelope::{
+    Envelope, InvalidBlock, MAX_RESULT_BYTES, content_block, resource_contents,
+};
 use crate::call::errors::ErrorCode;
 use crate::call::invoke::failure_envelope;
 use crate::call::slots::slots;
@@ -142,7 +144,7 @@ pub(crate) async fn read_resource(
             let uri = plugin.catalog.served_uri(namespace, c.uri);
             resource_contents(uri, c.mime_type, c.body)
         })
-        .collect::<Result<Vec<Value>, String>>()
+        .collect::<Result<Vec<Value>, _>>()
         .map_err(|problem| invalid(&what, &problem))?;
     Ok(json!({ "contents": contents }))
 }
@@ -387,7 +389,7 @@ fn too_large(what: &str, size: usize) -> Envelope {
     )
 }
 
-fn invalid(what: &str, problem: &str) -> Envelope {
+fn invalid(what: &str, problem: &InvalidBlock) -> Envelope {
     Envelope::host_error(
         ErrorCode::InvalidPluginOutput,
         format!("{what} returned an invalid answer: {problem}"),

@@ -9,9 +9,10 @@
 //! - `isError` is always present.
 //!
 //! A result that cannot meet them becomes an INVALID_PLUGIN_OUTPUT error
-//! rather than reaching a client malformed. Errors carry an `error` object
-//! (`code`, `message`, `details`) that REST and CGI return in the body; the
-//! MCP front leaves it out of the result, where MCP has no such field.
+//! ([`InvalidOutput`] says why) rather than reaching a client malformed.
+//! Errors carry an `error` object (`code`, `message`, `details`) that REST
+//! and CGI return in the body; the MCP front leaves it out of the result,
+//! where MCP has no such field.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -40,6 +41,48 @@ pub struct Envelope {
     /// `_meta["toolhost/call"]`. Set by `invoke` for every call.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) meta: Option<Box<CallMeta>>,
+}
+
+/// Why a plugin's answer cannot reach a client as it is: the sentence
+/// after "returned an invalid result: ". A block's own problems are an
+/// [`InvalidBlock`].
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InvalidOutput {
+    /// One block of `content` is not valid.
+    #[error("content[{index}]: {block}")]
+    Content {
+        index: usize,
+        #[source]
+        block: InvalidBlock,
+    },
+    /// `structured` is JSON, but not an object.
+    #[error("structured data must be a JSON object, not {0}")]
+    StructuredNotObject(&'static str),
+    #[error("structured data is not valid JSON: {0}")]
+    StructuredNotJson(#[source] serde_json::Error),
+    #[error("the tool declares an outputSchema but returned no structured data")]
+    NoStructured,
+    /// `structured` breaks the tool's output schema, in these places.
+    #[error(
+        "structured data does not match the outputSchema: {}",
+        .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    )]
+    OutputSchema(Vec<SchemaProblem>),
+    #[error("it has neither content nor structured data")]
+    Empty,
+}
+
+/// Why one content block (or one resource's contents) cannot be sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum InvalidBlock {
+    #[error("media block has no data")]
+    NoMediaData,
+    #[error("{0:?} is not a MIME type")]
+    MimeType(String),
+    #[error("resource link has an empty name")]
+    LinkWithoutName,
+    #[error("{0:?} is not a URI (it needs a scheme, such as https:)")]
+    Uri(String),
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -245,13 +288,13 @@ fn build_success(
     output: PluginOutput,
     tool: &Tool,
     format: TextFormat,
-) -> Result<Envelope, String> {
+) -> Result<Envelope, InvalidOutput> {
     let mut content = output
         .content
         .into_iter()
         .enumerate()
         .map(|(index, block)| {
-            content_block(block).map_err(|problem| format!("content[{index}]: {problem}"))
+            content_block(block).map_err(|block| InvalidOutput::Content { index, block })
         })
         .collect::<Result<Vec<_>, _>>()?;
 
@@ -259,37 +302,25 @@ fn build_success(
         None => None,
         Some(text) => match serde_json::from_str::<Value>(&text) {
             Ok(Value::Object(object)) => Some(object),
-            Ok(other) => {
-                return Err(format!(
-                    "structured data must be a JSON object, not {}",
-                    json_kind(&other)
-                ));
-            }
-            Err(e) => return Err(format!("structured data is not valid JSON: {e}")),
+            Ok(other) => return Err(InvalidOutput::StructuredNotObject(json_kind(&other))),
+            Err(e) => return Err(InvalidOutput::StructuredNotJson(e)),
         },
     };
 
     if let Some(validator) = &tool.output_validator {
         let Some(object) = &structured else {
-            return Err("the tool declares an outputSchema but returned no structured data".into());
+            return Err(InvalidOutput::NoStructured);
         };
         let instance = Value::Object(object.clone());
         let problems = schema_problems(validator, &instance);
         if !problems.is_empty() {
-            return Err(format!(
-                "structured data does not match the outputSchema: {}",
-                problems
-                    .iter()
-                    .map(|p| p.to_string())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ));
+            return Err(InvalidOutput::OutputSchema(problems));
         }
     }
 
     if content.is_empty() {
         let Some(object) = &structured else {
-            return Err("it has neither content nor structured data".into());
+            return Err(InvalidOutput::Empty);
         };
         content.push(text_block(render(object, format)));
     }
@@ -339,11 +370,11 @@ fn text_block(text: String) -> Value {
     json!({ "type": "text", "text": text })
 }
 
-pub(crate) fn content_block(block: ContentBlock) -> Result<Value, String> {
+pub(crate) fn content_block(block: ContentBlock) -> Result<Value, InvalidBlock> {
     Ok(match block {
         ContentBlock::Text(text) => text_block(text),
         ContentBlock::Image(media) | ContentBlock::Audio(media) if media.data.is_empty() => {
-            return Err("media block has no data".into());
+            return Err(InvalidBlock::NoMediaData);
         }
         ContentBlock::Image(media) => {
             check_mime_type(&media.mime_type)?;
@@ -356,7 +387,7 @@ pub(crate) fn content_block(block: ContentBlock) -> Result<Value, String> {
         ContentBlock::ResourceLink(link) => {
             check_uri(&link.uri)?;
             if link.name.is_empty() {
-                return Err("resource link has an empty name".into());
+                return Err(InvalidBlock::LinkWithoutName);
             }
             let mut block = json!({ "type": "resource_link", "uri": link.uri, "name": link.name });
             let optional = [
@@ -384,7 +415,7 @@ pub(crate) fn resource_contents(
     uri: String,
     mime_type: Option<String>,
     body: ResourceBody,
-) -> Result<Value, String> {
+) -> Result<Value, InvalidBlock> {
     check_uri(&uri)?;
     let mut inner = json!({ "uri": uri });
     if let Some(mime_type) = mime_type {
@@ -398,19 +429,19 @@ pub(crate) fn resource_contents(
     Ok(inner)
 }
 
-fn check_mime_type(mime_type: &str) -> Result<(), String> {
+fn check_mime_type(mime_type: &str) -> Result<(), InvalidBlock> {
     let valid = mime_type
         .split_once('/')
         .is_some_and(|(kind, sub)| !kind.is_empty() && !sub.is_empty());
     if valid && !mime_type.contains(char::is_whitespace) {
         Ok(())
     } else {
-        Err(format!("{mime_type:?} is not a MIME type"))
+        Err(InvalidBlock::MimeType(mime_type.to_string()))
     }
 }
 
 /// A URI needs at least a scheme (`file:`, `https:`, `data:`, ...).
-fn check_uri(uri: &str) -> Result<(), String> {
+fn check_uri(uri: &str) -> Result<(), InvalidBlock> {
     let scheme = uri.split_once(':').map(|(scheme, _)| scheme).unwrap_or("");
     let valid = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
         && scheme
@@ -419,9 +450,7 @@ fn check_uri(uri: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!(
-            "{uri:?} is not a URI (it needs a scheme, such as https:)"
-        ))
+        Err(InvalidBlock::Uri(uri.to_string()))
     }
 }
 

@@ -24,7 +24,7 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 pub(super) use crate::builds::recipe::Language;
-use crate::builds::recipe::{Sources, world_of};
+use crate::builds::recipe::{Sources, ToolchainMissing, world_of};
 use crate::runtime::languages::{self, SourceLanguage};
 
 /// The plugin id a project, crate, file or folder named `name` serves
@@ -36,6 +36,27 @@ pub(crate) fn plugin_id_of(name: &str) -> String {
 
 /// At most this many lines of compiler output per failed build.
 const MAX_ERROR_LINES: usize = 40;
+
+/// Why a project's build made no component.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BuildFailed {
+    /// Its language's toolchain is not installed.
+    #[error(transparent)]
+    Toolchain(#[from] ToolchainMissing),
+    /// The output folder cannot be made.
+    #[error("cannot create {}: {source}", dir.display())]
+    TargetDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    /// The toolchain could not be started.
+    #[error("cannot run the build: {0}")]
+    Run(#[source] std::io::Error),
+    /// The toolchain refused the source: the lines of its output worth
+    /// reading.
+    #[error("{0}")]
+    Refused(String),
+}
 
 #[derive(Clone)]
 pub(super) struct Project {
@@ -217,7 +238,7 @@ impl Project {
     }
 
     /// Builds the component; the toolchain's errors when it fails.
-    pub(super) async fn build(&self) -> Result<PathBuf, String> {
+    pub(super) async fn build(&self) -> Result<PathBuf, BuildFailed> {
         let output_path = match self.language {
             Language::Rust => self
                 .target_dir
@@ -249,14 +270,16 @@ impl Project {
             command
                 .env("RUST_BACKTRACE", "0")
                 .env("RUST_LIB_BACKTRACE", "0");
-            std::fs::create_dir_all(&self.target_dir)
-                .map_err(|e| format!("cannot create {}: {e}", self.target_dir.display()))?;
+            std::fs::create_dir_all(&self.target_dir).map_err(|source| BuildFailed::TargetDir {
+                dir: self.target_dir.clone(),
+                source,
+            })?;
         }
         let output = command
             .current_dir(&self.dir)
             .output()
             .await
-            .map_err(|error| format!("cannot run the build: {error}"))?;
+            .map_err(BuildFailed::Run)?;
         if output.status.success() {
             return Ok(output_path);
         }
@@ -265,7 +288,7 @@ impl Project {
             // componentize-py and componentize-qjs report on both streams.
             text = format!("{}\n{text}", String::from_utf8_lossy(&output.stdout));
         }
-        Err(self.summarise_failure(&text))
+        Err(BuildFailed::Refused(self.summarise_failure(&text)))
     }
 
     /// The lines of a failed build worth reading: the compiler's first

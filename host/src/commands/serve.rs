@@ -347,15 +347,18 @@ pub async fn serve_in_process(
     host.serve(listener, options.settings(), shutdown).await
 }
 
-fn parse_role(text: &str) -> Result<Role, String> {
+/// A `--metrics-role` that names no role.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a role: metrics, caller, publisher or admin")]
+struct NotARole(String);
+
+fn parse_role(text: &str) -> Result<Role, NotARole> {
     match text {
         "metrics" => Ok(Role::Metrics),
         "caller" => Ok(Role::Caller),
         "publisher" => Ok(Role::Publisher),
         "admin" => Ok(Role::Admin),
-        other => Err(format!(
-            "{other:?} is not a role: metrics, caller, publisher or admin"
-        )),
+        other => Err(NotARole(other.to_string())),
     }
 }
 

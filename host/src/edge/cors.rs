@@ -29,6 +29,13 @@ const EXPOSED_HEADERS: &str =
     "mcp-session-id, www-authenticate, retry-after, location, preference-applied";
 const ALLOWED_METHODS: &str = "GET, POST, PUT, DELETE, OPTIONS";
 
+/// A `--cors-origin` value that is not an origin.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--cors-origin {0:?} is not an origin: give scheme://host[:port], such as http://localhost:6274"
+)]
+pub(crate) struct NotAnOrigin(pub(crate) String);
+
 /// The origins allowed to call from a browser, exactly as browsers send
 /// them (`https://inspector.example:6274`: scheme, host, port if any).
 #[derive(Debug, Clone, Default)]
@@ -37,7 +44,7 @@ pub(crate) struct CorsOrigins(Vec<String>);
 impl CorsOrigins {
     /// Parses `--cors-origin` values; an entry that is not
     /// `scheme://host[:port]` (no path, no `*`) is refused with the reason.
-    pub(crate) fn parse(origins: &[String]) -> Result<CorsOrigins, String> {
+    pub(crate) fn parse(origins: &[String]) -> Result<CorsOrigins, NotAnOrigin> {
         let mut parsed = Vec::new();
         for origin in origins {
             let origin = origin.trim().trim_end_matches('/');
@@ -47,9 +54,7 @@ impl CorsOrigins {
                     && !rest.contains(['/', '*', '?', '#', '@', ' '])
             });
             if !valid {
-                return Err(format!(
-                    "--cors-origin {origin:?} is not an origin: give scheme://host[:port], such as http://localhost:6274"
-                ));
+                return Err(NotAnOrigin(origin.to_string()));
             }
             parsed.push(origin.to_ascii_lowercase());
         }

@@ -323,12 +323,12 @@ pub(crate) async fn admit(settings: &GuardSettings, request: &mut Request) -> Re
             &settings.cors_origins,
         )
     {
-        return Err(refuse(mcp, ErrorCode::Forbidden, message));
+        return Err(refuse(mcp, ErrorCode::Forbidden, message.to_string()));
     }
     if settings.check_host
         && let Err(message) = check_site(headers, &settings.cors_origins, settings.navigable)
     {
-        return Err(refuse(mcp, ErrorCode::Forbidden, message));
+        return Err(refuse(mcp, ErrorCode::Forbidden, message.to_string()));
     }
     let writes = !matches!(
         *request.method(),
@@ -461,12 +461,39 @@ fn refuse(mcp: bool, code: ErrorCode, message: String) -> Response {
     Envelope::host_error(code, message, None).into_response()
 }
 
+/// Why a request is refused for where it is addressed or comes from
+/// (403, with this sentence).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NotHere {
+    #[error("the request has no Host header")]
+    NoHost,
+    /// Its host is not one this server answers to.
+    #[error(
+        "Host {host:?} is not allowed: this server answers to its loopback names and the \
+         address it listens on; start it with --allowed-host {name} to admit this name"
+    )]
+    Host { host: String, name: String },
+    /// A page from another host, not named with `--cors-origin`.
+    #[error(
+        "Origin {0:?} is not allowed: a page from another host may call this server only if \
+         it is started with --cors-origin {0} (or, for another name of this server, \
+         --allowed-host)"
+    )]
+    Origin(String),
+    /// A browser request from another site's page (`Sec-Fetch-Site`).
+    #[error(
+        "a request from another site's page ({0}) is not served here; a browser client on \
+         another origin needs that origin named with --cors-origin"
+    )]
+    OtherSite(String),
+}
+
 /// Refuses a request a browser sent from another site's page (another
 /// host, or another port of this one: `Sec-Fetch-Site` says which) unless
 /// its `Origin` is one `--cors-origin` names, or it is a top-level
 /// navigation to a `navigable` route. Clients that are not browsers send
 /// no `Sec-Fetch-Site` and pass.
-fn check_site(headers: &HeaderMap, cors: &CorsOrigins, navigable: bool) -> Result<(), String> {
+fn check_site(headers: &HeaderMap, cors: &CorsOrigins, navigable: bool) -> Result<(), NotHere> {
     let value = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let Some(site) = value("sec-fetch-site") else {
         return Ok(());
@@ -480,10 +507,7 @@ fn check_site(headers: &HeaderMap, cors: &CorsOrigins, navigable: bool) -> Resul
     if navigable && value("sec-fetch-mode") == Some("navigate") {
         return Ok(());
     }
-    Err(format!(
-        "a request from another site's page ({site}) is not served here; a browser client \
-         on another origin needs that origin named with --cors-origin"
-    ))
+    Err(NotHere::OtherSite(site.to_string()))
 }
 
 /// The kind of a body any web page may send without a preflight (a CORS
@@ -520,22 +544,21 @@ fn check_host_and_origin(
     headers: &HeaderMap,
     allowed: &[String],
     cors: &CorsOrigins,
-) -> Result<(), String> {
+) -> Result<(), NotHere> {
     let host = match target_host {
         Some(host) => host,
         None => headers
             .get(header::HOST)
             .and_then(|value| value.to_str().ok())
-            .ok_or("the request has no Host header")?,
+            .ok_or(NotHere::NoHost)?,
     };
     if !is_allowed(host_name(host), allowed) {
-        let message = format!(
-            "Host {host:?} is not allowed: this server answers to its loopback names and the \
-             address it listens on; start it with --allowed-host {} to admit this name",
-            host_name(host)
-        );
-        log_refusal(&message);
-        return Err(message);
+        let refused = NotHere::Host {
+            host: host.to_string(),
+            name: host_name(host).to_string(),
+        };
+        log_refusal(&refused);
+        return Err(refused);
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
@@ -546,13 +569,9 @@ fn check_host_and_origin(
             _ if cors.allows(origin) => {}
             Some(authority) if is_allowed(host_name(authority), allowed) => {}
             _ => {
-                let message = format!(
-                    "Origin {origin:?} is not allowed: a page from another host may call this \
-                     server only if it is started with --cors-origin {origin} (or, for another \
-                     name of this server, --allowed-host)"
-                );
-                log_refusal(&message);
-                return Err(message);
+                let refused = NotHere::Origin(origin.to_string());
+                log_refusal(&refused);
+                return Err(refused);
             }
         }
     }
@@ -561,7 +580,7 @@ fn check_host_and_origin(
 
 /// Logs a Host or Origin refusal, at most one a second (a flood of probes
 /// does not flood the log).
-fn log_refusal(message: &str) {
+fn log_refusal(message: &NotHere) {
     static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

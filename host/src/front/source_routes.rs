@@ -230,7 +230,9 @@ fn failed(id: &str, language: SourceLanguage, error: SourceError) -> Response {
             BuildError::Unavailable(_) => (ErrorCode::BuildsUnavailable, json!({})),
             BuildError::Replaced => (ErrorCode::BuildReplaced, json!({})),
             BuildError::NotBuiltHere(_) => (ErrorCode::UnsupportedMediaType, json!({})),
-            BuildError::Toolchain { .. } | BuildError::Io(_) => (ErrorCode::HostError, json!({})),
+            BuildError::Toolchain { .. } | BuildError::NoToolchain(_) | BuildError::Io(_) => {
+                (ErrorCode::HostError, json!({}))
+            }
         },
     };
     details["plugin"] = id.into();

@@ -105,27 +105,35 @@ pub(crate) async fn pull(
     Ok(wasm)
 }
 
+/// How a manifest is not in the wasm artifact layout.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NotWasmLayout {
+    /// Its config blob is of another media type.
+    #[error(
+        "not a wasm artifact (config media type {:?}, expected {:?})",
+        .0,
+        CONFIG_MEDIA_TYPE
+    )]
+    Config(String),
+    /// Its one layer is of another media type.
+    #[error("its layer has media type {:?}, expected {:?}", .0, LAYER_MEDIA_TYPE)]
+    Layer(String),
+    #[error("a wasm artifact has one layer, this one has {0}")]
+    Layers(usize),
+}
+
 /// The one `application/wasm` layer of a manifest in the wasm artifact
 /// layout, or what is wrong with it.
 pub(crate) fn check_layout(
     manifest: &OciImageManifest,
-) -> Result<&oci_client::manifest::OciDescriptor, String> {
+) -> Result<&oci_client::manifest::OciDescriptor, NotWasmLayout> {
     if manifest.config.media_type != CONFIG_MEDIA_TYPE {
-        return Err(format!(
-            "not a wasm artifact (config media type {:?}, expected {CONFIG_MEDIA_TYPE:?})",
-            manifest.config.media_type
-        ));
+        return Err(NotWasmLayout::Config(manifest.config.media_type.clone()));
     }
     match manifest.layers.as_slice() {
         [layer] if layer.media_type == LAYER_MEDIA_TYPE => Ok(layer),
-        [layer] => Err(format!(
-            "its layer has media type {:?}, expected {LAYER_MEDIA_TYPE:?}",
-            layer.media_type
-        )),
-        layers => Err(format!(
-            "a wasm artifact has one layer, this one has {}",
-            layers.len()
-        )),
+        [layer] => Err(NotWasmLayout::Layer(layer.media_type.clone())),
+        layers => Err(NotWasmLayout::Layers(layers.len())),
     }
 }
 

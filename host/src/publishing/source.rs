@@ -90,9 +90,9 @@ pub(crate) enum SourceError {
         modules: Vec<String>,
     },
     /// A full build was asked for, and this server does not build the
-    /// language.
-    #[error("{0}")]
-    NoBuilds(String),
+    /// language (or cannot: builds are off, or its toolchain is missing).
+    #[error(transparent)]
+    NoBuilds(BuildError),
     /// The build failed or was stopped.
     #[error(transparent)]
     Build(#[from] BuildError),

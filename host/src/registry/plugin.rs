@@ -88,8 +88,8 @@ pub enum LoadError {
         imports: Vec<languages::Import>,
     },
     /// Its language's runtime is not there (`runtime/languages.rs`).
-    #[error("{0}")]
-    NoRuntime(String),
+    #[error(transparent)]
+    NoRuntime(crate::runtime::languages::NoRuntime),
     /// A source file raised (or would not compile) as its runtime ran it:
     /// the author's line first (`app.py:7: SyntaxError: ...`), then what
     /// it printed.
@@ -427,7 +427,7 @@ pub(crate) async fn load(
                         .policy_file
                         .clone()
                         .unwrap_or_else(|| policy::policy_path(file)),
-                    reason,
+                    reason: reason.to_string(),
                 }
             })?
         }
@@ -476,18 +476,16 @@ pub(crate) async fn load(
     let catalog = Catalog::build(&mut description, namespace_of(id), list_limits)?;
     let mut tools = tools::build_tools(std::mem::take(&mut description.tools), list_limits)?;
     if let Some(text) = &source.policy {
-        let policy_error = |reason: String| LoadError::Policy {
+        let policy_error = |reason: policy::PolicyError| LoadError::Policy {
             file: source
                 .policy_file
                 .clone()
                 .unwrap_or_else(|| policy::policy_path(file)),
-            reason,
+            reason: reason.to_string(),
         };
         for (name, task) in policy::tasks(text).map_err(policy_error)? {
             let Some(tool) = tools.iter_mut().find(|tool| tool.declared == name) else {
-                return Err(policy_error(format!(
-                    "[tasks] names {name:?}, which is not a tool of this plugin"
-                )));
+                return Err(policy_error(policy::PolicyError::UnknownTaskTool(name)));
             };
             tool.task_support = Some(task.support());
             tool.task_input_first = task.input_first();

@@ -3,7 +3,8 @@
 //! plugin has none of its own), into the [`Grants`] its sandbox gets. No
 //! file means no grants. A file that does
 //! not parse, names an unknown key, a host variable that is not set, or a
-//! directory that does not exist rejects the plugin with that reason.
+//! directory that does not exist rejects the plugin with that reason (a
+//! [`PolicyError`]).
 //!
 //! ```toml
 //! [env]                      # environment variables
@@ -54,7 +55,45 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::runtime::{DirGrant, Grants, Limits, OriginPattern};
+use crate::oci::OciError;
+use crate::runtime::{BadOrigin, DirGrant, Grants, Limits, OriginPattern};
+
+/// Why a policy file is not valid: the reason its plugin is refused with.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PolicyError {
+    /// It is not TOML of the policy's shape (an unknown key, say).
+    #[error("the policy does not parse: {0}")]
+    Parse(#[from] toml::de::Error),
+    /// `[source] oci` is not a reference to an OCI registry.
+    #[error("[source] oci: {0}")]
+    SourceReference(#[source] OciError),
+    #[error("[source] poll_secs must be greater than zero")]
+    ZeroPoll,
+    /// A value comes from a host environment variable that is not set.
+    #[error("[{section}] {key} comes from the host variable {variable}, which is not set")]
+    HostVariableUnset {
+        section: &'static str,
+        key: String,
+        variable: String,
+    },
+    /// A `[[dirs]]` host folder cannot be resolved.
+    #[error("[[dirs]] host {host:?} cannot be used: {source}")]
+    DirUnusable {
+        host: String,
+        source: std::io::Error,
+    },
+    #[error("[[dirs]] host {0:?} is not a directory")]
+    DirNotADirectory(String),
+    #[error("[[dirs]] guest {0:?} must be an absolute path")]
+    GuestNotAbsolute(String),
+    #[error("[http] allow: {0}")]
+    HttpAllow(#[source] BadOrigin),
+    #[error("[limits] values must be greater than zero")]
+    ZeroLimit,
+    /// `[tasks]` names a tool the plugin does not list.
+    #[error("[tasks] names {0:?}, which is not a tool of this plugin")]
+    UnknownTaskTool(String),
+}
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -85,14 +124,13 @@ struct PolicyFile {
 /// for its input before it becomes a task.
 pub(crate) fn tasks(
     text: &str,
-) -> Result<BTreeMap<String, crate::registry::tools::TaskPolicy>, String> {
+) -> Result<BTreeMap<String, crate::registry::tools::TaskPolicy>, PolicyError> {
     #[derive(Deserialize)]
     struct OnlyTasks {
         #[serde(default)]
         tasks: BTreeMap<String, crate::registry::tools::TaskPolicy>,
     }
-    let file: OnlyTasks =
-        toml::from_str(text).map_err(|e| format!("the policy does not parse: {e}"))?;
+    let file: OnlyTasks = toml::from_str(text)?;
     Ok(file.tasks)
 }
 
@@ -117,19 +155,18 @@ pub(crate) const DEFAULT_POLL: Duration = Duration::from_secs(30);
 
 /// The `[source]` of policy text: `Ok(None)` without one, an error for a
 /// section that is not valid (the plugin is refused with it).
-pub(crate) fn source(text: &str) -> Result<Option<SourceSpec>, String> {
+pub(crate) fn source(text: &str) -> Result<Option<SourceSpec>, PolicyError> {
     #[derive(Deserialize)]
     struct OnlySource {
         source: Option<SourceSection>,
     }
-    let file: OnlySource =
-        toml::from_str(text).map_err(|e| format!("the policy does not parse: {e}"))?;
+    let file: OnlySource = toml::from_str(text)?;
     let Some(section) = file.source else {
         return Ok(None);
     };
-    crate::oci::parse_reference(&section.oci).map_err(|e| format!("[source] oci: {e}"))?;
+    crate::oci::parse_reference(&section.oci).map_err(PolicyError::SourceReference)?;
     if section.poll_secs == Some(0) {
-        return Err("[source] poll_secs must be greater than zero".into());
+        return Err(PolicyError::ZeroPoll);
     }
     Ok(Some(SourceSpec {
         oci: section.oci,
@@ -192,47 +229,44 @@ pub(crate) fn policy_path(wasm: &Path) -> std::path::PathBuf {
 
 /// Turns policy text into grants. `folder` anchors relative directory
 /// paths; `defaults` are the server's limits.
-pub(crate) fn grants(text: &str, folder: &Path, defaults: Limits) -> Result<Grants, String> {
-    let file: PolicyFile =
-        toml::from_str(text).map_err(|e| format!("the policy does not parse: {e}"))?;
-    let resolve = |section: &str, key: &str, value: Value| match value {
+pub(crate) fn grants(text: &str, folder: &Path, defaults: Limits) -> Result<Grants, PolicyError> {
+    let file: PolicyFile = toml::from_str(text)?;
+    let resolve = |section: &'static str, key: &str, value: Value| match value {
         Value::Literal(text) => Ok(text),
-        Value::FromHost { from_host } => std::env::var(&from_host).map_err(|_| {
-            format!("[{section}] {key} comes from the host variable {from_host}, which is not set")
-        }),
+        Value::FromHost { from_host } => {
+            std::env::var(&from_host).map_err(|_| PolicyError::HostVariableUnset {
+                section,
+                key: key.to_string(),
+                variable: from_host,
+            })
+        }
     };
     let env = file
         .env
         .into_iter()
         .map(|(key, value)| Ok((key.clone(), resolve("env", &key, value)?)))
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, PolicyError>>()?;
     let config = file
         .config
         .into_iter()
         .map(|(key, value)| Ok((key.clone(), resolve("config", &key, value)?)))
-        .collect::<Result<BTreeMap<_, _>, String>>()?;
+        .collect::<Result<BTreeMap<_, _>, PolicyError>>()?;
     let dirs = file
         .dirs
         .into_iter()
         .map(|entry| {
             let host = folder.join(&entry.host);
-            let host = host.canonicalize().map_err(|e| {
-                format!(
-                    "[[dirs]] host {:?} cannot be used: {e}",
-                    host.display().to_string()
-                )
-            })?;
+            let host = host
+                .canonicalize()
+                .map_err(|source| PolicyError::DirUnusable {
+                    host: host.display().to_string(),
+                    source,
+                })?;
             if !host.is_dir() {
-                return Err(format!(
-                    "[[dirs]] host {:?} is not a directory",
-                    host.display().to_string()
-                ));
+                return Err(PolicyError::DirNotADirectory(host.display().to_string()));
             }
             if !entry.guest.starts_with('/') {
-                return Err(format!(
-                    "[[dirs]] guest {:?} must be an absolute path",
-                    entry.guest
-                ));
+                return Err(PolicyError::GuestNotAbsolute(entry.guest));
             }
             Ok(DirGrant {
                 host,
@@ -240,20 +274,20 @@ pub(crate) fn grants(text: &str, folder: &Path, defaults: Limits) -> Result<Gran
                 writable: entry.mode == DirMode::ReadWrite,
             })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, PolicyError>>()?;
     let http_allow = file
         .http
         .allow
         .iter()
-        .map(|pattern| OriginPattern::parse(pattern).map_err(|e| format!("[http] allow: {e}")))
-        .collect::<Result<Vec<_>, String>>()?;
+        .map(|pattern| OriginPattern::parse(pattern).map_err(PolicyError::HttpAllow))
+        .collect::<Result<Vec<_>, PolicyError>>()?;
     let limits = &file.limits;
     if limits.max_concurrent == Some(0)
         || limits.reuse_instance == Some(0)
         || limits.memory_mib == Some(0)
         || limits.timeout_ms == Some(0)
     {
-        return Err("[limits] values must be greater than zero".into());
+        return Err(PolicyError::ZeroLimit);
     }
     Ok(Grants {
         env,
@@ -367,7 +401,11 @@ mod tests {
 
     #[test]
     fn faults_are_named() {
-        let reason = |text: &str| grants(text, Path::new("/nonexistent"), DEFAULTS).unwrap_err();
+        let reason = |text: &str| {
+            grants(text, Path::new("/nonexistent"), DEFAULTS)
+                .unwrap_err()
+                .to_string()
+        };
         assert!(reason("[env\n").contains("does not parse"));
         assert!(reason("[network]\nall = true").contains("unknown field"));
         assert!(
@@ -396,6 +434,7 @@ mod tests {
         assert!(
             source("[source]\noci = \"echo:1\"")
                 .unwrap_err()
+                .to_string()
                 .contains("registry")
         );
         assert!(source("[source]\noci = \"r.example/x:1\"\npoll_secs = 0").is_err());

@@ -21,7 +21,8 @@
 //! - A registry that is down, an unsigned artifact, a signature over
 //!   another digest or by another key: the previous version keeps
 //!   serving, and the reason is in `/plugins` (`source.error`). With
-//!   nothing to serve yet, the plugin is rejected with that reason.
+//!   nothing to serve yet, the plugin is rejected with that reason (a
+//!   [`FetchError`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,7 +35,7 @@ use sha2::{Digest, Sha256};
 use crate::oci::signature::{self, VerifyKey};
 use crate::oci::{self, Credentials, OciError, artifact};
 use crate::registry::plugin::MAX_PLUGIN_FILE_BYTES;
-use crate::registry::policy::SourceSpec;
+use crate::registry::policy::{PolicyError, SourceSpec};
 
 /// What OCI sources need from the host's configuration.
 #[derive(Debug)]
@@ -91,6 +92,32 @@ pub struct SourceReport {
     pub verified: bool,
 }
 
+/// Why an OCI source gave nothing to serve: the reason its plugin is
+/// refused with.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FetchError {
+    /// No version was verified yet: why the registry gave none (the
+    /// reason `/plugins` shows as `source.error`).
+    #[error("{0}")]
+    NoVersion(String),
+    /// The verified digest is not a sha256 one, which the cache keeps.
+    #[error("a digest that is not sha256")]
+    NotSha256,
+    /// The cached component of the digest cannot be read.
+    #[error("cannot read the cached {digest}: {source}")]
+    CacheUnreadable {
+        digest: String,
+        source: std::io::Error,
+    },
+    /// The policy names a source, and a plugin file sits beside it too.
+    #[error(
+        "{} names an OCI source and {} exists too: remove one",
+        policy.display(),
+        file.display()
+    )]
+    AlsoAFile { policy: PathBuf, file: PathBuf },
+}
+
 /// What one check of a source found.
 enum Checked {
     /// The digest already known.
@@ -126,7 +153,7 @@ impl Sources {
         id: &str,
         path: &Path,
         spec: SourceSpec,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, FetchError> {
         let known = {
             let state = self.lock();
             state
@@ -136,7 +163,7 @@ impl Sources {
         };
         let digest = match known {
             Some((Some(digest), _)) => digest,
-            Some((None, error)) => return Err(error.unwrap_or_default()),
+            Some((None, error)) => return Err(FetchError::NoVersion(error.unwrap_or_default())),
             None => {
                 let checked = self.check(&spec, None).await;
                 let mut state = self.lock();
@@ -172,16 +199,14 @@ impl Sources {
                 state.insert(id.to_string(), entry);
                 match result {
                     Ok(digest) => digest,
-                    Err(reason) => return Err(reason.unwrap_or_default()),
+                    Err(reason) => return Err(FetchError::NoVersion(reason.unwrap_or_default())),
                 }
             }
         };
-        let file = self
-            .cached_file(&digest)
-            .ok_or("a digest that is not sha256")?;
+        let file = self.cached_file(&digest).ok_or(FetchError::NotSha256)?;
         tokio::fs::read(&file)
             .await
-            .map_err(|e| format!("cannot read the cached {digest}: {e}"))
+            .map_err(|source| FetchError::CacheUnreadable { digest, source })
     }
 
     /// Stops following plugin `id`'s source (its policy is gone, or no
@@ -337,7 +362,7 @@ impl Sources {
 /// The `[source]` of the plugin at `path`'s own policy, if it has one.
 /// A policy that cannot be read as text counts as none here (the load
 /// reports it); a `[source]` that is not valid is an error.
-pub(crate) async fn declared(path: &Path) -> Result<Option<SourceSpec>, String> {
+pub(crate) async fn declared(path: &Path) -> Result<Option<SourceSpec>, PolicyError> {
     match tokio::fs::read_to_string(crate::registry::policy::policy_path(path)).await {
         Ok(text) => crate::registry::policy::source(&text),
         Err(_) => Ok(None),

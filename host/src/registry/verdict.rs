@@ -131,6 +131,7 @@ pub(super) async fn judge(
     let namespaced = layout::namespace_of(id).is_some();
     let read = match sources::declared(path).await {
         Err(reason) => {
+            let reason = reason.to_string();
             return Verdict::Refused {
                 version: Version {
                     content_hash: plugin::content_hash(reason.as_bytes()),
@@ -144,17 +145,17 @@ pub(super) async fn judge(
         }
         Ok(Some(spec)) => {
             let fetched = if tokio::fs::try_exists(path).await.unwrap_or(false) {
-                Err(format!(
-                    "{} names an OCI source and {} exists too: remove one",
-                    policy::policy_path(path).display(),
-                    path.display()
-                ))
+                Err(sources::FetchError::AlsoAFile {
+                    policy: policy::policy_path(path),
+                    file: path.to_path_buf(),
+                })
             } else {
                 sources.fetch(id, path, spec).await
             };
             match fetched {
                 Ok(wasm) => plugin::with_policy(wasm, path, namespaced).await,
                 Err(reason) => {
+                    let reason = reason.to_string();
                     return Verdict::Refused {
                         version: Version {
                             content_hash: plugin::content_hash(reason.as_bytes()),

@@ -24,6 +24,24 @@ const OPTIONS: MatchOptions = MatchOptions {
     require_literal_leading_dot: false,
 };
 
+/// A tool set's pattern that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BadPattern {
+    /// It is made of more than plugin ids and glob signs, or a part of it
+    /// names nothing.
+    #[error(
+        "the pattern {0:?} is not a glob over plugin ids (`namespace/name` or `name`, with `*`, \
+         `**`, `?` or `[…]`, and `{{self}}` for the person's namespace)"
+    )]
+    NotAGlob(String),
+    /// The glob crate refused it (an unclosed `[`, say).
+    #[error("the pattern {pattern:?}: {source}")]
+    Glob {
+        pattern: String,
+        source: glob::PatternError,
+    },
+}
+
 /// One person's set of plugins, resolved.
 #[derive(Debug)]
 pub struct ToolSet {
@@ -45,7 +63,7 @@ impl View {
 
     /// A view of the plugins `patterns` match (already resolved: no
     /// `{self}` left). An invalid pattern is an error naming it.
-    pub(crate) fn of(patterns: &[String]) -> Result<View, String> {
+    pub(crate) fn of(patterns: &[String]) -> Result<View, BadPattern> {
         let mut resolved: Vec<String> = patterns.to_vec();
         resolved.sort();
         resolved.dedup();
@@ -53,9 +71,12 @@ impl View {
             .iter()
             .map(|pattern| {
                 check_pattern(pattern)?;
-                Pattern::new(pattern).map_err(|e| format!("the pattern {pattern:?}: {e}"))
+                Pattern::new(pattern).map_err(|source| BadPattern::Glob {
+                    pattern: pattern.clone(),
+                    source,
+                })
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, BadPattern>>()?;
         Ok(View(Some(Arc::new(ToolSet {
             patterns: compiled,
             key: resolved.join("\n").into(),
@@ -96,7 +117,7 @@ impl Eq for View {}
 
 /// A pattern is made of what plugin ids are made of (letters, digits, `_`,
 /// `-`, `.`, one `/`) and the glob signs `*`, `?`, `[`, `]`, `!`.
-fn check_pattern(pattern: &str) -> Result<(), String> {
+fn check_pattern(pattern: &str) -> Result<(), BadPattern> {
     // `!` negates a class (`[!a]`) and nothing else: `!finance/*` is no
     // exclusion, and reading it as one would widen a set.
     let bare_bang = pattern
@@ -122,10 +143,7 @@ fn check_pattern(pattern: &str) -> Result<(), String> {
     if fine {
         Ok(())
     } else {
-        Err(format!(
-            "the pattern {pattern:?} is not a glob over plugin ids (`namespace/name` or `name`, with \
-             `*`, `**`, `?` or `[…]`, and `{{self}}` for the person's namespace)"
-        ))
+        Err(BadPattern::NotAGlob(pattern.to_string()))
     }
 }
 
@@ -172,7 +190,10 @@ mod tests {
             "/echo",
             "../*",
         ] {
-            let error = View::of(&[bad.to_string()]).err().unwrap_or_default();
+            let error = View::of(&[bad.to_string()])
+                .err()
+                .map(|error| error.to_string())
+                .unwrap_or_default();
             assert!(error.contains("not a glob"), "{bad:?}: {error}");
         }
     }

@@ -88,15 +88,26 @@ pub(crate) struct OriginPattern {
     pub(crate) port: Option<u16>,
 }
 
+/// Why a `[http] allow` entry is not an [`OriginPattern`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BadOrigin {
+    /// It is not `scheme://host[:port]`.
+    #[error("{0:?} is not scheme://host[:port] (port may be *)")]
+    Shape(String),
+    /// Its scheme is neither http nor https.
+    #[error("{0:?}: only http and https can be allowed")]
+    Scheme(String),
+}
+
 impl OriginPattern {
     /// Parses `http://127.0.0.1:8080`, `https://api.example.com`,
     /// `https://*.example.com:*`.
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let bad = || format!("{text:?} is not scheme://host[:port] (port may be *)");
+    pub(crate) fn parse(text: &str) -> Result<Self, BadOrigin> {
+        let bad = || BadOrigin::Shape(text.to_string());
         let (scheme, rest) = text.split_once("://").ok_or_else(bad)?;
         let scheme = scheme.to_ascii_lowercase();
         if scheme != "http" && scheme != "https" {
-            return Err(format!("{text:?}: only http and https can be allowed"));
+            return Err(BadOrigin::Scheme(text.to_string()));
         }
         let rest = rest.trim_end_matches('/');
         if rest.contains('/') || rest.is_empty() {

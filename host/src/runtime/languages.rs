@@ -31,6 +31,28 @@ pub struct RuntimeComponent {
     pub(crate) hash: String,
 }
 
+/// Why a language's runtime component is not there (read once, and kept:
+/// cloned to every caller).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum NoRuntime {
+    /// The environment names a file that cannot be read.
+    #[error("{variable}={file}: {source}")]
+    Unreadable {
+        variable: &'static str,
+        file: String,
+        source: Arc<std::io::Error>,
+    },
+    /// None is embedded, and `make runtimes` left none in the repository.
+    #[error(
+        "this toolhost was built without its {language} runtime: run `make runtimes` in the \
+         toolhost repository and build it again, or set {variable}"
+    )]
+    NotBuilt {
+        language: &'static str,
+        variable: &'static str,
+    },
+}
+
 /// The Python runtime's stated standard-library modules, one a line.
 const PYTHON_MODULES: &str = include_str!("../../../sdk/python/runtime/modules.txt");
 
@@ -114,9 +136,9 @@ impl SourceLanguage {
     /// (`TOOLHOST_PYTHON_RUNTIME`, `TOOLHOST_JS_RUNTIME`), the one built
     /// into this binary, or the one `make runtimes` leaves in this
     /// repository's `target/runtimes`. Why there is none, else.
-    pub fn component(self) -> Result<Arc<RuntimeComponent>, String> {
-        static PYTHON: OnceLock<Result<Arc<RuntimeComponent>, String>> = OnceLock::new();
-        static JS: OnceLock<Result<Arc<RuntimeComponent>, String>> = OnceLock::new();
+    pub fn component(self) -> Result<Arc<RuntimeComponent>, NoRuntime> {
+        static PYTHON: OnceLock<Result<Arc<RuntimeComponent>, NoRuntime>> = OnceLock::new();
+        static JS: OnceLock<Result<Arc<RuntimeComponent>, NoRuntime>> = OnceLock::new();
         let (cell, variable, embedded, digest, built) = match self {
             SourceLanguage::Python => (
                 &PYTHON,
@@ -146,20 +168,20 @@ impl SourceLanguage {
                 })
             };
             let component = if let Some(file) = std::env::var_os(variable) {
-                read(&file)
-                    .map_err(|error| format!("{variable}={}: {error}", file.to_string_lossy()))?
+                read(&file).map_err(|error| NoRuntime::Unreadable {
+                    variable,
+                    file: file.to_string_lossy().into_owned(),
+                    source: Arc::new(error),
+                })?
             } else if !embedded.is_empty() {
                 RuntimeComponent {
                     wasm: embedded.into(),
                     hash: digest.trim().to_string(),
                 }
             } else {
-                read(std::ffi::OsStr::new(built)).map_err(|_| {
-                    format!(
-                        "this toolhost was built without its {} runtime: run `make runtimes` \
-                         in the toolhost repository and build it again, or set {variable}",
-                        self.as_str()
-                    )
+                read(std::ffi::OsStr::new(built)).map_err(|_| NoRuntime::NotBuilt {
+                    language: self.as_str(),
+                    variable,
                 })?
             };
             Ok(Arc::new(component))

@@ -72,13 +72,15 @@ mod warm;
 
 pub use self::allocator::configure_allocator;
 pub(crate) use self::allocator::release_free_memory;
-pub use self::client::{CallClient, ClientChannel, ELICIT, InputRequest, LogLevel, ROOTS, SAMPLE};
+pub use self::client::{
+    AskError, CallClient, ClientChannel, ELICIT, InputRequest, LogLevel, NotAResult, ROOTS, SAMPLE,
+};
 pub use self::compiled::{CompiledPlugin, Description};
 pub use self::compiler::{Tier, TierUp};
 pub use self::engine::Runtime;
 pub(crate) use self::executor::QUEUE_WAIT;
 pub use self::failure::{CallFailure, CompileError};
-pub(crate) use self::grants::{DirGrant, OriginPattern};
+pub(crate) use self::grants::{BadOrigin, DirGrant, OriginPattern};
 pub use self::grants::{Grants, Limits, SourceFile};
 #[cfg(test)]
 pub(crate) use self::outcome::logged_at;

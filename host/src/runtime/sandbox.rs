@@ -20,14 +20,10 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::toolhost::plugin0_1_0::{client, config};
 use super::bindings::toolhost::plugin0_2_0::{input, source};
-use super::client::{CallClient, ELICIT, InputRequest, LogLevel, SAMPLE};
+use super::client::{AskError, CallClient, ELICIT, InputRequest, LogLevel, SAMPLE};
 use super::grants::{Grants, HttpAllowlist};
 use super::log_capture::LogCapture;
 use super::memory_cap::MemoryCap;
-
-/// Why a request to the client cannot be made when the call has no client.
-const NO_CLIENT: &str = "there is no MCP client behind this call (it came over REST, CGI or the CLI; a REST client \
-     that can answer says so with Toolhost-Input)";
 
 /// The data of a wasmtime `Store` for one call.
 pub(crate) struct Sandbox {
@@ -145,16 +141,22 @@ impl client::Host for Sandbox {
         }
     }
 
+    // The WIT import returns `result<string, string>`: the error is its
+    // sentence.
     async fn create_message(&mut self, params: String) -> Result<String, String> {
         self.asked.1 += 1;
         let key = format!("sampling-{}", self.asked.1);
-        self.ask_one(key, SAMPLE, params).await
+        self.ask_one(key, SAMPLE, params)
+            .await
+            .map_err(|error| error.to_string())
     }
 
     async fn elicit(&mut self, params: String) -> Result<String, String> {
         self.asked.0 += 1;
         let key = format!("elicitation-{}", self.asked.0);
-        self.ask_one(key, ELICIT, params).await
+        self.ask_one(key, ELICIT, params)
+            .await
+            .map_err(|error| error.to_string())
     }
 }
 
@@ -164,7 +166,7 @@ impl Sandbox {
         key: String,
         method: &str,
         params: String,
-    ) -> Result<String, String> {
+    ) -> Result<String, AskError> {
         let request = InputRequest {
             key,
             method: method.into(),
@@ -175,13 +177,15 @@ impl Sandbox {
                 .ask(vec![request])
                 .await
                 .pop()
-                .unwrap_or_else(|| Err("the client gave no answer".into())),
-            None => Err(NO_CLIENT.into()),
+                .unwrap_or(Err(AskError::NoAnswer)),
+            None => Err(AskError::NoClient),
         }
     }
 }
 
 impl input::Host for Sandbox {
+    // The WIT import returns `list<result<string, string>>`: each error is
+    // its sentence.
     async fn ask(&mut self, requests: Vec<input::Request>) -> Vec<Result<String, String>> {
         let count = requests.len();
         match self.client.clone() {
@@ -194,9 +198,14 @@ impl input::Host for Sandbox {
                         params: request.params,
                     })
                     .collect();
-                client.ask(requests).await
+                client
+                    .ask(requests)
+                    .await
+                    .into_iter()
+                    .map(|answer| answer.map_err(|error| error.to_string()))
+                    .collect()
             }
-            None => vec![Err(NO_CLIENT.into()); count],
+            None => vec![Err(AskError::NoClient.to_string()); count],
         }
     }
 }

@@ -72,8 +72,9 @@ pub(crate) struct Asker<'a> {
 }
 
 /// Whether an answer fits the request it answers (by the request's
-/// method): the front's rule, as a sentence when it does not.
-pub(crate) type AnswerCheck<'a> = &'a (dyn Fn(&str, &Value) -> Result<(), String> + Sync);
+/// method): the front's rule, and the method's name when it does not.
+pub(crate) type AnswerCheck<'a> =
+    &'a (dyn Fn(&str, &Value) -> Result<(), crate::runtime::NotAResult> + Sync);
 
 #[derive(Default)]
 struct Running {

@@ -177,7 +177,7 @@ impl DevSession {
                     "build failed ({:.1} s); what serves is unchanged:",
                     since.elapsed().as_secs_f64()
                 ));
-                say(output);
+                say(output.to_string());
                 return;
             }
         };

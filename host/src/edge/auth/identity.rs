@@ -3,6 +3,7 @@
 //! (`mod.rs`), and the bearer token read from a request.
 
 use super::person::Role;
+use crate::edge::oauth::TokenError;
 use crate::registry::view::View;
 
 /// The person behind a request.
@@ -36,7 +37,7 @@ pub(crate) enum Refusal {
     /// No token, or one nobody holds: 401.
     Unauthenticated,
     /// An OAuth access token that is not valid, and why: 401.
-    InvalidToken(String),
+    InvalidToken(TokenError),
     /// A known person without the role the route needs: 403.
     NotAllowed { name: String, needs: Role },
 }

@@ -213,7 +213,7 @@ impl Authority {
             Refusal::Unauthenticated => format!("Bearer resource_metadata=\"{metadata}\""),
             Refusal::InvalidToken(why) => format!(
                 "Bearer error=\"invalid_token\", error_description=\"{}\", resource_metadata=\"{metadata}\"",
-                quoted(why)
+                quoted(&why.to_string())
             ),
             Refusal::NotAllowed { needs, .. } => format!(
                 "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata}\"",

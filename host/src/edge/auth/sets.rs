@@ -25,10 +25,31 @@
 
 use std::collections::BTreeMap;
 
-use crate::registry::view::View;
+use crate::registry::view::{BadPattern, View};
 
 /// Groups by name: each a list of patterns (no `@` inside a group).
 pub(super) type Groups = BTreeMap<String, Vec<String>>;
+
+/// Why a tool set or a group cannot be resolved.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SetError {
+    /// `@name` names no group.
+    #[error("no [[group]] is named {0:?}")]
+    UnknownGroup(String),
+    /// A pattern is not a glob over plugin ids.
+    #[error(transparent)]
+    Pattern(#[from] BadPattern),
+    #[error("group {0:?}: a name is 1 to 64 letters, digits, `_` or `-`, starting with a letter")]
+    GroupName(String),
+    #[error("group {0:?}: a group lists patterns, not other groups")]
+    GroupInGroup(String),
+    /// A group's patterns do not resolve.
+    #[error("group {group:?}: {source}")]
+    InGroup {
+        group: String,
+        source: Box<SetError>,
+    },
+}
 
 /// The view of someone whose namespace is `namespace`, from their
 /// `patterns` (`None`: every tool). An unknown group or a bad pattern is
@@ -37,7 +58,7 @@ pub(super) fn resolve(
     patterns: Option<&[String]>,
     groups: &Groups,
     namespace: Option<&str>,
-) -> Result<View, String> {
+) -> Result<View, SetError> {
     let Some(patterns) = patterns else {
         return Ok(View::all());
     };
@@ -46,7 +67,7 @@ pub(super) fn resolve(
         let expanded: Vec<&String> = match pattern.strip_prefix('@') {
             Some(group) => groups
                 .get(group)
-                .ok_or_else(|| format!("no [[group]] is named {group:?}"))?
+                .ok_or_else(|| SetError::UnknownGroup(group.to_string()))?
                 .iter()
                 .collect(),
             None => vec![pattern],
@@ -61,25 +82,23 @@ pub(super) fn resolve(
             }
         }
     }
-    View::of(&resolved)
+    Ok(View::of(&resolved)?)
 }
 
 /// Checks the groups themselves: valid names, patterns only (a group names
 /// no other group), each pattern a valid glob once `{self}` is filled in.
-pub(super) fn check_groups(groups: &Groups) -> Result<(), String> {
+pub(super) fn check_groups(groups: &Groups) -> Result<(), SetError> {
     for (name, patterns) in groups {
         if !super::person::is_valid_person(name) {
-            return Err(format!(
-                "group {name:?}: a name is 1 to 64 letters, digits, `_` or `-`, starting with a letter"
-            ));
+            return Err(SetError::GroupName(name.clone()));
         }
         if patterns.iter().any(|pattern| pattern.starts_with('@')) {
-            return Err(format!(
-                "group {name:?}: a group lists patterns, not other groups"
-            ));
+            return Err(SetError::GroupInGroup(name.clone()));
         }
-        resolve(Some(patterns), groups, Some("someone"))
-            .map_err(|error| format!("group {name:?}: {error}"))?;
+        resolve(Some(patterns), groups, Some("someone")).map_err(|error| SetError::InGroup {
+            group: name.clone(),
+            source: Box::new(error),
+        })?;
     }
     Ok(())
 }
@@ -126,7 +145,7 @@ mod tests {
         assert!(!nobody.sees("ada/echo"));
         assert!(resolve(None, &groups, Some("ada")).unwrap().is_all());
         let unknown = resolve(Some(&strings(&["@nope"])), &groups, Some("ada"));
-        assert!(unknown.unwrap_err().contains("no [[group]]"));
+        assert!(unknown.unwrap_err().to_string().contains("no [[group]]"));
         assert!(check_groups(&[("g".to_string(), strings(&["@room"]))].into()).is_err());
     }
 

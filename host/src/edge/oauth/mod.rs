@@ -40,6 +40,46 @@ use self::keys::Keys;
 /// Clock skew allowed on `exp` and `nbf`.
 const LEEWAY_SECS: u64 = 30;
 
+/// Why an access token is refused: the client's `error_description`
+/// (nothing secret is in it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TokenError {
+    /// Its header is not base64url JSON.
+    #[error("the token is not a JWT")]
+    NotAJwt,
+    #[error("unsigned tokens (alg none) are refused")]
+    Unsigned,
+    #[error("the token's algorithm {0:?} is not supported")]
+    UnknownAlgorithm(String),
+    /// An HMAC algorithm: a shared secret, never trusted.
+    #[error("the token's algorithm {0} is symmetric; only the issuer's public keys are trusted")]
+    Symmetric(String),
+    #[error("the token's header is not valid: {0}")]
+    Header(#[source] jsonwebtoken::errors::Error),
+    /// The issuer's key set has no key for its `kid` and algorithm.
+    #[error("the issuer has no {algorithm:?} key with kid {kid:?}")]
+    NoKeyWithKid { algorithm: Algorithm, kid: String },
+    #[error("the issuer has no {0:?} key")]
+    NoKey(Algorithm),
+    #[error("the token has expired")]
+    Expired,
+    #[error("the token is not valid yet (nbf)")]
+    Immature,
+    /// Its `aud` does not hold this server's audience.
+    #[error("the token is not for this server (aud must hold {0:?})")]
+    Audience(String),
+    /// Its `iss` is not this server's issuer.
+    #[error("the token is not from this server's issuer ({0:?})")]
+    Issuer(String),
+    #[error("the token's signature does not verify with the issuer's key")]
+    Signature,
+    #[error("the token has no {0:?} claim")]
+    MissingClaim(String),
+    /// Any other reason the JWT library gives.
+    #[error("the token is not valid: {0}")]
+    Invalid(#[source] jsonwebtoken::errors::Error),
+}
+
 /// The flags, as `toolhost serve` passes them.
 #[derive(Clone, Debug)]
 pub struct OAuthSettings {
@@ -178,10 +218,10 @@ impl OAuth {
 
     /// Validates `token`, or says why it is not valid (for the client's
     /// `error_description`; nothing secret is in it).
-    pub(crate) async fn validate(&self, token: &str) -> Result<Grant, String> {
+    pub(crate) async fn validate(&self, token: &str) -> Result<Grant, TokenError> {
         let algorithm = algorithm_of(token)?;
         let kid = jsonwebtoken::decode_header(token)
-            .map_err(|e| format!("the token's header is not valid: {e}"))?
+            .map_err(TokenError::Header)?
             .kid;
         let mut keys = self.candidates(kid.as_deref(), algorithm);
         if keys.is_empty() && self.keys.refetch(kid.as_deref()).await {
@@ -189,8 +229,8 @@ impl OAuth {
         }
         if keys.is_empty() {
             return Err(match kid {
-                Some(kid) => format!("the issuer has no {algorithm:?} key with kid {kid:?}"),
-                None => format!("the issuer has no {algorithm:?} key"),
+                Some(kid) => TokenError::NoKeyWithKid { algorithm, kid },
+                None => TokenError::NoKey(algorithm),
             });
         }
         let mut validation = Validation::new(algorithm);
@@ -199,7 +239,8 @@ impl OAuth {
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         validation.validate_nbf = true;
         validation.leeway = LEEWAY_SECS;
-        let mut last = String::new();
+        // Each key refuses it, or one takes it (there is at least one).
+        let mut last = TokenError::NoKey(algorithm);
         for key in keys {
             match jsonwebtoken::decode::<Claims>(token, &key, &validation) {
                 Ok(data) => {
@@ -229,24 +270,16 @@ impl OAuth {
     }
 
     /// What a client is told about a token that failed.
-    fn reason(&self, error: &jsonwebtoken::errors::Error) -> String {
+    fn reason(&self, error: &jsonwebtoken::errors::Error) -> TokenError {
         use jsonwebtoken::errors::ErrorKind;
         match error.kind() {
-            ErrorKind::ExpiredSignature => "the token has expired".into(),
-            ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)".into(),
-            ErrorKind::InvalidAudience => format!(
-                "the token is not for this server (aud must hold {:?})",
-                self.settings.audience
-            ),
-            ErrorKind::InvalidIssuer => format!(
-                "the token is not from this server's issuer ({:?})",
-                self.settings.issuer
-            ),
-            ErrorKind::InvalidSignature => {
-                "the token's signature does not verify with the issuer's key".into()
-            }
-            ErrorKind::MissingRequiredClaim(claim) => format!("the token has no {claim:?} claim"),
-            _ => format!("the token is not valid: {error}"),
+            ErrorKind::ExpiredSignature => TokenError::Expired,
+            ErrorKind::ImmatureSignature => TokenError::Immature,
+            ErrorKind::InvalidAudience => TokenError::Audience(self.settings.audience.clone()),
+            ErrorKind::InvalidIssuer => TokenError::Issuer(self.settings.issuer.clone()),
+            ErrorKind::InvalidSignature => TokenError::Signature,
+            ErrorKind::MissingRequiredClaim(claim) => TokenError::MissingClaim(claim.clone()),
+            _ => TokenError::Invalid(error.clone()),
         }
     }
 
@@ -330,28 +363,25 @@ fn audience_url(audience: &str) -> Option<reqwest::Url> {
 
 /// The token's `alg`, read before anything else: `none` and the HMAC
 /// algorithms are refused by name.
-fn algorithm_of(token: &str) -> Result<Algorithm, String> {
+fn algorithm_of(token: &str) -> Result<Algorithm, TokenError> {
     let header = token.split('.').next().unwrap_or_default();
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(header)
-        .map_err(|_| "the token is not a JWT".to_string())?;
-    let header: Value =
-        serde_json::from_slice(&bytes).map_err(|_| "the token is not a JWT".to_string())?;
+        .map_err(|_| TokenError::NotAJwt)?;
+    let header: Value = serde_json::from_slice(&bytes).map_err(|_| TokenError::NotAJwt)?;
     let name = header["alg"].as_str().unwrap_or_default();
     let algorithm: Algorithm = match serde_json::from_value(Value::String(name.into())) {
         Ok(algorithm) => algorithm,
         Err(_) if name.eq_ignore_ascii_case("none") => {
-            return Err("unsigned tokens (alg none) are refused".into());
+            return Err(TokenError::Unsigned);
         }
-        Err(_) => return Err(format!("the token's algorithm {name:?} is not supported")),
+        Err(_) => return Err(TokenError::UnknownAlgorithm(name.to_string())),
     };
     if matches!(
         algorithm,
         Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512
     ) {
-        return Err(format!(
-            "the token's algorithm {name} is symmetric; only the issuer's public keys are trusted"
-        ));
+        return Err(TokenError::Symmetric(name.to_string()));
     }
     Ok(algorithm)
 }
@@ -443,7 +473,9 @@ mod tests {
             (r#"{"alg":"HS256"}"#, "symmetric"),
             (r#"{"alg":"XS1"}"#, "not supported"),
         ] {
-            let error = algorithm_of(&token_with_header(header)).unwrap_err();
+            let error = algorithm_of(&token_with_header(header))
+                .unwrap_err()
+                .to_string();
             assert!(error.contains(why), "{header}: {error}");
         }
         assert_eq!(

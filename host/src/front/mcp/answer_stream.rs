@@ -16,7 +16,7 @@ use rmcp::model::LoggingLevel;
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::runtime::{ClientChannel, LogLevel};
+use crate::runtime::{AskError, ClientChannel, ELICIT, LogLevel, SAMPLE};
 
 use super::session_client::severity;
 
@@ -189,11 +189,11 @@ impl ClientChannel for StatelessClient {
 
     async fn progress(&self, _progress: f64, _total: Option<f64>, _message: Option<String>) {}
 
-    async fn create_message(&self, _params: String) -> Result<String, String> {
-        Err("the client does not support sampling/createMessage".into())
+    async fn create_message(&self, _params: String) -> Result<String, AskError> {
+        Err(AskError::Unsupported(SAMPLE.into()))
     }
 
-    async fn elicit(&self, _params: String) -> Result<String, String> {
-        Err("the client does not support elicitation/create".into())
+    async fn elicit(&self, _params: String) -> Result<String, AskError> {
+        Err(AskError::Unsupported(ELICIT.into()))
     }
 }

@@ -6,6 +6,18 @@ use std::collections::BTreeMap;
 
 use rmcp::model::RequestStateCodec;
 
+/// Why a keys file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum KeysError {
+    /// It is not TOML of the keys file's shape.
+    #[error(transparent)]
+    File(#[from] toml::de::Error),
+    /// The codec refused the keys (one too short, or no key is the active
+    /// one).
+    #[error(transparent)]
+    Keys(#[from] rmcp::model::RequestStateError),
+}
+
 /// The keys `requestState` is sealed with: one active, the others still
 /// accepted (rotation). Every replica behind one address needs the same.
 pub(crate) struct InputKeys {
@@ -23,15 +35,14 @@ pub(crate) struct KeysFile {
 
 impl InputKeys {
     /// Keys from the keys file's text.
-    pub(crate) fn from_file_text(text: &str) -> Result<Self, String> {
-        let file: KeysFile = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub(crate) fn from_file_text(text: &str) -> Result<Self, KeysError> {
+        let file: KeysFile = toml::from_str(text)?;
         let codec = RequestStateCodec::new_with_keyring(
             file.active,
             file.keys
                 .into_iter()
                 .map(|(kid, secret)| (kid, secret.into_bytes())),
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         Ok(InputKeys { codec })
     }
 

@@ -31,7 +31,8 @@ use serde_json::{Value, json};
 
 use super::input_keys::InputKeys;
 use crate::runtime::{
-    ClientChannel, ELICIT, InputRequest as PluginRequest, LogLevel, ROOTS, SAMPLE,
+    AskError, ClientChannel, ELICIT, InputRequest as PluginRequest, LogLevel, NotAResult, ROOTS,
+    SAMPLE,
 };
 
 /// How long a `requestState` may be sent back.
@@ -249,10 +250,6 @@ pub(crate) struct Stopped {
     pub(super) state: String,
 }
 
-/// Why a request got no answer in this round.
-const ASKED: &str = "the client is asked for this in an input-required result; the call runs \
-                     again with its answer";
-
 #[wasmtime_wasi::async_trait]
 impl ClientChannel for InputRound {
     async fn log(&self, level: LogLevel, message: String) {
@@ -268,42 +265,39 @@ impl ClientChannel for InputRound {
         self.relay.to.progress(progress, total, message).await;
     }
 
-    async fn create_message(&self, params: String) -> Result<String, String> {
+    async fn create_message(&self, params: String) -> Result<String, AskError> {
         self.ask_one(SAMPLE, params).await
     }
 
-    async fn elicit(&self, params: String) -> Result<String, String> {
+    async fn elicit(&self, params: String) -> Result<String, AskError> {
         self.ask_one(ELICIT, params).await
     }
 
-    async fn list_roots(&self) -> Result<String, String> {
+    async fn list_roots(&self) -> Result<String, AskError> {
         self.ask_one(ROOTS, "{}".into()).await
     }
 
-    async fn ask(&self, requests: Vec<PluginRequest>) -> Vec<Result<String, String>> {
+    async fn ask(&self, requests: Vec<PluginRequest>) -> Vec<Result<String, AskError>> {
         if self
             .stop
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .is_some()
         {
-            return vec![Err(ASKED.into()); requests.len()];
+            return requests.iter().map(|_| Err(AskError::AskedLater)).collect();
         }
         let mut answers = Vec::with_capacity(requests.len());
         let mut asked = InputRequests::new();
         for request in requests {
             let answer = match self.declared(&request.method) {
-                None => Err(format!(
-                    "{} is not a request a plugin may make",
-                    request.method
-                )),
+                None => Err(AskError::UnknownMethod(request.method.clone())),
                 Some(false) => {
                     let name = capability(&request.method);
                     let mut missing = self.missing.lock().unwrap_or_else(PoisonError::into_inner);
                     if !missing.contains(&name) {
                         missing.push(name);
                     }
-                    Err(format!("the client does not support {}", request.method))
+                    Err(AskError::Unsupported(request.method.clone()))
                 }
                 Some(true) => match self.given.get(&request.key) {
                     Some(answer) => match check_answer(&request.method, answer) {
@@ -319,13 +313,13 @@ impl ClientChannel for InputRound {
                                 "inputResponses.{}: {problem}",
                                 request.key
                             )));
-                            Err(problem)
+                            Err(problem.into())
                         }
                     },
                     None => match input_request(&request.method, &request.params) {
                         Ok(input) => {
                             asked.insert(request.key.clone(), input);
-                            Err(ASKED.into())
+                            Err(AskError::AskedLater)
                         }
                         Err(problem) => Err(problem),
                     },
@@ -341,7 +335,7 @@ impl ClientChannel for InputRound {
 }
 
 impl InputRound {
-    async fn ask_one(&self, method: &str, params: String) -> Result<String, String> {
+    async fn ask_one(&self, method: &str, params: String) -> Result<String, AskError> {
         // The single requests' keys are the sandbox's (`elicitation-1`);
         // this is reached only through `ask`.
         self.ask(vec![PluginRequest {
@@ -351,7 +345,7 @@ impl InputRound {
         }])
         .await
         .pop()
-        .unwrap_or_else(|| Err("no answer".into()))
+        .unwrap_or(Err(AskError::NoAnswer))
     }
 }
 
@@ -364,8 +358,11 @@ fn capability(method: &str) -> &'static str {
 }
 
 /// The plugin's JSON params as the request the client is sent.
-fn input_request(method: &str, params: &str) -> Result<InputRequest, String> {
-    let invalid = |e: serde_json::Error| format!("invalid {method} params: {e}");
+fn input_request(method: &str, params: &str) -> Result<InputRequest, AskError> {
+    let invalid = |source| AskError::InvalidParams {
+        method: method.into(),
+        source,
+    };
     Ok(match method {
         ELICIT => InputRequest::Elicitation(ElicitRequest::new(
             serde_json::from_str::<ElicitRequestParams>(params).map_err(invalid)?,
@@ -378,7 +375,7 @@ fn input_request(method: &str, params: &str) -> Result<InputRequest, String> {
 }
 
 /// Whether `answer` reads as the result of `method`.
-pub(crate) fn check_answer(method: &str, answer: &Value) -> Result<(), String> {
+pub(crate) fn check_answer(method: &str, answer: &Value) -> Result<(), NotAResult> {
     let fits = match method {
         ELICIT => serde_json::from_value::<rmcp::model::ElicitResult>(answer.clone()).is_ok(),
         SAMPLE => {
@@ -389,7 +386,9 @@ pub(crate) fn check_answer(method: &str, answer: &Value) -> Result<(), String> {
     if fits {
         Ok(())
     } else {
-        Err(format!("the answer is not a result of {method}"))
+        Err(NotAResult {
+            method: method.into(),
+        })
     }
 }
 

@@ -15,7 +15,7 @@ use rmcp::model::{
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 
-use crate::runtime::{ClientChannel, LogLevel};
+use crate::runtime::{AskError, ClientChannel, LogLevel, ROOTS};
 
 /// What a plugin's `client` import reaches during one MCP call.
 pub(super) struct SessionClient {
@@ -49,7 +49,7 @@ impl ClientChannel for SessionClient {
         }
     }
 
-    async fn create_message(&self, params: String) -> Result<String, String> {
+    async fn create_message(&self, params: String) -> Result<String, AskError> {
         let supported = self.client_supports(|c| c.sampling.is_some());
         relay(supported, "sampling/createMessage", &params, |params| {
             self.peer.create_message(params)
@@ -57,7 +57,7 @@ impl ClientChannel for SessionClient {
         .await
     }
 
-    async fn elicit(&self, params: String) -> Result<String, String> {
+    async fn elicit(&self, params: String) -> Result<String, AskError> {
         let supported = self.client_supports(|c| c.elicitation.is_some());
         relay(supported, "elicitation/create", &params, |params| {
             self.peer.create_elicitation(params)
@@ -65,16 +65,15 @@ impl ClientChannel for SessionClient {
         .await
     }
 
-    async fn list_roots(&self) -> Result<String, String> {
+    async fn list_roots(&self) -> Result<String, AskError> {
         if !self.client_supports(|c| c.roots.is_some()) {
-            return Err("the client does not support roots/list".into());
+            return Err(AskError::Unsupported(ROOTS.into()));
         }
-        let answer = self
-            .peer
-            .list_roots()
-            .await
-            .map_err(|e| format!("roots/list failed: {e}"))?;
-        serde_json::to_string(&answer).map_err(|e| e.to_string())
+        let answer = self.peer.list_roots().await.map_err(|e| AskError::Failed {
+            method: ROOTS.into(),
+            source: e.into(),
+        })?;
+        serde_json::to_string(&answer).map_err(AskError::AnswerNotJson)
     }
 }
 
@@ -88,27 +87,32 @@ impl SessionClient {
 
 /// Relays one request of a plugin to the client: the capability is
 /// checked, the plugin's JSON params parsed into the SDK's type, the answer
-/// returned as JSON. Every failure is a sentence for the plugin.
+/// returned as JSON. Every failure is an [`AskError`], a sentence for the
+/// plugin.
 async fn relay<Params, Answer, Sent>(
     supported: bool,
     method: &str,
     params: &str,
     send: impl FnOnce(Params) -> Sent,
-) -> Result<String, String>
+) -> Result<String, AskError>
 where
     Params: serde::de::DeserializeOwned,
     Answer: serde::Serialize,
     Sent: Future<Output = Result<Answer, rmcp::ServiceError>>,
 {
     if !supported {
-        return Err(format!("the client does not support {method}"));
+        return Err(AskError::Unsupported(method.into()));
     }
     let params: Params =
-        serde_json::from_str(params).map_err(|e| format!("invalid {method} params: {e}"))?;
-    let answer = send(params)
-        .await
-        .map_err(|e| format!("{method} failed: {e}"))?;
-    serde_json::to_string(&answer).map_err(|e| e.to_string())
+        serde_json::from_str(params).map_err(|source| AskError::InvalidParams {
+            method: method.into(),
+            source,
+        })?;
+    let answer = send(params).await.map_err(|e| AskError::Failed {
+        method: method.into(),
+        source: e.into(),
+    })?;
+    serde_json::to_string(&answer).map_err(AskError::AnswerNotJson)
 }
 
 fn strip_nulls(mut value: Value) -> Value {

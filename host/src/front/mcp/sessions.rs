@@ -35,6 +35,18 @@ use tokio_util::sync::CancellationToken;
 use super::catalog_methods::CatalogLimits;
 use crate::edge::auth::{Authority, Identity};
 
+/// A person who already holds as many sessions as one person may.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{person:?} already holds {held} MCP sessions, the most one person may \
+     (--max-sessions-per-person {most}); close one (DELETE /mcp) or let it expire"
+)]
+pub(crate) struct SessionsFull {
+    pub(crate) person: String,
+    pub(crate) held: usize,
+    pub(crate) most: usize,
+}
+
 /// The header that names a session, on every request after `initialize`.
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -131,9 +143,12 @@ impl Sessions {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A slot for `owner`'s new session, or the refusal's message when
-    /// they hold their share already.
-    pub(crate) fn open(self: &Arc<Self>, owner: Option<&Identity>) -> Result<Opening, String> {
+    /// A slot for `owner`'s new session, or the refusal when they hold
+    /// their share already.
+    pub(crate) fn open(
+        self: &Arc<Self>,
+        owner: Option<&Identity>,
+    ) -> Result<Opening, SessionsFull> {
         let person = owner.map(|identity| identity.name.clone());
         if let Some(person) = &person {
             let mut table = self.lock();
@@ -144,11 +159,11 @@ impl Sessions {
                 .count()
                 + table.opening.get(person).copied().unwrap_or(0);
             if held >= self.max_per_person {
-                return Err(format!(
-                    "{person:?} already holds {held} MCP sessions, the most one person may \
-                     (--max-sessions-per-person {}); close one (DELETE /mcp) or let it expire",
-                    self.max_per_person
-                ));
+                return Err(SessionsFull {
+                    person: person.clone(),
+                    held,
+                    most: self.max_per_person,
+                });
             }
             *table.opening.entry(person.clone()).or_default() += 1;
         }

@@ -308,7 +308,7 @@ async fn post(services: &Services, request: Request) -> Response {
         }
         match services.held.open(requester.as_ref()) {
             Ok(slot) => opening = Some(slot),
-            Err(why) => return refuse(why),
+            Err(full) => return refuse(full.to_string()),
         }
     }
     // A `subscriptions/listen` answer is a stream: counted for its person.

@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use crate::registry::tools::TaskSupport;
 use crate::registry::view::View;
-use crate::runtime::CallClient;
+use crate::runtime::{CallClient, NotAResult};
 use crate::tasks::{Asker, RunClaim, RunEnd, TaskError, TaskRecord, Tasks};
 
 /// How long a tool that asks for its input first (`input_first`) runs as
@@ -350,7 +350,7 @@ pub(super) async fn cancel(
 }
 
 /// Whether an answer fits its request, by the request's method.
-pub(crate) fn answer_fits(method: &str, answer: &Value) -> Result<(), String> {
+pub(crate) fn answer_fits(method: &str, answer: &Value) -> Result<(), NotAResult> {
     super::input_round::check_answer(method, answer)
 }
 
