@@ -38,8 +38,9 @@ serve: target bubblewrap
 	target/serve/toolhost serve --plugins plugins --builds python,js $(SERVE_FLAGS)
 
 # cargo runs with its own job count, not make's slots (MAKEFLAGS unset).
+# SERVE_BUILD_FLAGS=--timings writes the build's report (bench/README.md).
 serve-build:
-	env -u MAKEFLAGS -u MFLAGS cargo build --profile serve -p toolhost
+	env -u MAKEFLAGS -u MFLAGS cargo build --profile serve -p toolhost $(SERVE_BUILD_FLAGS)
 
 # The binary as installed and shipped: the release profile (fat LTO), the
 # runtimes embedded, into ~/.cargo/bin.
