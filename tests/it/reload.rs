@@ -508,6 +508,11 @@ impl FileOpens {
         }
     }
 
+    /// The opens so far.
+    pub(crate) fn count(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
     /// The count, to read from another thread.
     pub(crate) fn counter(&self) -> Arc<AtomicUsize> {
         self.count.clone()
