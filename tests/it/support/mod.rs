@@ -173,10 +173,11 @@ pub fn wait_until(what: &str, within: Duration, mut condition: impl FnMut() -> b
     }
 }
 
-/// A running server over a plugin folder: the real `toolhost serve`
-/// binary ([`Server::start`]), or, for tests of HTTP behaviour alone, a
-/// [`toolhost::Host`] served in this process ([`Server::in_process`]): no
-/// process to spawn, same routes and answers. Stopped on drop.
+/// A running server over a plugin folder: `toolhost serve`'s flags served
+/// in this process ([`Server::start`]: no process to spawn, same parsing,
+/// routes and answers), or the real binary ([`Server::process`]) for a
+/// test that needs the process itself. Stopped on drop (a process with
+/// SIGKILL).
 pub struct Server {
     running: Running,
     pub base: String,
