@@ -1,18 +1,21 @@
-//! Approved definitions and the audit log, through the real
-//! binary: `toolhost serve --require-approval` holds a new plugin, and a
-//! replacement whose definitions changed, until an admin approves; the
+//! Approved definitions and the audit log, on servers started with
+//! `toolhost serve`'s flags (in this process: nothing here reads a
+//! server's log or process): `--require-approval` holds a new plugin, and
+//! a replacement whose definitions changed, until an admin approves; the
 //! approved version serves meanwhile, over REST and MCP; a code-only
 //! replacement goes live (unless `all` pins the hash); a refusal leaves
 //! the approved version; approvals hold across a restart and for a second
-//! server on the same folder; `GET /audit` tells who did what.
+//! server on the same folder, which shares nothing with the first but the
+//! folder; `GET /audit` tells who did what. `toolhost approve` is the
+//! real binary.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::limits::rpc;
-use crate::support::{Server, components, send, toolhost_bin, variant_of};
+use crate::support::{Server, components, send, toolhost_bin, variant_of, wait_until};
 
 const INSTRUCTOR: &str = "instructor-secret-0123456789";
 const ADA: &str = "ada-secret-0123456789";
@@ -93,14 +96,6 @@ fn carol_calls_ok(server: &Server) -> (u16, Value) {
     )
 }
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(Instant::now() < deadline, "{what} never happened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
     let work = tempfile::tempdir().unwrap();
@@ -108,7 +103,7 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
     let config = tempfile::tempdir().unwrap();
     let tokens = tokens(config.path());
     let flags = ["--tokens", tokens.to_str().unwrap(), "--require-approval"];
-    let server = Server::process(dir.path(), &flags);
+    let server = Server::start(dir.path(), &flags);
     let honest = described(work.path(), "Adds two numbers");
     let poisoned = described(
         work.path(),
@@ -199,7 +194,7 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
     // The code it serves is the approved code now, for `all` too.
     drop(server);
     let all: Vec<&str> = flags.iter().copied().chain(["all"]).collect();
-    let server = Server::process(dir.path(), &all);
+    let server = Server::start(dir.path(), &all);
     let (_, serving) = send(
         &server,
         "GET",
@@ -210,7 +205,7 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
     );
     assert_eq!(serving["state"], "loaded", "{serving}");
     drop(server);
-    let server = Server::process(dir.path(), &flags);
+    let server = Server::start(dir.path(), &flags);
 
     // The poisoned one again, held; a restart keeps it held and serves the
     // approved code; so does a second server on the same folder.
@@ -221,7 +216,7 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
     let (_, publishes) = send(&server, "GET", "/publishes", Some(ADA), "", b"");
     assert!(publishes.to_string().contains("pending"), "{publishes}");
     drop(server);
-    let server = Server::process(dir.path(), &flags);
+    let server = Server::start(dir.path(), &flags);
     assert_eq!(
         description_for_carol(&server).as_deref(),
         Some("Adds two numbers")
@@ -230,7 +225,7 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
     assert_eq!(held["state"], "pending", "{held}");
     let (status, called) = carol_calls_ok(&server);
     assert_eq!(status, 200, "{called}");
-    let replica = Server::process(dir.path(), &flags);
+    let replica = Server::start(dir.path(), &flags);
     assert_eq!(
         description_for_carol(&replica).as_deref(),
         Some("Adds two numbers")
@@ -246,9 +241,11 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
         description_for_carol(&server).as_deref(),
         Some(poisoned_text)
     );
-    wait_until("the replica serving the approved version", || {
-        description_for_carol(&replica).as_deref() == Some(poisoned_text)
-    });
+    wait_until(
+        "the replica serving the approved version",
+        Duration::from_secs(30),
+        || description_for_carol(&replica).as_deref() == Some(poisoned_text),
+    );
 
     // The tokens file edited is audited too.
     let text = std::fs::read_to_string(&tokens).unwrap();
@@ -265,10 +262,14 @@ fn changed_definitions_wait_for_an_admin_while_the_approved_ones_serve() {
 
     // The audit log: newest first, with who and which hash; admins only.
     assert_eq!(send(&server, "GET", "/audit", Some(CAROL), "", b"").0, 403);
-    wait_until("the tokens file's reload in the audit log", || {
-        let (_, audit) = send(&server, "GET", "/audit", Some(INSTRUCTOR), "", b"");
-        audit["entries"][0]["action"] == "tokens file reloaded"
-    });
+    wait_until(
+        "the tokens file's reload in the audit log",
+        Duration::from_secs(30),
+        || {
+            let (_, audit) = send(&server, "GET", "/audit", Some(INSTRUCTOR), "", b"");
+            audit["entries"][0]["action"] == "tokens file reloaded"
+        },
+    );
     let (status, audit) = send(&server, "GET", "/audit", Some(INSTRUCTOR), "", b"");
     assert_eq!(status, 200, "{audit}");
     let entries = audit["entries"].as_array().unwrap();
@@ -314,7 +315,7 @@ fn pinned() -> (
     let dir = tempfile::tempdir().unwrap();
     let config = tempfile::tempdir().unwrap();
     let tokens = tokens(config.path());
-    let server = Server::process(
+    let server = Server::start(
         dir.path(),
         &[
             "--tokens",
@@ -379,23 +380,16 @@ fn with_all_the_hash_is_pinned_and_toolhost_approve_decides() {
 #[test]
 fn a_held_version_gets_no_spare_until_it_is_approved() {
     let (work, _dir, _config, server) = pinned();
-    let held = || {
-        let (status, text) = crate::metrics::metrics_text(&server, Some(INSTRUCTOR));
-        assert_eq!(status, 200, "{text}");
-        text.lines()
-            .find_map(|line| line.strip_prefix("toolhost_instances_held "))
-            .unwrap_or_else(|| panic!("no toolhost_instances_held in:\n{text}"))
-            .trim()
-            .parse::<u64>()
-            .unwrap()
-    };
+    // Instances held between calls once settled (none being made or torn
+    // down): the spares made ahead and ready.
+    let held = || crate::support::instances_held_settled(&server, Some(INSTRUCTOR));
+    let spare_ready = || crate::support::wait_for_spare(&server, Some(INSTRUCTOR));
     // A call, and whether it ran in an instance made ahead of it.
     let call = || {
         let (status, answer) = carol_calls_ok(&server);
         assert_eq!(status, 200, "{answer}");
         answer["meta"]["warm"].as_bool().unwrap()
     };
-    let settle = || std::thread::sleep(Duration::from_millis(500));
     // Past the large-plugin threshold: it gets spares.
     let large = crate::support::padded(&described(work.path(), "Adds two numbers"), 3 * 512 * 1024);
     assert_eq!(put(&server, ADA, &large).0, 202);
@@ -406,25 +400,22 @@ fn a_held_version_gets_no_spare_until_it_is_approved() {
     assert_eq!(held(), 0, "a version waiting for approval made a spare");
     approve();
     assert!(description_for_carol(&server).is_some());
-    settle();
     assert_eq!(held(), 1, "the approved version's first spare");
     assert!(call(), "its first call found the spare");
 
     // A replacement, held (the hash is pinned): no code of it runs; the
     // approved version serves on, with its spare.
-    settle();
+    spare_ready();
     let replacement = variant_of(&large, "approvals-held-spare");
     let (status, report) = put(&server, ADA, &replacement);
     assert_eq!(status, 202, "{report}");
-    settle();
     assert_eq!(held(), 1, "the held version made a spare");
     assert!(call(), "the approved version's spare still serves");
 
     // Approved: it serves, with a spare of its own made as it loaded; the
     // replaced version's is gone.
-    settle();
+    spare_ready();
     approve();
-    settle();
     assert_eq!(held(), 1, "one spare, the new version's");
     assert!(call(), "the new version's first call found its spare");
 }

@@ -1,4 +1,6 @@
-//! Source publishing (`--builds python,js`) through the real binary: one
+//! Source publishing (`--builds python,js`) on servers started with
+//! `toolhost serve`'s flags (in this process; the builds are processes of
+//! their own all the same): one
 //! `app.py` or `app.js` sent with `PUT`, built on the server by its pinned
 //! toolchain, live and called; a failed build answered with the author's
 //! line; a build past a limit stopped while everyone else is served; a
@@ -14,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::publish::{ADA, ADMIN, CAROL, DAVE, contents, tokens_file};
-use crate::support::{Server, example, plugin_dir, send};
+use crate::support::{Server, example, plugin_dir, send, wait_until};
 
 pub(crate) const PY_WORD_COUNT: &str = r#"from dataclasses import dataclass
 
@@ -68,6 +70,22 @@ pub(crate) const PY_LOOP: &str =
 /// Holds a new MiB (written, so resident) at each turn.
 const PY_HOARD: &str = "from toolhost_plugin import Tools  # noqa: F401\n\nkept = []\nwhile True:\n    \
     kept.append(b\"x\" * (1 << 20))\n";
+
+/// Waits until `events` (from [`build_events`]) holds one of `plugin`'s at
+/// `stage`.
+fn wait_for_build_event(events: &Mutex<Vec<Value>>, plugin: &str, stage: &str) {
+    wait_until(
+        &format!("{plugin}'s build to be {stage}"),
+        Duration::from_secs(300),
+        || {
+            events
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|e| e["plugin"] == plugin && e["stage"] == stage)
+        },
+    );
+}
 
 /// Publishes `source` of media type `kind` as `id` with `token`, waiting
 /// as long as a queued build may (the shared test agent gives up at 60 s).
@@ -183,7 +201,7 @@ pub(crate) fn builds_server(
         "python,js",
     ];
     args.extend_from_slice(extra);
-    Server::process(dir, &args)
+    Server::start(dir, &args)
 }
 
 #[test]
@@ -294,16 +312,7 @@ fn python_and_javascript_source_is_built_on_the_server_and_served() {
     // a source over --max-source-kib.
     // The feed may tell the last build's end after its answer came back:
     // count from once it has.
-    let told = Instant::now();
-    while !events
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|e| e["plugin"] == "ada/parse" && e["stage"] == "failed")
-    {
-        assert!(told.elapsed() < Duration::from_secs(20), "no failed event");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_build_event(&events, "ada/parse", "failed");
     let builds_before = events.lock().unwrap().len();
     let before = contents(dir.path());
     let (status, refused) = put_built(&server, "dave/x", DAVE, "text/x-python", PY_WORD_COUNT);
@@ -335,11 +344,16 @@ fn python_and_javascript_source_is_built_on_the_server_and_served() {
         before,
         "a refused request wrote something"
     );
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(
-        events.lock().unwrap().len(),
-        builds_before,
-        "a refused request was built"
+    // Nor built: the feed tells builds in the order they came, so a build
+    // of any of them would be told before that of a source sent after.
+    let after = JS_SHOUT.replace("name: \"shout\"", "name: \"after\"");
+    let (status, report) = put_built(&server, "ada/after", ADA, "text/javascript", &after);
+    assert_eq!(status, 201, "{report}");
+    wait_for_build_event(&events, "ada/after", "built");
+    let told: Vec<Value> = events.lock().unwrap()[builds_before..].to_vec();
+    assert!(
+        told.iter().all(|e| e["plugin"] == "ada/after"),
+        "a refused request was built: {told:?}"
     );
 
     // The room's view keeps every outcome; another person sees no reason.
@@ -470,7 +484,7 @@ fn builds_queue_one_per_person_in_the_order_they_came() {
         ));
     }
     std::fs::write(&tokens, text).unwrap();
-    let server = Server::process(
+    let server = Server::start(
         dir.path(),
         &[
             "--tokens",
@@ -490,13 +504,14 @@ fn builds_queue_one_per_person_in_the_order_they_came() {
                 s.spawn(move || put_built(server, &id, &secret, kind, &source))
             };
 
-        // Ten people publish Python at once (a little apart, so that their
-        // order is known): all live, built in the order they came.
+        // Ten people publish Python at once (each once the one before is in
+        // line, so that their order is known): all live, built in the
+        // order they came.
         let sent: Vec<_> = people
             .iter()
             .map(|person| {
                 let handle = put_from(person, "wc", "text/x-python", PY_WORD_COUNT.to_string());
-                std::thread::sleep(Duration::from_millis(150));
+                wait_for_build_event(&events, &format!("{}/wc", person.0), "queued");
                 handle
             })
             .collect();
@@ -532,9 +547,9 @@ fn builds_queue_one_per_person_in_the_order_they_came() {
             "text/x-python",
             PY_WORD_COUNT.replace("\"word_count\"", "\"word_total\""),
         );
-        std::thread::sleep(Duration::from_millis(400));
+        wait_for_build_event(&events, "p0/one", "building");
         let second = put_from(ada, "two", "text/javascript", JS_SHOUT.to_string());
-        std::thread::sleep(Duration::from_millis(400));
+        wait_for_build_event(&events, "p0/two", "queued");
         let third = put_from(ada, "three", "text/javascript", JS_SHOUT.to_string());
         let (status, replaced) = second.join().unwrap();
         assert_eq!(status, 409, "{replaced}");

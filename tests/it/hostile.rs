@@ -26,6 +26,38 @@ fn wait_for_state(server: &Server, id: &str, state: PluginState) {
     });
 }
 
+/// Samples `sample` every 100 ms until two samples in a row are within
+/// `tolerance` of each other (at most 30 s); the last sample.
+fn steady(what: &str, tolerance: f64, mut sample: impl FnMut() -> f64) -> f64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = sample();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = sample();
+        if (now - last).abs() <= tolerance {
+            return now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} never stood still: {last} then {now}"
+        );
+        last = now;
+    }
+}
+
+/// Samples `sample` every 100 ms until `done` holds for a sample (at most
+/// 30 s); the last sample, for the test to assert on.
+fn sample_until(mut sample: impl FnMut() -> f64, done: impl Fn(f64) -> bool) -> f64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let value = sample();
+        if done(value) || Instant::now() >= deadline {
+            return value;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -41,7 +73,7 @@ const STARVED: Duration = Duration::from_millis(50);
 fn spinning_calls_beyond_the_cores_do_not_starve_the_front() {
     let dir = plugin_dir(&[&example("echo"), &fixture("misbehave")]);
     // Long enough that every sample below is taken while the spinners run.
-    let server = Server::process(dir.path(), &["--timeout-ms", "12000"]);
+    let server = Server::start(dir.path(), &["--timeout-ms", "12000"]);
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let spinners: Vec<_> = (0..2 * cores)
         .map(|_| {
@@ -93,7 +125,7 @@ fn spinning_calls_beyond_the_cores_do_not_starve_the_front() {
 #[test]
 fn one_memory_budget_covers_every_memory_of_a_call() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::process(dir.path(), &["--memory-mib", "32"]);
+    let server = Server::start(dir.path(), &["--memory-mib", "32"]);
     let bystander = Bystander::start(&server);
     // Three memories of 12 MiB, each under the 32 MiB cap, 36 MiB together.
     write_plugin(
@@ -122,7 +154,7 @@ fn one_memory_budget_covers_every_memory_of_a_call() {
 #[test]
 fn components_over_the_instance_or_memory_limits_are_rejected_at_load() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::process(dir.path(), &[]);
+    let server = Server::start(dir.path(), &[]);
     let bystander = Bystander::start(&server);
     // 900: under the 1000 instances a component may declare at all.
     write_plugin(
@@ -149,7 +181,7 @@ fn components_over_the_instance_or_memory_limits_are_rejected_at_load() {
 #[test]
 fn tool_lists_past_the_limits_are_rejected() {
     let dir = plugin_dir(&[&example("echo"), &fixture("manytools")]);
-    let server = Server::process(dir.path(), &[]);
+    let server = Server::start(dir.path(), &[]);
     wait_for_state(&server, "manytools", PluginState::Rejected);
     let reason = reason_of(&server, "manytools");
     assert!(
@@ -159,9 +191,9 @@ fn tool_lists_past_the_limits_are_rejected() {
     assert_eq!(server.tool_names(), ["echo"]);
     // The limits are settable.
     let small = plugin_dir(&[&example("math")]);
-    let strict = Server::process(small.path(), &["--max-tools", "2"]);
+    let strict = Server::start(small.path(), &["--max-tools", "2"]);
     wait_for_state(&strict, "math", PluginState::Rejected);
-    let lean = Server::process(small.path(), &["--max-tool-list-kib", "1"]);
+    let lean = Server::start(small.path(), &["--max-tool-list-kib", "1"]);
     wait_for_state(&lean, "math", PluginState::Rejected);
     assert!(reason_of(&lean, "math").contains("bytes, over the limit of 1024"));
 }
@@ -169,7 +201,7 @@ fn tool_lists_past_the_limits_are_rejected() {
 #[test]
 fn every_answer_respects_the_result_limit() {
     let dir = plugin_dir(&[&example("echo"), &fixture("misbehave")]);
-    let server = Server::process(dir.path(), &[]);
+    let server = Server::start(dir.path(), &[]);
     let bystander = Bystander::start(&server);
     for tool in ["huge_error", "many_blocks", "big_output"] {
         let response = server.call(tool, json!({}));
@@ -200,12 +232,14 @@ fn a_damaged_cache_entry_is_deleted_and_recompiled() {
     let cache = tempfile::tempdir().unwrap();
     let cache_arg = cache.path().to_str().unwrap();
     let dir = plugin_dir(&[&example("echo")]);
-    let start = || {
-        let server = Server::process(dir.path(), &["--cache-dir", cache_arg]);
+    // Only the server that meets the damaged entry is a process of its
+    // own: the test reads its log.
+    let start = |serve: fn(&Path, &[&str]) -> Server| {
+        let server = serve(dir.path(), &["--cache-dir", cache_arg]);
         wait_for_state(&server, "echo", PluginState::Loaded);
         server
     };
-    drop(start());
+    drop(start(Server::start));
     let entry = std::fs::read_dir(cache.path())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -220,14 +254,17 @@ fn a_damaged_cache_entry_is_deleted_and_recompiled() {
     }
     std::fs::write(&entry, &bytes).unwrap();
 
-    let server = start();
+    let server = start(Server::process);
     assert_eq!(server.plugin("echo").unwrap().from_cache, Some(false));
     assert!(server.log().contains("discarding damaged cache entry"));
     let response = server.call("echo", json!({"text": "whole"}));
     assert_eq!(response.json["content"][0]["text"], "whole");
     drop(server);
     // The entry was rewritten whole.
-    assert_eq!(start().plugin("echo").unwrap().from_cache, Some(true));
+    assert_eq!(
+        start(Server::start).plugin("echo").unwrap().from_cache,
+        Some(true)
+    );
 }
 
 /// Bytes this process has read through read(2) and friends, all files.
@@ -252,8 +289,11 @@ fn an_idle_server_reads_nothing() {
     for id in ["echo", "math", "users", "weather", "conformance"] {
         wait_for_state(&server, id, PluginState::Loaded);
     }
-    std::thread::sleep(Duration::from_millis(500));
-    let before = bytes_read(server.pid());
+    // Start-up's own reads (the scan, the compile cache, the requests
+    // above) are over once the count stands still.
+    let before = steady("the bytes read", 0.0, || bytes_read(server.pid()) as f64) as u64;
+    // The window is the measure: what an idle server reads in 2 s (a poll
+    // of a file every second would show here).
     std::thread::sleep(Duration::from_secs(2));
     let read = bytes_read(server.pid()) - before;
     assert!(read < 16 * 1024, "an idle server read {read} bytes in 2 s");
@@ -266,6 +306,7 @@ fn a_file_is_read_only_once_its_writer_is_done() {
     let bytes = std::fs::read(example("echo")).unwrap();
     let mut file = std::fs::File::create(dir.path().join("echo.wasm")).unwrap();
     // A slow copy: half, a pause far longer than the debounce, the rest.
+    // The pause is the writer under test, not a wait for the server.
     file.write_all(&bytes[..bytes.len() / 2]).unwrap();
     file.flush().unwrap();
     std::thread::sleep(Duration::from_millis(700));
@@ -312,7 +353,7 @@ fn a_full_file_table_keeps_what_serves_and_retries() {
 #[test]
 fn a_slow_compile_does_not_hold_up_a_small_reload() {
     let dir = plugin_dir(&[&example("echo")]);
-    let server = Server::process(dir.path(), &["--no-cache"]);
+    let server = Server::start(dir.path(), &["--no-cache"]);
     wait_for_state(&server, "echo", PluginState::Loaded);
     write_plugin(&plugin_slow_to_compile(40_000), dir.path(), "large.wasm");
     server.wait_for("the large plugin to compile", |s| {
@@ -346,7 +387,7 @@ fn a_granted_directory_that_is_gone_is_a_host_error() {
         "[[dirs]]\nhost = \"users-data\"\nguest = \"/data\"\nmode = \"read-write\"\n",
     )
     .unwrap();
-    let server = Server::process(dir.path(), &[]);
+    let server = Server::start(dir.path(), &[]);
     wait_for_state(&server, "users", PluginState::Loaded);
     std::fs::remove_dir(dir.path().join("users-data")).unwrap();
     let response = server.call("get_user", json!({"id": 1}));
@@ -410,8 +451,9 @@ fn server_with_a_large_plugin_called() -> (tempfile::TempDir, Server, f64) {
     let dir = plugin_dir(&[&example("echo")]);
     let server = Server::process(dir.path(), &["--no-cache"]);
     wait_for_state(&server, "echo", PluginState::Loaded);
-    std::thread::sleep(Duration::from_millis(300));
-    let baseline = resident_mib(server.pid());
+    // Once start-up's allocations are over: the resident memory stands
+    // still (within 1 MiB over 100 ms).
+    let baseline = steady("the resident memory", 1.0, || resident_mib(server.pid()));
     write_plugin(
         &plugin_with_a_huge_function(200_000),
         dir.path(),
@@ -438,8 +480,13 @@ fn memory_returns_near_its_baseline_after_a_large_plugin_is_removed() {
     let loaded = resident_mib(server.pid());
     std::fs::remove_file(dir.path().join("large.wasm")).unwrap();
     server.wait_for("the large plugin to go", |s| s.plugin("large").is_none());
-    std::thread::sleep(Duration::from_millis(500));
-    let after = resident_mib(server.pid());
+    // Its memory goes on guest threads after it has left /plugins: the
+    // assertion below is on the first sample near the baseline, or on the
+    // last one after 30 s.
+    let after = sample_until(
+        || resident_mib(server.pid()),
+        |after| after - baseline < 50.0,
+    );
     eprintln!(
         "resident memory: {baseline:.0} MiB before, {loaded:.0} MiB loaded, {after:.0} MiB after"
     );
@@ -476,6 +523,9 @@ fn a_large_plugin_removed_right_after_its_first_call_is_never_optimised() {
     std::fs::remove_file(dir.path().join("large.wasm")).unwrap();
     server.wait_for("the large plugin to go", |s| s.plugin("large").is_none());
     let cpu_before = cpu_seconds(server.pid());
+    // The window is the rule under test: an optimisation would start
+    // `SETTLE` (3 s) after the first call and compile for seconds; 5 s of
+    // the server's CPU show it.
     std::thread::sleep(Duration::from_secs(5));
     let spent = cpu_seconds(server.pid()) - cpu_before;
     let after = resident_mib(server.pid());

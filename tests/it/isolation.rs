@@ -155,7 +155,7 @@ fn resources_belong_to_their_plugin_and_load_order_never_decides() {
 
 #[test]
 fn a_publish_whose_client_hangs_up_is_cleaned_up() {
-    let (dir, _config, server) = room_process(&[&example("echo")], &["--no-cache"]);
+    let (dir, _config, server) = room(&[&example("echo")], &["--no-cache"]);
     let first = dir.path().join("first.component");
     std::fs::write(&first, components::plugin_described("first")).unwrap();
     let (status, report) = put(&server, "/plugins/bob/first", BOB, &first);
@@ -311,7 +311,9 @@ fn rewriting_the_tokens_file_in_place_locks_nobody_out() {
             }
         })
     };
-    // As `cp` and many editors do: truncate, then write.
+    // As `cp` and many editors do: truncate, then write. The pauses are
+    // the writer under test (an empty file seen for a moment, rewrites
+    // coming apart), not waits for the server.
     let text = room_text(true);
     for _ in 0..40 {
         let mut file = std::fs::OpenOptions::new()
@@ -324,9 +326,16 @@ fn rewriting_the_tokens_file_in_place_locks_nobody_out() {
         drop(file);
         std::thread::sleep(Duration::from_millis(30));
     }
-    // Left empty: the people in force stay.
+    // Left empty: the people in force stay, while the server reads the
+    // empty file (the open after this write's own) and refuses it, and for
+    // many requests after.
+    let opens = crate::reload::FileOpens::watch(&tokens);
     std::fs::write(&tokens, "").unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    server.wait_for("the server to read the empty file", |_| opens.count() >= 2);
+    let read_at = asked.load(Ordering::Relaxed);
+    server.wait_for("requests after it", |_| {
+        asked.load(Ordering::Relaxed) >= read_at + 40
+    });
     stop.store(true, Ordering::Relaxed);
     poller.join().unwrap();
     assert!(asked.load(Ordering::Relaxed) > 40);

@@ -416,6 +416,7 @@ pub(crate) fn trickle(
             if writer.write_all(chunk).is_err() {
                 return;
             }
+            // The pace is the slow client under test.
             std::thread::sleep(every);
         }
     });

@@ -2,8 +2,11 @@
 //! instead of one per file, the guest fixtures built once per run
 //! (`support` builds each plugin workspace once per process), and every
 //! module's tests free to run side by side. Each module tests one area
-//! through the real `toolhost` binary over real sockets, or through
-//! [`toolhost::Host`] in process where only HTTP is under test.
+//! over real sockets, on servers started with `toolhost serve`'s flags in
+//! this process (`support::Server`'s `start`), or on the real binary
+//! (its `process`) where a test needs the process: it signals it, reads
+//! its log, measures it, gives it environment variables or a working
+//! directory, or kills one replica of several.
 
 mod approvals;
 mod auth;

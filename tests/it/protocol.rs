@@ -270,6 +270,17 @@ fn bad_tools_call_params_are_invalid_params_over_stdio() {
     let _ = child.wait();
 }
 
+/// How many MCP sessions the server holds (`toolhost_mcp_sessions`), once
+/// `/metrics` shows it (not in the instant one is added or removed).
+/// Reading it touches no session.
+fn open_sessions(server: &Server) -> Option<u64> {
+    let (status, text) = crate::metrics::metrics_text(server, None);
+    assert_eq!(status, 200, "{text}");
+    text.lines()
+        .find_map(|line| line.strip_prefix("toolhost_mcp_sessions "))
+        .map(|count| count.trim().parse().unwrap())
+}
+
 pub(crate) fn initialize(server: &Server) -> String {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
     let answer = mcp(server, "POST", body, "");
@@ -293,8 +304,12 @@ fn sessions_end_on_delete_and_expiry_and_are_capped() {
     assert!(message.contains("maximum of 3 sessions"), "{message}");
 
     // Idle past --session-idle-secs (1 s): closed, and room for new ones.
-    // A probe would itself keep the session alive, so wait, then probe.
-    std::thread::sleep(Duration::from_millis(2500));
+    // A probe would itself keep the session alive, so wait until the
+    // server holds none (which /metrics says without touching them), then
+    // probe.
+    server.wait_for("the idle sessions to close", |s| {
+        open_sessions(s) == Some(0)
+    });
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     for session in &open {
         let header = format!("Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\n");
@@ -330,8 +345,13 @@ fn a_session_whose_client_listens_does_not_expire() {
     stream.read_exact(&mut head).unwrap();
     assert_eq!(&head, b"HTTP/1.1 200", "the GET stream opens");
 
-    // Well past the idle time, with nothing but the open stream.
-    std::thread::sleep(Duration::from_millis(3000));
+    // Past the idle time, with nothing but the open stream: a session
+    // opened after it, whose client does not listen, has closed.
+    let unheard = initialize(&server);
+    assert_ne!(unheard, session);
+    server.wait_for("the other session to close", |s| {
+        open_sessions(s).is_some_and(|open| open <= 1)
+    });
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     let answer = mcp(&server, "POST", list, &header);
     assert_eq!(answer.status, 200, "{}\n{}", answer.headers, answer.body);
@@ -374,8 +394,16 @@ fn closed_sessions_give_their_memory_back() {
     for _ in 0..1000 {
         assert_eq!(session_cycle(&server), 204);
     }
-    std::thread::sleep(Duration::from_millis(300));
-    let grown = resident_kib(server.pid()).saturating_sub(before);
+    // The sessions' tasks end after their answers: the first sample below
+    // the bound, or the last one after 10 s.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let grown = loop {
+        let grown = resident_kib(server.pid()).saturating_sub(before);
+        if grown < 4 * 1024 || Instant::now() >= deadline {
+            break grown;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     assert!(grown < 4 * 1024, "1000 closed sessions kept {grown} KiB");
 }
 
@@ -422,6 +450,9 @@ fn silent_slow_and_idle_connections_are_closed() {
 fn half_headers_evicted_at_the_cap_still_time_out() {
     let (_dir, server) = echo_server(&["--max-connections", "2", "--header-timeout-ms", "1000"]);
     let address = server.base.trim_start_matches("http://").to_string();
+    // Opened apart, so that the first is the oldest: the server numbers
+    // each connection on a task of its own, and no probe can ask which it
+    // took first without taking a connection at the cap itself.
     let mut half: Vec<TcpStream> = (0..2)
         .map(|_| {
             let mut stream = TcpStream::connect(&address).unwrap();
@@ -450,7 +481,8 @@ fn a_body_drained_after_its_answer_outlasts_the_header_timeout() {
     let address = server.base.trim_start_matches("http://").to_string();
     let mut stream = TcpStream::connect(&address).unwrap();
     let chunk = vec![b'x'; 16 * 1024];
-    // 15 pieces 200 ms apart: three header timeouts of body after the 401.
+    // 15 pieces 200 ms apart: three header timeouts of body after the 401
+    // (a slow client is what is under test).
     let pieces = 15;
     stream
         .write_all(
@@ -522,6 +554,7 @@ fn connections_past_the_cap_are_refused_with_json_and_the_probe_still_answers() 
 fn silent_connections_make_room_at_the_cap() {
     let (_dir, server) = echo_server(&["--max-connections", "4", "--header-timeout-ms", "60000"]);
     let address = server.base.trim_start_matches("http://").to_string();
+    // Opened apart, so that the first is the oldest (as above).
     let mut silent: Vec<TcpStream> = (0..4)
         .map(|_| {
             let stream = TcpStream::connect(&address).unwrap();

@@ -1,6 +1,7 @@
 //! Hot reload against the real binary: drop, replace under load, delete,
 //! rejection of bad files, and tool-name conflicts between plugins.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -280,15 +281,23 @@ fn a_file_replaced_during_a_slow_startup_scan_serves_the_newer_version() {
     let newer = variant_of(&example("echo"), "newer-during-scan");
     let newer_hash = crate::support::file_hash(&newer);
     let (folder, replacement) = (dir.path().to_path_buf(), newer.clone());
+    // The scan's read of the old echo.wasm is the first open of it.
+    let opens = FileOpens::watch(&dir.path().join("echo.wasm"));
+    let opened = opens.counter();
     let mut replaced = false;
     let server = Server::start_with_hook(dir.path(), &["--no-cache"], &[], move |line| {
         if !replaced && line.contains("loading the plugin folder") {
             replaced = true;
-            let (folder, replacement) = (folder.clone(), replacement.clone());
+            let (folder, replacement, opened) =
+                (folder.clone(), replacement.clone(), opened.clone());
             std::thread::spawn(move || {
-                // Long enough for the scan to have read the old echo.wasm,
-                // far shorter than the large components' compiles.
-                std::thread::sleep(std::time::Duration::from_millis(300));
+                // Once the scan has read the old echo.wasm, while it waits
+                // for the large component's compile.
+                crate::support::wait_until(
+                    "the scan to read echo.wasm",
+                    std::time::Duration::from_secs(60),
+                    || opened.load(Ordering::SeqCst) >= 1,
+                );
                 drop_in(&replacement, &folder, "echo.wasm");
             });
         }
@@ -302,15 +311,8 @@ fn a_file_replaced_during_a_slow_startup_scan_serves_the_newer_version() {
         s.settled_plugin("echo")
             .is_some_and(|plugin| plugin.content_hash.as_deref() == Some(newer_hash.as_str()))
     });
-    // And it stays: nothing later puts the older bytes back.
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let echo = server.settled_plugin("echo").unwrap();
-    assert_eq!(
-        echo.content_hash.as_deref(),
-        Some(newer_hash.as_str()),
-        "{echo:?}\n{}",
-        server.log()
-    );
+    // The scan, over before the server listened, dropped its verdict on
+    // the older bytes as stale ...
     assert!(
         server
             .log()
@@ -318,6 +320,15 @@ fn a_file_replaced_during_a_slow_startup_scan_serves_the_newer_version() {
         "the scan's verdict on the older bytes was dropped as stale:\n{}",
         server.log()
     );
+    // ... so the newer version stays: nothing else loads the older bytes.
+    let echo = server.settled_plugin("echo").unwrap();
+    assert_eq!(
+        echo.content_hash.as_deref(),
+        Some(newer_hash.as_str()),
+        "{echo:?}\n{}",
+        server.log()
+    );
+    drop(opens);
 }
 
 /// Namespace folders: two publishers' same-named tools both serve, under
@@ -460,4 +471,50 @@ fn the_compile_cache_forgets_versions_no_longer_served() {
     server.wait_for("the removed version forgotten", |_| {
         entries_of(&second) == 0
     });
+}
+
+/// How many times a file has been opened (by anyone: inotify's `IN_OPEN`)
+/// since [`FileOpens::watch`]: how a test sees a server read a file when
+/// nothing else tells it so. Counts for as long as it lives. (Here, not in
+/// `support`, which the bench crate shares without `notify`.)
+pub(crate) struct FileOpens {
+    count: Arc<AtomicUsize>,
+    _watcher: notify::RecommendedWatcher,
+}
+
+impl FileOpens {
+    pub(crate) fn watch(path: &Path) -> FileOpens {
+        use notify::Watcher;
+        let count = Arc::new(AtomicUsize::new(0));
+        let counter = count.clone();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                if let Ok(event) = event
+                    && matches!(
+                        event.kind,
+                        notify::EventKind::Access(notify::event::AccessKind::Open(_))
+                    )
+                {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+            .expect("an inotify watcher");
+        watcher
+            .watch(path, notify::RecursiveMode::NonRecursive)
+            .unwrap_or_else(|error| panic!("watching {}: {error}", path.display()));
+        FileOpens {
+            count,
+            _watcher: watcher,
+        }
+    }
+
+    /// The opens so far.
+    pub(crate) fn count(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// The count, to read from another thread.
+    pub(crate) fn counter(&self) -> Arc<AtomicUsize> {
+        self.count.clone()
+    }
 }

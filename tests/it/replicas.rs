@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Server, example, file_hash, repo_root, toolhost_bin, variant_of};
+use crate::support::{Server, example, file_hash, repo_root, toolhost_bin, variant_of, wait_until};
 use toolhost::registry::report::PluginState;
 
 /// A free loopback port.
@@ -36,15 +36,6 @@ pub(crate) fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// Waits up to `within` for `condition`.
-pub(crate) fn wait_until(what: &str, within: Duration, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 pub(crate) fn http() -> ureq::Agent {
@@ -680,6 +671,16 @@ impl Load {
         self.calls.lock().unwrap().len()
     }
 
+    /// Calls that ended after `moment`.
+    fn ended_since(&self, moment: Instant) -> usize {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(at, _)| *at > moment)
+            .count()
+    }
+
     fn finish(self) -> Vec<Call> {
         self.stop.store(true, Ordering::Relaxed);
         for thread in self.threads {
@@ -813,7 +814,11 @@ fn three_replicas_behind_haproxy_roll_out_a_signed_push_and_survive_a_kill() {
         .unwrap();
     assert!(killed.success());
     let killed_at = Instant::now();
-    std::thread::sleep(Duration::from_secs(4));
+    // Calls go on until a good number of them ended well past the moment
+    // by which any failure must have happened (2 s after the kill).
+    wait_until("calls past the kill", Duration::from_secs(30), || {
+        load.ended_since(killed_at + Duration::from_secs(2)) >= 20
+    });
     let calls = load.finish();
     let after: Vec<_> = calls[before_kill..].to_vec();
     let failed: Vec<_> = after

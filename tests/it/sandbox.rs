@@ -529,7 +529,6 @@ fn a_spare_whose_warm_up_fails_is_made_unwarmed_from_then_on() {
     let listings = || {
         let answer = server.call("listings", json!({}));
         assert_eq!(answer.status, 200, "{:?}", answer.json);
-        std::thread::sleep(Duration::from_millis(150));
         (
             answer.json["content"][0]["text"]
                 .as_str()
@@ -538,10 +537,14 @@ fn a_spare_whose_warm_up_fails_is_made_unwarmed_from_then_on() {
             answer.json["meta"]["warm"].as_bool().unwrap(),
         )
     };
-    // The first call makes its own instance; within a few calls (the
-    // spares are made between them), one finds a spare that answered one
-    // listing before it.
-    let warmed = (0..20).find(|_| listings() == ("1".to_string(), true));
+    // The first call makes its own instance; within a few calls (each
+    // once the spare after the one before is made), one finds a spare that
+    // answered one listing before it.
+    let warmed = (0..20).find(|_| {
+        let seen = listings();
+        crate::support::wait_for_spare(&server, None);
+        seen == ("1".to_string(), true)
+    });
     assert!(warmed.is_some(), "no call found a warmed spare");
     // From now on a listing fails. The next call may still find a spare
     // warmed before; the spare made after it fails its listing, which is
@@ -556,6 +559,7 @@ fn a_spare_whose_warm_up_fails_is_made_unwarmed_from_then_on() {
     let mut seen = Vec::new();
     while seen.len() < 20 && seen.last() != Some(&("0".to_string(), true)) {
         seen.push(listings());
+        crate::support::wait_for_spare(&server, None);
     }
     assert!(
         seen.iter().all(|(listed, _)| listed == "0"),
@@ -616,9 +620,12 @@ fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
     };
     let spares_used =
         || crate::metrics::metric_value(&server, "toolhost_spare_instances_used_total");
+    // Calls that come apart: each once the spare after the one before is
+    // made.
+    let spare_made = || crate::support::wait_for_spare(&server, None);
     for _ in 0..4 {
         assert_eq!(count(), "1");
-        std::thread::sleep(Duration::from_millis(100));
+        spare_made();
     }
     // Calls that leave time for it are served by a spare, warmed by one
     // `list-tools` before the call (the first call of all made its own
@@ -631,19 +638,19 @@ fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
         listings.json
     );
     assert_eq!(listings.json["meta"]["warm"], true, "{:?}", listings.json);
-    std::thread::sleep(Duration::from_millis(100));
+    spare_made();
     let quick: Vec<String> = (0..6).map(|_| count()).collect();
     assert_eq!(quick, ["1"; 6]);
-    std::thread::sleep(Duration::from_millis(100));
+    spare_made();
     let panicked = server.call("panic", json!({}));
     assert_eq!(code_of(&panicked).as_deref(), Some("PLUGIN_TRAPPED"));
     assert_eq!(count(), "1");
-    std::thread::sleep(Duration::from_millis(100));
+    spare_made();
     let spun = server.call("spin", json!({}));
     assert_eq!(code_of(&spun).as_deref(), Some("TOOL_TIMEOUT"));
     assert_eq!(count(), "1");
     // A spare is waiting now; the policy changes under it.
-    std::thread::sleep(Duration::from_millis(100));
+    spare_made();
     std::fs::write(
         dir.path().join("misbehave.toml"),
         "[limits]\ntimeout_ms = 2000\n[env]\nSPARE_CHECK = \"new\"\n",
@@ -656,11 +663,11 @@ fn a_large_plugins_spare_instance_is_fresh_for_every_call() {
     });
     // A version loaded alone into the running server has its first spare
     // made as it starts serving: its very first call finds it, warmed.
-    std::thread::sleep(Duration::from_millis(500));
+    spare_made();
     let first = server.call("listings", json!({}));
     assert_eq!(first.json["content"][0]["text"], "1", "{:?}", first.json);
     assert_eq!(first.json["meta"]["warm"], true, "{:?}", first.json);
-    std::thread::sleep(Duration::from_millis(100));
+    spare_made();
     let env = server.call("read_env", json!({}));
     assert!(
         env.json["content"][0]["text"]
@@ -708,8 +715,10 @@ fn a_call_refused_as_busy_gives_its_spare_back() {
     let server = Server::start(dir.path(), &["--max-calls", "2"]);
     let held = |s: &Server| crate::metrics::metric_value(s, "toolhost_instances_held");
     // The first call makes its own instance; the spare is made after it.
+    // Made, not only being made: one still being made when the sleepers
+    // hold both slots could not get one, and would go.
     assert_eq!(server.call("counter", json!({})).status, 200);
-    server.wait_for("a spare made ahead", |s| held(s) == 1);
+    crate::support::wait_for_spare(&server, None);
     let sleepers =
         ["ada__sleep", "bob__sleep"].map(|tool| crate::support::call_in_background(&server, tool));
     counter_is_busy_once_running(&server, 2);

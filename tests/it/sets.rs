@@ -12,11 +12,14 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::limits::{put, rpc};
-use crate::support::{Server, example, send};
+use crate::limits::{open_session, put, rpc};
+use crate::support::{Server, example, send, wait_until};
 
 const INSTRUCTOR: &str = "instructor-secret-0123456789";
 const ADA: &str = "ada-secret-0123456789";
@@ -107,6 +110,46 @@ fn events_resumed(server: &Server, token: &str, last: u64) -> String {
     String::from_utf8_lossy(&text).into_owned()
 }
 
+/// An MCP session of `token`'s whose client listens on its GET stream: how
+/// many `notifications/tools/list_changed` it has heard so far, counted by
+/// a thread of its own from the moment the stream is open.
+fn listening_session(server: &Server, token: &str) -> Arc<AtomicUsize> {
+    use std::io::{Read, Write};
+    let session = open_session(server, token).unwrap();
+    let mut stream =
+        std::net::TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
+    write!(
+        stream,
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\
+         Authorization: Bearer {token}\r\nMcp-Session-Id: {session}\r\n\
+         Mcp-Protocol-Version: 2025-11-25\r\n\r\n"
+    )
+    .unwrap();
+    let heard = Arc::new(AtomicUsize::new(0));
+    let (opened, open) = std::sync::mpsc::channel();
+    let counter = heard.clone();
+    std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let mut buffer = [0u8; 4096];
+        while let Ok(read) = stream.read(&mut buffer) {
+            if read == 0 {
+                break;
+            }
+            text.extend_from_slice(&buffer[..read]);
+            let _ = opened.send(String::from_utf8_lossy(&text).into_owned());
+            let told = String::from_utf8_lossy(&text)
+                .matches("notifications/tools/list_changed")
+                .count();
+            counter.store(told, Ordering::SeqCst);
+        }
+    });
+    let head = open
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the GET stream opened");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    heard
+}
+
 /// An answer without what differs between any two answers: when it was
 /// made and how long it took.
 fn without_clock(answer: &Value) -> Value {
@@ -138,7 +181,7 @@ fn each_person_sees_their_set_and_nothing_outside_it_exists() {
     let config = tempfile::tempdir().unwrap();
     let tokens = config.path().join("tokens.toml");
     write_tokens(&tokens, &tokens_text("\"instructor/*\""));
-    let server = Server::process(
+    let server = Server::start(
         dir.path(),
         &[
             "--tokens",
@@ -353,7 +396,7 @@ fn an_edited_tokens_file_changes_a_live_sessions_view_and_it_hears_only_that() {
     let config = tempfile::tempdir().unwrap();
     let tokens = config.path().join("tokens.toml");
     write_tokens(&tokens, &tokens_text("\"instructor/*\""));
-    let server = Server::process(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
     for (path, token) in [
         ("/plugins/instructor/echo", INSTRUCTOR),
         ("/plugins/ada/echo", ADA),
@@ -373,10 +416,21 @@ fn an_edited_tokens_file_changes_a_live_sessions_view_and_it_hears_only_that() {
     let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
     assert_eq!(first["first"], json!(["instructor__echo"]), "{first}");
 
-    // A tool out of her view comes: she hears nothing of it.
+    // Sessions of bob's and of carol's own, listening from now on.
+    let bob_heard = listening_session(&server, BOB);
+    let carol_heard = listening_session(&server, CAROL);
+
+    // A tool out of her view comes: she hears nothing of it. Bob, whose
+    // view it is in, is told: every session hears of the change at that
+    // moment, so whatever carol's sessions were told of it is on its way
+    // before her set is edited below.
     let (status, report) = put(&server, "/plugins/bob/echo", BOB, &example("echo"));
     assert_eq!(status, 201, "{report}");
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    wait_until(
+        "bob's session to hear of his tool",
+        Duration::from_secs(20),
+        || bob_heard.load(Ordering::SeqCst) >= 1,
+    );
 
     // Her set is edited: her session hears it, and lists ada's tool.
     write_tokens(&tokens, &tokens_text("\"instructor/*\", \"ada/*\""));
@@ -394,4 +448,16 @@ fn an_edited_tokens_file_changes_a_live_sessions_view_and_it_hears_only_that() {
     assert_eq!(report["spurious"], 0, "{report}");
     // REST agrees at once.
     assert_eq!(tools_of(&server, CAROL), ["ada__echo", "instructor__echo"]);
+    // Carol's other session heard the edit, and nothing before it: its
+    // stream says so in order.
+    wait_until(
+        "carol's session to hear of the edit",
+        Duration::from_secs(20),
+        || carol_heard.load(Ordering::SeqCst) >= 1,
+    );
+    assert_eq!(
+        carol_heard.load(Ordering::SeqCst),
+        1,
+        "carol was told of a tool outside her view"
+    );
 }

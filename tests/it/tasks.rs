@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::replicas::{Haproxy, free_port, http, wait_until};
-use crate::support::{Server, example, plugin_dir, repo_root};
+use crate::replicas::{Haproxy, free_port, http};
+use crate::support::{Server, example, plugin_dir, repo_root, wait_until};
 
 /// The conformance plugin (its task tools) with its policy.
 fn conformance_dir() -> tempfile::TempDir {
@@ -290,7 +290,8 @@ fn a_restart_keeps_tasks_and_a_run_lost_with_the_server_fails_with_a_reason() {
     assert_eq!(task_of(&server.base, &running)["status"], "working");
     drop(server); // SIGKILL
 
-    let server = Server::process(dir.path(), &[]);
+    // The server after it needs no process of its own.
+    let server = Server::start(dir.path(), &[]);
     // Within a heartbeat's span of its last change it may still read as
     // working; then failed, with why.
     let mut lost = Value::Null;
@@ -385,9 +386,18 @@ fn replicas_share_tasks_through_redis_and_a_killed_runner_fails_its_task() {
         "--request-state-keys",
         keys.to_str().unwrap(),
     ];
+    // Replica 0 is killed below: it alone needs a process of its own.
     let mut replicas: Vec<Option<Server>> = dirs
         .iter()
-        .map(|dir| Some(Server::process(dir.path(), &flags)))
+        .enumerate()
+        .map(|(index, dir)| {
+            let start = if index == 0 {
+                Server::process
+            } else {
+                Server::start
+            };
+            Some(start(dir.path(), &flags))
+        })
         .collect();
     let bases: Vec<String> = replicas
         .iter()

@@ -161,10 +161,23 @@ pub fn file_hash(path: &Path) -> String {
     String::from_utf8(output.stdout).unwrap()[..64].to_string()
 }
 
-/// A running server over a plugin folder: the real `toolhost serve`
-/// binary ([`Server::start`]), or, for tests of HTTP behaviour alone, a
-/// [`toolhost::Host`] served in this process ([`Server::in_process`]): no
-/// process to spawn, same routes and answers. Stopped on drop.
+/// Waits (polling, bounded by `within`) until `condition` holds; panics
+/// naming `what` if it never does. For conditions on something other than
+/// one server (a replica set, a child process, a file); a server's own
+/// wait is [`Server::wait_for`], which prints its log.
+pub fn wait_until(what: &str, within: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// A running server over a plugin folder: `toolhost serve`'s flags served
+/// in this process ([`Server::start`]: no process to spawn, same parsing,
+/// routes and answers), or the real binary ([`Server::process`]) for a
+/// test that needs the process itself. Stopped on drop (a process with
+/// SIGKILL).
 pub struct Server {
     running: Running,
     pub base: String,
@@ -822,6 +835,36 @@ pub fn call_in_background(server: &Server, tool: &str) -> std::thread::JoinHandl
 /// How many calls run guest code on `server` now.
 pub fn calls_running(server: &Server, token: Option<&str>) -> u64 {
     gauge(server, "toolhost_executor_slots_in_use", token)
+}
+
+/// How many instances `server` holds between calls
+/// (`toolhost_instances_held`, asked with `token`) once that number has
+/// settled: the same on three reads in a row, with no guest code running
+/// meanwhile. The gauge also counts a large plugin's spare while it is
+/// being made (which runs guest code) and, for a moment after a call, the
+/// used instance being torn down; settled, it counts the spares made ahead
+/// and ready, and the instances a policy keeps.
+pub fn instances_held_settled(server: &Server, token: Option<&str>) -> u64 {
+    let (mut last, mut same) = (None, 0);
+    server.wait_for("the instances held between calls to settle", |s| {
+        let held = gauge(s, "toolhost_instances_held", token);
+        let quiet = calls_running(s, token) == 0;
+        same = match last {
+            Some(before) if quiet && before == held => same + 1,
+            _ => 0,
+        };
+        last = quiet.then_some(held);
+        same >= 2
+    });
+    last.unwrap()
+}
+
+/// Waits until a large plugin's spare instance is made and ready: calls
+/// that come apart, each of which finds one (`runtime/warm.rs`).
+pub fn wait_for_spare(server: &Server, token: Option<&str>) {
+    server.wait_for("a spare instance made ahead", |s| {
+        instances_held_settled(s, token) >= 1
+    });
 }
 
 /// `GET /plugins` asked with `token`, read as the typed report.
