@@ -6,7 +6,7 @@
 #   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve serve-build install test test-build plugins runtimes target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry redis-server bubblewrap toolchains ui-editor
+.PHONY: serve serve-build serve-plugins install test test-build plugins runtimes target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry redis-server bubblewrap toolchains ui-editor
 
 # The pinned Python and JavaScript toolchains (see `toolchains` below).
 PY_TOOLCHAIN := target/toolchains/python
@@ -34,7 +34,7 @@ JS_RECIPE = $(subst componentize-qjs,$(COMPONENTIZE_QJS),$(subst {world},$(3),$(
 # binary built before the runtimes reads them from target/runtimes.
 serve: target bubblewrap
 	@mkdir -p target/runtimes
-	$(MAKE) -j4 serve-build plugins runtimes
+	$(MAKE) -j4 serve-build serve-plugins runtimes
 	target/serve/toolhost serve --plugins plugins --builds python,js $(SERVE_FLAGS)
 
 # cargo runs with its own job count, not make's slots (MAKEFLAGS unset).
@@ -168,6 +168,14 @@ lighttpd:
 plugins: target plugins/textpy.wasm plugins/textjs.wasm
 	cd plugins && cargo build --release --target wasm32-wasip2
 	cp plugins/target/wasm32-wasip2/release/*.wasm plugins/
+
+# The example plugins as `make serve` serves them: the Python example as
+# its source, run by the Python runtime (no componentize-py build of its
+# own, which is most of a first run's CPU outside cargo), the rest built.
+serve-plugins: target plugins/textjs.wasm
+	cd plugins && cargo build --release --target wasm32-wasip2
+	cp plugins/target/wasm32-wasip2/release/*.wasm plugins/
+	cp plugins/textpy/app.py plugins/textpy.py
 
 # The toolchains for Python and JavaScript plugins, pinned, from PyPI and npm,
 # installed under target/toolchains (toolhost new/dev find them there too).
