@@ -6,7 +6,7 @@
 #   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve serve-build serve-plugins install test test-build plugins runtimes target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry redis-server bubblewrap toolchains ui-editor
+.PHONY: serve serve-build serve-side serve-plugins install test test-build plugins runtimes target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry redis-server bubblewrap toolchains ui-editor
 
 # The pinned Python and JavaScript toolchains (see `toolchains` below).
 PY_TOOLCHAIN := target/toolchains/python
@@ -34,8 +34,13 @@ JS_RECIPE = $(subst componentize-qjs,$(COMPONENTIZE_QJS),$(subst {world},$(3),$(
 # binary built before the runtimes reads them from target/runtimes.
 serve: target bubblewrap
 	@mkdir -p target/runtimes
-	$(MAKE) -j4 serve-build serve-plugins runtimes
+	$(MAKE) -j2 serve-build serve-side
 	target/serve/toolhost serve --plugins plugins --builds python,js $(SERVE_FLAGS)
+
+# The plugins and runtimes at a lower priority: the host's build is the
+# longest path, and they fill the moments it leaves a core idle.
+serve-side:
+	nice -n 10 $(MAKE) -j2 serve-plugins runtimes
 
 # cargo runs with its own job count, not make's slots (MAKEFLAGS unset).
 # SERVE_BUILD_FLAGS=--timings writes the build's report (bench/README.md).
@@ -171,10 +176,12 @@ plugins: target plugins/textpy.wasm plugins/textjs.wasm
 
 # The example plugins as `make serve` serves them: the Python example as
 # its source, run by the Python runtime (no componentize-py build of its
-# own, which is most of a first run's CPU outside cargo), the rest built.
+# own, which is most of a first run's CPU outside cargo), the rest built;
+# not the conformance suite's fixture plugin, which only its test serves.
 serve-plugins: target plugins/textjs.wasm
-	cd plugins && cargo build --release --target wasm32-wasip2
+	cd plugins && cargo build --release --target wasm32-wasip2 --workspace --exclude conformance
 	cp plugins/target/wasm32-wasip2/release/*.wasm plugins/
+	rm -f plugins/conformance.wasm
 	cp plugins/textpy/app.py plugins/textpy.py
 
 # The toolchains for Python and JavaScript plugins, pinned, from PyPI and npm,
