@@ -22,7 +22,7 @@ use serde_json::json;
 use super::audit::Action;
 use super::publish::{PublishError, Publishing};
 use crate::registry::approvals::Approvals;
-use crate::registry::layout::write_by_rename;
+use crate::registry::layout::{self, write_by_rename};
 use crate::registry::plugin::Held;
 use crate::registry::plugin::{content_hash, published_file, source_file};
 use crate::registry::report::PluginReport;
@@ -177,7 +177,7 @@ fn apply_on_disk(
                     for (beside, kept) in approvals.kept_beside(id, file) {
                         let restored = match std::fs::read(&kept) {
                             Ok(bytes) => write_by_rename(&beside, &bytes),
-                            Err(_) => remove_sync(&beside),
+                            Err(_) => layout::gone_is_fine(std::fs::remove_file(&beside)),
                         };
                         restored.map_err(PublishError::Write)?;
                     }
@@ -187,26 +187,20 @@ fn apply_on_disk(
                     );
                     write_by_rename(&restored, &approved).map_err(PublishError::Write)?;
                     if restored != *file {
-                        remove_sync(file).map_err(PublishError::Write)?;
+                        layout::gone_is_fine(std::fs::remove_file(file))
+                            .map_err(PublishError::Write)?;
                     }
                 }
                 None => {
                     for gone in [published_file(file), source_file(file), file.to_path_buf()] {
-                        remove_sync(&gone).map_err(PublishError::Write)?;
+                        layout::gone_is_fine(std::fs::remove_file(&gone))
+                            .map_err(PublishError::Write)?;
                     }
                 }
             }
         }
     }
     Ok(())
-}
-
-/// Removes `file`; one already gone is no error.
-fn remove_sync(file: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(file) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
-        _ => Ok(()),
-    }
 }
 
 fn short(hash: &str) -> &str {

@@ -729,10 +729,7 @@ impl Previous<'_> {
 }
 
 async fn remove_if_there(file: &Path) -> std::io::Result<()> {
-    match tokio::fs::remove_file(file).await {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
-        _ => Ok(()),
-    }
+    layout::gone_is_fine(tokio::fs::remove_file(file).await)
 }
 
 /// Writes `bytes` beside `folder/name` under a hidden name, then renames it

@@ -215,6 +215,14 @@ pub(crate) fn temporary_beside(file: &Path) -> PathBuf {
     ))
 }
 
+/// A removal's result, a file already gone being no error.
+pub(crate) fn gone_is_fine(removed: std::io::Result<()>) -> std::io::Result<()> {
+    match removed {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
+}
+
 /// Writes `bytes` as `file` through [`temporary_beside`], synced, then a
 /// rename: a reader (another server on the folder too) sees the old file
 /// or the new one, never half of one.
