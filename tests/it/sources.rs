@@ -388,6 +388,19 @@ fn a_bad_publish_number_is_refused_and_writes_nothing() {
         );
         assert!(!dir.path().join("p0/counted.py").exists(), "{bad:?} wrote");
     }
+    // Two numbers for one publish: refused too.
+    let mut response = agent
+        .put(format!("{}/plugins/p0/counted", server.base))
+        .header("Authorization", "Bearer person-0-secret-0123456789")
+        .header("Content-Type", "text/x-python")
+        .header("Toolhost-Publish", "page-1")
+        .header("Toolhost-Publish", "page-2")
+        .send(py_tool("counted").as_bytes())
+        .unwrap();
+    let text = response.body_mut().read_to_string().unwrap();
+    assert_eq!(response.status().as_u16(), 400, "{text}");
+    assert!(text.contains("given once"), "{text}");
+    assert!(!dir.path().join("p0/counted.py").exists());
     let (status, published) = put("page-7");
     assert!(status == 201 || status == 200, "{published}");
     assert!(dir.path().join("p0/counted.py").exists());

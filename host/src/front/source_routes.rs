@@ -52,14 +52,18 @@ pub(crate) struct Asked<'a> {
 pub(crate) const PUBLISH_HEADER: &str = "toolhost-publish";
 
 /// The publisher's own number for this publish: at most 64 letters,
-/// digits, `_` or `-`; anything else is refused before the body is read.
+/// digits, `_` or `-`, in one header; anything else is refused before the
+/// body is read.
 fn publish_number(headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
-    let Some(value) = headers.get(PUBLISH_HEADER) else {
+    let mut values = headers.get_all(PUBLISH_HEADER).iter();
+    let Some(value) = values.next() else {
         return Ok(None);
     };
+    let one = values.next().is_none();
     match value.to_str() {
         Ok(text)
-            if (1..=64).contains(&text.len())
+            if one
+                && (1..=64).contains(&text.len())
                 && text
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
@@ -69,8 +73,8 @@ fn publish_number(headers: &HeaderMap) -> Result<Option<String>, Box<Response>> 
         _ => Err(Box::new(
             Envelope::host_error(
                 ErrorCode::InvalidRequest,
-                "the Toolhost-Publish header is a publish's own number: 1 to 64 letters, \
-             digits, _ or -",
+                "the Toolhost-Publish header is a publish's own number, given once: 1 to 64 \
+                 letters, digits, _ or -",
                 None,
             )
             .into_response(),
