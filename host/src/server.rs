@@ -220,6 +220,7 @@ async fn serve(
     let holds = Holds::new(
         settings.max_connections_per_person,
         settings.max_streams_per_person,
+        settings.max_connections,
     );
     let input_keys = Arc::new(match &settings.request_state_keys {
         Some(path) => {

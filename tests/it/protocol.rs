@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Server, example, plugin_dir, test_cache_dir};
+use crate::support::{Server, example, plugin_dir, send, test_cache_dir};
 use serde_json::Value;
 
 struct Answer {
@@ -545,6 +545,69 @@ fn connections_past_the_cap_are_refused_with_json_and_the_probe_still_answers() 
     // The streams end, and the server answers again.
     drop(held);
     server.wait_for("the streams to close", |s| s.get("/tools").status == 200);
+}
+
+/// People arriving one after another, each with nothing else in flight,
+/// may take part of the reserve and keep it with a stream, never all of
+/// it: the probes and an admin still get in.
+#[test]
+fn people_who_arrive_first_never_take_the_whole_reserve() {
+    let config = tempfile::tempdir().unwrap();
+    let tokens = config.path().join("tokens.toml");
+    let mut text = String::from(
+        "[[token]]\nname = \"root\"\nsecret = \"the-admins-secret\"\nrole = \"admin\"\n",
+    );
+    for person in 0..12 {
+        text.push_str(&format!(
+            "[[token]]\nname = \"p{person}\"\nsecret = \"secret-of-person-p{person}\"\nrole = \"caller\"\n"
+        ));
+    }
+    std::fs::write(&tokens, text).unwrap();
+    // Four slots and a reserve of four.
+    let (_dir, server) = echo_server(&[
+        "--max-connections",
+        "4",
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--header-timeout-ms",
+        "1500",
+    ]);
+    let address = server.base.trim_start_matches("http://").to_string();
+    // Twelve people, one after another, each opening a stream.
+    let mut held = Vec::new();
+    for person in 0..12 {
+        let mut stream = TcpStream::connect(&address).unwrap();
+        stream
+            .write_all(
+                format!(
+                    "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                     Authorization: Bearer secret-of-person-p{person}\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut first = [0u8; 64];
+        let _ = stream.read(&mut first);
+        held.push(stream);
+    }
+    // The probes and the admin are still served.
+    for path in ["/health", "/ready"] {
+        let answered = server.get(path);
+        assert_eq!(answered.status, 200, "{path}: {}", answered.json);
+    }
+    let (status, answer) = send(
+        &server,
+        "GET",
+        "/plugins",
+        Some("the-admins-secret"),
+        "application/json",
+        b"",
+    );
+    assert_eq!(status, 200, "{answer}");
+    drop(held);
 }
 
 /// Connections that never send a request make room at the cap as idle

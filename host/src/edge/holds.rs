@@ -10,7 +10,9 @@
 //! - **The reserve**: past `--max-connections`, a few more connections
 //!   ([`reserve_of`]) are taken, for the probes (`/health`, `/ready`), the
 //!   admins, and people with nothing else in flight; anyone else's request
-//!   on one is refused with 503 `BUSY`.
+//!   on one is refused with 503 `BUSY`. People hold at most half of the
+//!   reserve at once (a stream on one holds it): the other half is the
+//!   probes' and admins', whoever else arrived first.
 //! - **Streams** ([`Holds::stream`]): `GET /events`, MCP's GET stream and
 //!   `subscriptions/listen` together, at most `--max-streams-per-person`
 //!   open at once per person (429-like 503 `BUSY` past it).
@@ -51,8 +53,12 @@ impl Holder {
 pub(crate) struct Holds {
     per_person: usize,
     streams_per_person: usize,
+    /// How many of the reserve's connections people may hold at once.
+    reserve_for_people: usize,
     requests: Mutex<HashMap<Holder, usize>>,
     streams: Mutex<HashMap<Holder, usize>>,
+    /// People's requests on reserve connections now.
+    on_reserve: Mutex<usize>,
 }
 
 /// Why a request or stream was refused here.
@@ -69,6 +75,11 @@ pub(crate) enum Refused {
     )]
     Reserved { who: String },
     #[error(
+        "the server is at its --max-connections, and the part of its last connections that \
+         people may hold is taken; the rest is kept for /health and admins: try again shortly"
+    )]
+    ReserveTaken,
+    #[error(
         "{who} already has {held} streams open (GET /events, MCP's GET stream and \
          subscriptions/listen together), the most one person may (--max-streams-per-person); \
          close one first"
@@ -81,7 +92,7 @@ impl Refused {
     pub(crate) fn limit(&self) -> &'static str {
         match self {
             Refused::OverShare { .. } => "--max-connections-per-person",
-            Refused::Reserved { .. } => "--max-connections",
+            Refused::Reserved { .. } | Refused::ReserveTaken => "--max-connections",
             Refused::TooManyStreams { .. } => "--max-streams-per-person",
         }
     }
@@ -94,12 +105,19 @@ pub(crate) fn reserve_of(max_connections: usize) -> usize {
 }
 
 impl Holds {
-    pub(crate) fn new(per_person: usize, streams_per_person: usize) -> Arc<Holds> {
+    /// The holds of a server of `max_connections`.
+    pub(crate) fn new(
+        per_person: usize,
+        streams_per_person: usize,
+        max_connections: usize,
+    ) -> Arc<Holds> {
         Arc::new(Holds {
             per_person: per_person.max(1),
             streams_per_person: streams_per_person.max(1),
+            reserve_for_people: reserve_of(max_connections) / 2,
             requests: Mutex::default(),
             streams: Mutex::default(),
+            on_reserve: Mutex::default(),
         })
     }
 
@@ -125,10 +143,15 @@ impl Holds {
         *held += 1;
         Ok(Hold {
             holds: Some((self.clone(), holder, Kind::Stream)),
+            on_reserve: false,
         })
     }
 
-    fn release(&self, holder: &Holder, kind: Kind) {
+    fn release(&self, holder: &Holder, kind: Kind, on_reserve: bool) {
+        if on_reserve {
+            let mut taken = lock(&self.on_reserve);
+            *taken = taken.saturating_sub(1);
+        }
         let mut map = match kind {
             Kind::Request => lock(&self.requests),
             Kind::Stream => lock(&self.streams),
@@ -152,22 +175,27 @@ enum Kind {
     Stream,
 }
 
-/// One request or stream counted for its holder until dropped.
+/// One request or stream counted for its holder until dropped (and one of
+/// people's places on the reserve, when `on_reserve`).
 #[must_use]
 pub(crate) struct Hold {
     holds: Option<(Arc<Holds>, Holder, Kind)>,
+    on_reserve: bool,
 }
 
 impl Hold {
     fn none() -> Hold {
-        Hold { holds: None }
+        Hold {
+            holds: None,
+            on_reserve: false,
+        }
     }
 }
 
 impl Drop for Hold {
     fn drop(&mut self) {
         if let Some((holds, holder, kind)) = self.holds.take() {
-            holds.release(&holder, kind);
+            holds.release(&holder, kind, self.on_reserve);
         }
     }
 }
@@ -213,10 +241,18 @@ impl Ticket {
                 held: *held,
             });
         }
+        if self.reserve {
+            let mut taken = lock(&self.holds.on_reserve);
+            if *taken >= self.holds.reserve_for_people {
+                return Err(Refused::ReserveTaken);
+            }
+            *taken += 1;
+        }
         *held += 1;
         drop(requests);
         *lock(&self.claimed) = Some(Hold {
             holds: Some((self.holds.clone(), holder, Kind::Request)),
+            on_reserve: self.reserve,
         });
         Ok(())
     }
@@ -237,7 +273,7 @@ mod tests {
 
     #[test]
     fn one_person_holds_their_share_and_the_reserve_keeps_room_for_others() {
-        let holds = Holds::new(2, 1);
+        let holds = Holds::new(2, 1, 64);
         let peer = IpAddr::from([127, 0, 0, 1]);
         let ada = person("ada", Role::Caller);
         let mut kept = Vec::new();
@@ -277,6 +313,46 @@ mod tests {
         assert!(
             holds
                 .stream(Some(&person("bob", Role::Admin)), None)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn people_arriving_first_leave_half_the_reserve_to_probes_and_admins() {
+        // A reserve of 4: two for people, two for the probes and admins.
+        let holds = Holds::new(2, 1, 64);
+        let peer = IpAddr::from([127, 0, 0, 1]);
+        let mut kept = Vec::new();
+        for name in ["p1", "p2"] {
+            let ticket = Ticket::new(holds.clone(), peer, true);
+            ticket
+                .claim(Some(&person(name, Role::Caller)), false)
+                .unwrap();
+            kept.push(ticket.take().unwrap());
+        }
+        // Each further person, with nothing in flight, arriving one after
+        // another: refused.
+        for name in ["p3", "p4", "p5", "p6"] {
+            let ticket = Ticket::new(holds.clone(), peer, true);
+            assert!(matches!(
+                ticket.claim(Some(&person(name, Role::Caller)), false),
+                Err(Refused::ReserveTaken)
+            ));
+        }
+        let probe = Ticket::new(holds.clone(), peer, true);
+        assert!(probe.claim(None, true).is_ok());
+        let admin = Ticket::new(holds.clone(), peer, true);
+        assert!(
+            admin
+                .claim(Some(&person("root", Role::Admin)), false)
+                .is_ok()
+        );
+        // One person's request ends: the next person gets its place.
+        drop(kept.pop());
+        let ticket = Ticket::new(holds.clone(), peer, true);
+        assert!(
+            ticket
+                .claim(Some(&person("p3", Role::Caller)), false)
                 .is_ok()
         );
     }
