@@ -178,6 +178,105 @@ fn a_build_changes_nothing_outside_its_scratch_folder_and_a_planted_pth_never_ru
     }
 }
 
+/// At import: a relative link at the component's name, in the build's
+/// folder as its CPython sees it, to `target` on the host; and, since a
+/// contained build's `/tmp` leads into its own folder, the same path made
+/// there, so that the toolchain's write through the link succeeds inside
+/// and the server alone would meet the host's file. Its one tool, `tool`,
+/// says whose it is.
+fn py_link(target: &Path, tool: &str) -> String {
+    // Relative: WASI refuses absolute links. Enough `..` to reach `/` from
+    // wherever the folder is.
+    let relative = format!(
+        "{}{}",
+        "../".repeat(24),
+        target.display().to_string().trim_start_matches('/')
+    );
+    let under_tmp = target
+        .strip_prefix(std::env::temp_dir())
+        .map(|rest| rest.display().to_string())
+        .unwrap_or_default();
+    format!(
+        r#"import os
+
+from toolhost_plugin import Tools, tool  # noqa: F401
+
+for root in ["/" + str(i) for i in range(16)]:
+    if not os.path.exists(root + "/app.py"):
+        continue
+    if {under_tmp:?}:
+        try:
+            os.makedirs(os.path.dirname(root + "/.tmp/" + {under_tmp:?}), exist_ok=True)
+        except OSError:
+            pass
+    try:
+        os.symlink({relative:?}, root + "/plugin.wasm")
+    except OSError:
+        pass
+
+
+@tool(name={tool:?}, read_only=True)
+def own() -> str:
+    """Says whose it is."""
+    return "the publisher's own"
+"#
+    )
+}
+
+/// A link that build code leaves where the component is written is never
+/// followed by the server: not to a FIFO (which would hold a worker for
+/// ever, as the server's stdin in a terminal or its stderr into a pipe
+/// would), nor to another person's plugin (which would serve theirs under
+/// the publisher's name). The build serves its own component, or is
+/// refused; the server answers throughout.
+#[test]
+fn a_link_made_at_build_time_is_never_followed_by_the_server() {
+    let dir = plugin_dir(&[&crate::support::example("echo")]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(config.path());
+    let server = Server::start(
+        dir.path(),
+        &["--tokens", tokens.to_str().unwrap(), "--builds", "python"],
+    );
+    let fifo = config.path().join("fifo");
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let echo = dir.path().join("echo.wasm").canonicalize().unwrap();
+    for (id, target, tool) in [
+        ("ada/fifo", fifo.clone(), "fifo_own"),
+        ("ada/linked", echo, "linked_own"),
+    ] {
+        let (status, report) = std::thread::scope(|s| {
+            let publishing =
+                s.spawn(|| put_built(&server, id, ADA, "text/x-python", &py_link(&target, tool)));
+            while !publishing.is_finished() {
+                assert_eq!(server.get("/health").status, 200, "{id}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            publishing.join().unwrap()
+        });
+        if status == 201 {
+            // Its own tool, not echo's under its name.
+            let tools = report["tools"].to_string();
+            assert!(tools.contains(tool), "{id}: {report}");
+            assert!(!tools.contains("echo"), "{id}: {report}");
+            let told = call(&server, &format!("ada__{tool}"), json!({}));
+            assert_eq!(told["content"][0]["text"], "the publisher's own", "{told}");
+        } else {
+            assert_eq!(status, 422, "{id}: {report}");
+            assert!(
+                report["error"]["details"]["leftBehind"].is_string(),
+                "{id}: {report}"
+            );
+        }
+    }
+    // Nobody read the FIFO: a writer finds no reader.
+    let mut options = std::fs::OpenOptions::new();
+    std::os::unix::fs::OpenOptionsExt::custom_flags(options.write(true), libc::O_NONBLOCK);
+    assert!(options.open(&fifo).is_err(), "someone holds the FIFO open");
+}
+
 /// Writes 1 MiB files at import, 256 of them.
 const PY_FILL: &str = "from toolhost_plugin import Tools  # noqa: F401\n\nchunk = b\"x\" * (1 << 20)\n\
     for i in range(256):\n    with open(f\"/0/fill{i}\", \"wb\") as f:\n        f.write(chunk)\n";
@@ -219,7 +318,16 @@ fn a_build_that_writes_without_end_is_stopped_at_its_disk_limit() {
 fn builds_looping_at_import_give_their_slots_to_the_next() {
     let dir = plugin_dir(&[]);
     let config = tempfile::tempdir().unwrap();
-    let tokens = tokens_file(config.path());
+    // Four publishers whose imports loop, and an admin.
+    let loopers = ["ada", "carol", "erin", "frank"];
+    let tokens = config.path().join("tokens.toml");
+    let mut text = format!("[[token]]\nname = \"bob\"\nsecret = \"{ADMIN}\"\nrole = \"admin\"\n");
+    for name in loopers {
+        text.push_str(&format!(
+            "[[token]]\nname = \"{name}\"\nsecret = \"{name}-secret-0123456789\"\nrole = \"publisher\"\n"
+        ));
+    }
+    std::fs::write(&tokens, text).unwrap();
     let server = Server::start(
         dir.path(),
         &[
@@ -232,30 +340,45 @@ fn builds_looping_at_import_give_their_slots_to_the_next() {
             "--build-slice-secs",
             "5",
             "--build-timeout-secs",
-            "90",
+            "150",
         ],
     );
     let events = build_events(&server);
+    let secrets = loopers.map(|name| format!("{name}-secret-0123456789"));
     std::thread::scope(|s| {
-        // Two people's imports loop for ever: both slots are theirs...
-        let loops = [("ada/spin", ADA), ("carol/spin", CAROL)]
-            .map(|(id, token)| s.spawn(|| put_built(&server, id, token, "text/x-python", PY_LOOP)));
-        server.wait_for_within("both loops to build", Duration::from_secs(60), |_| {
+        // Four people's imports loop for ever, twice as many as the slots:
+        // each holds its slot for one slice, then gives it to the next...
+        let loops: Vec<_> = loopers
+            .iter()
+            .zip(&secrets)
+            .map(|(name, secret)| {
+                let server = &server;
+                s.spawn(move || {
+                    put_built(
+                        server,
+                        &format!("{name}/spin"),
+                        secret,
+                        "text/x-python",
+                        PY_LOOP,
+                    )
+                })
+            })
+            .collect();
+        server.wait_for_within("all four loops to build", Duration::from_secs(120), |_| {
             events
                 .lock()
                 .unwrap()
                 .iter()
                 .filter(|event| event["stage"] == "building")
                 .count()
-                == 2
+                == 4
         });
-        // ...until their first slice ends: a third person's build goes
-        // live while both still loop.
+        // ...so a fifth person's build goes live while all four still loop.
         let (status, report) = put_built(&server, "bob/shout", ADMIN, "text/javascript", JS_SHOUT);
         assert_eq!(status, 201, "{report}");
         assert!(
             loops.iter().all(|looping| !looping.is_finished()),
-            "the third build waited for a loop to be stopped"
+            "the innocent build waited for a loop to be stopped"
         );
         for looping in loops {
             let (status, refused) = looping.join().unwrap();

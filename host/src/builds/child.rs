@@ -9,9 +9,13 @@
 //!   group is killed (an address-space limit would break the toolchains:
 //!   wasmtime reserves far more address space than it uses); where the
 //!   scratch folder is in memory (tmpfs), what is written there counts too;
-//! - a disk limit on everything written in its scratch folder (the one
-//!   place a contained build can write), polled, past which the group is
-//!   killed, and no file larger than it;
+//! - a disk limit on everything it writes, each file counted as at least
+//!   [`FILE_COST`]: in a size-bound tmpfs ([`Disk::Tmpfs`]) the kernel
+//!   refuses writes past it, and its own figures (files unlinked while
+//!   still open included) are polled; elsewhere a walk of the scratch
+//!   folder is ([`Disk::Walk`]); past it, the group is killed, and no file
+//!   is larger than it. What a tmpfs holds is memory, and counts toward
+//!   the memory limit too;
 //! - its output (stdout and stderr, as they come) kept to its last
 //!   `log_bytes`.
 //!
@@ -65,6 +69,21 @@ pub(crate) enum Ended {
     OutOfDisk,
 }
 
+/// How a build's writes are counted.
+#[derive(Debug, Clone)]
+pub(crate) enum Disk {
+    /// The files under this folder, walked (links not followed).
+    Walk(PathBuf),
+    /// The size-bound tmpfs a contained build writes in, at
+    /// [`contain::INSIDE`](super::contain::INSIDE) as its processes see
+    /// it: the kernel's own count of its blocks and files.
+    Tmpfs,
+}
+
+/// What one file costs of the disk limit at least, however small: so that
+/// empty files are not free.
+pub(crate) const FILE_COST: u64 = 4096;
+
 /// How often the memory of a build is looked at.
 const MEMORY_POLL: Duration = Duration::from_millis(50);
 
@@ -76,6 +95,9 @@ const DISK_EVERY: u32 = 4;
 /// weighs about nine times a nice-10 one), while a build on a busy machine
 /// still moves.
 const NICENESS: i32 = 10;
+/// The lowest, for a build that gave its slot away past its first slice:
+/// a build in its first slice weighs about seven times it.
+const GAVE_WAY_NICENESS: i32 = 19;
 
 /// In the child, before it runs the program: a session and process group
 /// of its own (no controlling terminal), the lowest priority, no core
@@ -114,6 +136,19 @@ fn bound(command: &mut tokio::process::Command, network: Network, max_file: u64)
     let _ = (command, network, max_file);
 }
 
+/// Every process of group `group` at [`GAVE_WAY_NICENESS`] (Unix).
+fn lower_group(group: i32) {
+    #[cfg(unix)]
+    if group > 0 {
+        // SAFETY: a plain system call on the process group `run` made.
+        unsafe {
+            libc::setpriority(libc::PRIO_PGRP, group as libc::id_t, GAVE_WAY_NICENESS);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = group;
+}
+
 /// Kills what is left of process group `group` (Unix; elsewhere the child
 /// alone is killed, by `kill_on_drop`).
 fn kill_group(group: i32) {
@@ -128,14 +163,18 @@ fn kill_group(group: i32) {
     let _ = group;
 }
 
-/// Runs `command` (a build in `scratch`, prepared by `contain.rs`) under
-/// `limits` until it ends or a limit stops it. An error is a program that
-/// could not be started.
+/// Runs `command` (a build prepared by `contain.rs`, its writes counted as
+/// `disk` says) under `limits` until it ends or a limit stops it. An error
+/// is a program that could not be started.
+///
+/// Once `gave_way` is set (its slot given to the next in line), the whole
+/// group runs at the lowest CPU priority.
 pub(crate) async fn run(
     mut command: tokio::process::Command,
-    scratch: &Path,
+    disk: Disk,
     network: Network,
     limits: &Limits,
+    gave_way: &std::sync::atomic::AtomicBool,
 ) -> std::io::Result<Ran> {
     command
         .stdin(std::process::Stdio::null())
@@ -149,7 +188,10 @@ pub(crate) async fn run(
         network,
         limits.disk_bytes.saturating_add(1 << 20),
     );
-    let in_memory = is_in_memory(scratch);
+    let in_memory = match &disk {
+        Disk::Walk(scratch) => is_in_memory(scratch),
+        Disk::Tmpfs => true,
+    };
     let started = Instant::now();
     let mut child = command.spawn()?;
     let group = child.id().unwrap_or_default() as i32;
@@ -159,6 +201,7 @@ pub(crate) async fn run(
         child.stderr.take().map(|err| read_into(err, log.clone())),
     ];
     let (mut peak, mut peak_disk, mut written, mut polls) = (0u64, 0u64, 0u64, 0u32);
+    let mut lowered = false;
     let ended = {
         let deadline = tokio::time::sleep(limits.wall);
         tokio::pin!(deadline);
@@ -169,12 +212,21 @@ pub(crate) async fn run(
                 () = &mut deadline => break Ended::TimedOut,
                 _ = poll.tick() => {
                     polls += 1;
+                    if !lowered && gave_way.load(std::sync::atomic::Ordering::Relaxed) {
+                        lowered = true;
+                        lower_group(group);
+                    }
                     let count_disk = polls % DISK_EVERY == 0;
-                    let folder = scratch.to_path_buf();
+                    let measure = disk.clone();
                     // Off the async workers: it reads every /proc/*/stat,
                     // and walks the scratch folder.
                     let (held, disk) = tokio::task::spawn_blocking(move || {
-                        (group_resident_bytes(group), count_disk.then(|| bytes_under(&folder)))
+                        let (held, tmpfs) = group_resident_bytes(group);
+                        let disk = match measure {
+                            Disk::Tmpfs => tmpfs,
+                            Disk::Walk(folder) => count_disk.then(|| bytes_under(&folder)),
+                        };
+                        (held, disk)
                     })
                     .await
                     .unwrap_or((0, None));
@@ -198,11 +250,14 @@ pub(crate) async fn run(
     // toolchain's own children included).
     kill_group(group);
     let _ = child.wait().await;
+    for reader in readers.into_iter().flatten() {
+        let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+    }
     // A build that failed at the disk limit (a file stopped short of it
-    // between two polls) is told as such.
-    let ended = match ended {
-        Ended::Exited(false) => {
-            let folder = scratch.to_path_buf();
+    // between two polls, or a write the tmpfs refused) is told as such.
+    let ended = match (ended, &disk) {
+        (Ended::Exited(false), Disk::Walk(folder)) => {
+            let folder = folder.clone();
             let disk = tokio::task::spawn_blocking(move || bytes_under(&folder))
                 .await
                 .unwrap_or(0);
@@ -213,11 +268,16 @@ pub(crate) async fn run(
                 ended
             }
         }
-        other => other,
+        (Ended::Exited(false), Disk::Tmpfs)
+            if peak_disk + (limits.disk_bytes / 16).max(FILE_COST) >= limits.disk_bytes
+                || log
+                    .lock()
+                    .is_ok_and(|log| log.says(b"No space left on device")) =>
+        {
+            Ended::OutOfDisk
+        }
+        (other, _) => other,
     };
-    for reader in readers.into_iter().flatten() {
-        let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
-    }
     let tail = std::mem::replace(
         &mut *log.lock().unwrap_or_else(|e| e.into_inner()),
         Tail::new(0),
@@ -233,7 +293,8 @@ pub(crate) async fn run(
 }
 
 /// The bytes the files and folders under `dir` take (blocks allocated, so
-/// a sparse file counts what it holds), links not followed.
+/// a sparse file counts what it holds, and at least [`FILE_COST`] each),
+/// links not followed.
 pub(crate) fn bytes_under(dir: &Path) -> u64 {
     let mut total = 0u64;
     let mut folders: Vec<PathBuf> = vec![dir.to_path_buf()];
@@ -257,12 +318,34 @@ pub(crate) fn bytes_under(dir: &Path) -> u64 {
 #[cfg(unix)]
 fn allocated(metadata: &std::fs::Metadata) -> u64 {
     use std::os::unix::fs::MetadataExt;
-    (metadata.blocks() * 512).max(metadata.len().min(4096))
+    (metadata.blocks() * 512).max(FILE_COST)
 }
 
 #[cfg(not(unix))]
 fn allocated(metadata: &std::fs::Metadata) -> u64 {
-    metadata.len()
+    metadata.len().max(FILE_COST)
+}
+
+/// What the tmpfs at [`contain::INSIDE`](super::contain::INSIDE) holds as
+/// process `pid` sees it, by the kernel's count (its blocks, and
+/// [`FILE_COST`] a file): `None` where `pid` sees no tmpfs there (bubblewrap
+/// itself, or a process not yet in the sandbox).
+#[cfg(target_os = "linux")]
+fn tmpfs_bytes(pid: &str) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    let path = format!("/proc/{pid}/root{}", super::contain::INSIDE);
+    let path = std::ffi::CString::new(std::ffi::OsStr::new(&path).as_bytes()).ok()?;
+    // SAFETY: a plain C struct, for statfs to fill.
+    let mut stats: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a struct of the right type.
+    if unsafe { libc::statfs(path.as_ptr(), &mut stats) } != 0 || stats.f_type as i64 != TMPFS_MAGIC
+    {
+        return None;
+    }
+    let blocks = (stats.f_blocks.saturating_sub(stats.f_bfree)) as u64 * stats.f_bsize as u64;
+    let files = (stats.f_files.saturating_sub(stats.f_ffree)) as u64;
+    Some(blocks + files * FILE_COST)
 }
 
 /// Whether `dir` is on a file system held in memory (tmpfs, Linux).
@@ -305,6 +388,11 @@ impl Tail {
         }
     }
 
+    /// Whether what is kept holds `words`.
+    fn says(&self, words: &[u8]) -> bool {
+        self.bytes.windows(words.len()).any(|w| w == words)
+    }
+
     fn push(&mut self, piece: &[u8]) {
         self.bytes.extend_from_slice(piece);
         if self.bytes.len() > self.keep {
@@ -333,19 +421,20 @@ fn read_into(
 }
 
 /// The resident memory of every process in process group `group`, from
-/// `/proc` (Linux). Where it cannot be read, 0, and the log says once that
-/// the memory limit is not enforced there.
+/// `/proc` (Linux), and what the build's tmpfs holds as the first of them
+/// that sees one there sees it. Where it cannot be read, 0, and the log
+/// says once that the memory limit is not enforced there.
 #[cfg(not(target_os = "linux"))]
-fn group_resident_bytes(_group: i32) -> u64 {
+fn group_resident_bytes(_group: i32) -> (u64, Option<u64>) {
     static SAID: std::sync::Once = std::sync::Once::new();
     SAID.call_once(|| {
         tracing::warn!("--build-memory-mib is not enforced on this platform (no /proc)")
     });
-    0
+    (0, None)
 }
 
 #[cfg(target_os = "linux")]
-fn group_resident_bytes(group: i32) -> u64 {
+fn group_resident_bytes(group: i32) -> (u64, Option<u64>) {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -353,26 +442,41 @@ fn group_resident_bytes(group: i32) -> u64 {
         SAID.call_once(|| {
             tracing::warn!("--build-memory-mib is not enforced: /proc is unreadable")
         });
-        return 0;
+        return (0, None);
     };
-    entries
-        .flatten()
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_str()
-                .is_some_and(|name| name.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
-        .filter_map(|stat| {
-            // Fields after the command (which may hold spaces and parens).
-            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-            // state ppid pgrp ...; rss is the 24th field, the 22nd here.
-            let pgrp: i32 = fields.get(2)?.parse().ok()?;
-            let rss: u64 = fields.get(21)?.parse().ok()?;
-            (pgrp == group).then_some(rss * page)
-        })
-        .sum()
+    let (mut held, mut tmpfs) = (0, None);
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|name| name.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the command (which may hold spaces and parens).
+        let Some((_, after)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        // state ppid pgrp ...; rss is the 24th field, the 22nd here.
+        let (Some(Ok(pgrp)), Some(Ok(rss))) = (
+            fields.get(2).map(|f| f.parse::<i32>()),
+            fields.get(21).map(|f| f.parse::<u64>()),
+        ) else {
+            continue;
+        };
+        if pgrp == group {
+            held += rss * page;
+            // Not bubblewrap's first process: it sees the host's root.
+            if tmpfs.is_none() && pgrp.to_string() != pid {
+                tmpfs = tmpfs_bytes(pid);
+            }
+        }
+    }
+    (held, tmpfs)
 }
 
 #[cfg(test)]
@@ -389,18 +493,39 @@ mod tests {
         }
     }
 
-    /// `script` run by `sh` as a build in `dir`, contained as this machine
-    /// allows (bubblewrap where it runs, else as an operator who opted
-    /// out of it would).
+    /// `script` run by `sh` as a build of sources in `dir`, contained as
+    /// this machine allows (bubblewrap where it runs, else as an operator
+    /// who opted out of it would).
     async fn sh(script: &str, dir: &Path, limits: &Limits) -> Ran {
         let containment = Containment::find(true);
         contain::prepare(dir).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let folders = contain::Folders {
+            src: dir,
+            out: out.path(),
+        };
         let command = containment
-            .command(Path::new("/bin/sh"), &["-c".into(), script.into()], dir)
+            .command(
+                Path::new("/bin/sh"),
+                &["-c".into(), script.into()],
+                folders,
+                limits.disk_bytes,
+            )
             .unwrap();
-        run(command, dir, containment.network(), limits)
-            .await
-            .unwrap()
+        let disk = if containment.tmpfs() {
+            Disk::Tmpfs
+        } else {
+            Disk::Walk(dir.to_path_buf())
+        };
+        run(
+            command,
+            disk,
+            containment.network(),
+            limits,
+            &std::sync::atomic::AtomicBool::new(false),
+        )
+        .await
+        .unwrap()
     }
 
     #[tokio::test]
@@ -420,7 +545,7 @@ mod tests {
         assert!(ran.log.contains("VIRTUAL_ENV="), "{}", ran.log);
         assert!(ran.log.contains("nice=10"), "{}", ran.log);
         let containment = Containment::find(true);
-        if matches!(containment, Containment::Sandbox(_))
+        if matches!(containment, Containment::Sandbox { .. })
             || containment.network() != contain::Network::Shared
         {
             let interfaces: Vec<&str> = ran
@@ -439,7 +564,7 @@ mod tests {
     /// the host than the system's programs and its toolchain.
     #[tokio::test]
     async fn a_contained_build_writes_only_its_scratch_folder() {
-        let Containment::Sandbox(_) = Containment::find(false) else {
+        let Containment::Sandbox { tmpfs, .. } = Containment::find(false) else {
             assert!(
                 !cfg!(target_os = "linux") || std::env::var_os("CI").is_none(),
                 "bubblewrap must run on CI's Linux machines"
@@ -449,7 +574,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
         let script = format!(
-            "id -u; for d in / /usr /etc /dev/shm /proc {home} {outside} /tmp \"$HOME\"; do \
+            "id -u; for d in / /usr /etc /dev/shm /proc /sources {home} {outside} /tmp \"$HOME\"; do \
              touch \"$d/written\" 2>/dev/null && echo \"wrote $d\"; done; \
              ls {home} >/dev/null 2>&1 && echo \"sees {home}\"; echo done",
             outside = env!("CARGO_MANIFEST_DIR"),
@@ -461,7 +586,9 @@ mod tests {
         // /tmp and $HOME are the scratch folder, as the build sees it.
         assert_eq!(wrote, ["wrote /tmp", "wrote /build"], "{}", ran.log);
         assert!(!ran.log.contains("sees"), "{}", ran.log);
-        assert!(dir.path().join(".tmp/written").exists());
+        // In a tmpfs of its own, what it wrote is gone with it; else it is
+        // in the sources' folder.
+        assert_eq!(dir.path().join(".tmp/written").exists(), !tmpfs);
         assert!(!dir.path().parent().unwrap().join("written").exists());
         assert!(
             !Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -511,6 +638,26 @@ mod tests {
         assert!(ran.peak_disk_bytes > 64 << 20, "{}", ran.peak_disk_bytes);
         let ran = sh(
             "head -c 200000000 /dev/zero > one; sleep 5",
+            tempfile::tempdir().unwrap().path(),
+            &limits(),
+        )
+        .await;
+        assert_eq!(ran.ended, Ended::OutOfDisk, "{}", ran.log);
+
+        // A file unlinked while still open counts (a tmpfs's own figures),
+        // and so do empty files.
+        let containment = Containment::find(true);
+        if containment.tmpfs() {
+            let ran = sh(
+                "exec 3>held; rm held; head -c 200000000 /dev/zero >&3; sleep 5",
+                tempfile::tempdir().unwrap().path(),
+                &limits(),
+            )
+            .await;
+            assert_eq!(ran.ended, Ended::OutOfDisk, "{}", ran.log);
+        }
+        let ran = sh(
+            "i=0; while true; do : > e$i; i=$((i+1)); done",
             tempfile::tempdir().unwrap().path(),
             &limits(),
         )

@@ -14,9 +14,15 @@
 //!   loopback that is down) as uid 65534 with no capabilities. Its root is
 //!   empty and read-only; it sees `/usr` (and the `/bin`, `/lib*` beside
 //!   it), the dynamic loader's cache, and the toolchain's own folders
-//!   ([`roots`]), all read-only, and its scratch folder at `/build`, the
-//!   one place it can write (`/tmp` leads there too). It dies with the
-//!   server.
+//!   ([`roots`]), all read-only. It writes in one place, `/build`: a tmpfs
+//!   of its own whose size is `--build-disk-mib` (the kernel bounds it,
+//!   files unlinked while open included), into which it first copies its
+//!   sources from `/sources` (read-only; `/tmp` leads into `/build` too);
+//!   and the toolchain writes the component into `/out`, a folder of the
+//!   host's that the author's code is never handed (the toolchain preopens
+//!   only the module search paths into its wasm interpreter). A bubblewrap
+//!   older than 0.8 (no `--size`) gets the sources' folder itself as
+//!   `/build`, bounded by the poll of `child.rs`. It dies with the server.
 //! - The environment, in every case: `HOME` and `TMPDIR` in the scratch
 //!   folder, a `PATH` of the toolchain's own folders and `/usr/bin:/bin`,
 //!   `PYTHONNOUSERSITE`, and `VIRTUAL_ENV` naming an empty folder in the
@@ -33,12 +39,26 @@ use std::path::{Path, PathBuf};
 
 /// Where a build's scratch folder is, as a contained build sees it.
 pub(crate) const INSIDE: &str = "/build";
+/// Where a contained build sees its sources (read-only).
+const SOURCES: &str = "/sources";
+/// Where a contained build's toolchain writes the component.
+const OUT: &str = "/out";
+
+/// A build's folders on the host (`scratch.rs` makes them).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Folders<'a> {
+    /// The sources, as the server wrote them.
+    pub(crate) src: &'a Path,
+    /// Where the component is written.
+    pub(crate) out: &'a Path,
+}
 
 /// How builds are contained on this server.
 #[derive(Debug, Clone)]
 pub(crate) enum Containment {
-    /// bubblewrap, at this path.
-    Sandbox(PathBuf),
+    /// bubblewrap, at this path; `tmpfs` where it can give a build a
+    /// size-bound tmpfs (0.8 and later).
+    Sandbox { bwrap: PathBuf, tmpfs: bool },
     /// The operator's choice (`--builds-uncontained`): the server's user,
     /// the server's view of the files, the environment decided here, and
     /// the network as [`Network`] says.
@@ -63,9 +83,24 @@ impl Containment {
     /// runs; `uncontained` is the operator's `--builds-uncontained`.
     pub(crate) fn find(uncontained: bool) -> Containment {
         let sandbox = match find_bwrap() {
-            Some(bwrap) => match probe(&bwrap) {
-                Ok(()) => return Containment::Sandbox(bwrap),
-                Err(why) => format!("bubblewrap ({}) cannot run here: {why}", bwrap.display()),
+            Some(bwrap) => match probe(&bwrap, true) {
+                Ok(()) => return Containment::Sandbox { bwrap, tmpfs: true },
+                Err(first) => match probe(&bwrap, false) {
+                    Ok(()) => {
+                        tracing::warn!(
+                            bwrap = %bwrap.display(),
+                            "this bubblewrap cannot give a build a size-bound tmpfs (0.8 or later \
+                             can): a build's disk is bounded by a poll instead ({first})"
+                        );
+                        return Containment::Sandbox {
+                            bwrap,
+                            tmpfs: false,
+                        };
+                    }
+                    Err(why) => {
+                        format!("bubblewrap ({}) cannot run here: {why}", bwrap.display())
+                    }
+                },
             },
             None => "bubblewrap (bwrap) is not installed".to_string(),
         };
@@ -83,7 +118,7 @@ impl Containment {
     /// A word for logs and answers: `bubblewrap`, `uncontained`, `off`.
     pub(crate) fn as_str(&self) -> &'static str {
         match self {
-            Containment::Sandbox(_) => "bubblewrap",
+            Containment::Sandbox { .. } => "bubblewrap",
             Containment::Uncontained(_) => "uncontained",
             Containment::Unavailable(_) => "off",
         }
@@ -106,33 +141,56 @@ impl Containment {
         }
     }
 
-    /// The command that runs `program args` as a build in `scratch`, with
-    /// the environment decided here. `None` where builds are refused.
+    /// Where the build's toolchain is told to write `name`, in `folders`.
+    pub(crate) fn output(&self, folders: Folders<'_>, name: &str) -> String {
+        match self {
+            Containment::Sandbox { .. } => format!("{OUT}/{name}"),
+            _ => folders.out.join(name).display().to_string(),
+        }
+    }
+
+    /// Whether a build's writes are bounded by the kernel (a size-bound
+    /// tmpfs), counted by the kernel's own figures (`child.rs`).
+    pub(crate) fn tmpfs(&self) -> bool {
+        matches!(self, Containment::Sandbox { tmpfs: true, .. })
+    }
+
+    /// The command that runs `program args` as a build of `folders`, with
+    /// the environment decided here, its writes bounded to `disk_bytes`
+    /// where the kernel can. `None` where builds are refused.
     pub(crate) fn command(
         &self,
         program: &Path,
         args: &[String],
-        scratch: &Path,
+        folders: Folders<'_>,
+        disk_bytes: u64,
     ) -> Option<tokio::process::Command> {
         let roots = roots(program);
         let (mut command, seen_as) = match self {
             Containment::Unavailable(_) => return None,
-            Containment::Sandbox(bwrap) => {
+            Containment::Sandbox { bwrap, tmpfs } => {
                 let mut command = tokio::process::Command::new(bwrap);
-                command.args(sandbox_args(&roots, scratch)).arg("--");
+                command
+                    .args(sandbox_args(&roots, folders, tmpfs.then_some(disk_bytes)))
+                    .arg("--");
+                if *tmpfs {
+                    // The sources into the tmpfs, then the toolchain.
+                    command.args([
+                        "/bin/sh".into(),
+                        "-c".into(),
+                        format!("cp -R {SOURCES}/. {INSIDE}/ && exec \"$0\" \"$@\""),
+                    ]);
+                }
+                command.arg(program);
                 (command, PathBuf::from(INSIDE))
             }
             Containment::Uncontained(_) => {
                 let mut command = tokio::process::Command::new(program);
-                command.current_dir(scratch);
-                (command, scratch.to_path_buf())
+                command.current_dir(folders.src);
+                (command, folders.src.to_path_buf())
             }
         };
-        if matches!(self, Containment::Sandbox(_)) {
-            command.arg(program).args(args);
-        } else {
-            command.args(args);
-        }
+        command.args(args);
         command
             .env_clear()
             .env("PATH", search_path(program))
@@ -186,14 +244,22 @@ enum ProbeFailed {
     Refused(String),
 }
 
-/// Runs `true` the way a build runs, in a scratch folder of its own.
-fn probe(bwrap: &Path) -> Result<(), ProbeFailed> {
+/// Runs `true` the way a build runs (with a size-bound tmpfs when
+/// `tmpfs`), in folders of its own.
+fn probe(bwrap: &Path, tmpfs: bool) -> Result<(), ProbeFailed> {
     let scratch = tempfile::Builder::new()
         .prefix("toolhost-build-probe-")
+        .permissions(super::scratch::private())
         .tempdir()?;
-    prepare(scratch.path())?;
+    let (src, out) = (scratch.path().join("src"), scratch.path().join("out"));
+    std::fs::create_dir_all(&out)?;
+    prepare(&src)?;
+    let folders = Folders {
+        src: &src,
+        out: &out,
+    };
     let output = std::process::Command::new(bwrap)
-        .args(sandbox_args(&[], scratch.path()))
+        .args(sandbox_args(&[], folders, tmpfs.then_some(1 << 20)))
         .args(["--", "true"])
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
@@ -209,9 +275,10 @@ fn probe(bwrap: &Path) -> Result<(), ProbeFailed> {
 }
 
 /// What bubblewrap is told, up to `--`: namespaces, no capabilities, the
-/// system's programs and the toolchain's `roots` read-only, `scratch` the
-/// one writable place.
-fn sandbox_args(roots: &[PathBuf], scratch: &Path) -> Vec<String> {
+/// system's programs and the toolchain's `roots` read-only; the sources
+/// read-only and a tmpfs of `tmpfs` bytes to build in (else the sources'
+/// folder itself, writable), and the folder the component is written to.
+fn sandbox_args(roots: &[PathBuf], folders: Folders<'_>, tmpfs: Option<u64>) -> Vec<String> {
     let mut args: Vec<String> = [
         "--unshare-all",
         "--unshare-user",
@@ -246,10 +313,26 @@ fn sandbox_args(roots: &[PathBuf], scratch: &Path) -> Vec<String> {
         let root = root.display().to_string();
         args.extend(["--ro-bind".into(), root.clone(), root]);
     }
+    match tmpfs {
+        Some(bytes) => args.extend([
+            "--ro-bind".into(),
+            folders.src.display().to_string(),
+            SOURCES.into(),
+            "--size".into(),
+            bytes.to_string(),
+            "--tmpfs".into(),
+            INSIDE.into(),
+        ]),
+        None => args.extend([
+            "--bind".into(),
+            folders.src.display().to_string(),
+            INSIDE.into(),
+        ]),
+    }
     args.extend([
         "--bind".into(),
-        scratch.display().to_string(),
-        INSIDE.into(),
+        folders.out.display().to_string(),
+        OUT.into(),
     ]);
     // `/tmp` leads into the scratch folder, unless a toolchain lives under
     // it (a checkout in /tmp): then it is that folder's parent, read-only.

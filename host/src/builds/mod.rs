@@ -18,7 +18,9 @@
 //! queue ([`queue`]): a slot each (one per core by default), one at a time
 //! per person, a newer source replacing the person's one that waits, and a
 //! build past its first slice (`--build-slice-secs`) giving its slot to
-//! the next in line.
+//! the next in line and going on at the lowest priority. Builds write in
+//! folders of their own ([`scratch`]), and what a build made is read only
+//! as a regular file the server opens itself.
 //!
 //! A failure answers with the author's line first ([`diagnose`]). Each
 //! stage is told to whoever listens ([`BuildEvent`]: the event feed).
@@ -30,6 +32,7 @@ pub(crate) mod diagnose;
 pub(crate) mod line;
 mod queue;
 pub(crate) mod recipe;
+pub(crate) mod scratch;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,9 +40,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use self::child::{Ended, Limits};
-use self::contain::Containment;
+use self::child::{Disk, Ended, Limits};
+use self::contain::{Containment, Folders};
 use self::recipe::{Language, Sources, ToolchainMissing, world_of};
+use self::scratch::{OutputRefused, Scratch};
 
 const PLUGIN_WIT: &str = include_str!("../../../wit/plugin.wit");
 const PYTHON_HELPER: &str = include_str!("../../../sdk/python/toolhost_plugin.py");
@@ -160,6 +164,13 @@ pub(crate) enum BuildError {
         limit >> 20
     )]
     OutOfDisk { limit: u64, log: String },
+    /// It left a link or a special file where the server reads, which is
+    /// never followed or read.
+    #[error(
+        "the build left {kind} at {path}, where the server reads what a build made; a link \
+         or special file there is never followed: does the code make links at import?"
+    )]
+    LeftBehind { path: String, kind: &'static str },
     /// What it made is larger than a plugin may be.
     #[error(
         "the component built from this source is {size} bytes, over the {limit} a plugin may \
@@ -259,6 +270,8 @@ pub(crate) struct Builds {
     languages: Vec<Language>,
     /// How builds are contained here (found at start-up).
     containment: Containment,
+    /// This server's folder for builds (none where builds are off).
+    scratch: Option<Scratch>,
     queue: queue::Queue,
     /// The line as people see it.
     line: line::Line,
@@ -282,10 +295,22 @@ impl Builds {
                 languages.push(language);
             }
         }
-        let containment = if languages.is_empty() {
-            Containment::Unavailable("this server builds no source".into())
+        let (containment, scratch) = if languages.is_empty() {
+            (
+                Containment::Unavailable("this server builds no source".into()),
+                None,
+            )
         } else {
-            Containment::find(settings.uncontained)
+            match Scratch::open() {
+                Ok(scratch) => (Containment::find(settings.uncontained), Some(scratch)),
+                Err(error) => (
+                    Containment::Unavailable(format!(
+                        "builds are off: their folder could not be made in {} ({error})",
+                        std::env::temp_dir().display()
+                    )),
+                    None,
+                ),
+            }
         };
         let named = languages
             .iter()
@@ -294,7 +319,7 @@ impl Builds {
             .join(",");
         match &containment {
             _ if languages.is_empty() => {}
-            Containment::Sandbox(bwrap) => tracing::info!(
+            Containment::Sandbox { bwrap, .. } => tracing::info!(
                 languages = %named,
                 slots = settings.slots,
                 contained = %bwrap.display(),
@@ -312,6 +337,7 @@ impl Builds {
         let (events, _) = broadcast::channel(256);
         Ok(Arc::new(Builds {
             containment,
+            scratch,
             queue: queue::Queue::new(settings.slots),
             line: line::Line::new(settings.slots),
             settings,
@@ -475,14 +501,16 @@ impl Builds {
         let waited = asked.elapsed();
         let standing = self.line.building(ticket);
         tell("building", None, None, None, Some(standing));
-        let running = self.run(&program, source, max_output);
+        let gave_way = std::sync::atomic::AtomicBool::new(false);
+        let running = self.run(&program, source, max_output, &gave_way);
         tokio::pin!(running);
-        // Past its first slice, a build goes on beside the next in line:
-        // two endless loops at import cannot hold every slot.
+        // Past its first slice, a build goes on beside the next in line,
+        // at the lowest priority: endless loops at import hold no slot.
         let outcome = tokio::select! {
             outcome = &mut running => outcome,
             () = tokio::time::sleep(self.settings.slice) => {
                 if self.queue.overtime(&mut turn) {
+                    gave_way.store(true, std::sync::atomic::Ordering::Relaxed);
                     tracing::info!(plugin, person, "a build past its first slice gives its slot to the next");
                 }
                 running.await
@@ -514,17 +542,21 @@ impl Builds {
         outcome.map(|built| Built { waited, ..built })
     }
 
-    /// One build in a scratch folder of its own, removed afterwards.
+    /// One build in folders of its own, removed afterwards.
     async fn run(
         &self,
         program: &std::path::Path,
         source: &Source,
         max_output: u64,
+        gave_way: &std::sync::atomic::AtomicBool,
     ) -> Result<Built, BuildError> {
-        let scratch = tempfile::Builder::new()
-            .prefix("toolhost-build-")
-            .tempdir()?;
-        let dir = scratch.path();
+        let folders = self
+            .scratch
+            .as_ref()
+            .ok_or_else(|| BuildError::Unavailable("builds are off here".into()))?
+            .build()?;
+        let (src, out) = (folders.src(), folders.out());
+        let dir = src.as_path();
         contain::prepare(dir)?;
         std::fs::create_dir_all(dir.join("wit"))?;
         std::fs::write(dir.join("wit/plugin.wit"), PLUGIN_WIT)?;
@@ -563,8 +595,14 @@ impl Builds {
             world: Some(world_of(source.language, dir)),
             ..Sources::default()
         };
+        let paths = Folders {
+            src: dir,
+            out: &out,
+        };
         let output = "plugin.wasm";
-        let recipe = source.language.recipe(output, &sources);
+        let recipe = source
+            .language
+            .recipe(&self.containment.output(paths, output), &sources);
         let limits = Limits {
             wall: self.settings.timeout,
             memory_bytes: self.settings.memory_bytes,
@@ -573,12 +611,18 @@ impl Builds {
         };
         let command = self
             .containment
-            .command(program, &recipe.args, dir)
+            .command(program, &recipe.args, paths, limits.disk_bytes)
             .ok_or_else(|| BuildError::Unavailable("builds are off here".into()))?;
-        let ran = child::run(command, dir, self.containment.network(), &limits).await?;
+        let disk = if self.containment.tmpfs() {
+            Disk::Tmpfs
+        } else {
+            Disk::Walk(src.clone())
+        };
+        let ran = child::run(command, disk, self.containment.network(), &limits, gave_way).await?;
         // The log names the scratch folder as the build saw it.
-        let log =
-            diagnose::clean(&ran.log, contain::INSIDE).replace(&format!("{}/", dir.display()), "");
+        let log = diagnose::clean(&ran.log, contain::INSIDE)
+            .replace(&format!("{}/", dir.display()), "")
+            .replace(&format!("{}/", out.display()), "");
         let log = if ran.dropped > 0 {
             format!(
                 "[{} bytes of output before this were dropped]\n{log}",
@@ -589,17 +633,42 @@ impl Builds {
         };
         match ran.ended {
             Ended::Exited(true) => {
-                // Its size first: a component over the limit is not read.
-                let made = dir.join(output);
-                let size = std::fs::metadata(&made)?.len();
-                if size > max_output {
-                    return Err(BuildError::TooLarge {
-                        size,
-                        limit: max_output,
-                    });
-                }
+                // What the server reads of a build: no link or special
+                // file left where it reads, and the component opened as
+                // `scratch::read_output` says, off the async workers.
+                let made = out.join(output);
+                let took = ran.took;
+                let read = tokio::task::spawn_blocking(move || {
+                    for folder in [&out, &src] {
+                        if let Some((path, kind)) = scratch::left_behind(folder) {
+                            return Err(BuildError::LeftBehind {
+                                path: path.display().to_string(),
+                                kind,
+                            });
+                        }
+                    }
+                    scratch::read_output(&made, max_output).map_err(|refused| match refused {
+                        OutputRefused::TooLarge { size, limit } => {
+                            BuildError::TooLarge { size, limit }
+                        }
+                        OutputRefused::NotAFile(kind) => BuildError::LeftBehind {
+                            path: output.to_string(),
+                            kind,
+                        },
+                        OutputRefused::Missing => BuildError::Failed {
+                            headline: refused.to_string(),
+                            line: None,
+                            log,
+                            took,
+                        },
+                        OutputRefused::Io(error) => BuildError::Io(error),
+                    })
+                })
+                .await
+                .map_err(|_| BuildError::Io(std::io::Error::other("the read was stopped")))?;
+                drop(folders);
                 Ok(Built {
-                    wasm: std::fs::read(made)?,
+                    wasm: read?,
                     took: ran.took,
                     waited: Duration::ZERO,
                     peak_memory_bytes: ran.peak_memory_bytes,

@@ -5,10 +5,11 @@
 //! which is answered as replaced and never runs.
 //!
 //! A build past its first slice ([`Queue::overtime`]) gives its slot to the
-//! next in line and goes on beside it, in one of as many overtime places as
-//! there are slots: two endless loops at import hold two overtime places
-//! until their limit, not every slot, and at most twice `slots` builds run
-//! at once.
+//! next in line and goes on beside it, at the lowest CPU priority
+//! (`child.rs`): however many endless loops at import there are, no build
+//! waits longer than one slice behind them. What bounds builds in overtime
+//! is their people (one build at a time each) and each build's own limits
+//! (wall clock, memory, disk).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,12 +17,11 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-/// The turn a build holds while it runs: its person's lane and a slot, or
-/// an overtime place once past its first slice.
+/// The turn a build holds while it runs: its person's lane and a slot,
+/// given back once past its first slice.
 pub(crate) struct Turn {
     _lane: OwnedMutexGuard<()>,
-    slot: OwnedSemaphorePermit,
-    overtime: bool,
+    slot: Option<OwnedSemaphorePermit>,
 }
 
 /// A build that waited was replaced by a newer one from the same person.
@@ -30,8 +30,6 @@ pub(crate) struct Replaced;
 
 pub(crate) struct Queue {
     slots: Arc<Semaphore>,
-    /// Places for builds past their first slice.
-    overtime: Arc<Semaphore>,
     lanes: Mutex<HashMap<String, Lane>>,
     next: std::sync::atomic::AtomicU64,
 }
@@ -48,7 +46,6 @@ impl Queue {
     pub(crate) fn new(slots: usize) -> Queue {
         Queue {
             slots: Arc::new(Semaphore::new(slots.max(1))),
-            overtime: Arc::new(Semaphore::new(slots.max(1))),
             lanes: Mutex::default(),
             next: std::sync::atomic::AtomicU64::new(0),
         }
@@ -84,8 +81,7 @@ impl Queue {
                 .expect("the build slots are never closed");
             Turn {
                 _lane: lane,
-                slot,
-                overtime: false,
+                slot: Some(slot),
             }
         };
         let outcome = tokio::select! {
@@ -110,21 +106,10 @@ impl Queue {
         outcome
     }
 
-    /// Moves `turn`'s build to an overtime place, if one is free, and its
-    /// slot to the next in line; `true` when it moved.
+    /// Gives `turn`'s slot to the next in line (its build goes on beside
+    /// it); `true` the first time.
     pub(crate) fn overtime(&self, turn: &mut Turn) -> bool {
-        if turn.overtime {
-            return false;
-        }
-        match self.overtime.clone().try_acquire_owned() {
-            Ok(place) => {
-                // The slot goes back as the place is taken.
-                drop(std::mem::replace(&mut turn.slot, place));
-                turn.overtime = true;
-                true
-            }
-            Err(_) => false,
-        }
+        turn.slot.take().is_some()
     }
 
     /// Forgets the lanes of people with no build running or waiting.
@@ -192,10 +177,18 @@ mod tests {
         assert!(!queue.overtime(&mut ada), "once");
         carol.await.unwrap().unwrap();
         assert!(queue.overtime(&mut bob));
-        // Every overtime place is taken: a third long build keeps its slot.
+        // However many builds are past their slice, the next gets a slot.
         let mut dave = queue.turn("dave", || {}).await.unwrap();
-        assert!(!queue.overtime(&mut dave));
-        drop(ada);
         assert!(queue.overtime(&mut dave));
+        let mut erin = tokio::time::timeout(Duration::from_secs(1), queue.turn("erin", || {}))
+            .await
+            .expect("erin waited behind three builds past their slice")
+            .unwrap();
+        assert!(queue.overtime(&mut erin));
+        tokio::time::timeout(Duration::from_secs(1), queue.turn("frank", || {}))
+            .await
+            .expect("frank waited behind four builds past their slice")
+            .unwrap();
+        drop((ada, bob, dave, erin));
     }
 }

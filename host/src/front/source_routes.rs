@@ -227,6 +227,10 @@ fn failed(id: &str, language: SourceLanguage, error: SourceError) -> Response {
                 ErrorCode::BuildFailed,
                 json!({ "limit": "--build-disk-mib", "mib": limit >> 20, "log": log }),
             ),
+            BuildError::LeftBehind { path, kind } => (
+                ErrorCode::BuildFailed,
+                json!({ "leftBehind": path, "kind": kind }),
+            ),
             BuildError::TooLarge { size, limit } => (
                 ErrorCode::PayloadTooLarge,
                 json!({ "limit": "--max-plugin-mib", "size": size, "bytes": limit }),
