@@ -35,7 +35,8 @@
 //!     │         into the one envelope, in one tracing span per call;
 //!     │         errors: the one code table
 //!  registry/  the live set of plugins: one load path (a generation per
-//!     │         file), load events, reports, plugin files, tools, portability
+//!     │         file), load events, reports, plugin files, tools, invisible
+//!     │         (no hidden characters in definitions), portability
 //!     │         (schema warnings), policy, watcher, sources (plugins from
 //!     │         OCI registries, polled) ─→ oci/ (artifact layout, cosign
 //!     │         signatures; also what `push … oci://` writes with)

@@ -1,8 +1,9 @@
 //! One plugin never hurts the host or another plugin: spinning calls beyond
 //! the core count, components with many memories or instances, tool lists
-//! and errors far too large, damaged cache entries, slow compiles, files
-//! written slowly, a full file table. Each case asserts its own outcome and
-//! that a bystander plugin (`echo`) keeps answering with zero failures.
+//! and errors far too large, definitions with hidden text, damaged cache
+//! entries, slow compiles, files written slowly, a full file table. Each
+//! case asserts its own outcome and that a bystander plugin (`echo`) keeps
+//! answering with zero failures.
 
 use std::io::Write;
 use std::path::Path;
@@ -196,6 +197,33 @@ fn tool_lists_past_the_limits_are_rejected() {
     let lean = Server::start(small.path(), &["--max-tool-list-kib", "1"]);
     wait_for_state(&lean, "math", PluginState::Rejected);
     assert!(reason_of(&lean, "math").contains("bytes, over the limit of 1024"));
+}
+
+/// A description deep in a tool's schema that ends in tag characters (an
+/// instruction only a model sees) is refused at load, with the code point
+/// and where it is; nothing of the plugin serves.
+#[test]
+fn a_definition_with_hidden_text_is_refused_at_load() {
+    let dir = plugin_dir(&[&example("echo"), &fixture("hidden")]);
+    let server = Server::start(dir.path(), &[]);
+    let bystander = Bystander::start(&server);
+    server.wait_for("hidden to be judged", |s| {
+        s.plugin("hidden")
+            .is_some_and(|p| p.state != PluginState::Compiling)
+    });
+    let report = server.plugin("hidden").unwrap();
+    let reason = report.reason.unwrap_or_default();
+    assert_eq!(report.state, PluginState::Rejected, "{reason}");
+    assert!(
+        reason.contains(
+            r#"tool "translate": inputSchema.properties.text.description: U+E0049 (a tag character) at character 23"#
+        ),
+        "{reason}"
+    );
+    // The refusal names the text, never repeats it.
+    assert!(!reason.contains('\u{E0049}'), "{reason}");
+    assert_eq!(server.tool_names(), ["echo"]);
+    bystander.assert_unharmed();
 }
 
 #[test]

@@ -19,7 +19,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::registry::tools::{ToolListLimits, has_bidi_control, is_valid_tool_name};
+use crate::registry::invisible::{self, TextError};
+use crate::registry::tools::{ToolListLimits, is_valid_tool_name};
 use crate::runtime::{DeclaredPrompt, DeclaredResource, DeclaredTemplate, Description};
 
 /// Longest resource URI or URI template.
@@ -85,15 +86,10 @@ pub enum CatalogError {
     BadUri(String),
     #[error("resource URI {0:?} is served as {1:?} in its namespace, longer than 512 characters")]
     UriTooLongInNamespace(String, String),
-    #[error(
-        "title {0:?} contains a bidirectional control character, which can make text read other than it is"
-    )]
-    BidiTitle(String),
-    #[error(
-        "the description of {0:?} contains a bidirectional control character, which can make \
-         text read other than it is (to the admin who approves it, say)"
-    )]
-    BidiDescription(String),
+    /// An invisible character in a title or description (`invisible.rs`);
+    /// `what` says whose (`prompt "greet"`).
+    #[error("{what}: {text}")]
+    Invisible { what: String, text: TextError },
     #[error(
         "URI template {0:?} is not valid: `{{name}}` parts (letters, digits, `_`), not two in a row"
     )]
@@ -319,8 +315,11 @@ fn resource(declared: DeclaredResource, namespace: Option<&str>) -> Result<Resou
     if !is_absolute_uri(&declared.uri) {
         return Err(CatalogError::BadUri(declared.uri));
     }
-    check_title(declared.title.as_deref())?;
-    check_description(&declared.uri, declared.description.as_deref())?;
+    check_texts(
+        || format!("resource {:?}", declared.uri),
+        declared.title.as_deref(),
+        declared.description.as_deref(),
+    )?;
     let uri = served(namespace, &declared.uri)?;
     let listing = listing(
         ("uri", &uri),
@@ -341,8 +340,11 @@ fn template(declared: DeclaredTemplate, namespace: Option<&str>) -> Result<Templ
     if !is_absolute_uri(&text) {
         return Err(CatalogError::BadTemplate(text));
     }
-    check_title(declared.title.as_deref())?;
-    check_description(&text, declared.description.as_deref())?;
+    check_texts(
+        || format!("URI template {text:?}"),
+        declared.title.as_deref(),
+        declared.description.as_deref(),
+    )?;
     let declared_parts = parts(&text)?;
     let template = served(namespace, &text)?;
     let parts = parts(&template)?;
@@ -414,21 +416,20 @@ fn in_namespace(namespace: &str, uri: &str) -> String {
     format!("{scheme}://{namespace}/{rest}")
 }
 
-/// Bidirectional embedding, override and isolate controls (and the marks):
-/// text with them can display other than it reads.
-fn check_title(title: Option<&str>) -> Result<(), CatalogError> {
-    match title {
-        Some(title) if has_bidi_control(title) => Err(CatalogError::BidiTitle(title.to_string())),
-        _ => Ok(()),
+/// Refuses a title or a description that holds an invisible character
+/// (`invisible.rs`); `what` names whose they are.
+fn check_texts(
+    what: impl Fn() -> String,
+    title: Option<&str>,
+    description: Option<&str>,
+) -> Result<(), CatalogError> {
+    for (place, text) in [("title", title), ("description", description)] {
+        if let Some(text) = text {
+            invisible::check(place, text)
+                .map_err(|text| CatalogError::Invisible { what: what(), text })?;
+        }
     }
-}
-
-/// A description is refused with a bidirectional control character too.
-fn check_description(of: &str, description: Option<&str>) -> Result<(), CatalogError> {
-    match description {
-        Some(text) if has_bidi_control(text) => Err(CatalogError::BidiDescription(of.to_string())),
-        _ => Ok(()),
-    }
+    Ok(())
 }
 
 /// Whether some URI matches both templates (a fixed URI is a template of
@@ -543,11 +544,17 @@ fn prompt(declared: DeclaredPrompt, namespace: Option<&str>) -> Result<Prompt, C
     if !is_valid_tool_name(&name) {
         return Err(CatalogError::BadPromptName(name));
     }
-    check_title(declared.title.as_deref())?;
-    check_description(&name, declared.description.as_deref())?;
+    check_texts(
+        || format!("prompt {name:?}"),
+        declared.title.as_deref(),
+        declared.description.as_deref(),
+    )?;
     for argument in &declared.arguments {
-        check_title(argument.title.as_deref())?;
-        check_description(&argument.name, argument.description.as_deref())?;
+        check_texts(
+            || format!("prompt {name:?}: argument {:?}", argument.name),
+            argument.title.as_deref(),
+            argument.description.as_deref(),
+        )?;
     }
     let served = match namespace {
         None if name.contains("__") => return Err(CatalogError::ReservedSeparator(name)),
@@ -655,7 +662,7 @@ mod tests {
         hidden.description = Some("Reads t.\u{202E}sdrawkcab".into());
         assert!(matches!(
             template(hidden, None),
-            Err(CatalogError::BidiDescription(_))
+            Err(CatalogError::Invisible { .. })
         ));
         let prompt_with = |argument_description: &str| DeclaredPrompt {
             name: "p".into(),
@@ -670,6 +677,53 @@ mod tests {
         };
         assert!(prompt(prompt_with("plain"), None).is_ok());
         assert!(prompt(prompt_with("x\u{2067}y"), None).is_err());
+    }
+
+    #[test]
+    fn hidden_text_in_resources_and_prompts_is_refused() {
+        let reason = |result: Result<(), CatalogError>| {
+            result.err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        let fixed = DeclaredResource {
+            uri: "test://r".into(),
+            name: "r".into(),
+            title: Some("Note\u{200B}s".into()),
+            description: None,
+            mime_type: None,
+        };
+        assert!(reason(resource(fixed, None).map(drop)).contains(
+            r#"resource "test://r": title: U+200B (a zero-width character) at character 5"#
+        ));
+        let mut templated = declared_template("test://t/{id}");
+        templated.description = Some("Reads t.\u{FEFF}".into());
+        assert!(reason(template(templated, None).map(drop)).contains(
+            r#"URI template "test://t/{id}": description: U+FEFF (a zero-width character) at character 9"#
+        ));
+        let prompt_with = |title: Option<&str>, description: &str| DeclaredPrompt {
+            name: "p".into(),
+            title: None,
+            description: Some("Fine.\n\tReally.".into()),
+            arguments: vec![crate::runtime::PromptArgument {
+                name: "a".into(),
+                title: title.map(String::from),
+                description: Some(description.into()),
+                required: false,
+            }],
+        };
+        assert_eq!(
+            reason(prompt(prompt_with(Some("A"), "plain"), None).map(drop)),
+            ""
+        );
+        assert!(
+            reason(prompt(prompt_with(Some("A\u{E0041}"), "plain"), None).map(drop)).contains(
+                r#"prompt "p": argument "a": title: U+E0041 (a tag character) at character 2"#
+            )
+        );
+        assert!(
+            reason(prompt(prompt_with(None, "x\u{2067}y"), None).map(drop)).contains(
+                r#"prompt "p": argument "a": description: U+2067 (a bidirectional control character) at character 2"#
+            )
+        );
     }
 
     #[test]

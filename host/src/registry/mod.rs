@@ -31,6 +31,7 @@
 pub mod approvals;
 pub(crate) mod catalog;
 pub mod events;
+pub(crate) mod invisible;
 mod jobs;
 pub mod layout;
 pub(crate) mod load_counts;
