@@ -9,6 +9,11 @@
 //! Each list and lookup takes the caller's [`View`]: a plugin outside it
 //! lists nothing, and its resources and prompts answer as ones that do not
 //! exist (the same code, message and details).
+//!
+//! With `--require-approval`, a fixed resource and a prompt without
+//! arguments answer what their version answered as its definitions were
+//! judged approved (`registry/pinned.rs`), with no code run; a template's
+//! resources and a prompt with arguments run the code, as a tool does.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,6 +29,7 @@ use crate::call::errors::ErrorCode;
 use crate::call::invoke::failure_envelope;
 use crate::call::slots::slots;
 use crate::registry::Registry;
+use crate::registry::pinned::{Answers, Kept};
 use crate::registry::plugin::LoadedPlugin;
 use crate::registry::view::View;
 use crate::runtime::{Answer, Ask, CallClient, CompletionRef, Role};
@@ -121,10 +127,26 @@ pub(crate) async fn read_resource(
     let Some((plugin, declared)) = registry.snapshot().resource_seen(uri, view) else {
         return Err(not_found());
     };
-    let ask = Ask::ReadResource { uri: declared };
     let what = format!("resource {uri:?}");
-    let Answer::Contents(answer) = run(registry, calls, &plugin, ask, &what, None).await? else {
-        return Err(wrong_answer(&what));
+    let fixed = plugin.catalog.resources.iter().any(|r| r.uri == uri);
+    let pinned = if fixed {
+        approved_answers(registry, &plugin, &what)?
+    } else {
+        None
+    };
+    let answer = match pinned {
+        Some(answers) => {
+            let kept = answers.resource(uri);
+            answer_kept(calls, &plugin, "resources/read", kept, &what)?
+        }
+        None => {
+            let ask = Ask::ReadResource { uri: declared };
+            let Answer::Contents(answer) = run(registry, calls, &plugin, ask, &what, None).await?
+            else {
+                return Err(wrong_answer(&what));
+            };
+            answer
+        }
     };
     let contents = answer.map_err(|error| match error.code.as_str() {
         "NOT_FOUND" => not_found(),
@@ -203,12 +225,27 @@ pub(crate) async fn get_prompt(
         ));
     }
     let what = format!("prompt {name:?}");
-    let ask = Ask::GetPrompt {
-        name: prompt.declared.clone(),
-        arguments: given,
+    let pinned = if prompt.arguments.is_empty() {
+        approved_answers(registry, &plugin, &what)?
+    } else {
+        None
     };
-    let Answer::Prompt(answer) = run(registry, calls, &plugin, ask, &what, client).await? else {
-        return Err(wrong_answer(&what));
+    let answer = match pinned {
+        Some(answers) => {
+            let kept = answers.prompt(name);
+            answer_kept(calls, &plugin, "prompts/get", kept, &what)?
+        }
+        None => {
+            let ask = Ask::GetPrompt {
+                name: prompt.declared.clone(),
+                arguments: given,
+            };
+            let Answer::Prompt(answer) = run(registry, calls, &plugin, ask, &what, client).await?
+            else {
+                return Err(wrong_answer(&what));
+            };
+            answer
+        }
     };
     let result = answer.map_err(|error| Envelope::tool_error(error, &what))?;
     let mut messages = Vec::with_capacity(result.messages.len());
@@ -371,6 +408,76 @@ async fn run(
         started.elapsed(),
         usage.as_ref(),
     );
+    result
+}
+
+/// With `--require-approval`, the answers `plugin` serves its fixed
+/// resources and prompts without arguments from: those it gave as its
+/// definitions were judged approved (`registry/approvals.rs`). `None`
+/// without approvals: the code answers. A version serving without them is
+/// refused, not run.
+fn approved_answers(
+    registry: &Registry,
+    plugin: &LoadedPlugin,
+    what: &str,
+) -> Result<Option<Arc<Answers>>, Envelope> {
+    let Some(approvals) = registry.approvals() else {
+        return Ok(None);
+    };
+    match approvals.answers(plugin) {
+        Some(answers) => Ok(Some(answers)),
+        None => Err(Envelope::host_error(
+            ErrorCode::HostError,
+            format!("{what}: no approved answer is kept for the version serving it"),
+            Some(json!({ "plugin": plugin.id })),
+        )),
+    }
+}
+
+/// The answer `kept` for `plugin` when its definitions were approved,
+/// counted in the ledger under `method` like a run, with no usage: no code
+/// runs, so it takes no call slot either.
+fn answer_kept<T: Clone>(
+    calls: &Calls,
+    plugin: &LoadedPlugin,
+    method: &str,
+    kept: Option<&Kept<T>>,
+    what: &str,
+) -> Result<T, Envelope> {
+    let started = Instant::now();
+    let result = match kept {
+        Some(Kept::Answered(answer)) => Ok(answer.clone()),
+        Some(Kept::Failed(failure)) => Err(failure_envelope(
+            &format!("{what} (as its approved version loaded)"),
+            json!({ "plugin": plugin.id }),
+            failure.clone(),
+        )),
+        Some(Kept::TooLarge { bytes }) => Err(Envelope::host_error(
+            ErrorCode::ResultTooLarge,
+            format!(
+                "{what} answered with {bytes} bytes as its approved version loaded, more than \
+                 is kept of an approved answer ({} bytes, {} for a version's)",
+                crate::registry::pinned::KEPT_BYTES,
+                crate::registry::pinned::KEPT_VERSION_BYTES
+            ),
+            Some(json!({ "sizeBytes": bytes })),
+        )),
+        None => Err(Envelope::host_error(
+            ErrorCode::HostError,
+            format!("{what}: no approved answer is kept for it"),
+            Some(json!({ "plugin": plugin.id })),
+        )),
+    };
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(envelope) => envelope
+            .error
+            .as_ref()
+            .map_or(ErrorCode::HostError.as_str(), |e| e.outcome()),
+    };
+    calls
+        .ledger
+        .record(Some((method, &plugin.id)), outcome, started.elapsed(), None);
     result
 }
 

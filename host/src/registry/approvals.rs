@@ -11,6 +11,12 @@
 //! changes. With [`ApprovalMode::All`] the component's hash is pinned too,
 //! so a code-only change waits as well.
 //!
+//! A version that serves under approved definitions keeps the answers its
+//! fixed resources and prompts gave as it was judged (`pinned.rs`), and
+//! serves those: what it answers is what was approved, whatever its code
+//! would answer later. They are kept here, in memory, for as long as that
+//! loaded version lives.
+//!
 //! Approvals live with the plugin folder, so a restart and every replica
 //! on the folder honour them: `.toolhost/approvals/<id>.json` holds the
 //! approved definitions, their digest, the component's hash, who approved
@@ -19,13 +25,17 @@
 //! after a restart while a pending replacement sits in the folder, under
 //! the live file's policy.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::registry::layout::write_by_rename;
+use crate::registry::pinned::{Answers, Pinned};
 use crate::registry::plugin::{Held, LoadedPlugin};
+use crate::runtime::Grants;
 
 /// What an approval pins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +50,16 @@ pub enum ApprovalMode {
 pub(crate) struct Approvals {
     dir: PathBuf,
     mode: ApprovalMode,
+    /// By plugin id, the answers of each loaded version judged approved.
+    serving: Mutex<HashMap<String, Vec<Approved>>>,
+}
+
+/// The answers of one loaded version judged approved. The version is
+/// named by its grants, made for it as it loaded and living exactly as
+/// long as it does: a version replaced and dropped lets its answers go.
+struct Approved {
+    load: Weak<Grants>,
+    answers: Arc<Answers>,
 }
 
 impl Approvals {
@@ -48,6 +68,7 @@ impl Approvals {
         Approvals {
             dir: folder.join(".toolhost").join("approvals"),
             mode,
+            serving: Mutex::new(HashMap::new()),
         }
     }
 
@@ -84,11 +105,12 @@ impl Approvals {
         serde_json::from_slice(&bytes).ok()
     }
 
-    /// Whether `plugin` may serve: its definitions, with `texts` (its
-    /// resources' and prompts', `pinned.rs`), are the approved ones (and,
-    /// with `All`, its hash). Else why it waits.
-    pub(crate) fn judge(&self, plugin: &LoadedPlugin, texts: &Value) -> Result<(), Box<Held>> {
-        let definitions = definitions(plugin, texts);
+    /// Whether `plugin` may serve: its definitions, with `pinned`'s texts
+    /// (its resources' and prompts', `pinned.rs`), are the approved ones
+    /// (and, with `All`, its hash). Else why it waits. A version that may
+    /// serve keeps `pinned`'s answers to serve ([`Approvals::answers`]).
+    pub(crate) fn judge(&self, plugin: &LoadedPlugin, pinned: &Pinned) -> Result<(), Box<Held>> {
+        let definitions = definitions(plugin, &pinned.texts);
         let digest = digest(&definitions);
         let approved = self.approved(&plugin.id);
         let same_definitions = approved.as_ref().is_some_and(|approved| {
@@ -104,6 +126,7 @@ impl Approvals {
             .as_ref()
             .is_some_and(|approved| approved["hash"] == plugin.version.content_hash.as_str());
         if same_definitions && (self.mode == ApprovalMode::Definitions || same_hash) {
+            self.keep_answers(plugin, &pinned.answers);
             return Ok(());
         }
         let changes = changes(
@@ -127,6 +150,37 @@ impl Approvals {
             changes,
             summary,
         }))
+    }
+
+    /// Keeps `answers` as what the loaded version `plugin` serves, and lets
+    /// go of those of versions dropped since.
+    fn keep_answers(&self, plugin: &LoadedPlugin, answers: &Arc<Answers>) {
+        let mut serving = self.serving.lock().unwrap_or_else(PoisonError::into_inner);
+        serving.retain(|_, versions| {
+            versions.retain(|version| version.load.strong_count() > 0);
+            !versions.is_empty()
+        });
+        serving
+            .entry(plugin.id.clone())
+            .or_default()
+            .push(Approved {
+                load: Arc::downgrade(&plugin.grants),
+                answers: answers.clone(),
+            });
+    }
+
+    /// The answers the loaded version `plugin` kept as it was judged
+    /// approved, which its fixed resources and prompts without arguments
+    /// serve; `None` for a version never judged approved.
+    pub(crate) fn answers(&self, plugin: &LoadedPlugin) -> Option<Arc<Answers>> {
+        let serving = self.serving.lock().unwrap_or_else(PoisonError::into_inner);
+        let load = Arc::as_ptr(&plugin.grants);
+        serving
+            .get(&plugin.id)?
+            .iter()
+            .rev()
+            .find(|version| std::ptr::eq(version.load.as_ptr(), load))
+            .map(|version| version.answers.clone())
     }
 
     /// Approves `held`, the definitions of `bytes` (whose hash is `hash`),
@@ -188,12 +242,12 @@ impl Approvals {
     /// under the approved definitions with other code (a code-only
     /// replacement), and its hash as the approved one: a restart then
     /// serves the newest approved code, in either mode. A record made
-    /// before texts were pinned gets the ones it serves with (`texts`).
-    pub(crate) fn keep_serving_copy(&self, plugin: &LoadedPlugin, texts: &Value) {
+    /// before texts were pinned gets the ones it serves with (`pinned`'s).
+    pub(crate) fn keep_serving_copy(&self, plugin: &LoadedPlugin, pinned: &Pinned) {
         if let Some(mut record) = self.approved(&plugin.id)
             && record["definitions"].get("texts").is_none()
         {
-            let definitions = definitions(plugin, texts);
+            let definitions = definitions(plugin, &pinned.texts);
             record["digest"] = digest(&definitions).into();
             record["definitions"] = definitions;
             if let Err(error) =
@@ -242,6 +296,7 @@ impl Approvals {
     }
 
     /// Forgets `id`'s approval (it was removed: published again, it is new).
+    /// The answers of a version still loaded go with that version.
     pub(crate) fn forget(&self, id: &str) {
         for extension in ["json", "wasm", "py", "js", "published", "source"] {
             let _ = std::fs::remove_file(self.dir.join(format!("{id}.{extension}")));
