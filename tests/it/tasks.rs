@@ -12,6 +12,9 @@
 //!   A task made on one is read and answered through the balancer and on
 //!   another; a cancellation on another stops it; the replica that runs
 //!   one is killed (SIGKILL) and the task is `failed` with the reason.
+//! - Owners: a task is its maker's; they cancel it even once its tool left
+//!   their set. What one person's records take is bounded in bytes
+//!   (arguments and results), and the bound outlives a restart.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -607,4 +610,155 @@ fn a_person_sees_only_their_own_tasks() {
         (200, json!("cancelled")),
         "{task}"
     );
+}
+
+const ADA: (&str, &str) = ("Authorization", "Bearer ada-secret-0123456789abcdef");
+const BOB: (&str, &str) = ("Authorization", "Bearer bob-secret-0123456789abcdef");
+
+/// Writes (by rename, as operators are told to) a tokens file of two
+/// callers, ada seeing `ada_sees` (patterns over plugin ids), bob every
+/// tool.
+fn write_tokens(file: &Path, ada_sees: &str) {
+    let next = file.with_extension("next");
+    std::fs::write(
+        &next,
+        format!(
+            "[[token]]\nname = \"ada\"\nsecret = \"ada-secret-0123456789abcdef\"\nrole = \"caller\"\n\
+             tools = [{ada_sees}]\n\
+             [[token]]\nname = \"bob\"\nsecret = \"bob-secret-0123456789abcdef\"\nrole = \"caller\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::rename(&next, file).unwrap();
+}
+
+/// A person's task records are bounded in bytes, their arguments and
+/// results together (64 MiB each), and the bound outlives the server:
+/// past it a task is refused (BUSY, naming the limit) and nothing is
+/// written, a result that would pass it is not kept (the task fails,
+/// saying so), and after a restart she is still refused while another
+/// person is not.
+#[test]
+fn a_persons_task_records_are_bounded_in_bytes_across_a_restart() {
+    let dir = conformance_dir();
+    let config = tempfile::tempdir().unwrap();
+    let tokens = config.path().join("tokens.toml");
+    write_tokens(&tokens, "\"*\"");
+    let flags = [
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--max-body-bytes",
+        "8388608",
+    ];
+    let server = Server::process(dir.path(), &flags);
+    // Echoed in the result: about 6 MiB a task.
+    let label = "x".repeat(3 << 20);
+    let make = |base: &str, who: (&str, &str)| {
+        rest(
+            base,
+            "POST",
+            "/tools/slow_compute",
+            &[who, ("Prefer", "respond-async")],
+            Some(json!({ "seconds": 0, "label": label })),
+        )
+    };
+    let records = || {
+        std::fs::read_dir(dir.path().join(".toolhost/tasks"))
+            .unwrap()
+            .count()
+    };
+    let mut ended = Vec::new();
+    let refused = loop {
+        assert!(ended.len() < 16, "16 tasks of 6 MiB each were kept");
+        let (status, location, created) = make(&server.base, ADA);
+        if status != 202 {
+            break (status, created);
+        }
+        let location = location.unwrap();
+        let mut task = Value::Null;
+        wait_until("the task to end", Duration::from_secs(20), || {
+            task = rest(&server.base, "GET", &location, &[ADA], None).2;
+            task["status"] != "working"
+        });
+        ended.push(task);
+    };
+    assert_eq!(
+        (refused.0, refused.1["error"]["code"].clone()),
+        (503, json!("BUSY")),
+        "{}",
+        refused.1
+    );
+    assert!(
+        refused.1["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("64 MiB"),
+        "{}",
+        refused.1
+    );
+    // Ten whole tasks fit; the eleventh's arguments do, its result not.
+    let completed = ended.iter().filter(|task| task["status"] == "completed");
+    assert_eq!(completed.count(), 10);
+    let failed = ended.last().unwrap();
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("64 MiB"),
+        "{failed}"
+    );
+    let kept = records();
+    assert_eq!(make(&server.base, ADA).0, 503);
+    assert_eq!(records(), kept, "a refusal writes nothing");
+    drop(server); // SIGKILL
+
+    let server = Server::start(dir.path(), &flags);
+    let (status, _, refused) = make(&server.base, ADA);
+    assert_eq!(status, 503, "a restart forgot what she keeps: {refused}");
+    let (status, _, created) = make(&server.base, BOB);
+    assert_eq!(status, 202, "{created}");
+}
+
+/// A task's maker cancels it after its tool left their set (the tokens
+/// file changed under a running task): it stops, though they no longer
+/// read it; with the tool back in their set, they read it cancelled.
+#[test]
+fn an_owner_cancels_their_task_after_its_tool_left_their_set() {
+    let dir = conformance_dir();
+    let config = tempfile::tempdir().unwrap();
+    let tokens = config.path().join("tokens.toml");
+    write_tokens(&tokens, "\"conformance\"");
+    let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let (status, location, created) = rest(
+        &server.base,
+        "POST",
+        "/tools/slow_compute",
+        &[ADA, ("Prefer", "respond-async")],
+        Some(json!({ "seconds": 60, "label": "left" })),
+    );
+    assert_eq!(status, 202, "{created}");
+    let location = location.unwrap();
+
+    write_tokens(&tokens, "\"nothing-here\"");
+    wait_until("the tool to leave her set", Duration::from_secs(20), || {
+        rest(&server.base, "GET", &location, &[ADA], None).0 == 404
+    });
+    // Another person still cancels nothing of it.
+    assert_eq!(rest(&server.base, "DELETE", &location, &[BOB], None).0, 404);
+    let (status, _, task) = rest(&server.base, "DELETE", &location, &[ADA], None);
+    assert_eq!(
+        (status, task["status"].clone()),
+        (200, json!("cancelled")),
+        "{task}"
+    );
+
+    write_tokens(&tokens, "\"conformance\"");
+    let mut task = Value::Null;
+    wait_until("the tool to come back", Duration::from_secs(20), || {
+        let (status, _, now) = rest(&server.base, "GET", &location, &[ADA], None);
+        task = now;
+        status == 200
+    });
+    assert_eq!(task["status"], "cancelled", "{task}");
 }

@@ -329,7 +329,8 @@ pub(crate) async fn get_task(
 }
 
 /// `DELETE /tasks/{id}`: cancels it (a task already ended stays as it
-/// ended); the task as it is then.
+/// ended), even once its tool left the maker's set; the task as it is
+/// then (without its result, once its tool left their set).
 pub(crate) async fn cancel_task(
     State(longer): State<Arc<RestRounds>>,
     Path(id): Path<String>,
@@ -339,11 +340,7 @@ pub(crate) async fn cancel_task(
         return no_tasks();
     };
     let caller = caller(&longer, requester.as_ref());
-    let asker = caller.asker();
-    if let Err(error) = tasks.cancel(&id, &asker).await {
-        return task_error(error);
-    }
-    match tasks.get(&id, &asker).await {
+    match tasks.cancel(&id, &caller.asker()).await {
         Ok(record) => task_json(&record),
         Err(error) => task_error(error),
     }

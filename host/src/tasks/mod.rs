@@ -14,6 +14,15 @@
 //! stopped, or its replica's heartbeat ended) is `failed` with that
 //! reason the next time anyone looks: never lost, never `working` for
 //! ever. Every record expires `ttl` after it was made.
+//!
+//! What records take is bounded where they live (`store.rs`), in bytes
+//! and in records, per person and in all, across restarts and replicas: a
+//! task past a bound is refused (busy) with nothing written, an answer
+//! too, and a run whose result would pass one ends the task failed,
+//! saying so. A task is its maker's: only they read, answer or cancel it,
+//! and they read and answer it only while its tool is in their set, but
+//! cancel it always (a task goes on running when its tool leaves their
+//! set, so its maker can always stop it).
 
 mod record;
 mod store;
@@ -24,8 +33,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
+
+use self::store::{Bound, Growth};
 
 pub(crate) use self::record::{RunEnd, Status, TaskRecord};
 pub(crate) use self::store::{Store, StoreError};
@@ -40,20 +51,21 @@ pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(250);
 pub(crate) type Run = Pin<Box<dyn Future<Output = RunEnd> + Send>>;
 
 /// How many tasks one person may have run at once on one server; one more
-/// is refused (busy) rather than queued.
+/// is refused (busy) rather than queued. (What their records may take is
+/// the store's bound: `store::MAX_KEPT_PER_PERSON`,
+/// `store::MAX_BYTES_PER_PERSON`, `store::MAX_BYTES`.)
 pub(crate) const MAX_RUNNING_PER_PERSON: usize = 8;
-/// How many tasks one person may make on one server within a task's
-/// lifetime (`ttl`): what bounds the records kept.
-pub(crate) const MAX_KEPT_PER_PERSON: usize = 512;
 
 /// Why a task request is refused.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum TaskError {
     /// No such task for this person (or it expired, or its tool is no
-    /// longer theirs to see).
+    /// longer theirs to see, for anything but a cancellation).
     #[error("no task {0:?} is known here for you; it may have expired")]
     Unknown(String),
-    /// The person holds as many tasks as they may.
+    /// The person runs or keeps as many tasks as they may, or their
+    /// records (or everyone's) would take more than they may: refused,
+    /// and nothing written.
     #[error("{0}")]
     Busy(String),
     /// An answer is not its request's kind of result: refused, and
@@ -61,11 +73,21 @@ pub(crate) enum TaskError {
     #[error("{0}")]
     BadAnswer(String),
     #[error("the task store failed: {0}")]
-    Store(#[from] StoreError),
+    Store(StoreError),
+}
+
+impl From<StoreError> for TaskError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Full(bound) => TaskError::Busy(bound.to_string()),
+            error => TaskError::Store(error),
+        }
+    }
 }
 
 /// Who asks, and which tools they see now (a task of a tool taken from
-/// their set is no longer theirs to read).
+/// their set is no longer theirs to read or answer, though still theirs
+/// to cancel).
 pub(crate) struct Asker<'a> {
     pub(crate) owner: Option<&'a str>,
     pub(crate) sees_tool: &'a (dyn Fn(&str) -> bool + Sync),
@@ -82,8 +104,6 @@ struct Running {
     runs: HashMap<String, (u64, CancellationToken)>,
     /// How many of them each person has.
     per_person: HashMap<Option<String>, usize>,
-    /// When each person's tasks made here expire, oldest first.
-    kept: HashMap<Option<String>, std::collections::VecDeque<u64>>,
     generation: u64,
 }
 
@@ -139,7 +159,8 @@ impl Tasks {
     }
 
     /// Makes a task, durably, before anyone hears of it: `working`, to be
-    /// run here with the claim.
+    /// run here with the claim. Refused (busy), with nothing written, past
+    /// the runs one person may have here or what their records may take.
     pub(crate) async fn create(
         self: &Arc<Self>,
         owner: Option<&str>,
@@ -161,12 +182,10 @@ impl Tasks {
             self.replica.clone(),
         );
         // Counted as running here before anyone can read it; a refusal
-        // (past either limit, or the store's) counts nothing.
+        // (past the runs here, or the store's bounds) counts nothing.
         let claim = self.claim(&record.id, owner)?;
-        self.may_keep(owner)?;
         self.store.beat_once(&self.replica).await;
         self.store.create(&record).await?;
-        self.keep(owner, record.expires_ms());
         Ok((record, claim))
     }
 
@@ -177,7 +196,7 @@ impl Tasks {
         if record.status == Status::Working && !self.runner_alive(&record).await? {
             return self
                 .store
-                .update(id, |record| {
+                .update(id, Growth::Free, |record| {
                     let lost = record.status == Status::Working;
                     if lost {
                         record.fail_lost();
@@ -192,7 +211,8 @@ impl Tasks {
 
     /// Answers some of what the task waits for; once nothing is missing,
     /// the record to run again here, with its claim; else `None`. Answers
-    /// to what it does not wait for are ignored.
+    /// to what it does not wait for are ignored; answers that would pass
+    /// what the person's records may take are refused (busy).
     pub(crate) async fn answer(
         self: &Arc<Self>,
         id: &str,
@@ -224,7 +244,7 @@ impl Tasks {
         let mut resume = false;
         let record = self
             .store
-            .update(id, |record| {
+            .update(id, Growth::Bounded, |record| {
                 resume = record.answer(responses.clone(), &replica);
                 resume || record.status == Status::InputRequired
             })
@@ -235,25 +255,36 @@ impl Tasks {
 
     /// Cancels the task: at once if it runs here, within [`CANCEL_POLL`]
     /// elsewhere. A task already ended stays as it ended (and nothing is
-    /// written).
-    pub(crate) async fn cancel(&self, id: &str, asker: &Asker<'_>) -> Result<(), TaskError> {
-        let record = self.owned(id, asker).await?;
-        if record.status.is_terminal() {
-            return Ok(());
+    /// written). Its maker may cancel it whether or not its tool is still
+    /// in their set; the task as it is then, without what it holds (its
+    /// result, error, or what it waits for) when the tool is not.
+    pub(crate) async fn cancel(
+        &self,
+        id: &str,
+        asker: &Asker<'_>,
+    ) -> Result<TaskRecord, TaskError> {
+        let mut record = self.mine(id, asker.owner).await?;
+        if !record.status.is_terminal() {
+            record = self
+                .store
+                .update(id, Growth::Free, |record| {
+                    let live = !record.status.is_terminal();
+                    if live {
+                        record.set_status(Status::Cancelled);
+                    }
+                    live
+                })
+                .await?
+                .ok_or_else(|| TaskError::Unknown(id.into()))?;
+            if let Some((_, token)) = self.lock_running().runs.get(id) {
+                token.cancel();
+            }
         }
-        self.store
-            .update(id, |record| {
-                let live = !record.status.is_terminal();
-                if live {
-                    record.set_status(Status::Cancelled);
-                }
-                live
-            })
-            .await?;
-        if let Some((_, token)) = self.lock_running().runs.get(id) {
-            token.cancel();
+        if (asker.sees_tool)(&record.tool) {
+            Ok(record)
+        } else {
+            Ok(record.without_payload())
         }
-        Ok(())
     }
 
     /// Runs `run` for `record` on this server with its claim, and records
@@ -272,16 +303,27 @@ impl Tasks {
                 () = tasks.store.beat(&tasks.replica) => None,
             };
             if let Some(ended) = ended {
-                let written = tasks
-                    .store
-                    .update(&id, |record| {
+                let finish = |ended: RunEnd| {
+                    move |record: &mut TaskRecord| {
                         let working = record.status == Status::Working;
                         if working {
                             record.end(ended.clone());
                         }
                         working
-                    })
+                    }
+                };
+                let mut written = tasks
+                    .store
+                    .update(&id, Growth::Bounded, finish(ended))
                     .await;
+                if let Err(StoreError::Full(bound)) = written {
+                    // What it ended with would pass a bound: it ends
+                    // failed, saying so, and that is always written.
+                    written = tasks
+                        .store
+                        .update(&id, Growth::Free, finish(not_kept(bound)))
+                        .await;
+                }
                 if let Err(error) = written {
                     tracing::warn!(task = %id, %error, "the task's end could not be recorded");
                 }
@@ -307,43 +349,23 @@ impl Tasks {
         }
     }
 
+    /// The task `id` if `asker` may read and answer it: theirs, and its
+    /// tool still in their set.
     async fn owned(&self, id: &str, asker: &Asker<'_>) -> Result<TaskRecord, TaskError> {
+        let record = self.mine(id, asker.owner).await?;
+        if !(asker.sees_tool)(&record.tool) {
+            return Err(TaskError::Unknown(id.into()));
+        }
+        Ok(record)
+    }
+
+    /// The task `id` if `owner` made it (and it has not expired), whatever
+    /// their set holds now.
+    async fn mine(&self, id: &str, owner: Option<&str>) -> Result<TaskRecord, TaskError> {
         match self.store.get(id).await? {
-            Some(record)
-                if record.owner.as_deref() == asker.owner
-                    && !record.expired()
-                    && (asker.sees_tool)(&record.tool) =>
-            {
-                Ok(record)
-            }
+            Some(record) if record.owner.as_deref() == owner && !record.expired() => Ok(record),
             _ => Err(TaskError::Unknown(id.into())),
         }
-    }
-
-    /// Whether `owner` may make one more task here.
-    fn may_keep(&self, owner: Option<&str>) -> Result<(), TaskError> {
-        let now = record::now_ms();
-        let mut running = self.lock_running();
-        let kept = running.kept.entry(owner.map(str::to_string)).or_default();
-        while kept.front().is_some_and(|expires| *expires <= now) {
-            kept.pop_front();
-        }
-        if kept.len() >= MAX_KEPT_PER_PERSON {
-            return Err(TaskError::Busy(format!(
-                "you made {MAX_KEPT_PER_PERSON} tasks on this server within a task's lifetime; \
-                 wait for them to expire"
-            )));
-        }
-        Ok(())
-    }
-
-    /// Counts a task made by `owner` here, expiring at `expires_ms`.
-    fn keep(&self, owner: Option<&str>, expires_ms: u64) {
-        self.lock_running()
-            .kept
-            .entry(owner.map(str::to_string))
-            .or_default()
-            .push_back(expires_ms);
     }
 
     fn claim(self: &Arc<Self>, id: &str, owner: Option<&str>) -> Result<RunClaim, TaskError> {
@@ -395,6 +417,17 @@ impl Tasks {
     }
 }
 
+/// How a run ends whose result (or what it asks) would pass `bound`: the
+/// task fails, saying why.
+fn not_kept(bound: Bound) -> RunEnd {
+    let message = format!("the task's result was not kept: {bound}");
+    RunEnd::Failed(json!({
+        "code": -32603,
+        "message": message,
+        "data": { "code": "BUSY", "message": message },
+    }))
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
@@ -402,6 +435,7 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tasks::store::Limits;
 
     fn everything(_: &str) -> bool {
         true
@@ -427,12 +461,8 @@ mod tests {
             claims.push(make(Some("ada")).await.unwrap());
         }
         assert!(matches!(make(Some("ada")).await, Err(TaskError::Busy(_))));
-        let kept = |tasks: &Tasks| tasks.lock_running().kept[&Some("ada".to_string())].len();
-        assert_eq!(
-            kept(&tasks),
-            MAX_RUNNING_PER_PERSON,
-            "a refusal counts nothing"
-        );
+        let records = std::fs::read_dir(dir.path().join("tasks")).unwrap().count();
+        assert_eq!(records, MAX_RUNNING_PER_PERSON, "a refusal writes nothing");
         // Another person is not held back by her.
         let (bobs, _bob_claim) = make(Some("bob")).await.unwrap();
         // A run that ends gives its share back.
@@ -468,5 +498,364 @@ mod tests {
         let version = tasks.get(&first.id, &ada).await.unwrap().version;
         tasks.cancel(&first.id, &ada).await.unwrap();
         assert_eq!(tasks.get(&first.id, &ada).await.unwrap().version, version);
+    }
+
+    #[tokio::test]
+    async fn an_owner_cancels_their_task_after_its_tool_left_their_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let tasks = Tasks::new(
+            Store::folder(dir.path().join("tasks")).unwrap(),
+            DEFAULT_TTL,
+        );
+        let (record, claim) = tasks
+            .create(Some("ada"), "slow", Map::new(), Value::Null, Map::new())
+            .await
+            .unwrap();
+        let hidden = Asker {
+            owner: Some("ada"),
+            sees_tool: &|tool| tool != "slow",
+        };
+        let bob = Asker {
+            owner: Some("bob"),
+            sees_tool: &everything,
+        };
+        // Another person still cancels nothing of it.
+        assert!(matches!(
+            tasks.cancel(&record.id, &bob).await,
+            Err(TaskError::Unknown(_))
+        ));
+        assert!(!claim.token.is_cancelled());
+        // Its maker does, though its tool left her set: the run is stopped
+        // and the record says so; what it holds stays hidden from her.
+        tasks.cancel(&record.id, &hidden).await.unwrap();
+        assert!(claim.token.is_cancelled(), "the run goes on");
+        let ada = Asker {
+            owner: Some("ada"),
+            sees_tool: &everything,
+        };
+        assert_eq!(
+            tasks.get(&record.id, &ada).await.unwrap().status,
+            Status::Cancelled
+        );
+        assert!(matches!(
+            tasks.get(&record.id, &hidden).await,
+            Err(TaskError::Unknown(_))
+        ));
+
+        // Cancelling one that ended changes nothing, and answers it
+        // without its result while the tool is not in her set.
+        let (record, claim) = tasks
+            .create(Some("ada"), "slow", Map::new(), Value::Null, Map::new())
+            .await
+            .unwrap();
+        let result = serde_json::json!({ "content": [{ "type": "text", "text": "secret" }] });
+        tasks.run(
+            &record,
+            claim,
+            Box::pin(async move { RunEnd::Completed(result) }),
+        );
+        while tasks.get(&record.id, &ada).await.unwrap().status == Status::Working {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let seen = tasks.cancel(&record.id, &hidden).await.unwrap();
+        assert_eq!(seen.status, Status::Completed);
+        assert!(
+            !serde_json::to_string(&seen.wire(true))
+                .unwrap()
+                .contains("secret")
+        );
+        let seen = tasks.cancel(&record.id, &ada).await.unwrap();
+        assert!(
+            serde_json::to_string(&seen.wire(true))
+                .unwrap()
+                .contains("secret")
+        );
+    }
+
+    /// Arguments of `bytes` bytes and a few more.
+    fn arguments_of(bytes: usize) -> Map<String, Value> {
+        let mut arguments = Map::new();
+        arguments.insert("label".into(), Value::String("x".repeat(bytes)));
+        arguments
+    }
+
+    /// Makes `owner`'s tasks of 4 MiB of arguments each until one is
+    /// refused (at most 17, 68 MiB): how many were kept, and the refusal.
+    async fn fill(tasks: &Arc<Tasks>, owner: &str) -> (usize, TaskError) {
+        for kept in 0..17 {
+            match tasks
+                .create(
+                    Some(owner),
+                    "echo",
+                    arguments_of(4 << 20),
+                    Value::Null,
+                    Map::new(),
+                )
+                .await
+            {
+                Ok((_, claim)) => drop(claim),
+                Err(error) => return (kept, error),
+            }
+        }
+        panic!("{owner} kept 17 tasks of 4 MiB each: 68 MiB");
+    }
+
+    /// The task ends with a result of `mib` MiB; how it ended.
+    async fn end_with_result_of(tasks: &Arc<Tasks>, owner: &str, mib: usize) -> TaskRecord {
+        let (record, claim) = tasks
+            .create(
+                Some(owner),
+                "echo",
+                arguments_of(1 << 20),
+                Value::Null,
+                Map::new(),
+            )
+            .await
+            .unwrap();
+        let text = "x".repeat(mib << 20);
+        let result = serde_json::json!({ "content": [{ "type": "text", "text": text }] });
+        tasks.run(
+            &record,
+            claim,
+            Box::pin(async move { RunEnd::Completed(result) }),
+        );
+        let asker = Asker {
+            owner: Some(owner),
+            sees_tool: &everything,
+        };
+        for _ in 0..200 {
+            let now = tasks.get(&record.id, &asker).await.unwrap();
+            if now.status != Status::Working {
+                return now;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the task did not end");
+    }
+
+    /// What a person's records may take, checked where `tasks` keeps them
+    /// and again where `again` does (the same store after a restart, or
+    /// another replica): 64 MiB of arguments and results together; past
+    /// it a task is refused (naming the limit), and a result that would
+    /// pass it is not kept.
+    async fn a_persons_records_are_bounded_in_bytes(
+        tasks: Arc<Tasks>,
+        again: impl AsyncFnOnce() -> Store,
+    ) {
+        let (kept, refused) = fill(&tasks, "ada").await;
+        assert_eq!(kept, 15, "15 records of 4 MiB fit in 64 MiB, not 16");
+        let TaskError::Busy(message) = refused else {
+            panic!("not busy: {refused}");
+        };
+        assert!(message.contains("64 MiB"), "{message}");
+        // Another person is not held back by her.
+        let (_, claim) = tasks
+            .create(
+                Some("bob"),
+                "echo",
+                arguments_of(4 << 20),
+                Value::Null,
+                Map::new(),
+            )
+            .await
+            .unwrap();
+        drop(claim);
+        // A task of hers that fits, whose result would not: failed, with
+        // why, and the result not kept.
+        let ended = end_with_result_of(&tasks, "ada", 4).await;
+        assert_eq!(ended.status, Status::Failed, "{:?}", ended.result.is_some());
+        assert!(ended.result.is_none());
+        let why = ended.error.unwrap()["message"].to_string();
+        assert!(why.contains("64 MiB"), "{why}");
+
+        let again = Tasks::new(again().await, DEFAULT_TTL);
+        assert!(matches!(fill(&again, "ada").await, (0, TaskError::Busy(_))));
+        assert_eq!(fill(&again, "bob").await.0, 14);
+    }
+
+    #[tokio::test]
+    async fn a_persons_records_are_bounded_in_bytes_in_a_folder_across_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("tasks");
+        let tasks = Tasks::new(Store::folder(folder.clone()).unwrap(), DEFAULT_TTL);
+        let files = || std::fs::read_dir(&folder).unwrap().count();
+        let before = files();
+        a_persons_records_are_bounded_in_bytes(tasks, async || {
+            assert_eq!(files(), before + 15 + 1 + 1, "a refusal writes nothing");
+            Store::folder(folder.clone()).unwrap()
+        })
+        .await;
+    }
+
+    /// Debian's redis-server on a loopback port, keeping nothing on disk;
+    /// stopped on drop.
+    struct RedisServer {
+        child: std::process::Child,
+        url: String,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Drop for RedisServer {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    impl RedisServer {
+        fn start() -> RedisServer {
+            let dir = tempfile::tempdir().unwrap();
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let child = std::process::Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .arg("--dir")
+                .arg(dir.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("running redis-server (make test installs Debian's package)");
+            let server = RedisServer {
+                child,
+                url: format!("redis://127.0.0.1:{port}/"),
+                _dir: dir,
+            };
+            for _ in 0..400 {
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return server;
+                }
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            panic!("redis-server did not start");
+        }
+
+        /// How many task records it holds.
+        async fn records(&self) -> usize {
+            let client = redis::Client::open(self.url.as_str()).unwrap();
+            let mut connection = redis::aio::ConnectionManager::new(client).await.unwrap();
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg("toolhost:task:*")
+                .query_async(&mut connection)
+                .await
+                .unwrap();
+            keys.len()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_persons_records_are_bounded_in_bytes_in_redis_for_every_replica() {
+        let redis = RedisServer::start();
+        let tasks = Tasks::new(Store::redis(&redis.url).await.unwrap(), DEFAULT_TTL);
+        a_persons_records_are_bounded_in_bytes(tasks, async || {
+            assert_eq!(
+                redis.records().await,
+                15 + 1 + 1,
+                "a refusal writes nothing"
+            );
+            Store::redis(&redis.url).await.unwrap()
+        })
+        .await;
+    }
+
+    /// Bounds small enough to reach with a few records of a few hundred
+    /// bytes (an empty one takes about 250).
+    const SMALL: Limits = Limits {
+        records_per_person: 3,
+        bytes_per_person: 4_000,
+        bytes: 6_000,
+    };
+
+    async fn make(tasks: &Arc<Tasks>, owner: &str, bytes: usize) -> Result<(), TaskError> {
+        let arguments = arguments_of(bytes);
+        let made = tasks.create(Some(owner), "echo", arguments, Value::Null, Map::new());
+        made.await.map(drop)
+    }
+
+    fn busy(made: Result<(), TaskError>) -> String {
+        match made {
+            Err(TaskError::Busy(why)) => why,
+            other => panic!("not refused as busy: {other:?}"),
+        }
+    }
+
+    /// The bound in records per person and the bound in bytes over
+    /// everyone, checked where `open` keeps records, and again after a
+    /// restart.
+    async fn bounds_in_records_and_in_all_outlive_a_restart(open: impl AsyncFn() -> Store) {
+        let tasks = Tasks::new(open().await.with_limits(SMALL), DEFAULT_TTL);
+        for _ in 0..3 {
+            make(&tasks, "ada", 0).await.unwrap();
+        }
+        let why = busy(make(&tasks, "ada", 0).await);
+        assert!(why.contains("you keep 3 tasks"), "{why}");
+        for _ in 0..2 {
+            make(&tasks, "bob", 1_500).await.unwrap();
+        }
+        // Within carol's own bound, past everyone's.
+        let why = busy(make(&tasks, "carol", 2_000).await);
+        assert!(
+            why.contains("6000 bytes") && why.contains("in all"),
+            "{why}"
+        );
+
+        let again = Tasks::new(open().await.with_limits(SMALL), DEFAULT_TTL);
+        busy(make(&again, "ada", 0).await);
+        busy(make(&again, "carol", 2_000).await);
+        make(&again, "carol", 500).await.unwrap();
+    }
+
+    /// An expired record gives its share back, where `open` keeps records.
+    async fn expired_records_give_their_share_back(open: impl AsyncFn() -> Store) {
+        let ttl = Duration::from_secs(2);
+        let tasks = Tasks::new(open().await.with_limits(SMALL), ttl);
+        make(&tasks, "dan", 3_000).await.unwrap();
+        let why = busy(make(&tasks, "dan", 3_000).await);
+        assert!(why.contains("4000 bytes"), "{why}");
+        tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+        make(&tasks, "dan", 3_000).await.unwrap();
+        // And after a restart, the expired one is not counted again.
+        let again = Tasks::new(open().await.with_limits(SMALL), ttl);
+        busy(make(&again, "dan", 3_000).await);
+    }
+
+    #[tokio::test]
+    async fn a_folders_bounds_in_records_and_in_all_outlive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("tasks");
+        bounds_in_records_and_in_all_outlive_a_restart(async || {
+            Store::folder(folder.clone()).unwrap()
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn redis_bounds_in_records_and_in_all_outlive_a_restart() {
+        let redis = RedisServer::start();
+        bounds_in_records_and_in_all_outlive_a_restart(async || {
+            Store::redis(&redis.url).await.unwrap()
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_folders_expired_records_give_their_share_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("tasks");
+        expired_records_give_their_share_back(async || Store::folder(folder.clone()).unwrap())
+            .await;
+        // The expired record is gone from the folder, not only uncounted.
+        assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 1);
+    }
+
+    #[tokio::test]
+    async fn redis_expired_records_give_their_share_back() {
+        let redis = RedisServer::start();
+        expired_records_give_their_share_back(async || Store::redis(&redis.url).await.unwrap())
+            .await;
+        assert_eq!(redis.records().await, 1);
     }
 }

@@ -173,6 +173,18 @@ impl TaskRecord {
         self.set_status(Status::Failed);
     }
 
+    /// The record without what the task holds (its arguments and answers,
+    /// result, error, or what it waits for): what its maker may read of it
+    /// once its tool left their set.
+    pub(super) fn without_payload(mut self) -> Self {
+        self.arguments = Map::new();
+        self.answers = Map::new();
+        self.input_requests = None;
+        self.result = None;
+        self.error = None;
+        self
+    }
+
     /// The task as MCP's tasks extension writes it (`tasks/get`,
     /// `CreateTaskResult` without the payload): camelCase, RFC 3339 times.
     pub(crate) fn wire(&self, with_payload: bool) -> Map<String, Value> {

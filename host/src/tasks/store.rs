@@ -2,8 +2,18 @@
 //! machine; survives a restart), or Redis (replicas share it). Every
 //! change is a compare-and-set on the record's version, so two servers
 //! answering and ending one task at once never lose either change.
+//!
+//! What the records take is counted where they live, in bytes as written
+//! (arguments, answers and results together) and in records, per person
+//! and in all: a folder counts its records when it is opened and keeps the
+//! count as it writes; Redis keeps the count in Redis, beside the records,
+//! changed by the same script that writes one, so every replica shares it
+//! and a restart forgets nothing. A record that would pass a bound is not
+//! written ([`StoreError::Full`]); one that expires gives its share back.
 
-use std::path::PathBuf;
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use super::record::{TaskRecord, now_ms};
@@ -15,6 +25,88 @@ const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 /// How often the folder is swept of expired records, at most.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
+/// How many task records one person may keep (each kept for a task's
+/// lifetime, `ttl`): one more is refused.
+pub(crate) const MAX_KEPT_PER_PERSON: usize = 512;
+/// How many bytes one person's task records may take together, as
+/// written (arguments, answers and results): 64 MiB, some thirty tasks
+/// that echo a megabyte of arguments.
+pub(crate) const MAX_BYTES_PER_PERSON: u64 = 64 * MIB;
+/// How many bytes every task record of the store may take together: 1 GiB,
+/// sixteen people at their bound.
+pub(crate) const MAX_BYTES: u64 = 1024 * MIB;
+const MIB: u64 = 1024 * 1024;
+
+/// The bounds on what task records take of a store.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) records_per_person: usize,
+    pub(crate) bytes_per_person: u64,
+    pub(crate) bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            records_per_person: MAX_KEPT_PER_PERSON,
+            bytes_per_person: MAX_BYTES_PER_PERSON,
+            bytes: MAX_BYTES,
+        }
+    }
+}
+
+/// Which bound a record would pass, with the bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    RecordsPerPerson(usize),
+    BytesPerPerson(u64),
+    Bytes(u64),
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Bound::RecordsPerPerson(records) => write!(
+                f,
+                "you keep {records} tasks on this server, the most one person may; wait for them \
+                 to expire (a task's lifetime after each was made)"
+            ),
+            Bound::BytesPerPerson(bytes) => write!(
+                f,
+                "your tasks would take more than {}, the most one person's task records may take \
+                 together (arguments, answers and results); wait for them to expire, or send less",
+                size(bytes)
+            ),
+            Bound::Bytes(bytes) => write!(
+                f,
+                "this server's task records would take more than {}, the most they may take in \
+                 all; try again when some have expired",
+                size(bytes)
+            ),
+        }
+    }
+}
+
+/// A size as people read it: whole MiB when it is some, else bytes.
+fn size(bytes: u64) -> String {
+    if bytes > 0 && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// Whether an update may be refused for what it adds to a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Growth {
+    /// What a tool or a client adds (a result, answers): refused past a
+    /// bound, and nothing written.
+    Bounded,
+    /// What the server writes to end or cancel a task (a status, a short
+    /// error): never refused, so that a task always ends.
+    Free,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum StoreError {
     #[error("{0}")]
@@ -25,71 +117,326 @@ pub(crate) enum StoreError {
     Redis(#[from] redis::RedisError),
     #[error("the record kept changing under this update")]
     Contended,
+    /// The record would pass a bound; nothing was written.
+    #[error("{0}")]
+    Full(Bound),
 }
 
-pub(crate) enum Store {
+pub(crate) struct Store {
+    kind: Kind,
+    limits: Limits,
+}
+
+enum Kind {
     Folder(Folder),
     Redis(Redis),
 }
 
-pub(crate) struct Folder {
+struct Folder {
     dir: PathBuf,
     /// One change at a time (this server is the folder's only writer).
-    lock: tokio::sync::Mutex<u64>,
+    state: tokio::sync::Mutex<FolderState>,
 }
 
-pub(crate) struct Redis {
+struct FolderState {
+    /// When the folder was last swept, in milliseconds since the epoch.
+    swept: u64,
+    usage: Usage,
+}
+
+struct Redis {
     connection: redis::aio::ConnectionManager,
 }
 
+/// What a folder's records take (Redis keeps the same in Redis: see
+/// [`ACCOUNTING`]).
+#[derive(Default)]
+struct Usage {
+    /// Each record counted, by id.
+    records: HashMap<String, Counted>,
+    /// The same, soonest to expire first.
+    expiring: BTreeSet<(u64, String)>,
+    people: HashMap<Option<String>, Held>,
+    bytes: u64,
+}
+
+struct Counted {
+    owner: Option<String>,
+    bytes: u64,
+}
+
+/// What one person's records take.
+#[derive(Default)]
+struct Held {
+    records: usize,
+    bytes: u64,
+}
+
+impl Usage {
+    /// Gives back what the records expired by `now` took; their ids.
+    fn expire(&mut self, now: u64) -> Vec<String> {
+        let mut gone = Vec::new();
+        while self.expiring.first().is_some_and(|first| first.0 <= now) {
+            let (_, id) = self.expiring.pop_first().expect("a first entry");
+            if let Some(counted) = self.records.remove(&id) {
+                self.bytes = self.bytes.saturating_sub(counted.bytes);
+                if let Some(held) = self.people.get_mut(&counted.owner) {
+                    held.records = held.records.saturating_sub(1);
+                    held.bytes = held.bytes.saturating_sub(counted.bytes);
+                    if held.records == 0 {
+                        self.people.remove(&counted.owner);
+                    }
+                }
+            }
+            gone.push(id);
+        }
+        gone
+    }
+
+    /// Whether a new record of `bytes` for `owner` fits.
+    fn admits(&self, limits: &Limits, owner: &Option<String>, bytes: u64) -> Result<(), Bound> {
+        let held = self.people.get(owner);
+        if held.map_or(0, |held| held.records) >= limits.records_per_person {
+            return Err(Bound::RecordsPerPerson(limits.records_per_person));
+        }
+        self.fits(limits, held, bytes)
+    }
+
+    /// Whether `more` bytes of `held`'s fit.
+    fn fits(&self, limits: &Limits, held: Option<&Held>, more: u64) -> Result<(), Bound> {
+        if held.map_or(0, |held| held.bytes).saturating_add(more) > limits.bytes_per_person {
+            return Err(Bound::BytesPerPerson(limits.bytes_per_person));
+        }
+        if self.bytes.saturating_add(more) > limits.bytes {
+            return Err(Bound::Bytes(limits.bytes));
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, id: &str, owner: Option<String>, bytes: u64, expires_ms: u64) {
+        let held = self.people.entry(owner.clone()).or_default();
+        held.records += 1;
+        held.bytes += bytes;
+        self.bytes += bytes;
+        self.expiring.insert((expires_ms, id.to_string()));
+        self.records
+            .insert(id.to_string(), Counted { owner, bytes });
+    }
+
+    /// Whether the record `id` may become `bytes` long: within the bounds,
+    /// for `Growth::Bounded`; always, if it is not counted (it expired).
+    fn resizes(&self, limits: &Limits, id: &str, bytes: u64, growth: Growth) -> Result<(), Bound> {
+        let Some(counted) = self.records.get(id) else {
+            return Ok(());
+        };
+        let more = bytes.saturating_sub(counted.bytes);
+        if growth == Growth::Free || more == 0 {
+            return Ok(());
+        }
+        self.fits(limits, self.people.get(&counted.owner), more)
+    }
+
+    fn resize(&mut self, id: &str, bytes: u64) {
+        let Some(counted) = self.records.get_mut(id) else {
+            return;
+        };
+        let was = std::mem::replace(&mut counted.bytes, bytes);
+        let held = self.people.entry(counted.owner.clone()).or_default();
+        held.bytes = held.bytes.saturating_sub(was) + bytes;
+        self.bytes = self.bytes.saturating_sub(was) + bytes;
+    }
+}
+
+/// The functions the Redis scripts share: `release` gives back what the
+/// records expired by `now` took (at most 256 of them a script, so that
+/// none holds Redis long; the rest on the next writes), `add` changes a
+/// count (a count that reaches zero is removed). The keys after the
+/// record's: when each record expires (a sorted set), each record's size
+/// and owner (hashes), and each owner's bytes (with `*` for all) and
+/// records (hashes).
+const ACCOUNTING: &str = r"
+local expiring, sizes, owners, bytes, records = KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local function add(hash, field, by)
+  if by ~= 0 and redis.call('HINCRBY', hash, field, by) <= 0 then
+    redis.call('HDEL', hash, field)
+  end
+end
+local function count(hash, field)
+  return tonumber(redis.call('HGET', hash, field)) or 0
+end
+local function release(now)
+  local gone = redis.call('ZRANGEBYSCORE', expiring, '-inf', now, 'LIMIT', 0, 256)
+  for _, id in ipairs(gone) do
+    local size = count(sizes, id)
+    local owner = redis.call('HGET', owners, id)
+    if owner then
+      add(bytes, owner, -size)
+      add(records, owner, -1)
+    end
+    add(bytes, '*', -size)
+    redis.call('HDEL', sizes, id)
+    redis.call('HDEL', owners, id)
+    redis.call('ZREM', expiring, id)
+  end
+end
+";
+
+/// A new record, if it fits: ARGV is the id, the owner's key, the record,
+/// its remaining milliseconds, when it expires, now, and the limits
+/// (records and bytes per person, bytes in all). 1 when written, else
+/// the bound it would pass (11, 12, 13).
+const CREATE: &str = r"
+local id, owner, text = ARGV[1], ARGV[2], ARGV[3]
+release(tonumber(ARGV[6]))
+local size = string.len(text)
+if count(records, owner) >= tonumber(ARGV[7]) then return 11 end
+if count(bytes, owner) + size > tonumber(ARGV[8]) then return 12 end
+if count(bytes, '*') + size > tonumber(ARGV[9]) then return 13 end
+redis.call('SET', KEYS[1], text, 'PX', ARGV[4])
+redis.call('ZADD', expiring, ARGV[5], id)
+redis.call('HSET', sizes, id, size)
+redis.call('HSET', owners, id, owner)
+add(bytes, owner, size)
+add(bytes, '*', size)
+add(records, owner, 1)
+return 1
+";
+
+/// A changed record, if it is still the version read and its growth fits:
+/// ARGV is the version read, the record, its remaining milliseconds, the
+/// id, now, whether its growth is bounded (`1`), and the limits (bytes
+/// per person, bytes in all). 1 when written, -1 when gone, 0 when
+/// changed meanwhile, else the bound it would pass (12, 13). A record not
+/// counted (made before its count was kept, or counted out as expired) is
+/// written as it is.
 const CAS: &str = r"
 local current = redis.call('GET', KEYS[1])
 if not current then return -1 end
 if tostring(cjson.decode(current)['version']) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+release(tonumber(ARGV[5]))
+local id, text = ARGV[4], ARGV[2]
+local size = string.len(text)
+local was = tonumber(redis.call('HGET', sizes, id))
+local owner = redis.call('HGET', owners, id)
+if was and owner then
+  local more = size - was
+  if ARGV[6] == '1' and more > 0 then
+    if count(bytes, owner) + more > tonumber(ARGV[7]) then return 12 end
+    if count(bytes, '*') + more > tonumber(ARGV[8]) then return 13 end
+  end
+  redis.call('HSET', sizes, id, size)
+  add(bytes, owner, more)
+  add(bytes, '*', more)
+end
+redis.call('SET', KEYS[1], text, 'PX', ARGV[3])
 return 1
 ";
 
+/// The bound a script's answer names, if it names one.
+fn bound_of(answer: i64, limits: &Limits) -> Option<Bound> {
+    match answer {
+        11 => Some(Bound::RecordsPerPerson(limits.records_per_person)),
+        12 => Some(Bound::BytesPerPerson(limits.bytes_per_person)),
+        13 => Some(Bound::Bytes(limits.bytes)),
+        _ => None,
+    }
+}
+
+static CREATE_SCRIPT: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(&format!("{ACCOUNTING}{CREATE}")));
+static CAS_SCRIPT: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(&format!("{ACCOUNTING}{CAS}")));
+
+/// `script` over the record `id` and the accounting's keys.
+fn invoke(script: &'static redis::Script, id: &str) -> redis::ScriptInvocation<'static> {
+    let mut invocation = script.prepare_invoke();
+    invocation.key(key(id));
+    for name in ["expiring", "sizes", "owners", "bytes", "records"] {
+        invocation.key(format!("toolhost:tasks:{name}"));
+    }
+    invocation
+}
+
+/// Who owns a record, as Redis's accounting names them.
+fn owner_key(owner: Option<&str>) -> String {
+    owner.map_or_else(|| "open".to_string(), |name| format!("person:{name}"))
+}
+
 impl Store {
-    /// The folder store in `dir` (made if missing).
+    /// The folder store in `dir` (made if missing), its records counted.
     pub(crate) fn folder(dir: PathBuf) -> std::io::Result<Store> {
         std::fs::create_dir_all(&dir)?;
-        Ok(Store::Folder(Folder {
-            dir,
-            lock: tokio::sync::Mutex::new(0),
-        }))
+        let usage = Folder::count(&dir)?;
+        Ok(Store {
+            kind: Kind::Folder(Folder {
+                dir,
+                state: tokio::sync::Mutex::new(FolderState { swept: 0, usage }),
+            }),
+            limits: Limits::default(),
+        })
     }
 
     /// The Redis store at `url` (`redis://host:port/db`).
     pub(crate) async fn redis(url: &str) -> Result<Store, StoreError> {
         let client = redis::Client::open(url)?;
         let connection = redis::aio::ConnectionManager::new(client).await?;
-        Ok(Store::Redis(Redis { connection }))
+        Ok(Store {
+            kind: Kind::Redis(Redis { connection }),
+            limits: Limits::default(),
+        })
+    }
+
+    /// The same store with other bounds.
+    #[cfg(test)]
+    pub(super) fn with_limits(self, limits: Limits) -> Store {
+        Store { limits, ..self }
     }
 
     /// Whether other servers share it.
     pub(super) fn is_shared(&self) -> bool {
-        matches!(self, Store::Redis(_))
+        matches!(self.kind, Kind::Redis(_))
     }
 
+    /// Writes a new record, if it fits within the bounds; else nothing
+    /// (`StoreError::Full`).
     pub(super) async fn create(&self, record: &TaskRecord) -> Result<(), StoreError> {
-        match self {
-            Store::Folder(folder) => {
-                let mut swept = folder.lock.lock().await;
-                folder.sweep(&mut swept).await;
-                folder.write(record).await
-            }
-            Store::Redis(redis) => {
-                let text = serde_json::to_string(record)?;
-                let mut connection = redis.connection.clone();
-                let _: () = redis::cmd("SET")
-                    .arg(key(&record.id))
-                    .arg(text)
-                    .arg("PX")
-                    .arg(remaining_ms(record))
-                    .query_async(&mut connection)
-                    .await?;
+        match &self.kind {
+            Kind::Folder(folder) => {
+                let bytes = serde_json::to_vec(record)?;
+                let size = bytes.len() as u64;
+                let mut state = folder.state.lock().await;
+                folder.expire(&mut state).await;
+                folder.sweep(&mut state).await;
+                state
+                    .usage
+                    .admits(&self.limits, &record.owner, size)
+                    .map_err(StoreError::Full)?;
+                folder.write(&record.id, bytes).await?;
+                let owner = record.owner.clone();
+                state
+                    .usage
+                    .add(&record.id, owner, size, record.expires_ms());
                 Ok(())
+            }
+            Kind::Redis(redis) => {
+                let text = serde_json::to_string(record)?;
+                let mut invocation = invoke(&CREATE_SCRIPT, &record.id);
+                invocation
+                    .arg(&record.id)
+                    .arg(owner_key(record.owner.as_deref()))
+                    .arg(text)
+                    .arg(remaining_ms(record))
+                    .arg(record.expires_ms())
+                    .arg(now_ms())
+                    .arg(self.limits.records_per_person)
+                    .arg(self.limits.bytes_per_person)
+                    .arg(self.limits.bytes);
+                let mut connection = redis.connection.clone();
+                let answer: i64 = invocation.invoke_async(&mut connection).await?;
+                match bound_of(answer, &self.limits) {
+                    Some(bound) => Err(StoreError::Full(bound)),
+                    None => Ok(()),
+                }
             }
         }
     }
@@ -98,9 +445,9 @@ impl Store {
         if !is_task_id(id) {
             return Ok(None);
         }
-        match self {
-            Store::Folder(folder) => folder.read(id).await,
-            Store::Redis(redis) => {
+        match &self.kind {
+            Kind::Folder(folder) => folder.read(id).await,
+            Kind::Redis(redis) => {
                 let mut connection = redis.connection.clone();
                 let text: Option<String> = redis::cmd("GET")
                     .arg(key(id))
@@ -114,18 +461,22 @@ impl Store {
     /// Changes the record `id` with `change`, if it exists; the record as
     /// changed.
     /// `change` says whether it changed anything: if not, nothing is
-    /// written.
+    /// written. What it adds is refused past a bound when `growth` is
+    /// `Bounded` (`StoreError::Full`, and nothing written).
     pub(super) async fn update(
         &self,
         id: &str,
+        growth: Growth,
         mut change: impl FnMut(&mut TaskRecord) -> bool,
     ) -> Result<Option<TaskRecord>, StoreError> {
         if !is_task_id(id) {
             return Ok(None);
         }
-        match self {
-            Store::Folder(folder) => {
-                let _one = folder.lock.lock().await;
+        match &self.kind {
+            Kind::Folder(folder) => {
+                let mut state = folder.state.lock().await;
+                // An expired record is gone, as Redis forgets it.
+                folder.expire(&mut state).await;
                 let Some(mut record) = folder.read(id).await? else {
                     return Ok(None);
                 };
@@ -133,11 +484,17 @@ impl Store {
                     return Ok(Some(record));
                 }
                 record.version += 1;
-                folder.write(&record).await?;
+                let bytes = serde_json::to_vec(&record)?;
+                let size = bytes.len() as u64;
+                state
+                    .usage
+                    .resizes(&self.limits, id, size, growth)
+                    .map_err(StoreError::Full)?;
+                folder.write(id, bytes).await?;
+                state.usage.resize(id, size);
                 Ok(Some(record))
             }
-            Store::Redis(redis) => {
-                let script = redis::Script::new(CAS);
+            Kind::Redis(redis) => {
                 for _ in 0..32 {
                     let Some(mut record) = self.get(id).await? else {
                         return Ok(None);
@@ -147,14 +504,21 @@ impl Store {
                         return Ok(Some(record));
                     }
                     record.version = seen + 1;
-                    let mut connection = redis.connection.clone();
-                    let set: i64 = script
-                        .key(key(id))
+                    let mut invocation = invoke(&CAS_SCRIPT, id);
+                    invocation
                         .arg(seen.to_string())
                         .arg(serde_json::to_string(&record)?)
                         .arg(remaining_ms(&record))
-                        .invoke_async(&mut connection)
-                        .await?;
+                        .arg(id)
+                        .arg(now_ms())
+                        .arg(if growth == Growth::Bounded { "1" } else { "0" })
+                        .arg(self.limits.bytes_per_person)
+                        .arg(self.limits.bytes);
+                    let mut connection = redis.connection.clone();
+                    let set: i64 = invocation.invoke_async(&mut connection).await?;
+                    if let Some(bound) = bound_of(set, &self.limits) {
+                        return Err(StoreError::Full(bound));
+                    }
                     match set {
                         1 => return Ok(Some(record)),
                         -1 => return Ok(None),
@@ -169,9 +533,9 @@ impl Store {
     /// Whether `replica` beat within [`HEARTBEAT_TTL`] (never, for a
     /// folder: its one server is this one).
     pub(super) async fn alive(&self, replica: &str) -> Result<bool, StoreError> {
-        match self {
-            Store::Folder(_) => Ok(false),
-            Store::Redis(redis) => {
+        match &self.kind {
+            Kind::Folder(_) => Ok(false),
+            Kind::Redis(redis) => {
                 let mut connection = redis.connection.clone();
                 let exists: bool = redis::cmd("EXISTS")
                     .arg(format!("toolhost:replica:{replica}"))
@@ -196,7 +560,9 @@ impl Store {
 
     /// Says `replica` is alive now (a shared store only).
     pub(super) async fn beat_once(&self, replica: &str) {
-        let Store::Redis(redis) = self else { return };
+        let Kind::Redis(redis) = &self.kind else {
+            return;
+        };
         let mut connection = redis.connection.clone();
         let beat: Result<(), _> = redis::cmd("SET")
             .arg(format!("toolhost:replica:{replica}"))
@@ -216,6 +582,46 @@ impl Folder {
         self.dir.join(format!("{id}.json"))
     }
 
+    /// What the records in `dir` take, read as the folder is opened: each
+    /// record's size as written, its owner and when it expires (an expired
+    /// one is not counted; the first sweep removes it).
+    fn count(dir: &Path) -> std::io::Result<Usage> {
+        /// What counting needs of a record (the rest is skipped unread).
+        #[derive(serde::Deserialize)]
+        struct Header {
+            id: String,
+            owner: Option<String>,
+            created_ms: u64,
+            ttl_ms: u64,
+        }
+        let now = now_ms();
+        let mut usage = Usage::default();
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.extension().is_none_or(|extension| extension != "json") {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let Ok(record) = serde_json::from_slice::<Header>(&bytes) else {
+                continue;
+            };
+            let expires_ms = record.created_ms.saturating_add(record.ttl_ms);
+            if expires_ms > now && is_task_id(&record.id) {
+                usage.add(&record.id, record.owner, bytes.len() as u64, expires_ms);
+            }
+        }
+        Ok(usage)
+    }
+
+    /// Gives back what the records expired by now took, and removes them.
+    async fn expire(&self, state: &mut FolderState) {
+        for id in state.usage.expire(now_ms()) {
+            let _ = tokio::fs::remove_file(self.path(&id)).await;
+        }
+    }
+
     async fn read(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         match tokio::fs::read(self.path(id)).await {
             Ok(bytes) => Ok(Some(serde_json::from_slice(&bytes)?)),
@@ -224,10 +630,10 @@ impl Folder {
         }
     }
 
-    /// Written whole and synced before it replaces the last version.
-    async fn write(&self, record: &TaskRecord) -> Result<(), StoreError> {
-        let bytes = serde_json::to_vec(record)?;
-        let (dir, path) = (self.dir.clone(), self.path(&record.id));
+    /// The record `id` as `bytes`, written whole and synced before it
+    /// replaces the last version.
+    async fn write(&self, id: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
+        let (dir, path) = (self.dir.clone(), self.path(id));
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
             use std::io::Write;
             let mut file = tempfile::NamedTempFile::new_in(&dir)?;
@@ -241,13 +647,15 @@ impl Folder {
         Ok(())
     }
 
-    /// Removes expired records, at most once per [`SWEEP_EVERY`].
-    async fn sweep(&self, last: &mut u64) {
+    /// Removes, at most once per [`SWEEP_EVERY`], what is not counted
+    /// and not to be kept: expired or unreadable records, and writes a
+    /// crash cut short. (A counted record is removed as it expires.)
+    async fn sweep(&self, state: &mut FolderState) {
         let now = now_ms();
-        if now.saturating_sub(*last) < SWEEP_EVERY.as_millis() as u64 {
+        if now.saturating_sub(state.swept) < SWEEP_EVERY.as_millis() as u64 {
             return;
         }
-        *last = now;
+        state.swept = now;
         let Ok(mut entries) = tokio::fs::read_dir(&self.dir).await else {
             return;
         };
@@ -265,6 +673,12 @@ impl Folder {
                 if old {
                     let _ = tokio::fs::remove_file(&path).await;
                 }
+                continue;
+            }
+            let counted = path
+                .file_stem()
+                .is_some_and(|id| state.usage.records.contains_key(&*id.to_string_lossy()));
+            if counted {
                 continue;
             }
             let expired = match tokio::fs::read(&path).await {

@@ -346,6 +346,7 @@ pub(super) async fn cancel(
     tasks
         .cancel(&request.task_id, asker)
         .await
+        .map(drop)
         .map_err(task_error)
 }
 
