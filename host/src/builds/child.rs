@@ -10,10 +10,11 @@
 //!   wasmtime reserves far more address space than it uses); where the
 //!   scratch folder is in memory (tmpfs), what is written there counts too;
 //! - a disk limit on everything it writes, each file counted as at least
-//!   [`FILE_COST`]: in a size-bound tmpfs ([`Disk::Tmpfs`]) the kernel
+//!   [`FILE_COST`]: in a size-bound tmpfs ([`BuildsIn::Tmpfs`]) the kernel
 //!   refuses writes past it, and its own figures (files unlinked while
 //!   still open included) are polled; elsewhere a walk of the scratch
-//!   folder is ([`Disk::Walk`]); past it, the group is killed, and no file
+//!   folder is ([`BuildsIn::Folder`]), and the component's folder always
+//!   is ([`Disk`]); past it, the group is killed, and no file
 //!   is larger than it. What a tmpfs holds is memory, and counts toward
 //!   the memory limit too;
 //! - its output (stdout and stderr, as they come) kept to its last
@@ -69,11 +70,19 @@ pub(crate) enum Ended {
     OutOfDisk,
 }
 
-/// How a build's writes are counted.
+/// How a build's writes are counted: the place it builds in, and the
+/// folder its component is written to (walked either way).
 #[derive(Debug, Clone)]
-pub(crate) enum Disk {
+pub(crate) struct Disk {
+    pub(crate) builds_in: BuildsIn,
+    pub(crate) out: PathBuf,
+}
+
+/// Where a build writes besides its component's folder.
+#[derive(Debug, Clone)]
+pub(crate) enum BuildsIn {
     /// The files under this folder, walked (links not followed).
-    Walk(PathBuf),
+    Folder(PathBuf),
     /// The size-bound tmpfs a contained build writes in, at
     /// [`contain::INSIDE`](super::contain::INSIDE) as its processes see
     /// it: the kernel's own count of its blocks and files.
@@ -188,9 +197,9 @@ pub(crate) async fn run(
         network,
         limits.disk_bytes.saturating_add(1 << 20),
     );
-    let in_memory = match &disk {
-        Disk::Walk(scratch) => is_in_memory(scratch),
-        Disk::Tmpfs => true,
+    let in_memory = match &disk.builds_in {
+        BuildsIn::Folder(scratch) => is_in_memory(scratch),
+        BuildsIn::Tmpfs => true,
     };
     let started = Instant::now();
     let mut child = command.spawn()?;
@@ -222,9 +231,12 @@ pub(crate) async fn run(
                     // and walks the scratch folder.
                     let (held, disk) = tokio::task::spawn_blocking(move || {
                         let (held, tmpfs) = group_resident_bytes(group);
-                        let disk = match measure {
-                            Disk::Tmpfs => tmpfs,
-                            Disk::Walk(folder) => count_disk.then(|| bytes_under(&folder)),
+                        let disk = match measure.builds_in {
+                            BuildsIn::Tmpfs => {
+                                Some(tmpfs.unwrap_or(0) + bytes_under(&measure.out))
+                            }
+                            BuildsIn::Folder(folder) => count_disk
+                                .then(|| bytes_under(&folder) + bytes_under(&measure.out)),
                         };
                         (held, disk)
                     })
@@ -255,12 +267,13 @@ pub(crate) async fn run(
     }
     // A build that failed at the disk limit (a file stopped short of it
     // between two polls, or a write the tmpfs refused) is told as such.
-    let ended = match (ended, &disk) {
-        (Ended::Exited(false), Disk::Walk(folder)) => {
-            let folder = folder.clone();
-            let disk = tokio::task::spawn_blocking(move || bytes_under(&folder))
-                .await
-                .unwrap_or(0);
+    let ended = match (ended, &disk.builds_in) {
+        (Ended::Exited(false), BuildsIn::Folder(folder)) => {
+            let (folder, out) = (folder.clone(), disk.out.clone());
+            let disk =
+                tokio::task::spawn_blocking(move || bytes_under(&folder) + bytes_under(&out))
+                    .await
+                    .unwrap_or(0);
             peak_disk = peak_disk.max(disk);
             if disk >= limits.disk_bytes {
                 Ended::OutOfDisk
@@ -268,7 +281,7 @@ pub(crate) async fn run(
                 ended
             }
         }
-        (Ended::Exited(false), Disk::Tmpfs)
+        (Ended::Exited(false), BuildsIn::Tmpfs)
             if peak_disk + (limits.disk_bytes / 16).max(FILE_COST) >= limits.disk_bytes
                 || log
                     .lock()
@@ -334,6 +347,12 @@ fn allocated(metadata: &std::fs::Metadata) -> u64 {
 fn tmpfs_bytes(pid: &str) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     const TMPFS_MAGIC: i64 = 0x0102_1994;
+    // Only a process in a mount namespace of its own (inside the sandbox):
+    // one not yet there sees the host's root.
+    let theirs = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok()?;
+    if std::fs::read_link("/proc/self/ns/mnt").ok()? == theirs {
+        return None;
+    }
     let path = format!("/proc/{pid}/root{}", super::contain::INSIDE);
     let path = std::ffi::CString::new(std::ffi::OsStr::new(&path).as_bytes()).ok()?;
     // SAFETY: a plain C struct, for statfs to fill.
@@ -512,10 +531,13 @@ mod tests {
                 limits.disk_bytes,
             )
             .unwrap();
-        let disk = if containment.tmpfs() {
-            Disk::Tmpfs
-        } else {
-            Disk::Walk(dir.to_path_buf())
+        let disk = Disk {
+            builds_in: if containment.tmpfs() {
+                BuildsIn::Tmpfs
+            } else {
+                BuildsIn::Folder(dir.to_path_buf())
+            },
+            out: out.path().to_path_buf(),
         };
         run(
             command,
@@ -650,6 +672,14 @@ mod tests {
         if containment.tmpfs() {
             let ran = sh(
                 "exec 3>held; rm held; head -c 200000000 /dev/zero >&3; sleep 5",
+                tempfile::tempdir().unwrap().path(),
+                &limits(),
+            )
+            .await;
+            assert_eq!(ran.ended, Ended::OutOfDisk, "{}", ran.log);
+            // The component's folder, outside the tmpfs, counts too.
+            let ran = sh(
+                "head -c 200000000 /dev/zero > /out/plugin.wasm; sleep 5",
                 tempfile::tempdir().unwrap().path(),
                 &limits(),
             )

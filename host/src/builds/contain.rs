@@ -178,7 +178,7 @@ impl Containment {
                     command.args([
                         "/bin/sh".into(),
                         "-c".into(),
-                        format!("cp -R {SOURCES}/. {INSIDE}/ && exec \"$0\" \"$@\""),
+                        format!("/bin/cp -R {SOURCES}/. {INSIDE}/ && exec \"$0\" \"$@\""),
                     ]);
                 }
                 command.arg(program);

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use self::child::{Disk, Ended, Limits};
+use self::child::{BuildsIn, Disk, Ended, Limits};
 use self::contain::{Containment, Folders};
 use self::recipe::{Language, Sources, ToolchainMissing, world_of};
 use self::scratch::{OutputRefused, Scratch};
@@ -613,10 +613,13 @@ impl Builds {
             .containment
             .command(program, &recipe.args, paths, limits.disk_bytes)
             .ok_or_else(|| BuildError::Unavailable("builds are off here".into()))?;
-        let disk = if self.containment.tmpfs() {
-            Disk::Tmpfs
-        } else {
-            Disk::Walk(src.clone())
+        let disk = Disk {
+            builds_in: if self.containment.tmpfs() {
+                BuildsIn::Tmpfs
+            } else {
+                BuildsIn::Folder(src.clone())
+            },
+            out: out.clone(),
         };
         let ran = child::run(command, disk, self.containment.network(), &limits, gave_way).await?;
         // The log names the scratch folder as the build saw it.

@@ -28,12 +28,13 @@ pub(super) struct BuildOptions {
     /// How many builds run at once [default: one per core].
     #[arg(long, env = "TOOLHOST_MAX_BUILDS", value_parser = clap::value_parser!(u32).range(1..))]
     max_builds: Option<u32>,
-    /// How much one build may write in all (its scratch folder, the
-    /// component included), in MiB.
+    /// How much one build may write in all (its own tmpfs or folder, the
+    /// component included; each file counts at least 4 KiB), in MiB.
     #[arg(long, env = "TOOLHOST_BUILD_DISK_MIB", default_value_t = BuildSettings::DEFAULT_DISK_MIB, value_parser = clap::value_parser!(u64).range(16..))]
     build_disk_mib: u64,
-    /// How long a build holds its slot, in seconds; past it, it goes on
-    /// beside the next build in line (at most twice --max-builds at once).
+    /// How long a build holds its slot, in seconds; past it, it gives the
+    /// slot to the next build in line and goes on beside it at the lowest
+    /// CPU priority.
     #[arg(long, env = "TOOLHOST_BUILD_SLICE_SECS", default_value_t = BuildSettings::DEFAULT_SLICE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     build_slice_secs: u64,
     /// Build even where bubblewrap cannot contain a build (not installed,
