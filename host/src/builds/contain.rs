@@ -15,8 +15,8 @@
 //!   empty and read-only; it sees `/usr` (and the `/bin`, `/lib*` beside
 //!   it), the dynamic loader's cache, and the toolchain's own folders
 //!   ([`roots`]), all read-only. It writes in one place, `/build`: a tmpfs
-//!   of its own whose size is `--build-disk-mib` (the kernel bounds it,
-//!   files unlinked while open included), into which it first copies its
+//!   of its own of twice `--build-disk-mib` (the kernel's hard bound, files
+//!   unlinked while open included; the poll stops it at the limit), into which it first copies its
 //!   sources from `/sources` (read-only; `/tmp` leads into `/build` too);
 //!   and the toolchain writes the component into `/out`, a folder of the
 //!   host's that the author's code is never handed (the toolchain preopens
@@ -171,7 +171,14 @@ impl Containment {
             Containment::Sandbox { bwrap, tmpfs } => {
                 let mut command = tokio::process::Command::new(bwrap);
                 command
-                    .args(sandbox_args(&roots, folders, tmpfs.then_some(disk_bytes)))
+                    // Twice the limit: the kernel's hard bound. The poll
+                    // (`child.rs`) stops the build at the limit itself,
+                    // and names it, before a write is refused.
+                    .args(sandbox_args(
+                        &roots,
+                        folders,
+                        tmpfs.then_some(disk_bytes.saturating_mul(2)),
+                    ))
                     .arg("--");
                 if *tmpfs {
                     // The sources into the tmpfs, then the toolchain.
