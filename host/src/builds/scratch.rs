@@ -114,9 +114,10 @@ impl Scratch {
             .permissions(private())
             .tempdir_in(&self.root)?;
         for name in ["src", "out"] {
-            std::fs::DirBuilder::new()
-                .mode_private()
-                .create(dir.path().join(name))?;
+            let mut folder = std::fs::DirBuilder::new();
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut folder, 0o700);
+            folder.create(dir.path().join(name))?;
         }
         Ok(BuildFolders { dir })
     }
@@ -153,18 +154,6 @@ pub(crate) fn private() -> std::fs::Permissions {
         std::fs::metadata(std::env::temp_dir())
             .map(|m| m.permissions())
             .expect("the temporary folder exists")
-    }
-}
-
-trait PrivateDir {
-    fn mode_private(&mut self) -> &mut Self;
-}
-
-impl PrivateDir for std::fs::DirBuilder {
-    fn mode_private(&mut self) -> &mut Self {
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(self, 0o700);
-        self
     }
 }
 
@@ -259,7 +248,7 @@ pub(crate) fn read_output(path: &Path, limit: u64) -> Result<Vec<u8>, OutputRefu
         // A link, with O_NOFOLLOW.
         #[cfg(unix)]
         Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(OutputRefused::NotAFile("a symbolic link"));
+            return Err(OutputRefused::NotAFile(Entry::Link.words()));
         }
         Err(error) => return Err(OutputRefused::Io(error)),
     };
@@ -286,11 +275,64 @@ pub(crate) fn read_output(path: &Path, limit: u64) -> Result<Vec<u8>, OutputRefu
     Ok(bytes)
 }
 
+/// What a directory entry is, not following links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    File,
+    Folder,
+    Link,
+    Fifo,
+    Device,
+    Socket,
+    Special,
+}
+
+impl Entry {
+    fn of(metadata: &std::fs::Metadata) -> Entry {
+        let kind = metadata.file_type();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if kind.is_fifo() {
+                return Entry::Fifo;
+            }
+            if kind.is_char_device() || kind.is_block_device() {
+                return Entry::Device;
+            }
+            if kind.is_socket() {
+                return Entry::Socket;
+            }
+        }
+        if kind.is_symlink() {
+            Entry::Link
+        } else if kind.is_dir() {
+            Entry::Folder
+        } else if kind.is_file() {
+            Entry::File
+        } else {
+            Entry::Special
+        }
+    }
+
+    /// The words a refusal says it with.
+    fn words(self) -> &'static str {
+        match self {
+            Entry::File => "a file",
+            Entry::Folder => "a folder",
+            Entry::Link => "a symbolic link",
+            Entry::Fifo => "a FIFO",
+            Entry::Device => "a device",
+            Entry::Socket => "a socket",
+            Entry::Special => "a special file",
+        }
+    }
+}
+
 /// What `metadata` is when it is not a regular file with one name.
 fn not_a_plain_file(metadata: &std::fs::Metadata) -> Option<&'static str> {
-    let kind = kind_of(metadata);
-    if kind != "a file" {
-        return Some(kind);
+    let entry = Entry::of(metadata);
+    if entry != Entry::File {
+        return Some(entry.words());
     }
     #[cfg(unix)]
     {
@@ -300,33 +342,6 @@ fn not_a_plain_file(metadata: &std::fs::Metadata) -> Option<&'static str> {
         }
     }
     None
-}
-
-/// A word for what `metadata` describes (not following links).
-fn kind_of(metadata: &std::fs::Metadata) -> &'static str {
-    let kind = metadata.file_type();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return "a FIFO";
-        }
-        if kind.is_char_device() || kind.is_block_device() {
-            return "a device";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-    }
-    if kind.is_symlink() {
-        "a symbolic link"
-    } else if kind.is_dir() {
-        "a folder"
-    } else if kind.is_file() {
-        "a file"
-    } else {
-        "a special file"
-    }
 }
 
 /// The first link or special file under `dir` (links not followed), with
@@ -343,12 +358,12 @@ pub(crate) fn left_behind(dir: &Path) -> Option<(PathBuf, &'static str)> {
             let Ok(metadata) = path.symlink_metadata() else {
                 continue;
             };
-            match kind_of(&metadata) {
-                "a folder" => folders.push(path),
-                "a file" => {}
+            match Entry::of(&metadata) {
+                Entry::Folder => folders.push(path),
+                Entry::File => {}
                 other => {
                     let shown = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
-                    return Some((shown, other));
+                    return Some((shown, other.words()));
                 }
             }
         }
