@@ -161,6 +161,23 @@ fn rest_answers_input_required_and_runs_tasks() {
         "{done}"
     );
 
+    // The same answers replayed into a call with other arguments: refused,
+    // and nothing ran.
+    let smuggled = json!({
+        "arguments": { "other": "arguments" },
+        "inputResponses": { "user_name": { "action": "accept", "content": { "name": "Ada" } } }
+    });
+    let headers = [
+        ("Toolhost-Input", "elicitation"),
+        ("Toolhost-Request-State", state.as_str()),
+    ];
+    let (status, _, refused) = rest(base, "POST", tool, &headers, Some(smuggled));
+    assert_eq!(
+        (status, refused["error"]["code"].clone()),
+        (400, json!("INVALID_REQUEST")),
+        "{refused}"
+    );
+
     // One character changed: refused, and nothing ran.
     let tampered = format!("{state}A");
     let headers = [

@@ -172,7 +172,7 @@ async fn call_inner(
         (body, None)
     };
     let owner = owner(extensions);
-    let bound = crate::front::mcp::bind("rest/tools", name, owner.as_deref());
+    let bound = crate::front::mcp::bind("rest/tools", name, owner.as_deref(), Some(&arguments));
     let keys = &longer.rounds.input_keys;
     let responses = responses.map(|map| map.into_iter().collect());
     let round = Arc::new(

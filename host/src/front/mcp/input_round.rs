@@ -413,10 +413,64 @@ pub(crate) fn overrides(
     None
 }
 
-/// What a `requestState` is bound to: the method, the name and who asked,
-/// so that it is good for nothing else.
-pub(crate) fn bind(method: &str, name: &str, person: Option<&str>) -> String {
-    format!("{method}\0{name}\0{}", person.unwrap_or(""))
+/// What a `requestState` is bound to: the method, the name, who asked and
+/// the arguments (a digest of them, whatever the order of their keys), so
+/// that it is good for nothing else: answers given for one call are never
+/// replayed into a call with other arguments.
+pub(crate) fn bind(
+    method: &str,
+    name: &str,
+    person: Option<&str>,
+    arguments: Option<&serde_json::Map<String, Value>>,
+) -> String {
+    use sha2::Digest;
+    // No arguments and `{}` are one call.
+    let mut bytes = Vec::new();
+    canonical(
+        &Value::Object(arguments.cloned().unwrap_or_default()),
+        &mut bytes,
+    );
+    let digest = sha2::Sha256::digest(&bytes);
+    format!(
+        "{method}\0{name}\0{}\0{}",
+        person.unwrap_or(""),
+        digest
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    )
+}
+
+/// `value` as JSON with every object's keys in order, so that equal
+/// arguments sent in another order bind the same.
+fn canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (at, key) in keys.into_iter().enumerate() {
+                if at > 0 {
+                    out.push(b',');
+                }
+                out.extend(Value::String(key.clone()).to_string().into_bytes());
+                out.push(b':');
+                canonical(&map[key], out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (at, item) in items.iter().enumerate() {
+                if at > 0 {
+                    out.push(b',');
+                }
+                canonical(item, out);
+            }
+            out.push(b']');
+        }
+        other => out.extend(other.to_string().into_bytes()),
+    }
 }
 
 #[cfg(test)]
@@ -474,7 +528,14 @@ mod tests {
             "active = \"new\"\n[keys]\nnew = \"0123456789abcdef0123456789abcdef\"\nold = \"fedcba9876543210fedcba9876543210\"\n",
         )
         .unwrap();
-        let bound = bind("tools/call", "ask", Some("ada"));
+        let arguments = json!({ "a": 1, "b": [{ "y": 2, "x": 1 }] });
+        let bound = bind("tools/call", "ask", Some("ada"), arguments.as_object());
+        // The same arguments, their keys in another order: the same binding.
+        let reordered = json!({ "b": [{ "x": 1, "y": 2 }], "a": 1 });
+        assert_eq!(
+            bind("tools/call", "ask", Some("ada"), reordered.as_object()),
+            bound
+        );
         let answer = json!({ "action": "accept", "content": { "name": "Ada" } });
         let responses: InputResponses = [("first".to_string(), answer.clone())].into();
         let state = round_state(&keys, &bound, None, Some(responses))
@@ -497,9 +558,12 @@ mod tests {
                 .await
                 .is_err()
         );
+        let smuggled = json!({ "a": 2, "b": [{ "y": 2, "x": 1 }] });
         for other in [
-            bind("tools/call", "other", Some("ada")),
-            bind("tools/call", "ask", Some("bob")),
+            bind("tools/call", "other", Some("ada"), arguments.as_object()),
+            bind("tools/call", "ask", Some("bob"), arguments.as_object()),
+            bind("tools/call", "ask", Some("ada"), smuggled.as_object()),
+            bind("tools/call", "ask", Some("ada"), None),
         ] {
             assert!(
                 round_state(&keys, &other, Some(&state), None)
@@ -542,7 +606,7 @@ mod tests {
     #[tokio::test]
     async fn an_answer_of_the_wrong_shape_is_refused_and_a_missing_one_asked_again() {
         let keys = InputKeys::random();
-        let bound = bind("tools/call", "ask", None);
+        let bound = bind("tools/call", "ask", None, None);
         let wrong: InputResponses = [("first".to_string(), json!({ "roots": "no" }))].into();
         let round = InputRound::open(
             &keys,

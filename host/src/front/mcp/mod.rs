@@ -257,7 +257,12 @@ impl ServerHandler for McpFront {
                     log_level: Arc::new(Mutex::new(LoggingLevel::Debug)),
                 }),
             };
-            let bound = bound_to("tools/call", &request.name, &context);
+            let bound = bound_to(
+                "tools/call",
+                &request.name,
+                request.arguments.as_ref(),
+                &context,
+            );
             let round = Arc::new(InputRound::open(
                 &self.input_keys,
                 &bound,
@@ -391,7 +396,12 @@ impl ServerHandler for McpFront {
             .map(GetPromptResponse::Complete);
         };
         // 2026-07-28: a prompt asks for input as a tool does.
-        let bound = bound_to("prompts/get", &request.name, &context);
+        let bound = bound_to(
+            "prompts/get",
+            &request.name,
+            request.arguments.as_ref(),
+            &context,
+        );
         let round = Arc::new(InputRound::open(
             &self.input_keys,
             &bound,
@@ -611,11 +621,17 @@ fn stateless_capabilities(
 }
 
 /// What a `requestState` of this request is bound to.
-fn bound_to(method: &str, name: &str, context: &RequestContext<RoleServer>) -> String {
+fn bound_to(
+    method: &str,
+    name: &str,
+    arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+    context: &RequestContext<RoleServer>,
+) -> String {
     input_round::bind(
         method,
         name,
         requester(context).map(|identity| identity.name.as_str()),
+        arguments,
     )
 }
 

@@ -124,7 +124,12 @@ impl FastPath {
                             .get::<crate::edge::guard::Requester>()
                             .and_then(|requester| requester.0.as_ref())
                             .map(|identity| identity.name.clone());
-                        let bound = bind("tools/call", &params.name, person.as_deref());
+                        let bound = bind(
+                            "tools/call",
+                            &params.name,
+                            person.as_deref(),
+                            params.arguments.as_ref(),
+                        );
                         let relay = Relay {
                             log_level,
                             to: notes.clone(),
