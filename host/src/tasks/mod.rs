@@ -24,6 +24,7 @@
 //! cancel it always (a task goes on running when its tool leaves their
 //! set, so its maker can always stop it).
 
+mod bounds;
 mod record;
 mod store;
 
@@ -36,7 +37,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use self::store::{Bound, Growth};
+use self::bounds::{Bound, Growth};
 
 pub(crate) use self::record::{RunEnd, Status, TaskRecord};
 pub(crate) use self::store::{Store, StoreError};
@@ -52,8 +53,8 @@ pub(crate) type Run = Pin<Box<dyn Future<Output = RunEnd> + Send>>;
 
 /// How many tasks one person may have run at once on one server; one more
 /// is refused (busy) rather than queued. (What their records may take is
-/// the store's bound: `store::MAX_KEPT_PER_PERSON`,
-/// `store::MAX_BYTES_PER_PERSON`, `store::MAX_BYTES`.)
+/// the store's bound: `bounds::MAX_KEPT_PER_PERSON`,
+/// `bounds::MAX_BYTES_PER_PERSON`, `bounds::MAX_BYTES`.)
 pub(crate) const MAX_RUNNING_PER_PERSON: usize = 8;
 
 /// Why a task request is refused.
@@ -435,7 +436,7 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tasks::store::Limits;
+    use crate::tasks::bounds::Limits;
 
     fn everything(_: &str) -> bool {
         true
