@@ -622,6 +622,51 @@ fn read_head(socket: &mut TcpStream) -> String {
     String::from_utf8_lossy(&head).into_owned()
 }
 
+/// A stream its client closed stops counting against its person at once,
+/// not at the next keep-alive write (15 s on): closing one and opening
+/// the next is what a page does on every reload.
+#[test]
+fn a_closed_stream_gives_its_place_back_at_once() {
+    let (_dir, _config, server) = room(&[&example("echo")], &["--max-streams-per-person", "1"]);
+    let address = server.base.trim_start_matches("http://").to_string();
+    let listen = || {
+        let mut socket = TcpStream::connect(&address).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        socket
+            .write_all(
+                format!(
+                    "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {ADA}\r\n\
+                     Accept: text/event-stream\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .unwrap();
+        let head = read_head(&mut socket);
+        (socket, head)
+    };
+    let (first, head) = listen();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (_, head) = listen();
+    assert!(head.starts_with("HTTP/1.1 503"), "one stream each: {head}");
+    drop(first);
+    // Well inside the keep-alive's 15 s.
+    let started = std::time::Instant::now();
+    loop {
+        let (_second, head) = listen();
+        if head.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the closed stream still counted after {:?}: {head}",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn one_persons_streams_and_slow_bodies_never_lock_the_others_out() {
     let (_dir, _config, server) = room(
