@@ -1,9 +1,13 @@
 //! Embeds the language runtimes `make runtimes` built (`target/runtimes/`,
-//! see `src/runtime/languages.rs`), so that a `toolhost` binary runs
+//! see `src/languages/runtimes.rs`), so that a `toolhost` binary runs
 //! Python and JavaScript source with nothing installed beside it. A build
 //! made before them embeds none: that binary finds them in this
 //! repository's `target/runtimes`, or is told where with
-//! `TOOLHOST_PYTHON_RUNTIME` / `TOOLHOST_JS_RUNTIME`.
+//! `TOOLHOST_PYTHON_RUNTIME` / `TOOLHOST_JS_RUNTIME`. Each is embedded as
+//! the zstd-compressed copy `make runtimes` writes beside it (`.wasm.zst`,
+//! a third of the size), with the SHA-256 of its uncompressed bytes; and
+//! CPython's standard library for the Python runtime
+//! (`python-stdlib.tar.zst`) with the list of its modules.
 //!
 //! It also names the cargo profile the binary was built with
 //! (`TOOLHOST_BUILD_PROFILE`, shown by `toolhost --version`), so that a
@@ -39,20 +43,9 @@ fn main() {
     if built.is_dir() {
         println!("cargo:rerun-if-changed={}", built.display());
     }
-    for (name, embedded) in [
-        ("python.wasm", "python-runtime.wasm"),
-        ("js.wasm", "js-runtime.wasm"),
-    ] {
+    for (name, embedded) in [("python.wasm", "python-runtime"), ("js.wasm", "js-runtime")] {
         let source = built.join(name);
-        let bytes = match std::fs::read(&source) {
-            Ok(bytes) => {
-                // Only a file that exists is watched: a missing one would
-                // make every build run this again.
-                println!("cargo:rerun-if-changed={}", source.display());
-                bytes
-            }
-            Err(_) => Vec::new(),
-        };
+        let bytes = read_watched(&source);
         // Its SHA-256 beside it (its compile key), so that a server with
         // the runtime compiled in its cache never reads the bytes.
         let digest = if bytes.is_empty() {
@@ -60,10 +53,48 @@ fn main() {
         } else {
             sha256_hex(&bytes)
         };
-        let target = Path::new(&out).join(embedded);
-        if std::fs::read(&target).ok().as_deref() != Some(bytes.as_slice()) {
-            std::fs::write(&target, bytes).expect("writing into OUT_DIR");
+        // The compressed copy `make runtimes` writes beside it, when it is
+        // of these bytes (not older than them); else the bytes themselves.
+        let compressed = built.join(format!("{name}.zst"));
+        let fresh = |file: &Path| {
+            let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+            matches!((modified(file), modified(&source)), (Some(z), Some(w)) if z >= w)
+        };
+        let (kind, embedded_bytes) = if !bytes.is_empty() && fresh(&compressed) {
+            ("zst", read_watched(&compressed))
+        } else {
+            ("raw", bytes)
+        };
+        write_if_changed(
+            &Path::new(&out).join(format!("{embedded}.bin")),
+            &embedded_bytes,
+        );
+        std::fs::write(Path::new(&out).join(format!("{embedded}.kind")), kind)
+            .expect("writing into OUT_DIR");
+        std::fs::write(Path::new(&out).join(format!("{embedded}.sha256")), digest)
+            .expect("writing into OUT_DIR");
+    }
+    // CPython's standard library for the Python runtime, and its modules.
+    for name in ["python-stdlib.tar.zst", "python-stdlib.txt"] {
+        let bytes = read_watched(&built.join(name));
+        write_if_changed(&Path::new(&out).join(name), &bytes);
+    }
+}
+
+/// A file's bytes, watched for changes when it exists (a missing one
+/// would make every build run this again); empty when it does not.
+fn read_watched(path: &Path) -> Vec<u8> {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            println!("cargo:rerun-if-changed={}", path.display());
+            bytes
         }
-        std::fs::write(target.with_extension("sha256"), digest).expect("writing into OUT_DIR");
+        Err(_) => Vec::new(),
+    }
+}
+
+fn write_if_changed(target: &Path, bytes: &[u8]) {
+    if std::fs::read(target).ok().as_deref() != Some(bytes) {
+        std::fs::write(target, bytes).expect("writing into OUT_DIR");
     }
 }

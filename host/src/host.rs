@@ -27,6 +27,7 @@ use tokio::net::TcpListener;
 use crate::call::Calls;
 use crate::call::envelope::{Envelope, TextFormat};
 use crate::call::invoke::{self, Front};
+use crate::languages::Language;
 use crate::oci::signature::VerifyKey;
 use crate::publishing::audit::Audit;
 use crate::publishing::publish::Publishing;
@@ -224,6 +225,9 @@ impl Host {
     /// is an error (`toolhost serve` creates its folder first; a one-shot
     /// command or a CGI script never creates one).
     pub async fn open(config: HostConfig) -> anyhow::Result<Host> {
+        if let Some(cache) = &config.cache_dir {
+            crate::languages::runtimes::unpack_into(cache);
+        }
         let runtime = Runtime::new(
             config.limits,
             config.cache_dir.clone(),
@@ -258,6 +262,9 @@ impl Host {
             registry.scan(folder).await.map_err(|e| {
                 anyhow::anyhow!("cannot read the plugin folder {}: {e}", folder.display())
             })?;
+        }
+        if watch.is_some() {
+            compile_language_runtimes(registry.runtime().clone());
         }
         let calls = Arc::new(Calls::new(&config.per_person, config.max_calls));
         tokio::spawn(forget_unserved_tools(
@@ -396,4 +403,23 @@ impl Host {
         )
         .await
     }
+}
+
+/// The language runtimes compiled (or loaded from the cache) in the
+/// background as a watching host opens, and held: the first Python or
+/// JavaScript source published to a fresh server is live as fast as the
+/// thirtieth. A runtime this binary lacks is skipped; a compile that fails
+/// is logged, and the first source tries again.
+fn compile_language_runtimes(runtime: Arc<Runtime>) {
+    tokio::task::spawn_blocking(move || {
+        for language in [Language::Python, Language::JavaScript] {
+            let Ok(component) = crate::languages::runtimes::component(language) else {
+                continue;
+            };
+            let name = format!("the {} runtime", language.as_str());
+            if let Err(error) = runtime.keep_compiled(&name, &component.wasm, &component.hash) {
+                tracing::warn!(%error, runtime = name, "could not compile ahead");
+            }
+        }
+    });
 }

@@ -41,8 +41,11 @@
 //!     │         OCI registries, polled) ─→ oci/ (artifact layout, cosign
 //!     │         signatures; also what `push … oci://` writes with)
 //!  runtime/   wasmtime: compile (Winch baseline first for large components,
-//!               Cranelift behind) + cache, sandbox, WIT imports, call threads
-//!               (knows nothing of HTTP or JSON-RPC)
+//!     │         Cranelift behind) + cache, sandbox, WIT imports, call threads
+//!     │         (knows nothing of HTTP or JSON-RPC)
+//!  languages/ what a language is, for every room above: one `Language`,
+//!               what a source imports, the author's line in what printed
+//!               it, the embedded runtimes (asks no other room)
 //! ```
 //!
 //! The binary (`main.rs`) parses the command line and runs
@@ -59,6 +62,7 @@ pub mod commands;
 mod edge;
 mod front;
 mod host;
+pub mod languages;
 mod oci;
 mod ops;
 mod publishing;

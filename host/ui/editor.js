@@ -22,6 +22,9 @@ import {
 const LANGUAGES = {
   python: { label: "Python", mime: "text/x-python", template: "/ui/templates/app.py", mode: python },
   js: { label: "JavaScript", mime: "text/javascript", template: "/ui/templates/app.js", mode: javascript },
+  // The JavaScript template is TypeScript as it is; types are erased on the
+  // server, every line kept.
+  ts: { label: "TypeScript", mime: "text/typescript", template: "/ui/templates/app.js", mode: () => javascript({ typescript: true }) },
 };
 
 const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
@@ -170,14 +173,24 @@ function forTheBrowser(text, language, name) {
     return ['"""' + lines[0], ...lines.slice(1),
       "A tool is a typed function with a docstring: the parameters' type hints",
       "become the input schema, a dataclass return type the output schema.",
-      "Import what a tool needs at the top of the file.",
+      "Import what a tool needs at the top of the file: the standard library,",
+      "and the packages your instructor added (toolhost packages add).",
+      "",
+      "To call a web API (an origin your instructor allowed):",
+      "    from toolhost_plugin import config, http",
+      "    answer = http.get(url, params={...}, headers={\"X-Api-Key\": config.get(\"api_key\")})",
+      "    answer.raise_for_status(); data = answer.json()",
       '"""'].join("\n") + text.slice(end + 3);
   }
   const body = text.split("\n");
   let first = 0;
   while (first < body.length && body[first].startsWith("//") && !body[first].startsWith("// @ts-check")) first++;
   const header = [...lines, "A tool is a JSON Schema for its arguments and a `run` function: a string",
-    "it returns is text, an object structured content."].map((line) => (line ? `// ${line}` : "//"));
+    "it returns is text, an object structured content.",
+    "",
+    "To call a web API (an origin your instructor allowed), make run async:",
+    "  async run({ city }) { const answer = await fetch(url, { headers: { \"X-Api-Key\": config.get(\"api_key\") } });",
+    "    return await answer.json(); }   // import { config } from \"./toolhost.js\""].map((line) => (line ? `// ${line}` : "//"));
   return [...header, ...body.slice(first)].join("\n");
 }
 

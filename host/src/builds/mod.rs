@@ -22,13 +22,13 @@
 //! folders of their own ([`scratch`]), and what a build made is read only
 //! as a regular file the server opens itself.
 //!
-//! A failure answers with the author's line first ([`diagnose`]). Each
+//! A failure answers with the author's line first
+//! ([`authors_line`]). Each
 //! stage is told to whoever listens ([`BuildEvent`]: the event feed).
 //! Nothing here knows HTTP: the front turns outcomes into answers.
 
 pub(crate) mod child;
 pub(crate) mod contain;
-pub(crate) mod diagnose;
 pub(crate) mod line;
 mod queue;
 pub(crate) mod recipe;
@@ -44,6 +44,7 @@ use self::child::{BuildsIn, Disk, Ended, Limits};
 use self::contain::{Containment, Folders};
 use self::recipe::{Language, Sources, ToolchainMissing, world_of};
 use self::scratch::{OutputRefused, Scratch};
+use crate::languages::authors_line;
 
 const PLUGIN_WIT: &str = include_str!("../../../wit/plugin.wit");
 const PYTHON_HELPER: &str = include_str!("../../../sdk/python/toolhost_plugin.py");
@@ -405,8 +406,7 @@ impl Builds {
         if let Some(why) = self.containment.refusal() {
             return Err(BuildError::Unavailable(why.to_string()));
         }
-        let toolchain = language
-            .toolchain()
+        let toolchain = recipe::toolchain(language)
             .ok_or_else(|| BuildError::NotBuiltHere("no toolchain builds it".into()))?;
         toolchain
             .find()
@@ -432,9 +432,7 @@ impl Builds {
         if let Some(why) = self.containment.refusal() {
             return Err(BuildError::Unavailable(why.to_string()));
         }
-        let toolchain = source
-            .language
-            .toolchain()
+        let toolchain = recipe::toolchain(source.language)
             .ok_or_else(|| BuildError::NotBuiltHere("no toolchain".into()))?;
         let program = toolchain.find().map_err(|reason| BuildError::Toolchain {
             language: source.language.as_str(),
@@ -564,13 +562,13 @@ impl Builds {
         let mut notes = Vec::new();
         match source.language {
             Language::Python => {
-                let late = diagnose::late_imports(&source.text);
+                let late = crate::languages::imports::late_imports(&source.text);
                 let mut helper = PYTHON_HELPER.to_string();
                 if !late.is_empty() {
                     // Imported at build time through the helper, so that
                     // they are in the component when a tool needs them.
                     let mut preload = String::from("# Modules app.py imports inside functions.\n");
-                    for (line, module) in &late {
+                    for crate::languages::Import { line, module, .. } in &late {
                         preload.push_str(&format!(
                             "try:\n    import {module}  # noqa: F401\nexcept ImportError:\n    pass\n"
                         ));
@@ -589,7 +587,7 @@ impl Builds {
                 std::fs::write(dir.join("toolhost_plugin.py"), helper)?;
             }
             Language::JavaScript => std::fs::write(dir.join("toolhost.js"), JS_HELPER)?,
-            Language::Rust => unreachable!("refused above"),
+            Language::TypeScript | Language::Rust => unreachable!("no toolchain: refused above"),
         }
         let sources = Sources {
             world: Some(world_of(source.language, dir)),
@@ -600,9 +598,11 @@ impl Builds {
             out: &out,
         };
         let output = "plugin.wasm";
-        let recipe = source
-            .language
-            .recipe(&self.containment.output(paths, output), &sources);
+        let recipe = recipe::recipe(
+            source.language,
+            &self.containment.output(paths, output),
+            &sources,
+        );
         let limits = Limits {
             wall: self.settings.timeout,
             memory_bytes: self.settings.memory_bytes,
@@ -623,7 +623,7 @@ impl Builds {
         };
         let ran = child::run(command, disk, self.containment.network(), &limits, gave_way).await?;
         // The log names the scratch folder as the build saw it.
-        let log = diagnose::clean(&ran.log, contain::INSIDE)
+        let log = authors_line::clean(&ran.log, contain::INSIDE)
             .replace(&format!("{}/", dir.display()), "")
             .replace(&format!("{}/", out.display()), "");
         let log = if ran.dropped > 0 {
@@ -680,7 +680,7 @@ impl Builds {
                 })
             }
             Ended::Exited(false) => {
-                let pointed = diagnose::point(source.language, &log);
+                let pointed = authors_line::point(source.language, &log);
                 Err(BuildError::Failed {
                     headline: pointed.headline(source.language),
                     line: pointed.line,

@@ -1,4 +1,4 @@
-//! The three plugin languages, and how each is built: one recipe per
+//! How each plugin language is built: one recipe per
 //! language (a command line in `builds/recipes/`), which `toolhost new`
 //! prints as the hint, `toolhost dev` runs (`commands/project.rs`), the
 //! server runs on published source (`build/mod.rs`), and the Makefile's
@@ -12,14 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// A plugin's language, as `toolhost new --lang` spells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Language {
-    Rust,
-    Python,
-    #[value(name = "js", alias = "javascript")]
-    JavaScript,
-}
+pub(crate) use crate::languages::Language;
 
 /// Where a build finds its sources beyond the project folder: extra module
 /// search paths (Python), and the root that JavaScript imports are resolved
@@ -75,160 +68,76 @@ impl Recipe {
     }
 }
 
-impl Language {
-    /// The language of the project in `dir`, from the file that marks it.
-    pub(crate) fn detect(dir: &Path) -> Option<Language> {
-        [
-            ("Cargo.toml", Language::Rust),
-            ("app.py", Language::Python),
-            ("app.js", Language::JavaScript),
-        ]
-        .into_iter()
-        .find(|(marker, _)| dir.join(marker).is_file())
-        .map(|(_, language)| language)
+/// The recipe's template (`recipes/<language>`).
+fn template(language: Language) -> &'static str {
+    match language {
+        Language::Rust => include_str!("recipes/rust"),
+        Language::Python => include_str!("recipes/python"),
+        Language::JavaScript | Language::TypeScript => include_str!("recipes/js"),
     }
+}
 
-    /// The file a project of this language keeps its code in, and that a
-    /// published source is built as.
-    pub(crate) fn source_file(self) -> &'static str {
-        match self {
-            Language::Rust => "src/lib.rs",
-            Language::Python => "app.py",
-            Language::JavaScript => "app.js",
-        }
-    }
-
-    /// The language's name as `--builds` and answers spell it.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Language::Rust => "rust",
-            Language::Python => "python",
-            Language::JavaScript => "js",
-        }
-    }
-
-    /// The language a name spells: `as_str`'s names and their aliases
-    /// (`py`, `javascript`), in any case.
-    pub(crate) fn of_name(name: &str) -> Option<Language> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "rust" => Some(Language::Rust),
-            "python" | "py" => Some(Language::Python),
-            "js" | "javascript" => Some(Language::JavaScript),
-            _ => None,
-        }
-    }
-
-    /// The language a published source's media type names: `text/x-python`
-    /// (or `text/python`), `text/javascript` (or `application/javascript`);
-    /// Rust (`text/x-rust`) too, which is never built on a server.
-    pub(crate) fn of_media_type(kind: &str) -> Option<Language> {
-        let kind = kind
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match kind.as_str() {
-            "text/x-python" | "text/python" | "application/x-python" => Some(Language::Python),
-            "text/javascript" | "application/javascript" | "text/ecmascript" => {
-                Some(Language::JavaScript)
-            }
-            "text/x-rust" | "text/rust" => Some(Language::Rust),
-            _ => None,
-        }
-    }
-
-    /// The media type a source of this language is served with.
-    pub(crate) fn media_type(self) -> &'static str {
-        match self {
-            Language::Rust => "text/x-rust; charset=utf-8",
-            Language::Python => "text/x-python; charset=utf-8",
-            Language::JavaScript => "text/javascript; charset=utf-8",
-        }
-    }
-
-    /// The recipe's template (`recipes/<language>`).
-    fn template(self) -> &'static str {
-        match self {
-            Language::Rust => include_str!("recipes/rust"),
-            Language::Python => include_str!("recipes/python"),
-            Language::JavaScript => include_str!("recipes/js"),
-        }
-    }
-
-    /// How to build a project of this language into `output` (Python and
-    /// JavaScript; a Rust build's output is where Cargo puts it).
-    pub(crate) fn recipe(self, output: &str, sources: &Sources) -> Recipe {
-        let mut words = self.template().split_whitespace();
-        let program = words.next().unwrap_or_default();
-        let program = [
-            Self::CARGO,
-            COMPONENTIZE_PY.command,
-            COMPONENTIZE_QJS.command,
-        ]
+/// How to build a project of this language into `output` (Python and
+/// JavaScript; a Rust build's output is where Cargo puts it).
+pub(crate) fn recipe(language: Language, output: &str, sources: &Sources) -> Recipe {
+    let mut words = template(language).split_whitespace();
+    let program = words.next().unwrap_or_default();
+    let program = [CARGO, COMPONENTIZE_PY.command, COMPONENTIZE_QJS.command]
         .into_iter()
         .find(|known| *known == program)
-        .unwrap_or(Self::CARGO);
-        let mut args = Vec::new();
-        for word in words {
-            match word {
-                "{output}" => args.push(output.to_string()),
-                "{world}" => {
-                    let default = match self {
-                        Language::JavaScript => "plugin",
-                        _ => "full",
-                    };
-                    args.push(sources.world.unwrap_or(default).to_string());
-                }
-                "{paths}" => {
-                    let paths = if sources.paths.is_empty() {
-                        vec![".".to_string()]
-                    } else {
-                        sources.paths.clone()
-                    };
-                    for path in paths {
-                        args.extend(["-p".to_string(), path]);
-                    }
-                }
-                "{module}" => args.push(match &sources.module_root {
-                    // The app relative to the module root it is resolved in.
-                    Some(_) => sources
-                        .paths
-                        .first()
-                        .map_or("app.js".into(), |dir| format!("{dir}/app.js")),
-                    None => "app.js".into(),
-                }),
-                "{module_root}" => {
-                    if let Some(root) = &sources.module_root {
-                        args.extend(["--module-root".to_string(), root.clone()]);
-                    }
-                }
-                word => args.push(word.to_string()),
+        .unwrap_or(CARGO);
+    let mut args = Vec::new();
+    for word in words {
+        match word {
+            "{output}" => args.push(output.to_string()),
+            "{world}" => {
+                let default = match language {
+                    Language::JavaScript => "plugin",
+                    _ => "full",
+                };
+                args.push(sources.world.unwrap_or(default).to_string());
             }
+            "{paths}" => {
+                let paths = if sources.paths.is_empty() {
+                    vec![".".to_string()]
+                } else {
+                    sources.paths.clone()
+                };
+                for path in paths {
+                    args.extend(["-p".to_string(), path]);
+                }
+            }
+            "{module}" => args.push(match &sources.module_root {
+                // The app relative to the module root it is resolved in.
+                Some(_) => sources
+                    .paths
+                    .first()
+                    .map_or("app.js".into(), |dir| format!("{dir}/app.js")),
+                None => "app.js".into(),
+            }),
+            "{module_root}" => {
+                if let Some(root) = &sources.module_root {
+                    args.extend(["--module-root".to_string(), root.clone()]);
+                }
+            }
+            word => args.push(word.to_string()),
         }
-        Recipe { program, args }
     }
-
-    /// The toolchain a recipe's program names, if it is not Cargo.
-    pub(crate) fn toolchain(self) -> Option<&'static Toolchain> {
-        match self {
-            Language::Rust => None,
-            Language::Python => Some(&COMPONENTIZE_PY),
-            Language::JavaScript => Some(&COMPONENTIZE_QJS),
-        }
-    }
-
-    /// How a project of this language runs its own tests.
-    pub(crate) fn test_command(self) -> &'static str {
-        match self {
-            Language::Rust => "cargo test",
-            Language::Python => "python3 -m unittest",
-            Language::JavaScript => "node --test test.mjs",
-        }
-    }
-
-    const CARGO: &'static str = "cargo";
+    Recipe { program, args }
 }
+
+/// The toolchain a recipe's program names, if it is not Cargo.
+pub(crate) fn toolchain(language: Language) -> Option<&'static Toolchain> {
+    match language {
+        Language::Rust => None,
+        Language::Python => Some(&COMPONENTIZE_PY),
+        Language::JavaScript => Some(&COMPONENTIZE_QJS),
+        // Served by the JavaScript runtime, never built.
+        Language::TypeScript => None,
+    }
+}
+
+const CARGO: &str = "cargo";
 
 /// A toolchain: the command, how to find it and how to install it.
 pub(crate) struct Toolchain {
@@ -344,8 +253,7 @@ mod tests {
             ..Sources::default()
         };
         assert!(
-            Language::Python
-                .recipe("x.wasm", &sources)
+            recipe(Language::Python, "x.wasm", &sources)
                 .display()
                 .contains("-w plugin")
         );
@@ -355,17 +263,15 @@ mod tests {
     fn a_project_recipe_builds_from_its_own_folder() {
         let none = Sources::default();
         assert_eq!(
-            Language::Python.recipe("target/wc.wasm", &none).display(),
+            recipe(Language::Python, "target/wc.wasm", &none).display(),
             "componentize-py -d wit -w full componentize -p . app -o target/wc.wasm"
         );
         assert_eq!(
-            Language::JavaScript
-                .recipe("target/wc.wasm", &none)
-                .display(),
+            recipe(Language::JavaScript, "target/wc.wasm", &none).display(),
             "componentize-qjs --sync --wit wit --world plugin --js app.js -o target/wc.wasm"
         );
         assert_eq!(
-            Language::Rust.recipe("", &none).display(),
+            recipe(Language::Rust, "", &none).display(),
             "cargo build --release --target wasm32-wasip2"
         );
     }
@@ -380,9 +286,7 @@ mod tests {
             ..Sources::default()
         };
         assert_eq!(
-            Language::Python
-                .recipe("plugins/textpy.wasm", &python)
-                .display(),
+            recipe(Language::Python, "plugins/textpy.wasm", &python).display(),
             "componentize-py -d wit -w full componentize -p plugins/textpy -p sdk/python app -o plugins/textpy.wasm"
         );
         let js = Sources {
@@ -391,9 +295,7 @@ mod tests {
             world: Some("full"),
         };
         assert_eq!(
-            Language::JavaScript
-                .recipe("plugins/textjs.wasm", &js)
-                .display(),
+            recipe(Language::JavaScript, "plugins/textjs.wasm", &js).display(),
             "componentize-qjs --sync --wit wit --world full --js plugins/textjs/app.js --module-root . -o plugins/textjs.wasm"
         );
     }

@@ -20,7 +20,11 @@
 //! - `warm`: whether the instance was made ahead of the call: a large
 //!   plugin's spare (no call has used it; it has answered `list-tools`) or
 //!   one kept from an earlier call by a policy's `reuse_instance`. `false`:
-//!   instantiated for this call.
+//!   instantiated for this call;
+//! - `outbound`: present when a language runtime's tool made outbound
+//!   HTTP requests (the `http` import): `requests` (redirects count),
+//!   `bytesSent` and `bytesReceived` (bodies), `waitMs` (time spent
+//!   waiting on them, inside `durationMs`).
 
 use std::time::Duration;
 
@@ -44,6 +48,18 @@ pub struct CallMeta {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<&'static str>,
     pub warm: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outbound: Option<OutboundMeta>,
+}
+
+/// What a call did with outbound HTTP.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OutboundMeta {
+    pub requests: u32,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub wait_ms: f64,
 }
 
 impl CallMeta {
@@ -55,6 +71,15 @@ impl CallMeta {
             peak_memory_bytes: usage.map(|usage| usage.peak_memory_bytes),
             code: usage.map(|usage| usage.tier.code_name()),
             warm: usage.is_some_and(|usage| usage.warm),
+            outbound: usage
+                .map(|usage| usage.outbound)
+                .filter(|outbound| outbound.requests > 0)
+                .map(|outbound| OutboundMeta {
+                    requests: outbound.requests,
+                    bytes_sent: outbound.bytes_sent,
+                    bytes_received: outbound.bytes_received,
+                    wait_ms: milliseconds(outbound.wait),
+                }),
         }
     }
 }

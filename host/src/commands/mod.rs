@@ -9,9 +9,11 @@ mod call;
 mod cgi;
 mod check;
 mod dev;
+mod grants;
 mod list;
 mod new;
 mod options;
+mod packages;
 mod project;
 mod push;
 mod remote;
@@ -87,6 +89,15 @@ enum Command {
     /// the instructor's tools and their own) and a printable sheet with
     /// one card per attendee. Prints the instructor's token, once.
     Tokens(tokens::TokensOptions),
+    /// The room's packages, for Python sources to import live: `add` resolves
+    /// pure-Python wheels from PyPI (or --from DIR) into the plugin folder's
+    /// store with a lock file; `list`; `remove`. A serving server loads its
+    /// sources again when the store changes; it never downloads.
+    Packages(packages::PackagesOptions),
+    /// Outbound HTTP grants in the folder's policy files, edited in place:
+    /// `allow ORIGIN…` and `revoke ORIGIN…` for the whole room (`_room.toml`),
+    /// a namespace (--namespace) or one plugin (--plugin); `list`.
+    Grants(grants::GrantsOptions),
 }
 
 impl Cli {
@@ -127,6 +138,8 @@ impl Cli {
                         Command::Push(options) => options.run().await,
                         Command::Approve(options) => options.run().await,
                         Command::Tokens(options) => options.run(),
+                        Command::Packages(options) => options.run(),
+                        Command::Grants(options) => options.run(),
                     }
                 })
             });

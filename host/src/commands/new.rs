@@ -213,6 +213,13 @@ mod tests {
 
 impl NewOptions {
     pub(super) fn run(self) -> anyhow::Result<u8> {
+        if self.lang == Language::TypeScript {
+            bail!(
+                "toolhost new makes Rust, Python or JavaScript projects: for TypeScript, make a \
+                 JavaScript one, rename app.js to app.ts, add your types and run toolhost dev \
+                 app.ts (types are erased before it runs; no build)"
+            );
+        }
         let name = &self.name;
         if !is_valid_name(name) {
             bail!(
@@ -226,19 +233,18 @@ impl NewOptions {
             bail!("{} already exists", project.display());
         }
         let library = super::project::plugin_id_of(name);
-        let build = self
-            .lang
-            .recipe(
-                &format!("target/{library}.wasm"),
-                // The scaffold is a 0.2.0 project (a Python or JavaScript
-                // app exports every interface of the `full` world; a Rust
-                // one, `tools` alone unless it is exported with `catalog`).
-                &Sources {
-                    world: Some("full"),
-                    ..Sources::default()
-                },
-            )
-            .display();
+        let build = crate::builds::recipe::recipe(
+            self.lang,
+            &format!("target/{library}.wasm"),
+            // The scaffold is a 0.2.0 project (a Python or JavaScript
+            // app exports every interface of the `full` world; a Rust
+            // one, `tools` alone unless it is exported with `catalog`).
+            &Sources {
+                world: Some("full"),
+                ..Sources::default()
+            },
+        )
+        .display();
         let test = self.lang.test_command();
         match self.lang {
             Language::Rust => {
@@ -255,6 +261,7 @@ impl NewOptions {
                     write(&project.join("vendor/toolhost-plugin").join(path), text)?;
                 }
             }
+            Language::TypeScript => unreachable!("refused above"),
             Language::Python | Language::JavaScript => {
                 let files = match self.lang {
                     Language::Python => PYTHON_FILES,
@@ -273,7 +280,7 @@ impl NewOptions {
         // A printed command names a program that is there. Python and
         // JavaScript need none: toolhost's runtimes run the file as it is.
         match self.lang {
-            Language::Python | Language::JavaScript => {
+            Language::Python | Language::JavaScript | Language::TypeScript => {
                 println!("  toolhost dev    # serve it, live again on every save (no build)");
                 println!("  toolhost push . --server URL    # publish it onto a server");
             }

@@ -23,9 +23,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-pub(super) use crate::builds::recipe::Language;
-use crate::builds::recipe::{Sources, ToolchainMissing, world_of};
-use crate::runtime::languages::{self, SourceLanguage};
+use crate::builds::recipe::{self, Sources, ToolchainMissing, world_of};
+pub(super) use crate::languages::{self, Language};
 
 /// The plugin id a project, crate, file or folder named `name` serves
 /// under: the name with `-` as `_`, as cargo names a crate's library (a
@@ -112,8 +111,9 @@ impl Project {
         let language = match file.extension().and_then(|e| e.to_str()) {
             Some("py") => Language::Python,
             Some("js") => Language::JavaScript,
+            Some("ts") => Language::TypeScript,
             _ => bail!(
-                "{} is no plugin project: name a folder, or a Python (.py) or JavaScript (.js) file",
+                "{} is no plugin project: name a folder, or a Python (.py), JavaScript (.js) or TypeScript (.ts) file",
                 file.display()
             ),
         };
@@ -139,17 +139,20 @@ impl Project {
     }
 
     /// The source file and its language, when this project is one source
-    /// its language's runtime serves as it is: it imports only what the
-    /// runtime carries, and this `toolhost` has the runtime.
-    pub(super) fn runtime_source(&self) -> Option<(SourceLanguage, String)> {
-        let language = match self.language {
-            Language::Python => SourceLanguage::Python,
-            Language::JavaScript => SourceLanguage::JavaScript,
-            Language::Rust => return None,
-        };
+    /// its language's runtime serves as it is: this `toolhost` has the
+    /// runtime, and the source imports only what the runtime carries, or
+    /// it is a file with no project around it (no `wit/` to build with),
+    /// whose load then says what it imports that nothing here carries.
+    pub(super) fn runtime_source(&self) -> Option<(Language, String)> {
+        let language = self.language;
+        if !language.is_source() {
+            return None;
+        }
         let text = std::fs::read_to_string(self.source.as_ref()?).ok()?;
         let carried = languages::outside(language, &text).is_empty();
-        (carried && language.component().is_ok()).then_some((language, text))
+        let buildable = self.dir.join("wit").is_dir();
+        ((carried || !buildable) && crate::languages::runtimes::component(language).is_ok())
+            .then_some((language, text))
     }
 
     async fn inspect_cargo(dir: &Path) -> anyhow::Result<Project> {
@@ -216,7 +219,7 @@ impl Project {
     pub(super) fn source_dirs(&self) -> Vec<PathBuf> {
         let dirs: &[&str] = match self.language {
             Language::Rust => &["src", "wit"],
-            Language::Python | Language::JavaScript => &["wit"],
+            Language::Python | Language::JavaScript | Language::TypeScript => &["wit"],
         };
         dirs.iter()
             .map(|dir| self.dir.join(dir))
@@ -234,6 +237,7 @@ impl Project {
             }
             Language::Python => matches!(extension, Some("py" | "wit")),
             Language::JavaScript => matches!(extension, Some("js" | "mjs" | "wit")),
+            Language::TypeScript => matches!(extension, Some("ts")),
         }
     }
 
@@ -244,7 +248,7 @@ impl Project {
                 .target_dir
                 .join("wasm32-wasip2/release")
                 .join(format!("{}.wasm", self.id)),
-            Language::Python | Language::JavaScript => {
+            Language::Python | Language::JavaScript | Language::TypeScript => {
                 self.target_dir.join(format!("{}.wasm", self.id))
             }
         };
@@ -252,10 +256,8 @@ impl Project {
             world: Some(world_of(self.language, &self.dir)),
             ..Sources::default()
         };
-        let recipe = self
-            .language
-            .recipe(&output_path.to_string_lossy(), &sources);
-        let program = match self.language.toolchain() {
+        let recipe = recipe::recipe(self.language, &output_path.to_string_lossy(), &sources);
+        let program = match recipe::toolchain(self.language) {
             Some(toolchain) => toolchain.find()?.into_os_string(),
             None => cargo(),
         };
@@ -336,4 +338,67 @@ impl Project {
 
 pub(super) fn cargo() -> std::ffi::OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// The modules of project `dir` besides its one source file, the helper
+/// library and its tests, which the server would not have.
+pub(super) fn other_modules(dir: &std::path::Path, language: Language) -> Vec<String> {
+    let (extensions, own): (&[&str], &[&str]) = match language {
+        Language::Python => (&["py"], &["app.py", "test_app.py", "toolhost_plugin.py"]),
+        _ => (&["js", "mjs"], &["app.js", "toolhost.js", "test.mjs"]),
+    };
+    let mut more: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            name.rsplit_once('.')
+                .is_some_and(|(_, ext)| extensions.contains(&ext))
+                && !own.contains(&name.as_str())
+        })
+        .collect();
+    more.sort();
+    more
+}
+
+/// A Python project's folder as a tool folder (a zip of `app.py` and
+/// every file beside and below it, but the helper library, the tests,
+/// `wit/`, `target/`, `__pycache__` and hidden ones), which `push` sends
+/// and `dev` drops in when the project is more than `app.py`.
+pub(super) fn tool_folder_zip(dir: &Path) -> anyhow::Result<Vec<u8>> {
+    use std::io::Write;
+    let skipped = [
+        "wit",
+        "target",
+        "__pycache__",
+        "toolhost_plugin.py",
+        "test_app.py",
+    ];
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(&folder)?.flatten().collect();
+        entries.sort_by_key(|entry| entry.file_name());
+        for entry in entries {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || skipped.contains(&name.as_str()) {
+                continue;
+            }
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                pending.push(path);
+            } else if kind.is_file() {
+                let relative = path.strip_prefix(dir)?.to_string_lossy().replace('\\', "/");
+                // A fixed time: the same files make the same zip (one
+                // version), whenever they were saved.
+                let options = zip::write::SimpleFileOptions::default()
+                    .last_modified_time(zip::DateTime::default());
+                zip.start_file(relative, options)?;
+                zip.write_all(&std::fs::read(&path)?)?;
+            }
+        }
+    }
+    Ok(zip.finish()?.into_inner())
 }

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use super::project::{Project, plugin_id_of};
+use super::project::{Project, other_modules, plugin_id_of, tool_folder_zip};
 use super::remote::{Outcome, Publisher, ServerOptions};
 use crate::builds::recipe::Language;
 
@@ -83,6 +83,16 @@ impl PushOptions {
             return Ok(0);
         }
         let source = self.source.context("name a component or a project")?;
+        if let Some((zip, default_name)) = folder_to_send(&source, &publisher)? {
+            let name = self.name.clone().unwrap_or(default_name);
+            println!(
+                "sending {} as a tool folder ({})",
+                source.display(),
+                publisher.plugin_id(&name)
+            );
+            let outcome = publisher.publish_folder(&name, zip).await?;
+            return Ok(report(outcome, &publisher).await);
+        }
         let outcome = match source_to_send(&source, &publisher).await? {
             Some((language, text, default_name)) => {
                 let name = self.name.unwrap_or(default_name);
@@ -101,44 +111,72 @@ impl PushOptions {
                 publisher.publish(&name, bytes).await?
             }
         };
-        Ok(match outcome {
-            Outcome::Live(report, _)
-                if report.state == crate::registry::report::PluginState::Pending =>
-            {
-                println!(
-                    "held for an admin's approval ({}): {}",
-                    report.id,
-                    report
-                        .reason
-                        .as_deref()
-                        .unwrap_or("its definitions are new")
-                );
-                0
-            }
-            Outcome::Live(report, build) => {
-                println!("live: {} ({})", report.tools.join(", "), report.id);
-                for note in build
-                    .iter()
-                    .flat_map(|build| build["notes"].as_array().cloned().unwrap_or_default())
-                {
-                    println!("note: {}", note.as_str().unwrap_or_default());
-                }
-                publisher.print_usage(&report).await;
-                0
-            }
-            Outcome::Refused(reason) => {
-                println!("refused; what served before serves on:\n  {reason}");
-                1
-            }
-            Outcome::BuildFailed { headline, log } => {
-                println!("the build failed; what served before serves on:\n  {headline}");
-                if !log.trim().is_empty() {
-                    println!("\nthe build's log (its end):\n{}", log.trim_end());
-                }
-                1
-            }
-        })
+        Ok(report(outcome, &publisher).await)
     }
+}
+
+/// What the server made of a publish, printed; the exit status.
+async fn report(outcome: Outcome, publisher: &Publisher) -> u8 {
+    match outcome {
+        Outcome::Live(report, _)
+            if report.state == crate::registry::report::PluginState::Pending =>
+        {
+            println!(
+                "held for an admin's approval ({}): {}",
+                report.id,
+                report
+                    .reason
+                    .as_deref()
+                    .unwrap_or("its definitions are new")
+            );
+            0
+        }
+        Outcome::Live(report, build) => {
+            println!("live: {} ({})", report.tools.join(", "), report.id);
+            for note in build
+                .iter()
+                .flat_map(|build| build["notes"].as_array().cloned().unwrap_or_default())
+            {
+                println!("note: {}", note.as_str().unwrap_or_default());
+            }
+            publisher.print_usage(&report).await;
+            0
+        }
+        Outcome::Refused(reason) => {
+            println!("refused; what served before serves on:\n  {reason}");
+            1
+        }
+        Outcome::BuildFailed { headline, log } => {
+            println!("the build failed; what served before serves on:\n  {headline}");
+            if !log.trim().is_empty() {
+                println!("\nthe build's log (its end):\n{}", log.trim_end());
+            }
+            1
+        }
+    }
+}
+
+/// A Python project of more than `app.py` (its own modules, data files),
+/// as a tool folder to send (`project::tool_folder_zip`), with the
+/// plugin's default name; `None` for anything else, or a server that takes
+/// no Python source.
+fn folder_to_send(
+    source: &std::path::Path,
+    publisher: &super::remote::Publisher,
+) -> anyhow::Result<Option<(Vec<u8>, String)>> {
+    if !source.is_dir()
+        || Language::detect(source) != Some(Language::Python)
+        || other_modules(source, Language::Python).is_empty()
+        || !publisher.builds(Language::Python)
+    {
+        return Ok(None);
+    }
+    let bytes = tool_folder_zip(source)?;
+    let name = std::path::absolute(source)?
+        .file_name()
+        .map(|dir| plugin_id_of(&dir.to_string_lossy()))
+        .unwrap_or_default();
+    Ok(Some((bytes, name)))
 }
 
 /// The source to send when the server builds it: a Python or JavaScript
@@ -150,7 +188,7 @@ async fn source_to_send(
 ) -> anyhow::Result<Option<(Language, String, String)>> {
     let (language, file, name) = if source.is_dir() {
         match Language::detect(source) {
-            Some(language @ (Language::Python | Language::JavaScript)) => {
+            Some(language @ (Language::Python | Language::JavaScript | Language::TypeScript)) => {
                 let project = Project::inspect(source).await?;
                 let more = other_modules(source, language);
                 if !more.is_empty() && publisher.builds(language) {
@@ -173,6 +211,7 @@ async fn source_to_send(
         let language = match source.extension().and_then(|ext| ext.to_str()) {
             Some("py") => Language::Python,
             Some("js" | "mjs") => Language::JavaScript,
+            Some("ts") => Language::TypeScript,
             _ => return Ok(None),
         };
         let stem = source
@@ -204,28 +243,6 @@ async fn source_to_send(
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?;
     Ok(Some((language, text, name)))
-}
-
-/// The modules of project `dir` besides its one source file, the helper
-/// library and its tests, which the server would not have.
-fn other_modules(dir: &std::path::Path, language: Language) -> Vec<String> {
-    let (extensions, own): (&[&str], &[&str]) = match language {
-        Language::Python => (&["py"], &["app.py", "test_app.py", "toolhost_plugin.py"]),
-        _ => (&["js", "mjs"], &["app.js", "toolhost.js", "test.mjs"]),
-    };
-    let mut more: Vec<String> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| {
-            name.rsplit_once('.')
-                .is_some_and(|(_, ext)| extensions.contains(&ext))
-                && !own.contains(&name.as_str())
-        })
-        .collect();
-    more.sort();
-    more
 }
 
 /// The component to push: the file, or a project built first; with the

@@ -118,6 +118,15 @@ impl Publisher {
         answer(status, body)
     }
 
+    /// Publishes `zip`, a tool folder, as `name`.
+    pub(super) async fn publish_folder(&self, name: &str, zip: Vec<u8>) -> anyhow::Result<Outcome> {
+        let path = format!("/plugins/{}", self.plugin_id(name));
+        let (status, body) = self
+            .request_as("PUT", &path, Some((zip, "application/zip")))
+            .await?;
+        answer(status, body)
+    }
+
     /// Publishes `source` (one `app.py` or `app.js`) as `name` for the
     /// server to build, printing the build's stages as they come; returns
     /// what the server made of it.

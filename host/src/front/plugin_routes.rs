@@ -29,7 +29,6 @@ use axum::routing::get;
 use serde_json::json;
 
 use crate::builds::Builds;
-use crate::builds::recipe::Language;
 use crate::call::envelope::Envelope;
 use crate::call::errors::ErrorCode;
 use crate::edge::guard::Requester;
@@ -37,12 +36,12 @@ use crate::edge::responses::json_response;
 use crate::front::query::query_value;
 use crate::front::source_routes;
 use crate::front::uploads::{Uploads, loaded_status, publish_failure, receive, refuse};
+use crate::languages::Language;
 use crate::publishing::publish::{Noted, PublishOutcome, Published, Publishing};
 use crate::publishing::source::{SourceFlow, Tier};
 use crate::registry::Registry;
 use crate::registry::layout::is_valid_namespace;
 use crate::registry::report::PluginReport;
-use crate::runtime::languages::SourceLanguage;
 
 /// What publishing needs.
 #[derive(Clone)]
@@ -258,9 +257,14 @@ async fn publish(
             .headers
             .get(header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok());
+        let folder = kind.is_some_and(|kind| {
+            kind.split(';')
+                .next()
+                .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/zip"))
+        });
         let language = match kind.and_then(Language::of_media_type) {
-            Some(Language::Python) => SourceLanguage::Python,
-            Some(Language::JavaScript) => SourceLanguage::JavaScript,
+            _ if folder => Language::Python,
+            Some(language) if language.is_source() => language,
             language => {
                 let kind = kind.map_or("no Content-Type".to_string(), |kind| format!("{kind:?}"));
                 let rust = if language == Some(Language::Rust) {
@@ -275,8 +279,10 @@ async fn publish(
                     ErrorCode::UnsupportedMediaType,
                     &format!(
                         "a plugin is published as its component (Content-Type: \
-                         application/wasm), or as one Python (text/x-python) or JavaScript \
-                         (text/javascript) source file, not {kind}{rust}"
+                         application/wasm), as one Python (text/x-python), JavaScript \
+                         (text/javascript) or TypeScript (text/typescript) source file, or as \
+                         a tool folder (application/zip of app.py and its own files), not \
+                         {kind}{rust}"
                     ),
                 );
             }
@@ -312,6 +318,7 @@ async fn publish(
                 requester: requester.as_ref(),
                 language,
                 tier,
+                folder,
             };
             publish.publish(asked, &headers, Body::new(body)).await
         });
@@ -395,21 +402,18 @@ async fn me(
 ) -> Response {
     let requester = requester.map_or(Requester(None), |r| r.0);
     let contained = state.builds.containment();
-    let full: Vec<&str> = [SourceLanguage::Python, SourceLanguage::JavaScript]
+    let full: Vec<&str> = [Language::Python, Language::JavaScript]
+        .into_iter()
+        .filter(|language| state.builds.builds(*language).is_ok())
+        .map(Language::as_str)
+        .collect();
+    let builds: Vec<&str> = [Language::Python, Language::JavaScript, Language::TypeScript]
         .into_iter()
         .filter(|language| {
-            let built = match language {
-                SourceLanguage::Python => Language::Python,
-                SourceLanguage::JavaScript => Language::JavaScript,
-            };
-            state.builds.builds(built).is_ok()
+            crate::languages::runtimes::component(*language).is_ok()
+                || full.contains(&language.as_str())
         })
-        .map(SourceLanguage::as_str)
-        .collect();
-    let builds: Vec<&str> = [SourceLanguage::Python, SourceLanguage::JavaScript]
-        .into_iter()
-        .filter(|language| language.component().is_ok() || full.contains(&language.as_str()))
-        .map(SourceLanguage::as_str)
+        .map(Language::as_str)
         .collect();
     match &requester.0 {
         Some(identity) => {

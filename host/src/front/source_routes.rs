@@ -33,9 +33,9 @@ use crate::edge::body;
 use crate::edge::guard::Requester;
 use crate::edge::responses::json_response;
 use crate::front::uploads::{Uploads, loaded_status, publish_failure, refuse};
+use crate::languages::Language;
 use crate::publishing::publish::{Published, Publishing};
 use crate::publishing::source::{SourceError, SourceFlow, SourcePublished, Tier};
-use crate::runtime::languages::SourceLanguage;
 
 /// One source asked for: which plugin, by whom, in which language and
 /// tier.
@@ -43,8 +43,10 @@ pub(crate) struct Asked<'a> {
     pub(crate) id: &'a str,
     pub(crate) by: &'a str,
     pub(crate) requester: Option<&'a Requester>,
-    pub(crate) language: SourceLanguage,
+    pub(crate) language: Language,
     pub(crate) tier: Tier,
+    /// A tool folder (`application/zip`), not one file.
+    pub(crate) folder: bool,
 }
 
 /// The header a publisher numbers a publish with (the page does), told
@@ -104,12 +106,18 @@ impl SourcePublish {
             requester,
             language,
             tier,
+            folder,
         } = asked;
         let publish = match publish_number(headers) {
             Ok(publish) => publish,
             Err(refusal) => return *refusal,
         };
-        let limit = self.max_source_bytes;
+        // A folder may hold data files: the size of a component bounds it.
+        let limit = if folder {
+            (self.flow.max_plugin_bytes).min(crate::languages::folder::MAX_ZIP) as usize
+        } else {
+            self.max_source_bytes
+        };
         let too_large = || {
             Envelope::host_error(
                 ErrorCode::PayloadTooLarge,
@@ -140,11 +148,14 @@ impl SourcePublish {
             Err(refusal) => return refusal,
         };
         drop(turn);
-        match self
-            .flow
-            .publish(id, by, language, text, tier, publish.as_deref())
-            .await
-        {
+        let outcome = if folder {
+            self.flow.publish_folder(id, by, text).await
+        } else {
+            self.flow
+                .publish(id, by, language, text, tier, publish.as_deref())
+                .await
+        };
+        match outcome {
             Ok(published) => answer(id, language, requester, published),
             Err(error) => failed(id, language, error),
         }
@@ -154,7 +165,7 @@ impl SourcePublish {
 /// The answer for a source that went live (or loaded and was refused).
 fn answer(
     id: &str,
-    language: SourceLanguage,
+    language: Language,
     requester: Option<&Requester>,
     done: SourcePublished,
 ) -> Response {
@@ -195,15 +206,16 @@ fn answer(
 }
 
 /// The answer for a source that did not go live.
-fn failed(id: &str, language: SourceLanguage, error: SourceError) -> Response {
+fn failed(id: &str, language: Language, error: SourceError) -> Response {
     let message = error.to_string();
     let (code, mut details) = match error {
         SourceError::Publish(error) => return publish_failure(id, error),
         SourceError::NotText(_) => return refuse(ErrorCode::InvalidRequest, &message),
+        SourceError::Folder(_) => (ErrorCode::BuildFailed, json!({})),
         SourceError::NoBuilds(_) => (ErrorCode::UnsupportedMediaType, json!({})),
         SourceError::Outside { line, modules, .. } => (
             ErrorCode::BuildFailed,
-            json!({ "line": line, "imports": modules, "carried": language.modules() }),
+            json!({ "line": line, "imports": modules, "carried": crate::languages::runtimes::modules(language) }),
         ),
         SourceError::Raised { line, log, .. } => {
             (ErrorCode::BuildFailed, json!({ "line": line, "log": log }))

@@ -30,6 +30,7 @@
 //! | `toolhost_mcp_sessions` | | open MCP sessions |
 //! | `toolhost_spare_instances_used_total` | | calls of large plugins served by a fresh instance made ahead of them |
 //! | `toolhost_instances_held` | | instances held between calls over every plugin: spares made ahead or being made, ones a policy's `reuse_instance` keeps, large plugins' ones being torn down |
+//! | `toolhost_image_bytes` | | bytes all Python sources' images hold (`runtime/snapshot/`), shared pieces once |
 //! | `toolhost_mcp_stateless_fast_total` | | lone stateless `tools/call` and `tools/list` answered by the MCP front's fast path |
 //! | `toolhost_build_info` | version | 1 |
 //!
@@ -400,6 +401,11 @@ impl Collector for HostCollector {
                 "toolhost_instances_held",
                 "Instances held between calls over every plugin: spares made ahead or being made, ones a reuse_instance policy keeps, large plugins' ones being torn down",
                 runtime.instances_held() as i64,
+            ),
+            (
+                "toolhost_image_bytes",
+                "Bytes all Python sources' images hold (what their modules left, laid over each call's instance), pieces shared by several images counted once",
+                runtime.image_bytes() as i64,
             ),
             (
                 "toolhost_http_connections",

@@ -321,7 +321,7 @@ impl Publishing {
     pub(crate) fn source_of(&self, id: &str) -> Option<(String, String)> {
         let file = self.file_of(id).ok()?;
         // A source file is its own source.
-        if let Some(language) = crate::runtime::languages::SourceLanguage::of_path(&file) {
+        if let Some(language) = crate::languages::Language::of_path(&file) {
             let text = std::fs::read_to_string(&file).ok()?;
             return Some((language.as_str().to_string(), text));
         }

@@ -5,7 +5,7 @@
 //!
 //! 1. The namespace's share is checked before anything runs.
 //! 2. The tier: a source that imports only what its language's runtime
-//!    carries (`runtime/languages.rs`) is **served by the runtime**: the
+//!    carries (`languages/runtimes.rs`) is **served by the runtime**: the
 //!    file itself is published (`x.py`, `x.js`) and loads in a moment,
 //!    with nothing compiled. A source that imports more, or whose
 //!    publisher asked for it ([`Tier::Build`]), is **built** into a
@@ -21,13 +21,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::builds::recipe::Language;
 use crate::builds::{BuildError, Builds, Source};
+use crate::languages::{self, Language};
 use crate::publishing::publish::{
     KeptSource, Noted, PublishError, PublishOutcome, Published, Publishing,
 };
 use crate::registry::plugin::LoadError;
-use crate::runtime::languages::{self, SourceLanguage};
 
 /// Which tier a publisher asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +81,9 @@ pub(crate) struct BuildFacts {
 pub(crate) enum SourceError {
     #[error("the source is not UTF-8 text: send {0} as it is saved")]
     NotText(&'static str),
+    /// A zip that is not a tool folder (`languages/folder.rs`).
+    #[error("the tool folder: {0}")]
+    Folder(#[from] crate::languages::folder::FolderError),
     /// It imports what the runtime does not carry, and is not built here.
     #[error("{message}")]
     Outside {
@@ -125,7 +127,7 @@ impl SourceFlow {
         &self,
         id: &str,
         by: &str,
-        language: SourceLanguage,
+        language: Language,
         text: Vec<u8>,
         tier: Tier,
         publish: Option<&str>,
@@ -135,45 +137,67 @@ impl SourceFlow {
         outcome
     }
 
-    /// [`SourceFlow::publish`] but for the room's record.
-    async fn run(
+    /// Publishes `zip`, a tool folder (`app.py` and its own files), as
+    /// plugin `id` for `by`: checked whole, its imports answered as a
+    /// source's are, then published as `<id>.zip` through the one load
+    /// path (no build: its runtime runs it).
+    pub(crate) async fn publish_folder(
         &self,
         id: &str,
         by: &str,
-        language: SourceLanguage,
-        text: Vec<u8>,
-        tier: Tier,
-        publish: Option<&str>,
+        zip: Vec<u8>,
+    ) -> Result<SourcePublished, SourceError> {
+        let outcome = self.run_folder(id, by, zip).await;
+        self.note(id, by, Language::Python, &outcome);
+        outcome
+    }
+
+    /// [`SourceFlow::publish_folder`] but for the room's record.
+    async fn run_folder(
+        &self,
+        id: &str,
+        by: &str,
+        zip: Vec<u8>,
     ) -> Result<SourcePublished, SourceError> {
         let started = Instant::now();
-        // A namespace already at its share runs nothing.
         self.publishing.has_room(id).await?;
-        let text =
-            String::from_utf8(text).map_err(|_| SourceError::NotText(language.file_name()))?;
-        let outside = languages::outside(language, &text);
-        let builds_here = self.builds.builds(build_language(language));
-        if tier == Tier::Build || !outside.is_empty() {
-            return match builds_here {
-                Ok(()) => self.build(id, by, language, text, started, publish).await,
-                Err(why) if outside.is_empty() => Err(SourceError::NoBuilds(why)),
-                Err(_) => {
-                    let error = LoadError::OutsideRuntime {
-                        language,
-                        imports: outside.clone(),
-                    };
-                    Err(SourceError::Outside {
-                        message: error.to_string(),
-                        line: outside.first().map(|import| import.line),
-                        modules: outside.into_iter().map(|import| import.module).collect(),
-                    })
-                }
-            };
+        let folder = crate::languages::folder::ToolFolder::read(&zip)?;
+        let language = folder.language;
+        let mut carried = self.room_packages(language);
+        carried.extend(folder.modules());
+        let outside = languages::outside_with(language, &folder.text, &carried);
+        if !outside.is_empty() {
+            return Err(outside_error(language, outside, &carried));
         }
+        self.serve_as_source(id, by, "zip", &zip, started).await
+    }
+
+    /// The modules the room's package store gives `language`'s sources.
+    fn room_packages(&self, language: Language) -> std::collections::BTreeSet<String> {
+        self.publishing
+            .registry()
+            .folder()
+            .and_then(|root| languages::packages::Lock::read(root).ok())
+            .map(|lock| lock.modules(language))
+            .unwrap_or_default()
+    }
+
+    /// `bytes` published as plugin `id`'s file (`extension`), served by its
+    /// language's runtime; an exception or syntax error as it loaded is
+    /// answered with the author's line.
+    async fn serve_as_source(
+        &self,
+        id: &str,
+        by: &str,
+        extension: &str,
+        bytes: &[u8],
+        started: Instant,
+    ) -> Result<SourcePublished, SourceError> {
         let mut upload = self
             .publishing
-            .upload(id, language.extension(), self.max_plugin_bytes)
+            .upload(id, extension, self.max_plugin_bytes)
             .await?;
-        upload.write(text.as_bytes()).await?;
+        upload.write(bytes).await?;
         let published = self.publishing.publish(upload, by, None).await?;
         if let Published::Refused { why, .. } = &published
             && let Some(LoadError::SourceRaised {
@@ -196,20 +220,57 @@ impl SourceFlow {
         })
     }
 
+    /// [`SourceFlow::publish`] but for the room's record.
+    async fn run(
+        &self,
+        id: &str,
+        by: &str,
+        language: Language,
+        text: Vec<u8>,
+        tier: Tier,
+        publish: Option<&str>,
+    ) -> Result<SourcePublished, SourceError> {
+        let started = Instant::now();
+        // A namespace already at its share runs nothing.
+        self.publishing.has_room(id).await?;
+        let text =
+            String::from_utf8(text).map_err(|_| SourceError::NotText(language.source_file()))?;
+        // What the room's package store gives, beyond the runtime.
+        let packages = self.room_packages(language);
+        let outside = languages::outside_with(language, &text, &packages);
+        // A build helps only a Python module the runtime leaves out (one
+        // of the standard library's that needs sockets, threads or
+        // processes): any other import would be missing from a build too.
+        let a_build_helps = language == Language::Python
+            && !outside.is_empty()
+            && outside
+                .iter()
+                .all(|import| languages::runtimes::left_out(&import.module));
+        let builds_here = self.builds.builds(language);
+        if tier == Tier::Build || !outside.is_empty() {
+            return match builds_here {
+                Ok(()) if tier == Tier::Build || a_build_helps => {
+                    self.build(id, by, language, text, started, publish).await
+                }
+                Err(why) if outside.is_empty() => Err(SourceError::NoBuilds(why)),
+                _ => Err(outside_error(language, outside, &packages)),
+            };
+        }
+        self.serve_as_source(id, by, language.extension(), text.as_bytes(), started)
+            .await
+    }
+
     /// The full tier: a component built from `text`, published.
     async fn build(
         &self,
         id: &str,
         by: &str,
-        language: SourceLanguage,
+        language: Language,
         text: String,
         started: Instant,
         publish: Option<&str>,
     ) -> Result<SourcePublished, SourceError> {
-        let source = Source {
-            language: build_language(language),
-            text,
-        };
+        let source = Source { language, text };
         let built = self
             .builds
             .build(by, id, &source, self.max_plugin_bytes, publish)
@@ -244,7 +305,7 @@ impl SourceFlow {
         &self,
         id: &str,
         by: &str,
-        language: SourceLanguage,
+        language: Language,
         outcome: &Result<SourcePublished, SourceError>,
     ) {
         let seconds = |s: f64| (s * 1000.0).round() / 1000.0;
@@ -294,10 +355,21 @@ impl SourceFlow {
     }
 }
 
-/// The build language of a source language.
-fn build_language(language: SourceLanguage) -> Language {
-    match language {
-        SourceLanguage::Python => Language::Python,
-        SourceLanguage::JavaScript => Language::JavaScript,
+/// The answer for a source importing what neither its runtime nor the
+/// room's packages carry: the sentence, its first line, the modules.
+fn outside_error(
+    language: Language,
+    outside: Vec<languages::Import>,
+    packages: &std::collections::BTreeSet<String>,
+) -> SourceError {
+    let error = LoadError::OutsideRuntime {
+        language,
+        imports: outside.clone(),
+        packages: packages.iter().cloned().collect(),
+    };
+    SourceError::Outside {
+        message: error.to_string(),
+        line: outside.first().map(|import| import.line),
+        modules: outside.into_iter().map(|import| import.module).collect(),
     }
 }

@@ -17,7 +17,7 @@ use crate::registry::policy;
 
 /// A plugin file's extensions, the one that counts first when an id has
 /// two files.
-pub(crate) const PLUGIN_EXTENSIONS: [&str; 3] = ["wasm", "py", "js"];
+pub(crate) const PLUGIN_EXTENSIONS: [&str; 5] = ["wasm", "py", "js", "ts", "zip"];
 
 /// Where plugin files live: the folder's top level (plugins served under
 /// their own tool names) and one level of namespace folders below it
@@ -81,9 +81,23 @@ impl Layout {
     }
 
     /// The plugin files a changed file affects: itself for `x.wasm`,
-    /// `x.wasm` for its policy `x.toml`, and every plugin of a namespace
-    /// for that namespace's `_namespace.toml`.
+    /// `x.wasm` for its policy `x.toml`, every plugin of a namespace for
+    /// that namespace's `_namespace.toml`, every plugin of the folder for
+    /// the room's `_room.toml`, and every source for the package store's
+    /// lock.
     pub(crate) fn plugin_files_for(&self, path: &Path) -> Vec<PathBuf> {
+        if path.parent() == Some(self.root.as_path()) {
+            match path.file_name().and_then(|n| n.to_str()) {
+                Some(policy::ROOM_POLICY) => return self.every_plugin_file(),
+                // The package store changed: every source loads again.
+                Some(crate::languages::packages::LOCK_FILE) => {
+                    let mut sources = self.every_plugin_file();
+                    sources.retain(|file| crate::languages::Language::of_path(file).is_some());
+                    return sources;
+                }
+                _ => {}
+            }
+        }
         let is_namespace_policy = path.file_name().and_then(|n| n.to_str())
             == Some(policy::NAMESPACE_POLICY)
             && path.parent().is_some_and(|dir| self.is_namespace_dir(dir));
@@ -96,6 +110,16 @@ impl Layout {
         entries
             .filter_map(Result::ok)
             .map(|entry| entry.path())
+            .filter(|file| self.plugin_id(file).is_some())
+            .collect()
+    }
+
+    /// Every plugin file of the folder, at the top and in each namespace.
+    fn every_plugin_file(&self) -> Vec<PathBuf> {
+        std::iter::once(self.root.clone())
+            .chain(self.namespace_dirs())
+            .filter_map(|dir| std::fs::read_dir(dir).ok())
+            .flat_map(|entries| entries.filter_map(Result::ok).map(|entry| entry.path()))
             .filter(|file| self.plugin_id(file).is_some())
             .collect()
     }
@@ -255,6 +279,12 @@ pub(crate) fn remove_publish_leftovers(layout: &Layout) {
             }
         }
     }
+}
+
+/// Whether a plugin file is a tool folder (a zip of `app.py` and its own
+/// files; `languages/folder.rs`).
+pub(crate) fn is_tool_folder(file: &Path) -> bool {
+    file.extension().is_some_and(|extension| extension == "zip")
 }
 
 /// Whether policy text has a `[source]` table (valid or not: the load

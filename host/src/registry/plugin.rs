@@ -2,7 +2,7 @@
 //! why it is not one. Used by the registry (startup scan and hot reload) and by
 //! `toolhost check`, so both judge a file the same way. A component is
 //! compiled; a source file (`x.py`, `x.js`) is its language's runtime
-//! (compiled once, shared: `runtime/languages.rs`) with the file in its
+//! (compiled once, shared: `languages/runtimes.rs`) with the file in its
 //! grants, after its imports are checked against what the runtime carries.
 
 use std::path::{Path, PathBuf};
@@ -12,12 +12,12 @@ use std::time::SystemTime;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::languages::{self, Language};
 use crate::registry::catalog::{Catalog, CatalogError};
 use crate::registry::layout::namespace_of;
 use crate::registry::policy;
 use crate::registry::portability::{self, SchemaWarning};
 use crate::registry::tools::{self, Tool, ToolListError, ToolListLimits};
-use crate::runtime::languages::{self, SourceLanguage};
 use crate::runtime::{CallFailure, CompileError, CompiledPlugin, Grants, Runtime, SourceFile};
 
 /// Files larger than this are refused before they are read whole: a plugin
@@ -82,14 +82,16 @@ pub enum LoadError {
     #[error("{0}")]
     BadSource(String),
     /// A source file imports what its language's runtime does not carry.
-    #[error("{}", outside_message(*.language, .imports))]
+    #[error("{}", outside_message(*.language, .imports, .packages))]
     OutsideRuntime {
-        language: SourceLanguage,
+        language: Language,
         imports: Vec<languages::Import>,
+        /// The room's packages' modules (what the store gives).
+        packages: Vec<String>,
     },
-    /// Its language's runtime is not there (`runtime/languages.rs`).
+    /// Its language's runtime is not there (`languages/runtimes.rs`).
     #[error(transparent)]
-    NoRuntime(crate::runtime::languages::NoRuntime),
+    NoRuntime(crate::languages::NoRuntime),
     /// A source file raised (or would not compile) as its runtime ran it:
     /// the author's line first (`app.py:7: SyntaxError: ...`), then what
     /// it printed.
@@ -101,36 +103,69 @@ pub enum LoadError {
     },
 }
 
-/// What to tell the author of a source whose `imports` its runtime does
-/// not carry: the modules, the set, and what to do.
-fn outside_message(language: SourceLanguage, imports: &[languages::Import]) -> String {
+/// What to tell the author of a source whose `imports` neither its
+/// runtime nor the room's packages carry: the modules, what is carried,
+/// and what to do.
+fn outside_message(
+    language: Language,
+    imports: &[languages::Import],
+    packages: &[String],
+) -> String {
     let named: Vec<String> = imports
         .iter()
         .map(|import| {
             format!(
                 "{}:{}: `{}`",
-                language.file_name(),
+                language.source_file(),
                 import.line,
                 import.module
             )
         })
         .collect();
+    let packages = if packages.is_empty() {
+        "none yet".to_string()
+    } else {
+        packages.join(", ")
+    };
     match language {
-        SourceLanguage::Python => format!(
-            "{} imports what toolhost's Python runtime does not carry ({}); it carries the \
-             helper library and these standard-library modules: {}. Use one of those, or \
-             publish to a server that builds Python (--builds python) to get a component of \
-             your own",
-            language.file_name(),
-            named.join(", "),
-            language.modules()[1..].join(", ")
+        Language::Python => {
+            let left_out: Vec<&str> = imports
+                .iter()
+                .filter(|import| crate::languages::runtimes::left_out(&import.module))
+                .map(|import| import.module.split('.').next().unwrap_or_default())
+                .collect();
+            let why = if left_out.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({} needs sockets, threads or processes, which the runtime leaves out: a \
+                     server that builds Python, --builds python, builds it into a component of \
+                     your own)",
+                    left_out.join(", ")
+                )
+            };
+            format!(
+                "{} imports what neither toolhost's Python runtime nor this room's packages \
+                 carry ({}){why}. The runtime carries CPython's standard library (but {}) and the \
+                 helper library; the room's packages are: {packages}. An admin adds a \
+                 pure-Python package with `toolhost packages add NAME` (docs/builds.md)",
+                language.source_file(),
+                named.join(", "),
+                crate::languages::runtimes::PYTHON_LEFT_OUT.join(", ")
+            )
+        }
+        Language::JavaScript | Language::TypeScript => format!(
+            "{} imports what neither toolhost's JavaScript runtime nor this room's packages \
+             carry ({}); the runtime carries the helper library (import {{ tool, exportPlugin \
+             }} from \"./toolhost.js\"), fetch and the web's URL, Headers and TextEncoder; the \
+             room's packages are: {packages}. An admin adds a pure JavaScript package with \
+             `toolhost packages add --lang js NAME` (docs/builds.md)",
+            language.source_file(),
+            named.join(", ")
         ),
-        SourceLanguage::JavaScript => format!(
-            "{} imports what toolhost's JavaScript runtime does not carry ({}); a source may \
-             import only the helper library (import {{ tool, exportPlugin }} from \
-             \"./toolhost.js\"): put what it needs in the file, or publish to a server that \
-             builds JavaScript (--builds js) to get a component of your own",
-            language.file_name(),
+        Language::Rust => format!(
+            "{} is Rust, which no runtime runs as source ({})",
+            language.source_file(),
             named.join(", ")
         ),
     }
@@ -246,10 +281,18 @@ pub(crate) struct PluginSource {
     pub(crate) bytes: Vec<u8>,
     /// The language of a source file (`x.py`, `x.js`); `None` for a
     /// component.
-    pub(crate) language: Option<SourceLanguage>,
+    pub(crate) language: Option<Language>,
     pub(crate) policy: Option<String>,
     /// Which file `policy` came from: the plugin's own, or its namespace's.
     pub(crate) policy_file: Option<PathBuf>,
+    /// The room's policy (`_room.toml` at the top of the folder), which
+    /// every plugin gets on top of its own.
+    pub(crate) room_policy: Option<String>,
+    /// The plugin folder it is in, for the room's package store.
+    pub(crate) root: Option<PathBuf>,
+    /// The package store's lock, for a source (the modules it may import
+    /// beyond its runtime's).
+    pub(crate) packages: Option<languages::packages::Lock>,
     pub(crate) version: Version,
     /// Who published it over HTTP, and when (see `publish.rs`).
     pub(crate) published: Option<PublishRecord>,
@@ -295,15 +338,68 @@ pub(crate) async fn with_policy(
             }
         }
     }
+    let root = if namespaced {
+        path.parent().and_then(Path::parent)
+    } else {
+        path.parent()
+    };
+    let room_file = root.map(|root| root.join(policy::ROOM_POLICY));
+    let room_policy = match room_file {
+        Some(file) => match tokio::fs::read_to_string(&file).await {
+            Ok(text) => Some(text),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(error) => {
+                return Err(std::io::Error::other(format!(
+                    "cannot read the room's policy file {}: {error}",
+                    file.display()
+                )));
+            }
+        },
+        None => None,
+    };
+    let language = Language::of_path(path);
+    // A source's packages: the lock's text is part of its version.
+    let lock_text = match (language, root) {
+        (Some(_), Some(root)) => {
+            match tokio::fs::read_to_string(root.join(languages::packages::LOCK_FILE)).await {
+                Ok(text) => Some(text),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+                Err(error) => return Err(error),
+            }
+        }
+        _ => None,
+    };
+    // A change to either policy, or to the packages, is a new version.
+    let policy_hash = match (&policy, &room_policy, &lock_text) {
+        (None, None, None) => None,
+        (own, room, lock) => Some(content_hash(
+            format!(
+                "{}\0{}\0{}",
+                own.as_deref().unwrap_or_default(),
+                room.as_deref().unwrap_or_default(),
+                lock.as_deref().unwrap_or_default()
+            )
+            .as_bytes(),
+        )),
+    };
+    let packages = match lock_text {
+        Some(text) => Some(languages::packages::Lock::parse(&text).map_err(|error| {
+            std::io::Error::other(format!("{}: {error}", languages::packages::LOCK_FILE))
+        })?),
+        None => None,
+    };
     Ok(PluginSource {
         policy_file,
+        room_policy,
+        root: root.map(Path::to_path_buf),
+        packages,
         published: published_by(path),
         since: first_published(path),
         version: Version {
             content_hash: content_hash(&bytes),
-            policy_hash: policy.as_deref().map(|text| content_hash(text.as_bytes())),
+            policy_hash,
         },
-        language: SourceLanguage::of_path(path),
+        language,
         bytes,
         policy,
     })
@@ -433,25 +529,52 @@ pub(crate) async fn load(
         }
     };
     let mut grants = grants;
+    if let Some(text) = &source.room_policy {
+        let room = policy::room_allow(text).map_err(|reason| LoadError::Policy {
+            file: file
+                .ancestors()
+                .find_map(|dir| {
+                    let room = dir.join(policy::ROOM_POLICY);
+                    room.is_file().then_some(room)
+                })
+                .unwrap_or_else(|| PathBuf::from(policy::ROOM_POLICY)),
+            reason: reason.to_string(),
+        })?;
+        if !room.is_empty() {
+            let mut allow = grants.http_allow.as_ref().clone();
+            allow.extend(room);
+            grants.http_allow = Arc::new(allow);
+        }
+    }
     // A source file: its language's runtime, with the file to run.
+    let runs_on_a_runtime = source.language.is_some();
     let component: Arc<languages::RuntimeComponent> = match source.language {
         None => Arc::new(languages::RuntimeComponent {
             wasm: source.bytes.into(),
             hash: source.version.content_hash.clone(),
         }),
         Some(language) => {
-            let file = source_of(language, source.bytes)?;
+            let packages = source.packages.unwrap_or_default();
+            let mut file = if crate::registry::layout::is_tool_folder(file) {
+                folder_source(&source.bytes, &source.version.content_hash, &packages)?
+            } else {
+                source_of(language, source.bytes, &packages.modules(language))?
+            };
+            hand_runtime(&mut file, language, source.root.as_deref(), &packages)?;
             grants.source = Some(Arc::new(file));
-            language.component().map_err(LoadError::NoRuntime)?
+            crate::languages::runtimes::component(language).map_err(LoadError::NoRuntime)?
         }
     };
     let compiled = {
         let runtime = runtime.clone();
         let id = id.to_string();
         tokio::task::spawn_blocking(move || {
-            runtime
-                .compile(&id, &component.wasm, &component.hash)
-                .map_err(LoadError::Compile)
+            if runs_on_a_runtime {
+                runtime.compile_runtime(&id, &component.wasm, &component.hash)
+            } else {
+                runtime.compile(&id, &component.wasm, &component.hash)
+            }
+            .map_err(LoadError::Compile)
         })
         .await
         .map_err(|e| LoadError::Compiler(format!("compilation did not finish: {e}")))??
@@ -461,14 +584,15 @@ pub(crate) async fn load(
         .await
         .map_err(|failure| match (source.language, failure) {
             (Some(language), CallFailure::Trapped { reason, stderr }) => {
-                let (line, headline) = languages::authors_line(language, &stderr).unwrap_or((
-                    None,
-                    format!("{} did not run: {reason}", language.file_name()),
-                ));
+                let (line, headline) = languages::authors_line::authors_line(language, &stderr)
+                    .unwrap_or((
+                        None,
+                        format!("{} did not run: {reason}", language.source_file()),
+                    ));
                 LoadError::SourceRaised {
                     headline,
                     line,
-                    printed: languages::clean_log(language, &stderr),
+                    printed: languages::authors_line::clean_log(language, &stderr),
                 }
             }
             (_, failure) => LoadError::ListTools(failure),
@@ -520,24 +644,140 @@ pub(crate) async fn load(
 
 /// A source file's text, checked: UTF-8, within
 /// [`MAX_SOURCE_FILE_BYTES`], importing only what its runtime carries.
-fn source_of(language: SourceLanguage, bytes: Vec<u8>) -> Result<SourceFile, LoadError> {
+fn source_of(
+    language: Language,
+    bytes: Vec<u8>,
+    packages: &std::collections::BTreeSet<String>,
+) -> Result<SourceFile, LoadError> {
     if bytes.len() > MAX_SOURCE_FILE_BYTES {
         return Err(LoadError::BadSource(format!(
             "{} is {} bytes, over the {MAX_SOURCE_FILE_BYTES} a source file may be",
-            language.file_name(),
+            language.source_file(),
             bytes.len()
         )));
     }
-    let text = String::from_utf8(bytes)
-        .map_err(|_| LoadError::BadSource(format!("{} is not UTF-8 text", language.file_name())))?;
-    let imports = languages::outside(language, &text);
+    let text = String::from_utf8(bytes).map_err(|_| {
+        LoadError::BadSource(format!("{} is not UTF-8 text", language.source_file()))
+    })?;
+    let imports = languages::outside_with(language, &text, packages);
     if !imports.is_empty() {
-        return Err(LoadError::OutsideRuntime { language, imports });
+        return Err(LoadError::OutsideRuntime {
+            language,
+            imports,
+            packages: packages.iter().cloned().collect(),
+        });
     }
     Ok(SourceFile {
-        name: language.file_name().to_string(),
+        name: language.source_file().to_string(),
         text,
+        dirs: Vec::new(),
+        modules: Vec::new(),
+        holds: Vec::new(),
     })
+}
+
+/// What a source's runtime is handed besides the source, read-only: the
+/// rest of Python's standard library, the room's Python packages, and the
+/// bundles of the room's JavaScript packages it imports (each checked
+/// against the lock).
+fn hand_runtime(
+    file: &mut SourceFile,
+    language: Language,
+    root: Option<&Path>,
+    packages: &languages::packages::Lock,
+) -> Result<(), LoadError> {
+    // The rest of the standard library, read-only, where the
+    // Python runtime looks.
+    if language == Language::Python
+        && let Ok(host) = crate::languages::runtimes::python_stdlib()
+    {
+        file.dirs.push(crate::runtime::DirGrant {
+            host,
+            guest: crate::languages::runtimes::PYTHON_STDLIB_GUEST_DIR.into(),
+            writable: false,
+        });
+    }
+    // The room's packages, read-only, where the runtime looks.
+    if let Some(root) = root
+        && !packages.modules(language).is_empty()
+        && language == Language::Python
+    {
+        let store = languages::packages::store_dir(root, language);
+        if let Ok(host) = store.canonicalize() {
+            file.dirs.push(crate::runtime::DirGrant {
+                host,
+                guest: languages::packages::PYTHON_GUEST_DIR.into(),
+                writable: false,
+            });
+        }
+    }
+    // The room's JavaScript packages it imports, each its bundle.
+    if let Some(root) = root
+        && language.runtime() == Language::JavaScript
+    {
+        let store = languages::packages::store_dir(root, language);
+        let locked = packages
+            .section(language)
+            .map(|section| section.packages.clone())
+            .unwrap_or_default();
+        for import in languages::imports(language, &file.text) {
+            let Some(package) = locked.iter().find(|package| package.name == import.module) else {
+                continue;
+            };
+            if file.modules.iter().any(|(name, _)| *name == import.module) {
+                continue;
+            }
+            let bundle = store.join(languages::packages::bundle_file(&package.name));
+            let code = std::fs::read_to_string(&bundle).map_err(|error| {
+                LoadError::BadSource(format!(
+                    "the package {} is in the lock but not in the store ({}): {error}",
+                    package.name,
+                    bundle.display()
+                ))
+            })?;
+            // What runs is what the lock names, byte for byte.
+            if content_hash(code.as_bytes()) != package.sha256 {
+                return Err(LoadError::BadSource(format!(
+                    "the package {}'s bundle ({}) is not the one the lock names: run \
+                     toolhost packages add --lang js {} again",
+                    package.name,
+                    bundle.display(),
+                    package.name
+                )));
+            }
+            file.modules.push((import.module, code));
+        }
+    }
+    Ok(())
+}
+
+/// A tool folder's source (a zip): checked, unpacked once into the cache,
+/// its `app.py` to run and the folder handed to the runtime read-only; its
+/// own modules are imports it carries.
+fn folder_source(
+    bytes: &[u8],
+    digest: &str,
+    packages: &languages::packages::Lock,
+) -> Result<SourceFile, LoadError> {
+    use crate::languages::folder::{GUEST_DIR, ToolFolder};
+    let folder = ToolFolder::read(bytes)
+        .map_err(|error| LoadError::BadSource(format!("the tool folder: {error}")))?;
+    let language = folder.language;
+    let mut carried = packages.modules(language);
+    carried.extend(folder.modules());
+    let mut file = source_of(language, folder.text.clone().into_bytes(), &carried)?;
+    let root = crate::languages::runtimes::unpack_root().join("tools");
+    let unpacked = folder
+        .unpack(&root, digest)
+        .map_err(|error| LoadError::BadSource(format!("cannot unpack the tool folder: {error}")))?;
+    file.dirs.push(crate::runtime::DirGrant {
+        host: unpacked.dir.clone(),
+        guest: GUEST_DIR.into(),
+        writable: false,
+    });
+    // The folder lives as long as the plugin that reads it.
+    file.holds.push(unpacked);
+    Ok(file)
 }
 
 /// How many calls a plugin without a `max_concurrent` policy may run at

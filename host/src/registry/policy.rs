@@ -22,6 +22,8 @@
 //!
 //! [http]                     # outbound HTTP, by scheme://host[:port]
 //! allow = ["https://api.example.com", "http://127.0.0.1:*"]
+//! max_requests = 32          # per call, through the runtimes' `http` import
+//! max_response_kib = 8192    # the largest answer one of them may get
 //!
 //! [limits]                   # each defaults to the server's setting
 //! timeout_ms = 5000
@@ -56,7 +58,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::oci::OciError;
-use crate::runtime::{BadOrigin, DirGrant, Grants, Limits, OriginPattern};
+use crate::runtime::{BadOrigin, DirGrant, Grants, Limits, OriginPattern, OutboundLimits};
 
 /// Why a policy file is not valid: the reason its plugin is refused with.
 #[derive(Debug, thiserror::Error)]
@@ -204,6 +206,10 @@ enum DirMode {
 struct HttpSection {
     #[serde(default)]
     allow: Vec<String>,
+    /// Requests one call may make through the `http` import.
+    max_requests: Option<u32>,
+    /// The largest answer one of them may get, in KiB.
+    max_response_kib: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -214,6 +220,37 @@ struct LimitsSection {
     fuel: Option<u64>,
     max_concurrent: Option<usize>,
     reuse_instance: Option<u32>,
+}
+
+/// The room's policy, at the top of the plugin folder: what an admin
+/// grants every plugin of the folder, whatever its namespace, on top of
+/// its own or its namespace's policy. Only `[http] allow` (one origin for
+/// a whole workshop's API exercise, in one place).
+pub(crate) const ROOM_POLICY: &str = "_room.toml";
+
+/// The room's policy file.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RoomFile {
+    #[serde(default)]
+    http: RoomHttp,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RoomHttp {
+    #[serde(default)]
+    allow: Vec<String>,
+}
+
+/// The origins the room's policy allows every plugin.
+pub(crate) fn room_allow(text: &str) -> Result<Vec<OriginPattern>, PolicyError> {
+    let file: RoomFile = toml::from_str(text)?;
+    file.http
+        .allow
+        .iter()
+        .map(|pattern| OriginPattern::parse(pattern).map_err(PolicyError::HttpAllow))
+        .collect()
 }
 
 /// A namespace's policy, in its folder: what every plugin published there
@@ -282,6 +319,9 @@ pub(crate) fn grants(text: &str, folder: &Path, defaults: Limits) -> Result<Gran
         .map(|pattern| OriginPattern::parse(pattern).map_err(PolicyError::HttpAllow))
         .collect::<Result<Vec<_>, PolicyError>>()?;
     let limits = &file.limits;
+    if file.http.max_requests == Some(0) || file.http.max_response_kib == Some(0) {
+        return Err(PolicyError::ZeroLimit);
+    }
     if limits.max_concurrent == Some(0)
         || limits.reuse_instance == Some(0)
         || limits.memory_mib == Some(0)
@@ -294,6 +334,16 @@ pub(crate) fn grants(text: &str, folder: &Path, defaults: Limits) -> Result<Gran
         config,
         dirs,
         http_allow: Arc::new(http_allow),
+        outbound: {
+            let default = OutboundLimits::default();
+            OutboundLimits {
+                max_requests: file.http.max_requests.unwrap_or(default.max_requests),
+                max_response_bytes: file
+                    .http
+                    .max_response_kib
+                    .map_or(default.max_response_bytes, |kib| kib.saturating_mul(1024)),
+            }
+        },
         limits: Limits {
             timeout: limits
                 .timeout_ms
@@ -331,7 +381,12 @@ pub(crate) fn describe(grants: &Grants) -> serde_json::Value {
             let port = pattern
                 .port
                 .map_or("*".to_string(), |port| port.to_string());
-            format!("{}://{}:{port}", pattern.scheme, pattern.host)
+            let host = if pattern.host.contains(':') {
+                format!("[{}]", pattern.host)
+            } else {
+                pattern.host.clone()
+            };
+            format!("{}://{host}:{port}", pattern.scheme)
         })
         .collect();
     serde_json::json!({

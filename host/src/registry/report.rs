@@ -343,7 +343,7 @@ impl PluginReport {
             published_at: serving
                 .and_then(|plugin| plugin.published.as_ref().map(|record| record.at.clone())),
             built_from: serving.and_then(|plugin| {
-                crate::runtime::languages::SourceLanguage::of_path(&plugin.file)
+                crate::languages::Language::of_path(&plugin.file)
                     .map(|language| language.as_str().to_string())
                     .or_else(|| {
                         plugin

@@ -238,7 +238,7 @@ pub(super) async fn held_for_approval(
                 let namespaced = layout::namespace_of(id).is_some();
                 let mut source = plugin::with_policy(bytes, path, namespaced).await.ok()?;
                 // A component, or a source file, as the approved copy is.
-                source.language = crate::runtime::languages::SourceLanguage::of_path(&copy);
+                source.language = crate::languages::Language::of_path(&copy);
                 plugin::load(runtime, limits, id, path, source).await.ok()
             };
             match loaded.await {

@@ -11,6 +11,7 @@ use super::bindings::resources::{
 };
 use super::compiler::{CodeCell, Pending, Tier};
 use super::exports::Provides;
+use super::snapshot::image::ImageSlot;
 use super::warm::{Shelf, Spare};
 
 /// Everything a plugin declares when it is loaded.
@@ -50,6 +51,9 @@ pub struct PluginParts {
     pub(super) shelf: Shelf,
     /// A large plugin's instance made ahead of its next call (`warm.rs`).
     pub(super) spare: Spare,
+    /// A source's image: its runtime's state after its module ran
+    /// (`snapshot/`), laid over each fresh instance.
+    pub(super) image: ImageSlot,
 }
 
 impl CompiledPlugin {

@@ -27,6 +27,10 @@ use super::grants::{Grants, Limits};
 use super::outcome::{Printed, ToolRun, settle, usage_of};
 use super::pool;
 use super::sandbox::Sandbox;
+use super::snapshot::{
+    self,
+    image::{FreshPages, Image, ImageError, ImageStore},
+};
 use super::usage::CallUsage;
 use super::warm::{KeptInstances, Shelf, Spare, Taken};
 
@@ -53,6 +57,14 @@ pub struct Runtime {
     /// One compile per content hash at a time: thirty sources published at
     /// once wait for the one compile of their runtime, then share it.
     compiling: std::sync::Mutex<std::collections::HashMap<String, Arc<std::sync::Mutex<()>>>>,
+    /// Code held for the runtime's life whether a plugin serves on it or
+    /// not: the language runtimes, compiled at start-up
+    /// ([`Runtime::keep_compiled`]), so that the first source published is
+    /// live as fast as the thirtieth.
+    held: std::sync::Mutex<Vec<CompiledPlugin>>,
+    /// What all sources' images hold, each run once, and its bound
+    /// (`snapshot/`).
+    images: Arc<ImageStore>,
 }
 
 /// A component's code as [`Runtime::compile`] shares it: the code, whether
@@ -116,7 +128,49 @@ impl Runtime {
             spares_used: Default::default(),
             live: Default::default(),
             compiling: Default::default(),
+            held: Default::default(),
+            images: ImageStore::new(snapshot::IMAGES_MAX_BYTES),
         }))
+    }
+
+    /// Compiles (or loads from the cache) a component that plugins will
+    /// share, and holds its code for the runtime's life: each plugin of
+    /// these bytes then starts on it at once. Blocking, like
+    /// [`Runtime::compile`].
+    #[tracing::instrument(level = "info", skip(self, wasm, content_hash))]
+    pub(crate) fn keep_compiled(
+        self: &Arc<Self>,
+        name: &str,
+        wasm: &[u8],
+        content_hash: &str,
+    ) -> Result<(), CompileError> {
+        let started = std::time::Instant::now();
+        let compiled = self.compile_runtime(name, wasm, content_hash)?;
+        tracing::info!(
+            seconds = started.elapsed().as_secs_f64(),
+            from_cache = compiled.from_cache,
+            "compiled ahead of its first plugin"
+        );
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(compiled);
+        Ok(())
+    }
+
+    /// [`Runtime::compile`] for a language runtime: the runtime rewritten
+    /// once so that its sources' images can be taken and laid
+    /// (`snapshot/`), or as it is if it cannot be (said once, in the log).
+    pub(crate) fn compile_runtime(
+        self: &Arc<Self>,
+        name: &str,
+        wasm: &[u8],
+        content_hash: &str,
+    ) -> Result<CompiledPlugin, CompileError> {
+        match snapshot::rewritten(wasm, content_hash) {
+            Some(rewritten) => self.compile(name, &rewritten.wasm, &rewritten.hash),
+            None => self.compile(name, wasm, content_hash),
+        }
     }
 
     /// Compiles (or loads from the cache) and links a component: optimised
@@ -174,6 +228,7 @@ impl Runtime {
             inline: *inline,
             shelf: Shelf::default(),
             spare: Spare::default(),
+            image: Default::default(),
         }))
     }
 
@@ -203,6 +258,7 @@ impl Runtime {
             inline: !large,
             shelf: Shelf::default(),
             spare: Spare::default(),
+            image: Default::default(),
         };
         if let Some(code) = cached(&tiers.optimized) {
             return Ok(CompiledPlugin::new(plugin(code?, true)));
@@ -277,6 +333,123 @@ impl Runtime {
         }
     }
 
+    /// Takes a source's image (`snapshot/`) on the executor, off any call's
+    /// path, as its spares are made (as it starts serving in a running
+    /// server, and after each call: a source loaded at start-up gets its
+    /// image after its first call), if its runtime can give one and none
+    /// is taken (or being taken) for these grants: one instance runs the author's module and
+    /// lists its tools, a second that has run nothing is what it is
+    /// compared with, and a third, given the image, must list the tools
+    /// again before it is kept. A failure is logged and leaves the
+    /// source's calls running its module, as before.
+    fn take_image(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>) {
+        let code = plugin.code.load();
+        if code.pre.state().is_none()
+            || grants.source.is_none()
+            || grants.reuse_instance.is_some()
+            // Only with a slot free now, as a spare: it never queues ahead
+            // of a call. The next call's refill tries again.
+            || self.calls_waiting() > 0
+            || self.calls_running() >= self.max_calls()
+            || !plugin.image.start_taking(grants)
+        {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            plugin.image.taken(grants, None);
+            return;
+        };
+        let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
+        handle.spawn(async move {
+            let maker = runtime.clone();
+            let (job_plugin, job_grants) = (plugin.clone(), grants.clone());
+            let started = Instant::now();
+            let taken = runtime
+                .run(false, move |cancel| async move {
+                    let (plugin, grants) = (job_plugin, job_grants);
+                    let code = plugin.code.load_full();
+                    let funcs = *code.pre.state().expect("checked above");
+                    let store = || maker.new_store(&plugin, &code, &grants, None, cancel.clone());
+                    let outcome = tokio::time::timeout(grants.limits.timeout, async {
+                        // One instance at a time, as a call holds: the
+                        // pool has room for no more.
+                        let mut fresh = store()?;
+                        let fresh_instance = code.pre.instantiate_async(&mut fresh).await?;
+                        let before =
+                            FreshPages::read(&funcs, (&mut fresh, fresh_instance.instance()))
+                                .await?;
+                        drop(fresh);
+                        let mut ran = store()?;
+                        let ran_instance = code.pre.instantiate_async(&mut ran).await?;
+                        code.pre.list_tools(&mut ran, &ran_instance).await?;
+                        let image = Image::take(
+                            &funcs,
+                            &maker.images,
+                            (&mut ran, ran_instance.instance()),
+                            &before,
+                        )
+                        .await;
+                        drop(ran);
+                        let image = match image {
+                            Ok(image) => image,
+                            Err(ImageError::Guest(error)) => return Err(error),
+                            Err(over) => return Ok(Err(over)),
+                        };
+                        let mut given = store()?;
+                        let instance = code.pre.instantiate_async(&mut given).await?;
+                        image.apply(&funcs, &mut given, instance.instance()).await?;
+                        code.pre.list_tools(&mut given, &instance).await?;
+                        Ok::<_, wasmtime::Error>(Ok(image))
+                    })
+                    .await;
+                    Ok(match outcome {
+                        _ if cancel.is_set() => None,
+                        Ok(Ok(Ok(image))) => Some(Ok(image)),
+                        Ok(Ok(Err(over))) => Some(Err(over.to_string())),
+                        Ok(Err(error)) => Some(Err(format!("{error:#}"))),
+                        Err(_) => Some(Err("it ran past the deadline".into())),
+                    })
+                })
+                .await;
+            let outcome = match taken {
+                Ok((Some(Ok(image)), _)) => {
+                    tracing::info!(
+                        plugin = %plugin.name,
+                        bytes = image.bytes(),
+                        runs = image.runs(),
+                        all_images_hold = runtime.images.held(),
+                        seconds = started.elapsed().as_secs_f64(),
+                        "image taken: calls start where its module left off"
+                    );
+                    Some(Ok(image))
+                }
+                Ok((Some(Err(error)), _)) => {
+                    tracing::warn!(plugin = %plugin.name, %error, "no image of this source: each call runs its module");
+                    Some(Err(()))
+                }
+                Ok((None, _)) | Err(_) => None,
+            };
+            plugin.image.taken(&grants, outcome);
+            // What reading two instances' memories freed goes back now.
+            super::allocator::release_free_memory();
+        });
+    }
+
+    /// Lays a source's image, if one is taken for `grants`, over a fresh
+    /// instance of its runtime.
+    async fn lay_image(
+        plugin: &CompiledPlugin,
+        code: &compiler::Code,
+        grants: &Arc<Grants>,
+        store: &mut Store<Sandbox>,
+        instance: &Plugin,
+    ) -> wasmtime::Result<()> {
+        if let (Some(funcs), Some(image)) = (code.pre.state(), plugin.image.ready(grants)) {
+            image.apply(funcs, store, instance.instance()).await?;
+        }
+        Ok(())
+    }
+
     /// Its code was replaced by optimised code: the spare made of the old
     /// code goes now (torn down on a guest thread), not at its next call,
     /// so that the old code's memory goes with the last of them.
@@ -294,6 +467,7 @@ impl Runtime {
     pub(crate) fn unserved(&self, plugin: &CompiledPlugin) {
         plugin.spare.clear();
         plugin.shelf.clear();
+        plugin.image.clear();
     }
 
     /// The grants of a plugin without a policy: nothing, default limits.
@@ -315,6 +489,12 @@ impl Runtime {
     /// (`warm.rs`).
     pub(crate) fn instances_held(&self) -> usize {
         self.kept.held()
+    }
+
+    /// The bytes all sources' images hold now, pieces shared by several
+    /// images once (`snapshot/`).
+    pub(crate) fn image_bytes(&self) -> usize {
+        self.images.held()
     }
 
     /// How many calls wait for a slot now.
@@ -460,10 +640,15 @@ impl Runtime {
                         let instance: Plugin = match kept {
                             Some(instance) => instance,
                             None => {
-                                code.pre
+                                let instance = code
+                                    .pre
                                     .instantiate_async(&mut store)
                                     .instrument(tracing::debug_span!("instantiate"))
-                                    .await?
+                                    .await?;
+                                Self::lay_image(&plugin, &code, &grants, &mut store, &instance)
+                                    .instrument(tracing::debug_span!("image"))
+                                    .await?;
+                                instance
                             }
                         };
                         let answer = instance
@@ -599,6 +784,7 @@ impl Runtime {
         if plugin.inline || grants.reuse_instance.is_some() {
             return;
         }
+        self.take_image(plugin, grants);
         // Only with a slot free now: a spare never queues ahead of a call.
         if self.calls_waiting() > 0 || self.calls_running() >= self.max_calls() {
             return;
@@ -632,6 +818,14 @@ impl Runtime {
                     let Ok(Ok(instance)) = made else {
                         return Ok(());
                     };
+                    let laid = tokio::time::timeout(
+                        grants.limits.timeout,
+                        Self::lay_image(&plugin, &code, &grants, &mut store, &instance),
+                    )
+                    .await;
+                    if !matches!(laid, Ok(Ok(()))) {
+                        return Ok(());
+                    }
                     if plugin.spare.warms() {
                         // The listing has a budget and a deadline of its own.
                         let _ = store.set_fuel(grants.fuel_budget());
@@ -719,6 +913,9 @@ impl Runtime {
         let sandbox = store.data_mut();
         sandbox.client = client;
         sandbox.limiter.start_call();
+        // Outbound HTTP's deadline and counts are the call's, not the
+        // instance's (a spare, or one kept between calls, was made before).
+        sandbox.outbound.start_call(grants.limits.timeout);
         let _ = store.set_fuel(grants.fuel_budget());
         Self::set_deadline(store, grants.limits.timeout, cancel);
     }
@@ -749,6 +946,7 @@ impl Runtime {
                     };
                     let outcome = tokio::time::timeout(grants.limits.timeout, async {
                         let instance = code.pre.instantiate_async(&mut store).await?;
+                        Self::lay_image(&plugin, &code, &grants, &mut store, &instance).await?;
                         Ok(match ask {
                             Ask::ReadResource { uri } => {
                                 let resources = code

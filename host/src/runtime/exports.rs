@@ -11,6 +11,7 @@ use wasmtime::component::{ComponentExportIndex, Func, Instance, InstancePre, Typ
 
 use super::bindings::{SourceRuntime, completion, prompts, resources, tools};
 use super::sandbox::Sandbox;
+use super::snapshot::image::StateFuncs;
 
 /// Which optional exports a component has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub(crate) struct PluginPre {
     resources: Option<resources::GuestIndices>,
     prompts: Option<prompts::GuestIndices>,
     completion: Option<completion::GuestIndices>,
+    /// A language runtime's state functions (`snapshot/`), if it has them.
+    state: Option<StateFuncs>,
 }
 
 /// One instance of a plugin, in one store.
@@ -57,6 +60,7 @@ impl PluginPre {
             resources: resources::GuestIndices::new(&pre).ok(),
             prompts: prompts::GuestIndices::new(&pre).ok(),
             completion: completion::GuestIndices::new(&pre).ok(),
+            state: StateFuncs::find(component),
             tools,
             pre,
         })
@@ -64,6 +68,11 @@ impl PluginPre {
 
     pub(crate) fn instance_pre(&self) -> &InstancePre<Sandbox> {
         &self.pre
+    }
+
+    /// The state functions of a language runtime rewritten for images.
+    pub(crate) fn state(&self) -> Option<&StateFuncs> {
+        self.state.as_ref()
     }
 
     pub(crate) fn provides(&self) -> Provides {
@@ -142,6 +151,11 @@ impl PluginPre {
 }
 
 impl Plugin {
+    /// The component instance.
+    pub(crate) fn instance(&self) -> &Instance {
+        &self.instance
+    }
+
     /// Calls `call-tool` (`tool` with its `arguments` as JSON text).
     pub(crate) async fn call_tool(
         &self,

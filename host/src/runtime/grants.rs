@@ -26,6 +26,8 @@ pub struct Grants {
     pub(crate) dirs: Vec<DirGrant>,
     /// Where outbound HTTP may go; empty means nowhere.
     pub(crate) http_allow: Arc<Vec<OriginPattern>>,
+    /// What one call may do with the `http` import (requests, answer size).
+    pub(crate) outbound: OutboundLimits,
     pub(crate) limits: Limits,
     /// Instruction budget per call (wasmtime fuel); `None` is unlimited.
     pub(crate) fuel: Option<u64>,
@@ -41,10 +43,21 @@ pub struct Grants {
 
 /// A source file a language runtime runs: its name as the author wrote it
 /// and its text.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct SourceFile {
     pub(crate) name: String,
     pub(crate) text: String,
+    /// What the language runtime reads besides (the rest of the standard
+    /// library, the room's packages), read-only: part of the runtime's
+    /// world, not a grant of the policy's, so the listing at load has them
+    /// too.
+    pub(crate) dirs: Vec<DirGrant>,
+    /// The room's packages it imports (JavaScript): each specifier and
+    /// the script that defines it.
+    pub(crate) modules: Vec<(String, String)>,
+    /// What must live as long as this source is served (a tool folder's
+    /// files on disk).
+    pub(crate) holds: Vec<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Grants {
@@ -62,6 +75,7 @@ impl Grants {
             config: BTreeMap::new(),
             dirs: Vec::new(),
             http_allow: Arc::new(Vec::new()),
+            outbound: Default::default(),
             limits,
             fuel: None,
             max_concurrent: None,
@@ -71,8 +85,26 @@ impl Grants {
     }
 }
 
+/// What one call may do with outbound HTTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboundLimits {
+    /// Requests per call (redirects count).
+    pub max_requests: u32,
+    /// Bytes of one response's body.
+    pub max_response_bytes: u64,
+}
+
+impl Default for OutboundLimits {
+    fn default() -> Self {
+        OutboundLimits {
+            max_requests: 32,
+            max_response_bytes: 8 << 20,
+        }
+    }
+}
+
 /// A host directory visible to the plugin at `guest`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DirGrant {
     pub(crate) host: PathBuf,
     pub(crate) guest: String,
@@ -113,13 +145,28 @@ impl OriginPattern {
         if rest.contains('/') || rest.is_empty() {
             return Err(bad());
         }
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((host, "*")) => (host, None),
-            Some((host, port)) if !host.ends_with(']') || host.starts_with('[') => {
-                (host, Some(port.parse::<u16>().map_err(|_| bad())?))
-            }
-            _ => (rest, Some(if scheme == "https" { 443 } else { 80 })),
+        let default_port = Some(if scheme == "https" { 443 } else { 80 });
+        let port_of = |text: &str| match text {
+            "*" => Ok(None),
+            digits => digits.parse::<u16>().map(Some).map_err(|_| bad()),
         };
+        let (host, port) = if let Some(inside) = rest.strip_prefix('[') {
+            // An IPv6 address: `[::1]` or `[::1]:8080`.
+            let (address, after) = inside.split_once(']').ok_or_else(bad)?;
+            let port = match after {
+                "" => default_port,
+                after => port_of(after.strip_prefix(':').ok_or_else(bad)?)?,
+            };
+            (address, port)
+        } else {
+            match rest.rsplit_once(':') {
+                Some((host, port)) => (host, port_of(port)?),
+                None => (rest, default_port),
+            }
+        };
+        if host.is_empty() {
+            return Err(bad());
+        }
         Ok(OriginPattern {
             scheme,
             host: host.trim_matches(['[', ']']).to_ascii_lowercase(),
@@ -201,6 +248,14 @@ mod tests {
         assert!(default_port.matches("https", "API.example.com", 443));
         assert!(!default_port.matches("https", "api.example.com", 8443));
 
+        let v6 = OriginPattern::parse("http://[::1]").unwrap();
+        assert!(v6.matches("http", "[::1]", 80));
+        assert!(
+            OriginPattern::parse("http://[::1]:8080")
+                .unwrap()
+                .matches("http", "::1", 8080)
+        );
+        assert!(OriginPattern::parse("http://[::1").is_err());
         let any_port = OriginPattern::parse("http://localhost:*").unwrap();
         assert!(any_port.matches("http", "localhost", 1234));
 

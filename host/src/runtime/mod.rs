@@ -44,10 +44,10 @@
 //!   `log_capture.rs`, `client.rs`: what it holds;
 //! - `failure.rs`: what went wrong, as types; `usage.rs`: what a call
 //!   used (CPU time, fuel, peak memory, which code);
+//! - `outbound.rs`: the `http` import's requests (the language
+//!   runtimes' outbound HTTP) under the allowlist and the call's limits;
 //! - `warm.rs`: instances kept between calls, for plugins whose policy
 //!   opts in (`reuse_instance`);
-//! - `languages.rs`: the Python and JavaScript runtimes that run a source
-//!   file as a plugin, and what a source imports.
 
 mod allocator;
 mod asks;
@@ -61,12 +61,13 @@ mod executor;
 mod exports;
 mod failure;
 mod grants;
-pub mod languages;
 mod log_capture;
 mod memory_cap;
+mod outbound;
 mod outcome;
 mod pool;
 mod sandbox;
+mod snapshot;
 mod usage;
 mod warm;
 
@@ -80,8 +81,10 @@ pub use self::compiler::{Tier, TierUp};
 pub use self::engine::Runtime;
 pub(crate) use self::executor::QUEUE_WAIT;
 pub use self::failure::{CallFailure, CompileError};
+pub use self::grants::OutboundLimits;
 pub(crate) use self::grants::{BadOrigin, DirGrant, OriginPattern};
 pub use self::grants::{Grants, Limits, SourceFile};
+pub use self::outbound::OutboundUsage;
 #[cfg(test)]
 pub(crate) use self::outcome::logged_at;
 pub use self::outcome::{Printed, ToolRun};

@@ -33,6 +33,7 @@ pub(super) fn usage_of(
         peak_memory_bytes: store.data().limiter.peak_bytes as u64,
         tier: code.tier,
         warm: false,
+        outbound: store.data().outbound.usage,
     }
 }
 

@@ -2,8 +2,9 @@
 //! plugin world in one place: WASI with exactly the plugin's grants
 //! (nothing by default), wasi:http through the allowlist hook, the
 //! `config` import (the policy's values), the `client` import (the
-//! call's `ClientChannel`, if any) and the `source` import (the source
-//! file a language runtime runs). The memory limiter is in
+//! call's `ClientChannel`, if any), the `source` import (the source
+//! file a language runtime runs) and the `http` import (the runtimes'
+//! outbound requests, sent by `outbound.rs`). The memory limiter is in
 //! `memory_cap.rs`, the bounded stdout/stderr capture in `log_capture.rs`.
 //!
 //! A new [`Sandbox`] is built for every call (and every tool listing), so
@@ -19,11 +20,12 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::toolhost::plugin0_1_0::{client, config};
-use super::bindings::toolhost::plugin0_2_0::{input, source};
+use super::bindings::toolhost::plugin0_2_0::{http, input, source};
 use super::client::{AskError, CallClient, ELICIT, InputRequest, LogLevel, SAMPLE};
 use super::grants::{Grants, HttpAllowlist};
 use super::log_capture::LogCapture;
 use super::memory_cap::MemoryCap;
+use super::outbound::{self, Outbound};
 
 /// The data of a wasmtime `Store` for one call.
 pub(crate) struct Sandbox {
@@ -37,6 +39,9 @@ pub(crate) struct Sandbox {
     wasi: WasiCtx,
     http: WasiHttpCtx,
     http_hooks: HttpAllowlist,
+    /// The `http` import's requests (the language runtimes'), and what
+    /// they used.
+    pub(crate) outbound: Outbound,
     table: ResourceTable,
     pub(crate) limiter: MemoryCap,
     pub(crate) stdout: LogCapture,
@@ -64,7 +69,8 @@ impl Sandbox {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .envs(&grants.env);
-        for dir in &grants.dirs {
+        let runtime_dirs = grants.source.iter().flat_map(|source| &source.dirs);
+        for dir in grants.dirs.iter().chain(runtime_dirs) {
             let perms = if dir.writable {
                 FsPerms::ReadWrite
             } else {
@@ -73,6 +79,12 @@ impl Sandbox {
             wasi.preopened_dir(&dir.host, &dir.guest, perms)
                 .map_err(|e| std::io::Error::other(format!("{}: {e}", dir.host.display())))?;
         }
+        let outbound = Outbound::new(
+            plugin.clone(),
+            grants.http_allow.clone(),
+            grants.outbound,
+            grants.limits.timeout,
+        );
         let http_hooks = HttpAllowlist {
             plugin,
             allow: grants.http_allow.clone(),
@@ -85,6 +97,7 @@ impl Sandbox {
             wasi: wasi.build(),
             http: WasiHttpCtx::new(),
             http_hooks,
+            outbound,
             table: ResourceTable::new(),
             stdout,
             stderr,
@@ -118,6 +131,40 @@ impl source::Host for Sandbox {
         match &self.grants.source {
             Some(file) => (file.name.to_string(), file.text.to_string()),
             None => (String::new(), String::new()),
+        }
+    }
+
+    /// The packages the source imports, for the JavaScript runtime.
+    async fn modules(&mut self) -> Vec<(String, String)> {
+        match &self.grants.source {
+            Some(file) => file.modules.clone(),
+            None => Vec::new(),
+        }
+    }
+}
+
+impl http::Host for Sandbox {
+    /// One outbound request, through the allowlist and the call's limits
+    /// (`outbound.rs`); the error is the sentence the author reads.
+    async fn send(&mut self, request: http::Request) -> Result<http::Response, String> {
+        let request = outbound::Request {
+            method: request.method,
+            url: request.url,
+            headers: request.headers,
+            body: request.body,
+            timeout: request
+                .timeout_ms
+                .map(|millis| std::time::Duration::from_millis(millis.into())),
+            follow_redirects: request.follow_redirects,
+        };
+        match self.outbound.send(request).await {
+            Ok(response) => Ok(http::Response {
+                status: response.status,
+                url: response.url,
+                headers: response.headers,
+                body: response.body,
+            }),
+            Err(refused) => Err(refused.to_string()),
         }
     }
 }

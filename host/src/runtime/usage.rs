@@ -25,4 +25,6 @@ pub struct CallUsage {
     /// earlier call (a policy's `reuse_instance`) or a large plugin's
     /// spare (`warm.rs`).
     pub warm: bool,
+    /// What the call did with outbound HTTP (the `http` import).
+    pub outbound: super::outbound::OutboundUsage,
 }

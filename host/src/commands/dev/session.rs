@@ -9,7 +9,7 @@ use notify::event::ModifyKind;
 use notify::{EventKind, RecursiveMode, Watcher as _};
 
 use super::target::{LOAD_DEADLINE, Target};
-use crate::commands::project::Project;
+use crate::commands::project::{Language, Project, other_modules, tool_folder_zip};
 use crate::commands::remote::Outcome;
 use crate::registry::report::PluginState;
 
@@ -161,6 +161,22 @@ impl DevSession {
             && publisher.builds(self.project.language)
         {
             return self.send_source(since).await;
+        }
+        // A Python folder of more than app.py, with no toolchain project
+        // around it: the folder, zipped, as the server takes it.
+        if !matches!(self.target, Target::Publish(_))
+            && self.project.language == Language::Python
+            && self.project.source.as_deref() == Some(&*self.project.dir.join("app.py"))
+            && !self.project.dir.join("wit").is_dir()
+            && !other_modules(&self.project.dir, Language::Python).is_empty()
+        {
+            return match tool_folder_zip(&self.project.dir) {
+                Ok(zip) => self.drop_and_report(&zip, "zip", since, None).await,
+                Err(error) => say(format!(
+                    "cannot zip {}: {error:#}",
+                    self.project.dir.display()
+                )),
+            };
         }
         // A source its language's runtime serves: the file itself, no build.
         if !matches!(self.target, Target::Publish(_))

@@ -232,6 +232,7 @@ mod tests {
             peak_memory_bytes: Some(197_400),
             code: Some("optimised"),
             warm,
+            outbound: None,
         };
         let error = |details| ErrorBody {
             code: "plugin_trap".into(),

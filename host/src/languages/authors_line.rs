@@ -1,10 +1,13 @@
-//! What a build's author reads first: the line of their file a failure
-//! points at, in their file's name (`app.py:7: SyntaxError: '(' was never
-//! closed`), and the toolchain's log with its own frames and scratch paths
-//! taken out; and, before a Python build, the imports made only inside
-//! functions (only what is imported at build time is in the component).
+//! The author's line, read one way from whatever printed it: a failed
+//! build's toolchain log (componentize-py's traceback around the author's,
+//! componentize-qjs's error and frames) and what a language runtime printed
+//! as a published source failed at load (a Python traceback, a JavaScript
+//! error whose message starts with the author's line). Each becomes the
+//! line of the author's own file and its error (`app.py:7: SyntaxError:
+//! '(' was never closed`), and the log loses the toolchain's and runtime's
+//! own frames and scratch paths.
 
-use crate::builds::recipe::Language;
+use super::language::Language;
 
 /// Where a failure points in the author's file, and what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +32,7 @@ impl Pointed {
 pub(crate) fn point(language: Language, log: &str) -> Pointed {
     match language {
         Language::Python => point_python(log),
-        Language::JavaScript => point_js(log),
+        Language::JavaScript | Language::TypeScript => point_js(log),
         Language::Rust => Pointed {
             line: None,
             error: last_meaningful_line(log),
@@ -180,46 +183,98 @@ pub(crate) fn clean(log: &str, scratch: &str) -> String {
     out
 }
 
-/// A Python import made only inside a function (indented): it runs when
-/// the tool is called, and only modules imported at build time are in the
-/// component. Each: its line and the module it names.
-pub(crate) fn late_imports(source: &str) -> Vec<(u32, String)> {
-    let mut found = Vec::new();
-    let mut in_string: Option<&str> = None;
-    for (index, text) in source.lines().enumerate() {
-        let trimmed = text.trim_start();
-        // Skip docstrings and other triple-quoted text.
-        for quote in ["\"\"\"", "'''"] {
-            let count = text.matches(quote).count();
-            match in_string {
-                Some(open) if open == quote && count % 2 == 1 => in_string = None,
-                None if count % 2 == 1 => in_string = Some(quote),
-                _ => {}
+/// The author's line and error in what a runtime printed as their source
+/// failed (a Python traceback, a JavaScript error with its stack): `(line,
+/// "app.py:7: SyntaxError: ...")`; `None` when it names no error.
+pub fn authors_line(language: Language, printed: &str) -> Option<(Option<u32>, String)> {
+    let name = language.source_file();
+    // QuickJS's runtime reports an export's exception as its message,
+    // which the JavaScript runtime starts with the author's line.
+    if language.runtime() == Language::JavaScript
+        && let Some(start) = printed.find("message: Some(\"")
+    {
+        let message = &printed[start + "message: Some(\"".len()..];
+        let message = message.split("\"), stack").next().unwrap_or(message);
+        let message = message.replace("\\\"", "\"").replace("\\'", "'");
+        let line = message
+            .strip_prefix(&format!("{name}:"))
+            .and_then(|rest| rest.split(':').next())
+            .and_then(|digits| digits.parse::<u32>().ok());
+        return Some((line, message));
+    }
+    let mut line = None;
+    let mut error = None;
+    for text in printed.lines() {
+        let trimmed = text.trim();
+        // A frame of the author's file: `File "app.py", line 7` (Python),
+        // `at f (app.js:7:3)` or `app.js:7` (QuickJS).
+        if let Some(at) = trimmed.find(name) {
+            let rest = &trimmed[at + name.len()..];
+            let digits: String = rest
+                .trim_start_matches(['"', ',', ' ', ':'])
+                .trim_start_matches("line ")
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if let Ok(found) = digits.parse::<u32>() {
+                line = Some(found);
             }
-        }
-        if in_string.is_some() || trimmed.len() == text.len() {
             continue;
         }
-        let module = if let Some(rest) = trimmed.strip_prefix("import ") {
-            rest.split([',', ' ', '#']).next()
-        } else if let Some(rest) = trimmed.strip_prefix("from ") {
-            rest.split_once(" import ").map(|(module, _)| module.trim())
-        } else {
-            None
-        };
-        if let Some(module) = module.filter(|m| is_module_path(m)) {
-            found.push((index as u32 + 1, module.to_string()));
+        let is_error = !text.starts_with(' ')
+            && !trimmed.starts_with("Traceback")
+            && trimmed
+                .split_once(':')
+                .is_some_and(|(kind, _)| kind.ends_with("Error") || kind.ends_with("Exception"));
+        if is_error && error.is_none() {
+            error = Some(trimmed.to_string());
+            if language == Language::Python {
+                break;
+            }
         }
     }
-    found
+    let error = error?;
+    Some(match line {
+        Some(line) => (Some(line), format!("{name}:{line}: {error}")),
+        None => (None, format!("{name}: {error}")),
+    })
 }
 
-fn is_module_path(text: &str) -> bool {
-    !text.is_empty()
-        && !text.starts_with('.')
-        && text
-            .split('.')
-            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_alphanumeric() || c == '_'))
+/// What a runtime printed as a source failed, for its author: a Python
+/// traceback without the runtime's own frames, up to its error; a
+/// JavaScript error's message.
+pub fn clean_log(language: Language, printed: &str) -> String {
+    match language {
+        Language::Python => {
+            let mut kept = Vec::new();
+            let mut lines = printed.lines().peekable();
+            while let Some(line) = lines.next() {
+                if line.trim_start().starts_with("File \"/") {
+                    // The runtime's frame, and its source line if shown.
+                    if lines.peek().is_some_and(|next| {
+                        next.starts_with("    ") && !next.trim_start().starts_with("File ")
+                    }) {
+                        lines.next();
+                    }
+                    continue;
+                }
+                kept.push(line);
+                let is_error = !line.starts_with(' ')
+                    && !line.starts_with("Traceback")
+                    && line.split_once(':').is_some_and(|(kind, _)| {
+                        kind.ends_with("Error") || kind.ends_with("Exception")
+                    });
+                if is_error {
+                    break;
+                }
+            }
+            kept.join("\n")
+        }
+        Language::JavaScript | Language::TypeScript | Language::Rust => {
+            authors_line(language, printed)
+                .map_or_else(|| printed.to_string(), |(_, message)| message)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -306,11 +361,20 @@ Caused by:
     }
 
     #[test]
-    fn imports_inside_functions_are_found() {
-        let source = "import json\n\"\"\"\n    import not_this\n\"\"\"\ndef f():\n    import heapq\n    from collections import deque\n    x = 'import nope'\n";
+    fn the_authors_line_is_read_from_a_traceback() {
+        let raised = "Traceback (most recent call last):\n  File \"/0/runtime.py\", line 46, in _load\n    exec(x)\n  File \"app.py\", line 5, in <module>\n    fail()\n  File \"app.py\", line 3, in fail\n    raise ValueError(\"no config here\")\nValueError: no config here\n";
         assert_eq!(
-            late_imports(source),
-            [(6, "heapq".to_string()), (7, "collections".to_string())]
+            authors_line(Language::Python, raised),
+            Some((Some(3), "app.py:3: ValueError: no config here".into()))
         );
+        let syntax = "Traceback (most recent call last):\n  File \"/0/runtime.py\", line 46, in _load\n  File \"app.py\", line 7\n    return (text\n           ^\nSyntaxError: '(' was never closed\n";
+        assert_eq!(
+            authors_line(Language::Python, syntax),
+            Some((
+                Some(7),
+                "app.py:7: SyntaxError: '(' was never closed".into()
+            ))
+        );
+        assert_eq!(authors_line(Language::Python, "nothing"), None);
     }
 }

@@ -1,0 +1,491 @@
+//! A source version's image: the language runtime's state after it has run
+//! the author's module (imports included) and listed its tools, and
+//! nothing of a caller's. Taken once per version and grants, off the call
+//! path, by comparing that instance's memory with a fresh instance's page
+//! by page; laid over each fresh instance before its call, so the module's
+//! work is not paid again. Every call still starts from its own copy: an
+//! image is read, never written.
+//!
+//! What an image holds is the runtime's memory (the pages that differ from
+//! a fresh instance's, and those it grew) and every mutable global. The
+//! WASI adapter's state is reset before it is taken, so it holds no
+//! handle of the instance it came from: the instance it is laid over makes
+//! its own. The preopened folders must be the same, in the same order, as
+//! where it was taken: it is used only with the grants it was taken with.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use wasmtime::AsContextMut;
+use wasmtime::component::{Component, ComponentExportIndex, Instance, TypedFunc};
+
+use super::instrument::STATE;
+use crate::runtime::grants::Grants;
+
+/// The page an image compares and keeps by.
+const PAGE: usize = 4096;
+/// How much of the memory one `read` copies out.
+const CHUNK: u32 = 1 << 20;
+/// Unchanged pages between two changed ones that are written with them
+/// (a call into the instance costs more than copying them).
+const GAP: usize = 4;
+/// The most one image may hold, so that one source never takes the whole
+/// of the images' bound.
+const MAX_IMAGE: usize = 64 << 20;
+/// The largest piece of an image held on its own, and shared with every
+/// image that writes the same bytes at the same place.
+const SHARED: usize = 64 << 10;
+
+/// The instrumented runtime's state functions, found once per component.
+#[derive(Clone, Copy)]
+pub(crate) struct StateFuncs {
+    globals: ComponentExportIndex,
+    set_globals: ComponentExportIndex,
+    pages: ComponentExportIndex,
+    read: ComponentExportIndex,
+    at: ComponentExportIndex,
+    write: ComponentExportIndex,
+    reset: ComponentExportIndex,
+    grow_to: ComponentExportIndex,
+}
+
+impl StateFuncs {
+    /// The functions, if `component` is a runtime rewritten by
+    /// [`super::instrument::instrument`].
+    pub(crate) fn find(component: &Component) -> Option<StateFuncs> {
+        let state = component.get_export_index(None, STATE)?;
+        let func = |name| component.get_export_index(Some(&state), name);
+        Some(StateFuncs {
+            globals: func("globals")?,
+            set_globals: func("set-globals")?,
+            pages: func("pages")?,
+            read: func("read")?,
+            at: func("at")?,
+            write: func("write")?,
+            reset: func("reset")?,
+            grow_to: func("grow-to")?,
+        })
+    }
+}
+
+/// Where a run goes, and a hash of its bytes.
+type RunKey = (u32, u64);
+/// The runs held, by key (two runs may share one).
+type RunsHeld = HashMap<RunKey, Vec<Weak<Run>>>;
+
+/// The runs of bytes all images hold, each held once however many images
+/// share it (thirty sources importing the same packages write mostly the
+/// same pages at the same places), and their bound. A run is at most
+/// `SHARED` bytes, within one multiple of it.
+pub(crate) struct ImageStore {
+    held: AtomicUsize,
+    max: usize,
+    /// Every run held now, by where it goes and a hash of its bytes; and
+    /// how many entries there were when those no image holds were last
+    /// forgotten.
+    runs: Mutex<(RunsHeld, usize)>,
+}
+
+impl ImageStore {
+    pub(crate) fn new(max: usize) -> Arc<ImageStore> {
+        Arc::new(ImageStore {
+            held: AtomicUsize::new(0),
+            max,
+            runs: Mutex::new((HashMap::new(), 0)),
+        })
+    }
+
+    /// The run of `words` at `at`: one already held, or this one, if the
+    /// bound has room for it.
+    fn share(self: &Arc<Self>, at: u32, bytes: &[u8]) -> Option<Arc<Run>> {
+        let hash = {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            bytes.hash(&mut hasher);
+            hasher.finish()
+        };
+        let same = |run: &Run| {
+            run.words.len() * 8 == bytes.len()
+                && run
+                    .words
+                    .iter()
+                    .zip(bytes.chunks_exact(8))
+                    .all(|(word, bytes)| word.to_le_bytes() == bytes)
+        };
+        let mut guard = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        let (runs, pruned_at) = &mut *guard;
+        if let Some(held) = runs.get(&(at, hash)) {
+            for run in held.iter().filter_map(Weak::upgrade) {
+                if same(&run) {
+                    return Some(run);
+                }
+            }
+        }
+        let claim = self.claim(bytes.len())?;
+        let run = Arc::new(Run {
+            at,
+            words: bytes
+                .chunks_exact(8)
+                .map(|word| u64::from_le_bytes(word.try_into().expect("8 bytes")))
+                .collect(),
+            _claim: claim,
+        });
+        // Runs no image holds any more are forgotten as others come, once
+        // the map has doubled since the last time.
+        if runs.len() >= 2 * (*pruned_at).max(1024) {
+            runs.retain(|_, held| {
+                held.retain(|run| run.strong_count() > 0);
+                !held.is_empty()
+            });
+            *pruned_at = runs.len();
+        }
+        runs.entry((at, hash))
+            .or_default()
+            .push(Arc::downgrade(&run));
+        Some(run)
+    }
+
+    fn claim(self: &Arc<Self>, bytes: usize) -> Option<Claim> {
+        let mut held = self.held.load(Ordering::Relaxed);
+        loop {
+            if held + bytes > self.max {
+                return None;
+            }
+            match self.held.compare_exchange_weak(
+                held,
+                held + bytes,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    return Some(Claim {
+                        store: self.clone(),
+                        bytes,
+                    });
+                }
+                Err(now) => held = now,
+            }
+        }
+    }
+
+    /// The bytes held now, shared runs once.
+    pub(crate) fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+}
+
+/// A run's share of the bound, given back when it goes.
+struct Claim {
+    store: Arc<ImageStore>,
+    bytes: usize,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.store.held.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// Changed pages in a row, as the 8-byte words `write` takes (a page is a
+/// whole number of them), and where they go.
+struct Run {
+    at: u32,
+    words: Vec<u64>,
+    _claim: Claim,
+}
+
+/// The state an instance is given before its call.
+pub(crate) struct Image {
+    globals: Vec<u64>,
+    pages: u32,
+    runs: Vec<Arc<Run>>,
+}
+
+/// Why an image was not kept.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ImageError {
+    #[error("{0:#}")]
+    Guest(wasmtime::Error),
+    #[error("all images together would pass their bound of {0} MiB")]
+    OverBound(usize),
+    #[error("it would be more than its bound, at {0} MiB")]
+    TooLarge(usize),
+}
+
+impl From<wasmtime::Error> for ImageError {
+    fn from(error: wasmtime::Error) -> Self {
+        ImageError::Guest(error)
+    }
+}
+
+/// What a fresh instance's memory holds, page by page: a SHA-256 of each
+/// page (truncated to 128 bits), read before the instance that runs the
+/// module is made, so a take holds one instance at a time.
+pub(crate) struct FreshPages {
+    pages: u32,
+    hashes: Vec<[u8; 16]>,
+}
+
+fn page_hash(page: &[u8]) -> [u8; 16] {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(page);
+    let mut hash = [0; 16];
+    hash.copy_from_slice(&digest[..16]);
+    hash
+}
+
+impl FreshPages {
+    /// Reads `fresh`, an instance that has run nothing.
+    pub(crate) async fn read<S: Send>(
+        funcs: &StateFuncs,
+        mut fresh: (impl AsContextMut<Data = S>, &Instance),
+    ) -> wasmtime::Result<FreshPages> {
+        let pages = pages_of(funcs, &mut fresh.0, fresh.1).await?;
+        let end = u64::from(pages) << 16;
+        let mut hashes = Vec::with_capacity((end as usize) / PAGE);
+        let mut offset = 0u64;
+        while offset < end {
+            let len = (end - offset).min(u64::from(CHUNK)) as u32;
+            let bytes = read(funcs, &mut fresh.0, fresh.1, offset as u32, len).await?;
+            hashes.extend(bytes.chunks(PAGE).map(page_hash));
+            offset += u64::from(len);
+        }
+        Ok(FreshPages { pages, hashes })
+    }
+}
+
+impl Image {
+    /// The image of `taken`, an instance that has run the author's module
+    /// and nothing of a caller's, against `fresh`, what an instance of the
+    /// same code holds before it has run anything. `taken`'s WASI adapter
+    /// is reset. An image past `MAX_IMAGE` bytes is not kept.
+    pub(crate) async fn take<S: Send>(
+        funcs: &StateFuncs,
+        store: &Arc<ImageStore>,
+        mut taken: (impl AsContextMut<Data = S>, &Instance),
+        fresh: &FreshPages,
+    ) -> Result<Image, ImageError> {
+        let reset: TypedFunc<(), ()> = taken.1.get_typed_func(&mut taken.0, funcs.reset)?;
+        reset.call_async(&mut taken.0, ()).await?;
+        let globals: TypedFunc<(), (Vec<u64>,)> =
+            taken.1.get_typed_func(&mut taken.0, funcs.globals)?;
+        let (globals,) = globals.call_async(&mut taken.0, ()).await?;
+        let pages = pages_of(funcs, &mut taken.0, taken.1).await?;
+        if pages < fresh.pages {
+            return Err(ImageError::Guest(wasmtime::format_err!(
+                "the memory shrank from {} to {pages} pages",
+                fresh.pages
+            )));
+        }
+
+        let end = u64::from(pages) << 16;
+        let mut shared = Vec::new();
+        let mut kept = 0usize;
+        let mut offset = 0u64;
+        while offset < end {
+            let len = (end - offset).min(u64::from(CHUNK)) as u32;
+            let now = read(funcs, &mut taken.0, taken.1, offset as u32, len).await?;
+            let first_page = offset as usize / PAGE;
+            // The changed pages of this chunk, in runs: joined across a few
+            // unchanged pages, cut where a shared piece ends.
+            let mut runs: Vec<(usize, usize)> = Vec::new();
+            for (page, bytes_now) in now.chunks(PAGE).enumerate() {
+                let start = page * PAGE;
+                let same = match fresh.hashes.get(first_page + page) {
+                    Some(was) => *was == page_hash(bytes_now),
+                    // Memory grown since is zeroed: only what is not
+                    // needs writing.
+                    None => bytes_now.iter().all(|b| *b == 0),
+                };
+                if same {
+                    continue;
+                }
+                let end = start + bytes_now.len();
+                match runs.last_mut() {
+                    Some((run_start, run_end))
+                        if *run_end + GAP * PAGE >= start
+                            && *run_start / SHARED == start / SHARED =>
+                    {
+                        *run_end = end;
+                    }
+                    _ => runs.push((start, end)),
+                }
+            }
+            for (start, end) in runs {
+                kept += end - start;
+                if kept > MAX_IMAGE {
+                    return Err(ImageError::TooLarge(kept >> 20));
+                }
+                let at = (offset as usize + start) as u32;
+                shared.push(
+                    store
+                        .share(at, &now[start..end])
+                        .ok_or(ImageError::OverBound(store.max >> 20))?,
+                );
+            }
+            offset += u64::from(len);
+        }
+        Ok(Image {
+            globals,
+            pages,
+            runs: shared,
+        })
+    }
+
+    /// Lays the image over `instance`, fresh: its memory grown to the
+    /// image's size, the changed bytes written, every global set.
+    pub(crate) async fn apply<S: Send>(
+        &self,
+        funcs: &StateFuncs,
+        mut store: impl AsContextMut<Data = S>,
+        instance: &Instance,
+    ) -> wasmtime::Result<()> {
+        let grow_to: TypedFunc<(u32,), ()> = instance.get_typed_func(&mut store, funcs.grow_to)?;
+        grow_to.call_async(&mut store, (self.pages,)).await?;
+        let at: TypedFunc<(u32,), ()> = instance.get_typed_func(&mut store, funcs.at)?;
+        let write: TypedFunc<(&[u64],), ()> = instance.get_typed_func(&mut store, funcs.write)?;
+        for run in &self.runs {
+            at.call_async(&mut store, (run.at,)).await?;
+            write
+                .call_async(&mut store, (run.words.as_slice(),))
+                .await?;
+        }
+        let set_globals: TypedFunc<(&[u64],), ()> =
+            instance.get_typed_func(&mut store, funcs.set_globals)?;
+        set_globals
+            .call_async(&mut store, (self.globals.as_slice(),))
+            .await?;
+        Ok(())
+    }
+
+    /// How many runs of bytes it writes.
+    pub(crate) fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// The bytes it holds.
+    pub(crate) fn bytes(&self) -> usize {
+        self.runs.iter().map(|run| run.words.len() * 8).sum()
+    }
+}
+
+async fn pages_of<S: Send>(
+    funcs: &StateFuncs,
+    mut store: impl AsContextMut<Data = S>,
+    instance: &Instance,
+) -> wasmtime::Result<u32> {
+    let pages: TypedFunc<(), (u32,)> = instance.get_typed_func(&mut store, funcs.pages)?;
+    Ok(pages.call_async(&mut store, ()).await?.0)
+}
+
+async fn read<S: Send>(
+    funcs: &StateFuncs,
+    mut store: impl AsContextMut<Data = S>,
+    instance: &Instance,
+    offset: u32,
+    len: u32,
+) -> wasmtime::Result<Vec<u8>> {
+    let read: TypedFunc<(u32, u32), (Vec<u8>,)> =
+        instance.get_typed_func(&mut store, funcs.read)?;
+    Ok(read.call_async(&mut store, (offset, len)).await?.0)
+}
+
+/// A source version's image, as far as it has got: one per plugin version,
+/// for the grants it was taken with.
+#[derive(Default)]
+pub(crate) struct ImageSlot(Mutex<Slot>);
+
+#[derive(Default)]
+enum Slot {
+    /// Not taken yet for the grants served now.
+    #[default]
+    Untried,
+    /// Being taken.
+    Taking,
+    /// Taken with these grants.
+    Ready(Arc<Grants>, Arc<Image>),
+    /// Taking it failed, or it would pass the bound: calls run the module.
+    Declined(Arc<Grants>),
+}
+
+impl ImageSlot {
+    /// The image to lay over an instance with `grants`, if there is one.
+    pub(crate) fn ready(&self, grants: &Arc<Grants>) -> Option<Arc<Image>> {
+        match &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            Slot::Ready(taken_with, image) if Arc::ptr_eq(taken_with, grants) => {
+                Some(image.clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether an image is to be taken now for `grants` (and, if so, it is
+    /// marked as being taken).
+    pub(crate) fn start_taking(&self, grants: &Arc<Grants>) -> bool {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let wanted = match &*slot {
+            Slot::Untried => true,
+            Slot::Taking => false,
+            Slot::Ready(taken_with, _) | Slot::Declined(taken_with) => {
+                !Arc::ptr_eq(taken_with, grants)
+            }
+        };
+        if wanted {
+            *slot = Slot::Taking;
+        }
+        wanted
+    }
+
+    /// How taking it ended: kept, declined for these grants, or (a
+    /// failure that was not the image's: no slot, the server stopping)
+    /// to be tried again.
+    pub(crate) fn taken(&self, grants: &Arc<Grants>, outcome: Option<Result<Image, ()>>) {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // Cleared meanwhile (the version stopped serving): nothing to keep.
+        if !matches!(*slot, Slot::Taking) {
+            return;
+        }
+        *slot = match outcome {
+            Some(Ok(image)) => Slot::Ready(grants.clone(), Arc::new(image)),
+            Some(Err(())) => Slot::Declined(grants.clone()),
+            None => Slot::Untried,
+        };
+    }
+
+    /// The image goes with the version's instances (`Runtime::unserved`).
+    pub(crate) fn clear(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Slot::Untried;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_two_images_write_alike_is_held_once_and_the_bound_holds() {
+        let store = ImageStore::new(3 * PAGE);
+        let page = vec![7u8; PAGE];
+        let first = store.share(0, &page).unwrap();
+        let again = store.share(0, &page).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(store.held(), PAGE);
+        // The same bytes elsewhere, or other bytes here, are runs of their own.
+        let elsewhere = store.share(PAGE as u32, &page).unwrap();
+        let other = store.share(0, &[8u8; PAGE]).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(store.held(), 3 * PAGE);
+        assert!(
+            store.share(2 * PAGE as u32, &page).is_none(),
+            "past the bound"
+        );
+        drop((first, again, elsewhere));
+        assert_eq!(store.held(), PAGE);
+        let back = store.share(0, &page).unwrap();
+        assert_eq!(back.words.len() * 8, PAGE);
+        assert_eq!(store.held(), 2 * PAGE);
+        drop((other, back));
+        assert_eq!(store.held(), 0);
+    }
+}
