@@ -325,6 +325,7 @@ export function tool(definition) {
  * - any other JSON value (number, boolean, array): its JSON as text;
  * - undefined, null, a Promise: a mistake, reported as INVALID_RESULT. */
 function toOutput(value, name) {
+  value = settledValue(value);
   if (value instanceof Output) return value;
   if (value instanceof Block) return new Output([value], undefined);
   if (Array.isArray(value) && value.length > 0 && value.every((item) => item instanceof Block)) {
@@ -335,11 +336,27 @@ function toOutput(value, name) {
     throw new ToolError("INVALID_RESULT", `tool ${name} returned ${value}: return a string, an object or content(..)`);
   }
   if (typeof value?.then === "function") {
-    throw new ToolError("INVALID_RESULT", `tool ${name} returned a Promise: run must be synchronous (the component cannot await)`);
+    throw new ToolError("INVALID_RESULT", `tool ${name} returned a Promise that has not settled: a component cannot wait for it (in toolhost's runtime, await works on fetch and Response bodies)`);
   }
   const json = serialise(value, name);
   if (isPlainData(value) && json.startsWith("{")) return new Output([text(json)], value);
   return new Output([text(json)], undefined);
+}
+
+/** A thenable that is already settled (the runtime's `fetch` and what an
+ * `async run` gives there): its value, or its reason thrown. A native
+ * Promise, or a thenable still pending, comes back as it is. */
+function settledValue(value) {
+  if (value instanceof Promise || typeof value?.then !== "function") return value;
+  let state = "pending";
+  let result;
+  value.then(
+    (fulfilled) => { if (state === "pending") { state = "fulfilled"; result = fulfilled; } },
+    (reason) => { if (state === "pending") { state = "rejected"; result = reason; } },
+  );
+  if (state === "fulfilled") return result === value ? result : settledValue(result);
+  if (state === "rejected") throw result;
+  return value;
 }
 
 function serialise(value, name) {

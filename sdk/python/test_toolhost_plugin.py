@@ -453,9 +453,6 @@ class CatalogTest(unittest.TestCase):
             tp.resource("test://x/{a}", description="x")(lambda b: "x")
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class HeaderTest(unittest.TestCase):
     def test_a_header_parameter_is_marked_in_the_schema(self):
@@ -476,3 +473,255 @@ class HeaderTest(unittest.TestCase):
         self.assertTrue(all(isinstance(a, tp.ClientError) for a in answers.values()))
         with self.assertRaises(ValueError):
             tp.ask(x=("telepathy", {}))
+
+
+class FakeHost:
+    """A transport for ``_set_http_transport_for_testing``: records each
+    request and answers with ``reply`` (or raises ``refuse``)."""
+
+    def __init__(self, status=200, headers=(), body=b"", url=None, refuse=None):
+        self.status, self.headers, self.body, self.url, self.refuse = status, list(headers), body, url, refuse
+        self.sent = []
+
+    def __call__(self, method, url, headers, body, timeout_ms, follow_redirects):
+        self.sent.append({"method": method, "url": url, "headers": list(headers), "body": body,
+                          "timeout_ms": timeout_ms, "follow_redirects": follow_redirects})
+        if self.refuse:
+            raise tp.HTTPRequestError(self.refuse)
+        return self.status, self.url or url, self.headers, self.body
+
+    @property
+    def last(self):
+        return self.sent[-1]
+
+    def header(self, name):
+        return [v for k, v in self.last["headers"] if k.lower() == name.lower()]
+
+
+REFUSAL = ('http://x:1 is not allowed for ns/plugin: an admin grants it with '
+           '[http] allow = ["http://x:1"] in plugins/ns/plugin.toml')
+
+
+class HTTPTest(unittest.TestCase):
+    def host(self, **reply):
+        fake = FakeHost(**reply)
+        previous = tp._set_http_transport_for_testing(fake)
+        self.addCleanup(tp._set_http_transport_for_testing, previous)
+        return fake
+
+    def test_params_are_merged_into_the_query(self):
+        host = self.host()
+        tp.http.get("https://api.example/v1/search?q=old#top",
+                    params={"lang": "en", "tag": ["a b", "c"], "skip": None})
+        self.assertEqual(host.last["url"], "https://api.example/v1/search?q=old&lang=en&tag=a+b&tag=c#top")
+        self.assertEqual(host.last["method"], "GET")
+        self.assertIsNone(host.last["body"])
+        tp.http.get("https://api.example/", params=[("a", 1), ("a", 2)])
+        self.assertEqual(host.last["url"], "https://api.example/?a=1&a=2")
+        tp.http.get("https://api.example/x")
+        self.assertEqual(host.last["url"], "https://api.example/x")
+
+    def test_json_and_form_bodies_set_their_content_type(self):
+        host = self.host()
+        tp.http.post("https://api.example/items", json={"name": "ü", "n": [1, 2]})
+        self.assertEqual(json.loads(host.last["body"]), {"name": "ü", "n": [1, 2]})
+        self.assertEqual(host.header("content-type"), ["application/json"])
+        tp.http.post("https://api.example/items", data={"a": "1 2", "b": "&"})
+        self.assertEqual(host.last["body"], b"a=1+2&b=%26")
+        self.assertEqual(host.header("content-type"), ["application/x-www-form-urlencoded"])
+        tp.http.put("https://api.example/items", json=[1], headers={"content-type": "application/merge+json"})
+        self.assertEqual(host.header("content-type"), ["application/merge+json"])
+        self.assertEqual(host.last["method"], "PUT")
+        tp.http.request("patch", "https://api.example/items", data="héllo", timeout=2.5,
+                        allow_redirects=False, headers=[("X-A", "1"), ("X-A", "2")])
+        self.assertEqual((host.last["method"], host.last["body"]), ("PATCH", "héllo".encode()))
+        self.assertEqual(host.header("content-type"), [])
+        self.assertEqual(host.header("x-a"), ["1", "2"])
+        self.assertEqual((host.last["timeout_ms"], host.last["follow_redirects"]), (2500, False))
+        tp.http.delete("https://api.example/items/1")
+        self.assertEqual((host.last["method"], host.last["timeout_ms"], host.last["follow_redirects"]),
+                         ("DELETE", None, True))
+        with self.assertRaises(TypeError):
+            tp.http.post("https://api.example/", json={}, data=b"x")
+
+    def test_headers_are_case_insensitive(self):
+        self.host(headers=[("Content-Type", "text/plain"), ("Set-Cookie", "a=1"), ("set-cookie", "b=2")])
+        response = tp.http.get("https://api.example/")
+        self.assertEqual(response.headers["content-type"], "text/plain")
+        self.assertEqual(response.headers.get("CONTENT-TYPE"), "text/plain")
+        self.assertEqual(response.headers["Set-Cookie"], "a=1, b=2")
+        self.assertEqual(response.headers.get_all("SET-COOKIE"), ["a=1", "b=2"])
+        self.assertIn("set-cookie", response.headers)
+        self.assertEqual(response.headers.get("X-Missing", "none"), "none")
+        self.assertEqual(sorted(response.headers), ["Content-Type", "Set-Cookie"])
+        with self.assertRaises(TypeError):
+            response.headers["X"] = "y"
+
+    def test_text_is_decoded_by_the_charset(self):
+        self.host(headers=[("Content-Type", 'text/plain; charset="ISO-8859-1"')], body="café".encode("latin-1"))
+        self.assertEqual(tp.http.get("https://api.example/").text, "café")
+        self.host(headers=[("Content-Type", "text/plain")], body="café".encode() + b"\xff")
+        self.assertEqual(tp.http.get("https://api.example/").text, "café\ufffd")
+        self.host(headers=[("Content-Type", "text/plain; charset=no-such-codec")], body=b"ok")
+        self.assertEqual(tp.http.get("https://api.example/").text, "ok")
+
+    def test_json_status_and_repr(self):
+        self.host(status=201, url="https://api.example/final", body=b'{"id": 7}',
+                  headers=[("Content-Type", "application/json")])
+        response = tp.http.post("https://api.example/start", json={})
+        self.assertEqual(response.json(), {"id": 7})
+        self.assertEqual((response.status, response.status_code, response.ok), (201, 201, True))
+        self.assertEqual(response.url, "https://api.example/final")
+        self.assertEqual(response.content, b'{"id": 7}')
+        self.assertEqual(repr(response), "<Response [201 Created] https://api.example/final>")
+        response.raise_for_status()
+
+    def test_raise_for_status(self):
+        self.host(status=404, body=b"no such item")
+        response = tp.http.get("https://api.example/items/9")
+        self.assertFalse(response.ok)
+        with self.assertRaises(tp.HTTPError) as error:
+            response.raise_for_status()
+        self.assertIs(error.exception.response, response)
+        self.assertEqual(str(error.exception), "404 Client Error: Not Found for url: https://api.example/items/9")
+        self.host(status=599)
+        with self.assertRaises(tp.HTTPError) as error:
+            tp.http.get("https://api.example/").raise_for_status()
+        self.assertEqual(str(error.exception), "599 Server Error for url: https://api.example/")
+        self.host(status=302)
+        self.assertTrue(tp.http.head("https://api.example/").ok)
+
+    def test_the_hosts_refusal_reaches_the_caller_unchanged(self):
+        self.host(refuse=REFUSAL)
+        with self.assertRaises(tp.HTTPRequestError) as error:
+            tp.http.get("http://x:1/")
+        self.assertEqual(str(error.exception), REFUSAL)
+
+    def test_through_the_wit_import(self):
+        @dataclass
+        class Request:
+            method: str
+            url: str
+            headers: list
+            body: Optional[bytes]
+            timeout_ms: Optional[int]
+            follow_redirects: bool
+
+        @dataclass
+        class Response:
+            status: int
+            url: str
+            headers: list
+            body: bytes
+
+        class Err(Exception):  # as componentize_py_types.Err: the sentence is its value
+            def __init__(self, *, value):
+                self.value = value
+
+        sent = []
+
+        def send(request):
+            sent.append(request)
+            if "x:1" in request.url:
+                raise Err(value=REFUSAL)
+            return Response(200, request.url, [("Content-Type", "application/json")], b"[1]")
+
+        wit = type("wit_http", (), {"Request": Request, "Response": Response, "send": staticmethod(send)})
+        for name, value in (("_wit_http", wit), ("_Err", Err), ("_http_transport", None)):
+            previous = getattr(tp, name)
+            setattr(tp, name, value)
+            self.addCleanup(setattr, tp, name, previous)
+        self.assertEqual(tp.http.post("https://api.example/", json={}, timeout=0.25).json(), [1])
+        self.assertEqual(sent[-1], Request("POST", "https://api.example/", [("Content-Type", "application/json")],
+                                           b"{}", 250, True))
+        with self.assertRaises(tp.HTTPRequestError) as error:
+            tp.http.get("http://x:1/")
+        self.assertEqual(str(error.exception), REFUSAL)
+
+    def test_without_the_runtime(self):
+        previous = tp._set_http_transport_for_testing(None)
+        self.addCleanup(tp._set_http_transport_for_testing, previous)
+        with self.assertRaises(tp.HTTPRequestError) as error:
+            tp.http.get("https://api.example/")
+        self.assertIn("toolhost's Python runtime", str(error.exception))
+        self.assertIn("toolhost dev app.py", str(error.exception))
+
+
+class URLOpenTest(unittest.TestCase):
+    def setUp(self):
+        import urllib.request
+        self.urllib = urllib.request
+        self.addCleanup(urllib.request.install_opener, None)
+        tp.install_urllib()
+
+    def host(self, **reply):
+        fake = FakeHost(**reply)
+        previous = tp._set_http_transport_for_testing(fake)
+        self.addCleanup(tp._set_http_transport_for_testing, previous)
+        return fake
+
+    def test_get(self):
+        host = self.host(url="https://api.example/after", body=b"hello",
+                         headers=[("Content-Type", "text/plain"), ("X-N", "1"), ("x-n", "2")])
+        response = self.urllib.urlopen("https://api.example/before", timeout=3)
+        self.assertEqual(response.read(), b"hello")
+        self.assertEqual((response.status, response.getcode(), response.reason), (200, 200, "OK"))
+        self.assertEqual((response.geturl(), response.url), ("https://api.example/after",) * 2)
+        self.assertEqual(response.headers["content-type"], "text/plain")
+        self.assertEqual(response.headers.get_all("X-N"), ["1", "2"])
+        self.assertEqual(response.getheader("x-n"), "1, 2")
+        self.assertEqual((host.last["method"], host.last["url"], host.last["body"]),
+                         ("GET", "https://api.example/before", None))
+        self.assertEqual((host.last["timeout_ms"], host.last["follow_redirects"]), (3000, True))
+        self.assertTrue(host.header("user-agent")[0].startswith("Python-urllib/"))
+
+    def test_post_through_a_request(self):
+        host = self.host(status=201)
+        request = self.urllib.Request("https://api.example/items", data=b'{"a": 1}',
+                                      headers={"Content-Type": "application/json", "X-Key": "k"})
+        response = self.urllib.urlopen(request)
+        self.assertEqual(response.status, 201)
+        self.assertEqual((host.last["method"], host.last["body"]), ("POST", b'{"a": 1}'))
+        self.assertEqual(host.header("content-type"), ["application/json"])
+        self.assertEqual(host.header("x-key"), ["k"])
+        self.assertIsNone(host.last["timeout_ms"])
+        self.urllib.urlopen(self.urllib.Request("https://api.example/items/1", method="DELETE"))
+        self.assertEqual((host.last["method"], host.last["body"]), ("DELETE", None))
+        self.urllib.urlopen("http://api.example/form", data=b"a=1")
+        self.assertEqual((host.last["method"], host.last["url"]), ("POST", "http://api.example/form"))
+        self.assertEqual(host.header("content-type"), ["application/x-www-form-urlencoded"])
+
+    def test_a_404_raises_urllibs_http_error(self):
+        import urllib.error
+        self.host(status=404, body=b"not here", headers=[("Content-Type", "text/plain")])
+        with self.assertRaises(urllib.error.HTTPError) as error:
+            self.urllib.urlopen("https://api.example/missing")
+        self.assertEqual(error.exception.code, 404)
+        self.assertEqual(error.exception.read(), b"not here")
+        self.assertEqual(error.exception.headers["Content-Type"], "text/plain")
+
+    def test_a_redirect_is_not_followed_again(self):
+        import urllib.error
+        host = self.host(status=302, headers=[("Location", "https://elsewhere.example/")])
+        with self.assertRaises(urllib.error.HTTPError) as error:
+            self.urllib.urlopen("https://api.example/")
+        self.assertEqual(error.exception.code, 302)
+        self.assertEqual(len(host.sent), 1)
+
+    def test_with_urlopen(self):
+        self.host(body=b"body")
+        with self.urllib.urlopen("https://api.example/") as response:
+            self.assertEqual(response.read(), b"body")
+        self.assertTrue(response.fp is None or response.fp.closed)
+
+    def test_a_refusal_is_a_url_error_with_the_hosts_sentence(self):
+        import urllib.error
+        self.host(refuse=REFUSAL)
+        with self.assertRaises(urllib.error.URLError) as error:
+            self.urllib.urlopen("http://x:1/")
+        self.assertEqual(error.exception.reason, REFUSAL)
+        self.assertIsInstance(error.exception, tp.HTTPRequestError)
+
+
+if __name__ == "__main__":
+    unittest.main()

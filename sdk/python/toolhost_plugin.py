@@ -50,6 +50,8 @@ import sys
 import traceback
 import types
 import typing
+import urllib.parse
+from http import HTTPStatus as _HTTPStatus
 from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
 
 try:  # Present only inside a component built by componentize-py.
@@ -70,6 +72,10 @@ try:  # Asking several things at once, and for roots (contract 0.2.0's `input`).
     from wit_world.imports import input as _wit_input
 except ImportError:
     _wit_input = None
+try:  # Outbound HTTP: toolhost's Python runtime only (world `source-runtime`).
+    from wit_world.imports import http as _wit_http
+except ImportError:
+    _wit_http = None
 
 __all__ = [
     "tool", "ToolError", "Tools", "Content", "Block", "text", "image", "audio",
@@ -77,6 +83,7 @@ __all__ = [
     "ask", "list_roots", "Header", "ClientError", "call", "registry", "schema_of",
     "resource", "prompt", "Message", "user", "assistant", "Resources", "Prompts", "Completion",
     "read_resource", "get_prompt", "resources", "prompts",
+    "http", "Response", "HTTPError", "HTTPRequestError", "install_urllib",
 ]
 
 _NoneType = type(None)
@@ -883,3 +890,366 @@ def list_roots() -> dict:
     if isinstance(answer, ClientError):
         raise answer
     return answer
+
+
+# --- HTTP (toolhost's Python runtime) --------------------------------------------
+
+_NO_RUNTIME = (
+    "HTTP from toolhost_plugin runs in toolhost's Python runtime, which sends each request "
+    "through the host: publish the source (app.py) to a toolhost server, or run it with "
+    "`toolhost dev app.py` (plain Python, and a component built on its own, have no HTTP "
+    "import; tests supply a transport with _set_http_transport_for_testing)")
+
+_http_transport: (cabc.Callable[[str, str, list[tuple[str, str]], bytes | None, int | None, bool],
+                                tuple[int, str, list[tuple[str, str]], bytes]] | None) = None
+
+
+class HTTPRequestError(Exception):
+    """No response: the host refused the request (an origin the plugin's
+    policy does not allow, a bound reached) or it failed (DNS, connection,
+    TLS, timeout). The message is the host's sentence, unchanged: it names
+    the origin and where an admin grants it."""
+
+
+class HTTPError(Exception):
+    """A 4xx or 5xx status, from ``Response.raise_for_status()``;
+    ``response`` is the response."""
+
+    def __init__(self, message: str, response: Response):
+        super().__init__(message)
+        self.response = response
+
+
+def _set_http_transport_for_testing(fn: cabc.Callable[..., tuple] | None) -> Any:
+    """Sends every request (``http`` and an installed ``urlopen``) through
+    ``fn(method, url, headers, body, timeout_ms, follow_redirects) -> (status,
+    url, headers, body)``, which may raise ``HTTPRequestError``; ``None``
+    goes back to the host. Returns the transport it replaces."""
+    global _http_transport
+    previous, _http_transport = _http_transport, fn
+    return previous
+
+
+def _send(method: str, url: str, headers: list[tuple[str, str]], body: bytes | None,
+          timeout_ms: int | None, follow_redirects: bool) -> tuple[int, str, list[tuple[str, str]], bytes]:
+    """One request through the host's ``http.send`` (or the testing
+    transport): (status, final URL, headers, body)."""
+    if _http_transport is not None:
+        status, final_url, got, content = _http_transport(method, url, headers, body, timeout_ms,
+                                                          follow_redirects)
+    elif _wit_http is None:
+        raise HTTPRequestError(_NO_RUNTIME)
+    else:
+        request = _wit_http.Request(method=method, url=url, headers=headers, body=body,
+                                    timeout_ms=timeout_ms, follow_redirects=follow_redirects)
+        try:
+            answer = _wit_http.send(request)
+        except _Err as error:
+            raise HTTPRequestError(str(error.value)) from None
+        status, final_url, got, content = answer.status, answer.url, answer.headers, answer.body
+    return int(status), str(final_url), [(str(k), str(v)) for k, v in got], bytes(content)
+
+
+def _pairs(value: Any) -> list[tuple[Any, Any]]:
+    """A mapping's items or a list of pairs, as a list of pairs."""
+    if value is None:
+        return []
+    if isinstance(value, cabc.Mapping):
+        return list(value.items())
+    return [(k, v) for k, v in value]
+
+
+def _header_value(value: Any) -> str:
+    return value.decode("latin-1") if isinstance(value, (bytes, bytearray)) else str(value)
+
+
+def _reason(status: int) -> str:
+    """The status's standard phrase (``Not Found``), or ``""``."""
+    try:
+        return _HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _with_params(url: str, params: Any) -> str:
+    """``url`` with ``params`` url-encoded after its own query (a list value
+    repeats the name; ``None`` values are left out)."""
+    pairs = [(k, v) for k, v in _pairs(params) if v is not None]
+    if not pairs:
+        return url
+    encoded = urllib.parse.urlencode(pairs, doseq=True)
+    base, hash_, fragment = url.partition("#")
+    separator = "" if base.endswith(("?", "&")) else "&" if "?" in base else "?"
+    return f"{base}{separator}{encoded}{hash_}{fragment}"
+
+
+def _body(json_value: Any, data: Any, headers: list[tuple[str, str]]) -> bytes | None:
+    """The request's body; a JSON or form body adds its ``Content-Type`` to
+    ``headers`` unless they have one."""
+    if json_value is not None and data is not None:
+        raise TypeError("http: give json= or data=, not both")
+    if json_value is not None:
+        content, kind = json.dumps(json_value, ensure_ascii=False).encode(), "application/json"
+    elif data is None:
+        return None
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    elif isinstance(data, str):
+        return data.encode()
+    elif isinstance(data, (cabc.Mapping, list, tuple)):
+        content = urllib.parse.urlencode(_pairs(data), doseq=True).encode()
+        kind = "application/x-www-form-urlencoded"
+    else:
+        raise TypeError(f"http: data= takes bytes, str or a dict, not {type(data).__name__}")
+    if not any(name.lower() == "content-type" for name, _ in headers):
+        headers.append(("Content-Type", kind))
+    return content
+
+
+def _timeout_ms(timeout: Any) -> int | None:
+    """Seconds (a ``(connect, read)`` pair adds up) as milliseconds."""
+    if isinstance(timeout, tuple):
+        parts = [t for t in timeout if t is not None]
+        timeout = sum(parts) if parts else None
+    if timeout is None:
+        return None
+    seconds = float(timeout)
+    if not seconds > 0:
+        raise ValueError(f"http: timeout must be a positive number of seconds, not {timeout!r}")
+    return max(1, round(min(seconds * 1000, 2**32 - 1)))
+
+
+class ResponseHeaders(cabc.Mapping):
+    """A response's headers: a read-only mapping whose names are
+    case-insensitive. A repeated header's values are joined with ``", "``
+    (as requests does); ``get_all(name)`` keeps them apart."""
+
+    def __init__(self, pairs: cabc.Iterable[tuple[str, str]]):
+        self._pairs = [(str(k), str(v)) for k, v in pairs]
+        self._names: dict[str, str] = {}
+        for name, _ in self._pairs:
+            self._names.setdefault(name.lower(), name)
+
+    def get_all(self, name: str) -> list[str]:
+        """Every value of ``name``, in order (``[]`` when absent)."""
+        lower = name.lower() if isinstance(name, str) else None
+        return [v for k, v in self._pairs if k.lower() == lower]
+
+    def __getitem__(self, name: str) -> str:
+        values = self.get_all(name)
+        if not values:
+            raise KeyError(name)
+        return ", ".join(values)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._names
+
+    def __iter__(self) -> cabc.Iterator[str]:
+        return iter(self._names.values())
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"ResponseHeaders({dict(self.items())!r})"
+
+
+class Response:
+    """An HTTP response, whole: ``status`` (``status_code``), ``url`` (after
+    any redirects), ``headers``, ``content`` (bytes), ``text``, ``json()``."""
+
+    def __init__(self, status: int, url: str, headers: cabc.Iterable[tuple[str, str]], content: bytes):
+        self.status = int(status)
+        self.url = url
+        self.headers = ResponseHeaders(headers)
+        self.content = bytes(content)
+
+    @property
+    def status_code(self) -> int:
+        return self.status
+
+    @property
+    def ok(self) -> bool:
+        """Whether the status is 200 to 399."""
+        return 200 <= self.status < 400
+
+    @property
+    def reason(self) -> str:
+        """The status's standard phrase (``Not Found``), or ``""``."""
+        return _reason(self.status)
+
+    @property
+    def encoding(self) -> str | None:
+        """The ``charset`` of ``Content-Type``, if it has one."""
+        for part in self.headers.get("Content-Type", "").split(";")[1:]:
+            key, _, value = part.partition("=")
+            if key.strip().lower() == "charset" and value.strip().strip("\"'"):
+                return value.strip().strip("\"'")
+        return None
+
+    @property
+    def text(self) -> str:
+        """``content`` decoded with the charset of ``Content-Type``, else
+        UTF-8 (undecodable bytes replaced)."""
+        try:
+            return self.content.decode(self.encoding or "utf-8", errors="replace")
+        except LookupError:  # a charset Python does not know
+            return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body parsed as JSON (``json.JSONDecodeError`` if it is not)."""
+        return json.loads(self.text if self.encoding else self.content)
+
+    def raise_for_status(self) -> None:
+        """Raises ``HTTPError`` unless ``ok``."""
+        if not self.ok:
+            kind = {4: "Client Error", 5: "Server Error"}.get(self.status // 100, "Error")
+            reason = f": {self.reason}" if self.reason else ""
+            raise HTTPError(f"{self.status} {kind}{reason} for url: {self.url}", self)
+
+    def __repr__(self) -> str:
+        return f"<Response [{self.status}{' ' + self.reason if self.reason else ''}] {self.url}>"
+
+
+class _HTTP:
+    """Outbound HTTP through the host, in toolhost's Python runtime: the
+    host sends a request only to an origin the plugin's policy allows (an
+    admin grants it with ``[http] allow``); anything else is
+    ``HTTPRequestError`` with the host's sentence. ``headers`` and
+    ``params`` are a dict or a list of pairs; ``timeout`` is in seconds."""
+
+    def request(self, method: str, url: str, *, params: Any = None, headers: Any = None,
+                json: Any = None, data: Any = None, timeout: float | None = None,
+                allow_redirects: bool = True) -> Response:
+        """Sends one request and returns the ``Response``, whatever its
+        status (``raise_for_status()`` raises for 4xx and 5xx). ``json=`` is
+        sent as JSON, ``data=`` as it is (bytes, str as UTF-8) or, a dict,
+        form-encoded; either sets ``Content-Type`` unless ``headers`` do.
+        Redirects are followed (to allowed origins) unless
+        ``allow_redirects=False``."""
+        sent = [(str(k), _header_value(v)) for k, v in _pairs(headers)]
+        body = _body(json, data, sent)
+        status, final_url, got, content = _send(
+            method.upper(), _with_params(url, params), sent, body, _timeout_ms(timeout),
+            bool(allow_redirects))
+        return Response(status, final_url, got, content)
+
+    def get(self, url: str, *, params: Any = None, headers: Any = None,
+            timeout: float | None = None, allow_redirects: bool = True) -> Response:
+        """``GET url``."""
+        return self.request("GET", url, params=params, headers=headers, timeout=timeout,
+                            allow_redirects=allow_redirects)
+
+    def head(self, url: str, *, params: Any = None, headers: Any = None,
+             timeout: float | None = None, allow_redirects: bool = False) -> Response:
+        """``HEAD url`` (redirects not followed unless asked, as requests does)."""
+        return self.request("HEAD", url, params=params, headers=headers, timeout=timeout,
+                            allow_redirects=allow_redirects)
+
+    def delete(self, url: str, *, params: Any = None, headers: Any = None,
+               timeout: float | None = None, allow_redirects: bool = True) -> Response:
+        """``DELETE url``."""
+        return self.request("DELETE", url, params=params, headers=headers, timeout=timeout,
+                            allow_redirects=allow_redirects)
+
+    def post(self, url: str, *, params: Any = None, json: Any = None, data: Any = None,
+             headers: Any = None, timeout: float | None = None, allow_redirects: bool = True) -> Response:
+        """``POST url`` with a ``json=`` or ``data=`` body."""
+        return self.request("POST", url, params=params, json=json, data=data, headers=headers,
+                            timeout=timeout, allow_redirects=allow_redirects)
+
+    def put(self, url: str, *, params: Any = None, json: Any = None, data: Any = None,
+            headers: Any = None, timeout: float | None = None, allow_redirects: bool = True) -> Response:
+        """``PUT url`` with a ``json=`` or ``data=`` body."""
+        return self.request("PUT", url, params=params, json=json, data=data, headers=headers,
+                            timeout=timeout, allow_redirects=allow_redirects)
+
+    def patch(self, url: str, *, params: Any = None, json: Any = None, data: Any = None,
+              headers: Any = None, timeout: float | None = None, allow_redirects: bool = True) -> Response:
+        """``PATCH url`` with a ``json=`` or ``data=`` body."""
+        return self.request("PATCH", url, params=params, json=json, data=data, headers=headers,
+                            timeout=timeout, allow_redirects=allow_redirects)
+
+
+http = _HTTP()
+
+
+def install_urllib() -> Any:
+    """Makes ``urllib.request.urlopen`` send ``http://`` and ``https://``
+    through the same transport as ``http`` (toolhost's Python runtime calls
+    this once, at start), so code written for urllib runs as it is: the
+    opener honours a ``Request``'s method, headers and data and its
+    ``timeout``, the host follows redirects (the opener does not again),
+    a 4xx or 5xx is ``urllib.error.HTTPError`` as urllib's default, and a
+    refusal or failure ``urllib.error.URLError`` (an ``HTTPRequestError``
+    too) whose ``reason`` is the host's sentence. Returns the opener
+    installed with ``urllib.request.install_opener``. (``urlopen`` given
+    ``context=`` or ``cafile=`` builds urllib's own opener instead.)"""
+    import io
+    import urllib.error
+    import urllib.request
+    import urllib.response
+    from http.client import HTTPMessage
+
+    class URLError(HTTPRequestError, urllib.error.URLError):
+        """The host refused the request or it failed; ``reason`` is the
+        host's sentence."""
+
+    class Reply(urllib.response.addinfourl):
+        """What ``urlopen`` returns: ``read()``, ``status``, ``headers``,
+        ``url``, as ``http.client.HTTPResponse`` has them."""
+
+        def __init__(self, status: int, url: str, headers: list[tuple[str, str]], content: bytes):
+            message = HTTPMessage()
+            for name, value in headers:
+                message[name] = value  # appends: a repeated header stays repeated
+            super().__init__(io.BytesIO(content), message, url, status)
+            self.reason = self.msg = _reason(status)
+
+        def getheader(self, name: str, default: Any = None) -> Any:
+            values = self.headers.get_all(name)
+            return ", ".join(values) if values else default
+
+        def getheaders(self) -> list[tuple[str, str]]:
+            return self.headers.items()
+
+    class HostHandler(urllib.request.BaseHandler):
+        """``http_open``/``https_open`` through ``_send``."""
+
+        def http_open(self, req: urllib.request.Request) -> Reply:
+            headers = [(str(k), _header_value(v)) for k, v in req.header_items()]
+            names = {name.lower() for name, _ in headers}
+            for name, value in self.parent.addheaders:  # User-agent, as urllib sends it
+                if name.lower() not in names:
+                    headers.append((name, value))
+            body = None
+            if req.data is not None:
+                data = req.data
+                if isinstance(data, str):
+                    raise TypeError("POST data should be bytes, an iterable of bytes, or a file "
+                                    "object. It cannot be of type str.")
+                if isinstance(data, (bytes, bytearray, memoryview)):
+                    body = bytes(data)
+                elif hasattr(data, "read"):
+                    body = bytes(data.read())
+                else:
+                    body = b"".join(data)
+                if "content-type" not in names:
+                    headers.append(("Content-Type", "application/x-www-form-urlencoded"))
+            timeout = req.timeout if isinstance(req.timeout, (int, float)) else None
+            try:
+                status, url, got, content = _send(req.get_method(), req.full_url, headers, body,
+                                                  _timeout_ms(timeout), True)
+            except HTTPRequestError as error:
+                raise URLError(str(error)) from None
+            return Reply(status, url, got, content)
+
+        https_open = http_open
+
+    opener = urllib.request.OpenerDirector()
+    for handler in (HostHandler(), urllib.request.UnknownHandler(),
+                    urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPErrorProcessor(),
+                    urllib.request.DataHandler()):
+        opener.add_handler(handler)
+    urllib.request.install_opener(opener)
+    return opener

@@ -1,11 +1,14 @@
 """toolhost's Python runtime: CPython, the helper library and the modules
-of ``modules.txt``, built once (``make runtimes``), that runs an author's
+of ``modules.txt`` (imported as it is built, so they cost nothing at a
+call), built once (``make runtimes``), that runs an author's
 ``app.py`` as a plugin. The host hands each instance the source through the
 ``source`` import; it is compiled and run as the module ``app`` at the
 instance's first export call, and its ``@tool``s (resources, prompts)
 served by the helper library's exports, as a component built from the same
-``app.py`` would serve them. A module not imported here is not in the
-runtime: the host answers an import outside the set before anything runs.
+``app.py`` would serve them. The rest of CPython's standard library and the
+room's packages are read from folders the host hands each instance
+read-only; the host answers an import found in none of them before
+anything runs.
 """
 
 import importlib
@@ -31,18 +34,57 @@ with open(os.path.join(os.path.dirname(__file__), "modules.txt")) as _listed:
 for _name in MODULES:
     importlib.import_module(_name)
 
+# `urllib.request.urlopen` goes through the host's `http` import, like the
+# helper's `http`: the same allowlist, limits and accounting.
+toolhost_plugin.install_urllib()
+
 _app = None
+# Whether this instance has begun a caller's work. An instance may start
+# from an image of another that ran the module (the host takes one per
+# source version): what that instance drew at random is reseeded here, once,
+# so no two calls share a random sequence.
+_begun = False
+
+
+# Where the host hands this runtime the rest of CPython's standard library
+# and the room's packages (`toolhost packages add`), read-only; and a tool
+# that is a folder: its own modules and data files.
+_STDLIB = "/toolhost/stdlib"
+_PACKAGES = "/toolhost/packages"
+_APP = "/toolhost/app"
+
+# Set as the runtime is built, so a call pays nothing for them: the folders
+# on the module search path (a folder the host does not hand over is simply
+# not there), and each package imported now (`xml`, `email`) also looking
+# for its other modules in the standard library's folder.
+sys.path[:0] = [_APP, _PACKAGES]
+sys.path.append(_STDLIB)
+_SEARCHED = [_APP, _PACKAGES, _STDLIB]
+for _name, _module in list(sys.modules.items()):
+    _paths = getattr(_module, "__path__", None)
+    if isinstance(_paths, list):
+        _on_disk = os.path.join(_STDLIB, *_name.split("."))
+        _paths.append(_on_disk)
+        _SEARCHED.append(_on_disk)
 
 
 def _load():
     """The author's module, run once per instance."""
     global _app
     if _app is None:
+        # Those folders were not there as the runtime was built: forget
+        # that (a dictionary's entries, no file system call).
+        for path in _SEARCHED:
+            sys.path_importer_cache.pop(path, None)
         name, text = _source.read()
         if not name:
             raise RuntimeError("toolhost gave this runtime no source to run")
         module = types.ModuleType("app")
         module.__file__ = name
+        if os.path.isdir(_APP):
+            # Its data files open beside it, as they would from its folder.
+            module.__file__ = os.path.join(_APP, name)
+            os.chdir(_APP)
         sys.modules["app"] = module
         # Tracebacks show the author's lines, as they would from a file.
         linecache.cache[name] = (len(text), None, text.splitlines(True), name)
@@ -56,6 +98,20 @@ def _load():
     return _app
 
 
+def _begin():
+    """Once per instance, before a caller's first request."""
+    global _begun
+    if not _begun:
+        _begun = True
+        drawn = sys.modules.get("random")
+        if drawn is not None:
+            drawn.seed()
+        # Temporary names are drawn from a generator made at first use.
+        temporary = sys.modules.get("tempfile")
+        if temporary is not None:
+            temporary._name_sequence = None
+
+
 class Tools(_Tools):
     def list_tools(self):
         _load()
@@ -63,6 +119,7 @@ class Tools(_Tools):
 
     def call_tool(self, name, arguments):
         _load()
+        _begin()
         return super().call_tool(name, arguments)
 
 
@@ -77,6 +134,7 @@ class Resources(_Resources):
 
     def read_resource(self, uri):
         _load()
+        _begin()
         return super().read_resource(uri)
 
 
@@ -87,10 +145,12 @@ class Prompts(_Prompts):
 
     def get_prompt(self, name, arguments):
         _load()
+        _begin()
         return super().get_prompt(name, arguments)
 
 
 class Completion(_Completion):
     def complete(self, reference, argument, value, context):
         _load()
+        _begin()
         return super().complete(reference, argument, value, context)
