@@ -307,7 +307,7 @@ fn a_publisher_writes_python_and_javascript_tools_in_chromium_and_connects_a_cli
         &server,
         &json!({ "publisher": ada, "namespace": "ada" }),
     );
-    assert_eq!(seen["languages"], json!(["python", "js"]), "{seen}");
+    assert_eq!(seen["languages"], json!(["python", "js", "ts"]), "{seen}");
     for (language, file) in [("python", "app.py"), ("js", "app.js")] {
         let failed = seen[format!("{language}Failed")].as_str().unwrap();
         let line = seen[format!("{language}BrokenLine")].as_u64().unwrap();
@@ -622,12 +622,12 @@ fn the_page_shows_each_person_their_set_and_an_admin_approves_there() {
     );
 }
 
-/// A Python source that needs a full build (it imports `gzip`, which the
+/// A Python source that needs a full build (it imports `ftplib`, which the
 /// runtime does not carry) and takes a while to build (it sleeps at build
 /// time, where componentize-py runs it), answering with `who`.
 pub(crate) fn slow_source(who: &str) -> String {
     format!(
-        r#"import gzip  # noqa: F401
+        r#"import ftplib  # noqa: F401
 import time
 from dataclasses import dataclass
 

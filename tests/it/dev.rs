@@ -484,4 +484,64 @@ fn a_python_file_is_live_with_dev_and_no_toolchain() {
     let counted = post(&base, "/tools/word_count", &json!({"text": "a b"}));
     assert_eq!(counted["content"][0]["text"], "count: 2", "{counted}");
     assert!(dev.output().contains("no build"), "{}", dev.output());
+
+    // An import nothing here carries: said plainly (the module, what is
+    // carried, what to do), not a toolchain's error; what served serves on.
+    std::fs::write(&temp, format!("import yaml\n{}", tool("x:"))).unwrap();
+    std::fs::rename(&temp, &file).unwrap();
+    dev.wait_for("toolhost packages add", 1, REBUILD);
+    let output = dev.output();
+    assert!(
+        output.contains("app.py:1: `yaml`") || output.contains(":1: `yaml`"),
+        "{output}"
+    );
+    assert!(!output.contains("AssertionError"), "{output}");
+    let counted = post(&base, "/tools/word_count", &json!({"text": "a"}));
+    assert_eq!(counted["content"][0]["text"], "count: 1", "{counted}");
+}
+
+/// `toolhost dev FOLDER` for a Python tool of more than `app.py`, with only
+/// the binary: the folder is served as a tool folder (its own module and
+/// data file), and an edit of the module is live again.
+#[test]
+fn a_python_folder_is_live_with_dev_and_no_toolchain() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = work.path().join("greeter");
+    std::fs::create_dir_all(folder.join("data")).unwrap();
+    std::fs::write(
+        folder.join("app.py"),
+        "import os\n\nimport words\nfrom toolhost_plugin import tool\n\n\n@tool(read_only=True)\n\
+         def greet(name: str) -> str:\n    \"\"\"Greets.\n\n    Args:\n        name: Who\n    \"\"\"\n    \
+         with open(os.path.join(os.path.dirname(__file__), \"data\", \"end.txt\")) as end:\n        \
+         return words.hello(name) + end.read().strip()\n",
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("words.py"),
+        "def hello(name):\n    return 'hello ' + name\n",
+    )
+    .unwrap();
+    std::fs::write(folder.join("data/end.txt"), "!\n").unwrap();
+    let address = free_address();
+    let base = format!("http://{address}");
+    let served = work.path().join("served");
+    let nowhere = work.path().join("no-toolchain");
+    let dev = Dev::start_with_env(
+        &folder,
+        &["--listen", &address, "--plugins", served.to_str().unwrap()],
+        &[
+            ("TOOLHOST_COMPONENTIZE_PY", nowhere.to_str().unwrap()),
+            ("PATH", "/usr/bin:/bin"),
+        ],
+    );
+    dev.wait_for("live in", 1, REBUILD);
+    assert!(served.join("greeter.zip").is_file(), "{}", dev.output());
+    let greeted = post(&base, "/tools/greet", &json!({"name": "ada"}));
+    assert_eq!(greeted["content"][0]["text"], "hello ada!", "{greeted}");
+    let temp = folder.join(".words.py.swp");
+    std::fs::write(&temp, "def hello(name):\n    return 'hi ' + name\n").unwrap();
+    std::fs::rename(&temp, folder.join("words.py")).unwrap();
+    dev.wait_for("live in", 2, REBUILD);
+    let greeted = post(&base, "/tools/greet", &json!({"name": "ada"}));
+    assert_eq!(greeted["content"][0]["text"], "hi ada!", "{greeted}");
 }

@@ -387,6 +387,7 @@ fn closed_sessions_give_their_memory_back() {
     // Its own process: the measure is the server's resident memory.
     let dir = plugin_dir(&[&example("echo")]);
     let server = Server::process(dir.path(), &[]);
+    server.wait_for_runtimes_compiled();
     for _ in 0..100 {
         session_cycle(&server);
     }

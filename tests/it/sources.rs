@@ -95,7 +95,7 @@ fn a_room_publishes_python_and_javascript_at_once_with_no_toolchain() {
     );
     let (status, me) = send(&server, "GET", "/me", Some(INSTRUCTOR), "", b"");
     assert_eq!(status, 200, "{me}");
-    assert_eq!(me["builds"], json!(["python", "js"]), "{me}");
+    assert_eq!(me["builds"], json!(["python", "js", "ts"]), "{me}");
     assert_eq!(me["fullBuilds"], json!([]), "{me}");
 
     let stop = std::sync::atomic::AtomicBool::new(false);
@@ -235,15 +235,20 @@ fn an_import_the_runtime_does_not_carry_is_answered_clearly() {
     let tokens = room(config.path(), 1);
     let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
     let secret = "person-0-secret-0123456789";
-    let source = format!("import sqlite3\n{}", py_tool("count"));
+    let source = format!("import yaml\n{}", py_tool("count"));
     let (status, refused) = put_source(&server, "p0/db", secret, "text/x-python", &source);
     assert_eq!(status, 422, "{refused}");
     assert_eq!(refused["error"]["code"], "BUILD_FAILED", "{refused}");
     let message = refused["error"]["message"].as_str().unwrap();
-    for said in ["app.py:1", "`sqlite3`", "json", "--builds python"] {
+    for said in [
+        "app.py:1",
+        "`yaml`",
+        "standard library",
+        "toolhost packages add",
+    ] {
         assert!(message.contains(said), "{said:?} not in {message}");
     }
-    assert_eq!(refused["error"]["details"]["imports"], json!(["sqlite3"]));
+    assert_eq!(refused["error"]["details"]["imports"], json!(["yaml"]));
     assert_eq!(refused["error"]["details"]["line"], 1);
     assert!(
         refused["error"]["details"]["carried"]
@@ -269,7 +274,7 @@ fn an_import_the_runtime_does_not_carry_is_answered_clearly() {
     // Dropped in by hand: refused with the same sentence.
     std::fs::write(
         dir.path().join(".db.tmp"),
-        format!("import sqlite3\n{}", py_tool("c")),
+        format!("import yaml\n{}", py_tool("c")),
     )
     .unwrap();
     std::fs::rename(dir.path().join(".db.tmp"), dir.path().join("db.py")).unwrap();
@@ -278,7 +283,11 @@ fn an_import_the_runtime_does_not_carry_is_answered_clearly() {
         db(s).is_some_and(|plugin| plugin.reason.is_some())
     });
     let reason = db(&server).unwrap().reason.unwrap();
-    assert!(reason.contains("`sqlite3`"), "{reason}");
+    assert!(reason.contains("`yaml`"), "{reason}");
+    // A standard module past the ones built in is read from disk, live.
+    let source = format!("import sqlite3\nimport mailbox\n{}", py_tool("stdlib"));
+    let (status, published) = put_source(&server, "p0/std", secret, "text/x-python", &source);
+    assert_eq!(status, 201, "{published}");
 }
 
 #[test]
@@ -447,4 +456,225 @@ fn a_project_folder_in_the_plugin_folder_serves_no_source() {
         "{ids:?}"
     );
     assert!(ids.contains(&"textpy".to_string()), "{ids:?}");
+}
+
+/// A fresh server compiles its language runtimes as it starts, in the
+/// background: the first source published is served on that code (no
+/// compile of its own), as the thirtieth is.
+#[test]
+fn the_runtimes_are_compiled_before_the_first_source() {
+    let dir = plugin_dir(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let server = Server::process(dir.path(), &["--cache-dir", cache.path().to_str().unwrap()]);
+    crate::support::wait_until(
+        "the Python runtime to be compiled ahead",
+        Duration::from_secs(120),
+        || {
+            let log = server.log();
+            log.contains("compiled ahead of its first plugin") && log.contains("the python runtime")
+        },
+    );
+    let file = dir.path().join(".first.tmp");
+    std::fs::write(&file, py_tool("first")).unwrap();
+    std::fs::rename(&file, dir.path().join("first.py")).unwrap();
+    server.wait_for("first.py to load", |s| {
+        s.tool_names().contains(&"first".to_string())
+    });
+    let report = server.plugin("first").unwrap();
+    assert_eq!(
+        report.from_cache,
+        Some(true),
+        "the first source compiled the runtime again: {report:?}"
+    );
+}
+
+/// A zip of the files of a tool folder.
+fn zip_of(files: &[(&str, &str)]) -> Vec<u8> {
+    use std::io::Write;
+    let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, text) in files {
+        out.start_file(*name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        out.write_all(text.as_bytes()).unwrap();
+    }
+    out.finish().unwrap().into_inner()
+}
+
+/// A tool that is a folder: `app.py`, a module of its own and a data file,
+/// published as a zip, imports the one and reads the other; a zip that
+/// reaches outside its folder is refused and writes nothing.
+#[test]
+fn a_tool_folder_imports_its_own_module_and_reads_its_data() {
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = room(config.path(), 1);
+    let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let secret = "person-0-secret-0123456789";
+    let app = r#"import os
+
+import helpers
+from toolhost_plugin import tool
+
+
+@tool(name="city")
+def city(name: str) -> str:
+    """Finds a city.
+
+    Args:
+        name: Its name
+    """
+    here = os.path.join(os.path.dirname(__file__), "data", "cities.csv")
+    with open(here) as rows, open("data/cities.csv") as again:
+        known = [row.strip() for row in rows]
+        assert known == [row.strip() for row in again]
+    return helpers.describe(name, name.lower() in known)
+"#;
+    let zip = zip_of(&[
+        ("cities/app.py", app),
+        (
+            "cities/helpers.py",
+            "def describe(name, known):\n    return f\"{name}: {'known' if known else 'unknown'}\"\n",
+        ),
+        ("cities/data/cities.csv", "paris\nlima\n"),
+    ]);
+    let put = |id: &str, bytes: &[u8]| {
+        send(
+            &server,
+            "PUT",
+            &format!("/plugins/{id}"),
+            Some(secret),
+            "application/zip",
+            bytes,
+        )
+    };
+    let (status, published) = put("p0/cities", &zip);
+    assert_eq!(status, 201, "{published}");
+    let answer = call_as(&server, secret, "p0__city", json!({ "name": "Lima" }));
+    assert_eq!(
+        answer.1["content"][0]["text"], "Lima: known",
+        "{}",
+        answer.1
+    );
+    assert!(dir.path().join("p0/cities.zip").is_file());
+
+    let (status, refused) = put(
+        "p0/evil",
+        &zip_of(&[("app.py", app), ("../outside.py", "x = 1\n")]),
+    );
+    assert_eq!(status, 422, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a plain relative path"),
+        "{refused}"
+    );
+    assert!(!dir.path().join("p0/evil.zip").exists());
+
+    // `toolhost push DIR` sends a folder of more than app.py as one, but
+    // the helper library (the runtime's serves) and the tests.
+    let project = tempfile::tempdir().unwrap();
+    let folder = project.path().join("towns");
+    std::fs::create_dir_all(folder.join("data")).unwrap();
+    std::fs::write(folder.join("app.py"), app.replace("\"city\"", "\"town\"")).unwrap();
+    std::fs::write(
+        folder.join("helpers.py"),
+        "def describe(name, known):\n    return f\"{name}? {known}\"\n",
+    )
+    .unwrap();
+    std::fs::write(folder.join("data/cities.csv"), "oslo\n").unwrap();
+    std::fs::write(
+        folder.join("toolhost_plugin.py"),
+        "raise SystemExit('a stale copy')\n",
+    )
+    .unwrap();
+    let pushed = std::process::Command::new(crate::support::toolhost_bin())
+        .arg("push")
+        .arg(&folder)
+        .env("TOOLHOST_SERVER", &server.base)
+        .env("TOOLHOST_TOKEN", secret)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&pushed.stdout).into_owned()
+        + &String::from_utf8_lossy(&pushed.stderr);
+    assert!(pushed.status.success(), "{said}");
+    assert!(said.contains("as a tool folder"), "{said}");
+    let answer = call_as(&server, secret, "p0__town", json!({ "name": "Oslo" }));
+    assert_eq!(answer.1["content"][0]["text"], "Oslo? True", "{}", answer.1);
+}
+
+/// TypeScript: a `.ts` source is served by the JavaScript runtime with its
+/// types erased (every line and column kept): it answers, and an error, at
+/// erasure or at import, names the author's line of `app.ts`.
+#[test]
+fn a_typescript_source_is_served_and_its_errors_name_its_line() {
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = room(config.path(), 1);
+    let server = Server::start(dir.path(), &["--tokens", tokens.to_str().unwrap()]);
+    let secret = "person-0-secret-0123456789";
+    let typed = r#"import { tool, exportPlugin } from "./toolhost.js";
+
+interface Args {
+  text: string;
+  times?: number;
+}
+
+type Said = { said: string; length: number };
+
+function repeat<T extends string>(text: T, times: number): string {
+  return Array.from({ length: times }, () => text).join(" ");
+}
+
+const echo = tool({
+  name: "typed_echo",
+  description: "Says the text, typed.",
+  input: {
+    type: "object",
+    properties: { text: { type: "string" }, times: { type: "integer" } },
+    required: ["text"],
+  },
+  run: ({ text, times }: Args): Said => {
+    const said = repeat(text, times ?? 1) as string;
+    return { said, length: said.length! };
+  },
+});
+
+export const { tools, resources, prompts, completion } = exportPlugin({ tools: [echo] });
+"#;
+    let (status, published) = put_source(&server, "p0/typed", secret, "text/typescript", typed);
+    assert_eq!(status, 201, "{published}");
+    assert!(dir.path().join("p0/typed.ts").is_file());
+    let answer = call_as(
+        &server,
+        secret,
+        "p0__typed_echo",
+        json!({ "text": "hi", "times": 2 }),
+    );
+    assert_eq!(
+        answer.1["structuredContent"]["said"], "hi hi",
+        "{}",
+        answer.1
+    );
+
+    // An enum cannot be erased: its line and column, and what to write.
+    let with_enum = typed.replace("type Said", "enum Mood { Calm }\ntype Said");
+    let (status, refused) = put_source(&server, "p0/moody", secret, "text/typescript", &with_enum);
+    assert_eq!(status, 422, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("app.ts:8:"), "{message}");
+    assert_eq!(refused["error"]["details"]["line"], 8, "{refused}");
+    // A throw at import, on the last line of the .ts.
+    let throws = format!("{typed}throw new Error(\"not yet\");\n");
+    let line = throws.lines().count();
+    let (status, refused) = put_source(&server, "p0/throws", secret, "text/typescript", &throws);
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["error"]["details"]["line"], line, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("app.ts:{line}")),
+        "{refused}"
+    );
 }

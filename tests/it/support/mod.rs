@@ -451,6 +451,28 @@ impl Server {
     /// Waits (polling, bounded) until `condition` holds; panics with the
     /// server log if it never does. Hot reload is asynchronous, so tests
     /// wait for its effect rather than sleeping a fixed time.
+    /// Waits until this server (a process of its own) has compiled its
+    /// language runtimes ahead of their first source, as every watching
+    /// server does as it starts: what a test measures of an idle or
+    /// settled server must not count that start-up work.
+    pub fn wait_for_runtimes_compiled(&self) {
+        wait_until(
+            "the language runtimes to be compiled ahead",
+            Duration::from_secs(300),
+            || {
+                let log = self.log();
+                ["the python runtime", "the js runtime"]
+                    .iter()
+                    .all(|runtime| {
+                        log.lines().any(|line| {
+                            line.contains("compiled ahead of its first plugin")
+                                && line.contains(runtime)
+                        })
+                    })
+            },
+        );
+    }
+
     pub fn wait_for(&self, what: &str, condition: impl FnMut(&Server) -> bool) {
         self.wait_for_within(what, Duration::from_secs(20), condition);
     }

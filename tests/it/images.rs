@@ -1,0 +1,110 @@
+//! A source's module runs once per version, not once per call: the host
+//! takes an image of the Python runtime after the module ran, and every
+//! call starts from its own copy of it. What the module computed is there
+//! without being computed again; what a call draws at random is its own;
+//! what a call changes is gone at the next; a folder's data files and its
+//! own modules still open; a source whose module fails still answers with
+//! the author's line.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::{Server, plugin_dir, wait_until};
+
+/// A module that does work at import (a table, a value drawn at random),
+/// and tools that show it.
+const STAMPED: &str = r#"import random
+
+from toolhost_plugin import tool
+
+STAMP = random.random()
+TABLE = {n: n * n for n in range(50_000)}
+SEEN = []
+
+
+@tool(name="stamp")
+def stamp() -> dict:
+    """The module's stamp, a fresh draw, and what earlier calls left."""
+    SEEN.append(1)
+    return {"stamp": STAMP, "draw": random.random(), "seen": len(SEEN), "square": TABLE[49_999]}
+"#;
+
+fn drop_source(dir: &std::path::Path, name: &str, text: &str) {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, dir.join(name)).unwrap();
+}
+
+fn image_taken(server: &Server, plugin: &str) {
+    wait_until(
+        &format!("the image of {plugin}"),
+        Duration::from_secs(120),
+        || {
+            server.log().lines().any(|line| {
+                line.contains("image taken") && line.contains(&format!("plugin={plugin}"))
+            })
+        },
+    );
+}
+
+#[test]
+fn a_sources_module_runs_once_and_each_call_starts_from_its_own_copy() {
+    let dir = plugin_dir(&[]);
+    let server = Server::process(dir.path(), &[]);
+    server.wait_for_runtimes_compiled();
+    drop_source(dir.path(), "stamped.py", STAMPED);
+    server.wait_for("stamped.py to load", |s| {
+        s.tool_names().contains(&"stamp".to_string())
+    });
+    image_taken(&server, "stamped");
+    let held = crate::metrics::metric_value(&server, "toolhost_image_bytes");
+    assert!(
+        held > 50_000 * 8,
+        "the image of a 50,000-entry table holds {held} bytes"
+    );
+
+    // A spare made before the image may serve the first call; every call
+    // after it starts from the image.
+    let _ = server.call("stamp", json!({}));
+    let answers: Vec<_> = (0..4)
+        .map(|_| server.call("stamp", json!({})).json["structuredContent"].clone())
+        .collect();
+    for answer in &answers {
+        assert_eq!(answer["square"], 49_999_i64 * 49_999, "{answer}");
+        assert_eq!(answer["seen"], 1, "a call saw what another left: {answer}");
+        assert_eq!(
+            answer["stamp"], answers[0]["stamp"],
+            "the module ran again for a call: {answers:?}"
+        );
+    }
+    let draws: std::collections::HashSet<String> = answers
+        .iter()
+        .map(|answer| answer["draw"].to_string())
+        .collect();
+    assert_eq!(
+        draws.len(),
+        answers.len(),
+        "calls drew the same numbers: {answers:?}"
+    );
+
+    // A new version is a new image.
+    drop_source(
+        dir.path(),
+        "stamped.py",
+        &STAMPED
+            .replace("50_000", "60_000")
+            .replace("49_999", "59_999"),
+    );
+    server.wait_for("the new version", |s| {
+        s.call("stamp", json!({})).json["structuredContent"]["square"] == json!(59_999_i64 * 59_999)
+    });
+    wait_until("the new version's image", Duration::from_secs(120), || {
+        server.log().matches("image taken").count() >= 2
+    });
+    let _ = server.call("stamp", json!({}));
+    let first = server.call("stamp", json!({})).json["structuredContent"].clone();
+    let second = server.call("stamp", json!({})).json["structuredContent"].clone();
+    assert_eq!(first["stamp"], second["stamp"], "{first} {second}");
+    assert_ne!(first["stamp"], answers[0]["stamp"]);
+}
