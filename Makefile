@@ -58,7 +58,7 @@ install: runtimes
 test: target lighttpd chromium prometheus haproxy docker-registry redis-server bubblewrap
 	$(MAKE) -j2 toolchains test-build
 	python3 -m unittest discover -s sdk/python
-	node --test sdk/js/test.mjs plugins/textjs/test.mjs
+	node --test sdk/js/test.mjs sdk/js/runtime/web.test.mjs sdk/js/runtime/strip.test.mjs plugins/textjs/test.mjs
 	cargo test --workspace --exclude toolhost-bench --no-fail-fast
 
 test-build: runtimes
@@ -77,6 +77,7 @@ bench: plugins wrk haproxy docker-registry target/py_echo.wasm target/sm_echo.wa
 	    --ts-client target/bench-node/ts_client.mjs --earlier $(EARLIER) \
 	    --wasmtime $(WASMTIME) --http-echo tests/fixtures/target/wasm32-wasip2/release/httpecho.wasm \
 	    --out target/bench.json
+	python3 bench/scripts/sources_reach.py target/release/toolhost
 
 # The guard: 229c921 (2026-11-22), a fresh instance per call before
 # the shared server's guarantees, built once from this repository's history
@@ -198,20 +199,40 @@ $(COMPONENTIZE_QJS):
 	npm install --no-audit --no-fund --loglevel=error --prefix $(JS_TOOLCHAIN) componentize-qjs@0.4.5
 
 # The language runtimes: one component per language that runs a published
-# source file (host/src/runtime/languages.rs), built once with the pinned
+# source file (host/src/languages/runtimes.rs), built once with the pinned
 # toolchains and embedded in the binary (host/build.rs): CPython with the
 # helper library and the modules of sdk/python/runtime/modules.txt, and
 # QuickJS with the JavaScript helper.
-runtimes: target/runtimes/python.wasm target/runtimes/js.wasm
+runtimes: target/runtimes/python.wasm.zst target/runtimes/js.wasm.zst target/runtimes/python-stdlib.tar.zst
 
 target/runtimes/python.wasm: sdk/python/runtime/runtime.py sdk/python/runtime/modules.txt sdk/python/toolhost_plugin.py wit/plugin.wit | $(COMPONENTIZE_PY)
 	mkdir -p target/runtimes
 	$(COMPONENTIZE_PY) -d wit -w source-runtime componentize -p sdk/python/runtime -p sdk/python runtime -o $@.tmp
 	mv $@.tmp $@
 
-target/runtimes/js.wasm: sdk/js/runtime/runtime.js sdk/js/toolhost.js wit/plugin.wit | $(COMPONENTIZE_QJS)
+target/runtimes/js.wasm: sdk/js/runtime/runtime.js sdk/js/runtime/web.js sdk/js/runtime/sync.js sdk/js/runtime/strip.js sdk/js/toolhost.js wit/plugin.wit | $(COMPONENTIZE_QJS)
 	mkdir -p target/runtimes
 	$(COMPONENTIZE_QJS) --sync --wit wit --world source-runtime --js sdk/js/runtime/runtime.js --module-root . -o $@.tmp
+	mv $@.tmp $@
+
+# What the binary embeds (host/build.rs): each runtime zstd-compressed, and
+# CPython's own standard library (the runtime's version, taken from
+# componentize-py), which the server unpacks once and hands the Python
+# runtime read-only, so that a source imports any pure module of it live.
+PACK = $(PY_TOOLCHAIN)/bin/python sdk/python/runtime/pack.py
+ZSTANDARD := $(PY_TOOLCHAIN)/.zstandard-0.23.0
+
+$(ZSTANDARD): | $(COMPONENTIZE_PY)
+	$(PY_TOOLCHAIN)/bin/pip install --quiet --disable-pip-version-check zstandard==0.23.0
+	touch $@
+
+target/runtimes/%.wasm.zst: target/runtimes/%.wasm sdk/python/runtime/pack.py | $(ZSTANDARD)
+	$(PACK) compress $< $@.tmp
+	mv $@.tmp $@
+
+target/runtimes/python-stdlib.tar.zst: sdk/python/runtime/pack.py | $(ZSTANDARD)
+	mkdir -p target/runtimes
+	$(PACK) stdlib $(PY_TOOLCHAIN)/lib/python3*/site-packages/componentize_py/componentize_py.abi3.so $@.tmp target/runtimes/python-stdlib.txt
 	mv $@.tmp $@
 
 # The Python example: its app beside the helper library (sdk/python).
