@@ -44,11 +44,12 @@ fn val_type(ty: wp::ValType) -> enc::ValType {
 }
 
 /// The accessor module for `globals`, `memory` (its instance, export name
-/// and type) and the adapter's reset, if there is one.
+/// and type) and the functions `reset` calls, in order (each `() -> ()`:
+/// the WASI adapter's reset, libc's preopens' reset).
 pub(super) fn accessor(
     globals: &[Global],
     memory: &(u32, String, wp::MemoryType),
-    reset: Option<&(u32, String)>,
+    resets: &[(u32, String)],
 ) -> enc::Module {
     use enc::{Instruction as I, ValType::*};
     let mut types = enc::TypeSection::new();
@@ -82,13 +83,10 @@ pub(super) fn accessor(
             page_size_log2: None,
         },
     );
-    let imported_funcs = match reset {
-        Some((instance, name)) => {
-            imports.import(&format!("i{instance}"), name, enc::EntityType::Function(4));
-            1
-        }
-        None => 0,
-    };
+    for (instance, name) in resets {
+        imports.import(&format!("i{instance}"), name, enc::EntityType::Function(4));
+    }
+    let imported_funcs = resets.len() as u32;
 
     let mut memories = enc::MemorySection::new();
     memories.memory(enc::MemoryType {
@@ -293,8 +291,8 @@ pub(super) fn accessor(
 
     // reset()
     let mut f = enc::Function::new([]);
-    if imported_funcs == 1 {
-        f.instruction(&I::Call(0));
+    for reset in 0..imported_funcs {
+        f.instruction(&I::Call(reset));
     }
     f.instruction(&I::End);
     functions.function(4);

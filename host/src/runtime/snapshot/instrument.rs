@@ -12,8 +12,11 @@
 //!   through the accessor's own scratch memory (never the runtime's);
 //! - `at(offset)` then `write(list<u64>)`: the list is lowered straight into
 //!   the memory at that offset (the lift's `realloc` answers it), one copy;
-//! - `reset()`: the WASI adapter's `reset_adapter_state`, if it has one, so
-//!   that a state taken holds none of the instance's handles.
+//! - `reset()`: the WASI adapter's `reset_adapter_state`, and libc's
+//!   `__wasilibc_reset_preopens` where a module exports it (the runtime's
+//!   libc is a module of its own), so that a state taken holds none of the
+//!   instance's handles: each asks for them again in the instance the
+//!   state is laid on.
 //!
 //! Only what the host calls runs: the runtime's code is unchanged, and an
 //! instance nobody asks about behaves as before. Components whose core
@@ -27,7 +30,10 @@ use wasmparser as wp;
 use super::accessor::{FUNCS, Global};
 
 /// Which rewrite this is: part of the rewritten runtime's cache key.
-pub(crate) const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 3;
+
+/// libc's reset of its table of preopened folders (wasi-libc).
+const PREOPENS_RESET: &str = "__wasilibc_reset_preopens";
 
 /// The instance the rewritten component exports.
 pub(crate) const STATE: &str = "toolhost:snapshot/state";
@@ -94,6 +100,7 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
     let mut globals = Vec::new();
     let mut memory: Option<(u32, String, wp::MemoryType)> = None;
     let mut reset: Option<(u32, String)> = None;
+    let mut preopens_reset: Option<(u32, String)> = None;
     let mut rewritten = Vec::with_capacity(modules.len());
     for (module, instance) in modules.iter().zip(&instance_of) {
         let Some(instance) = *instance else {
@@ -137,6 +144,15 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
             .any(|(name, kind, _)| name == "reset_adapter_state" && *kind == wp::ExternalKind::Func)
         {
             reset = Some((instance, "reset_adapter_state".to_string()));
+        }
+        // libc's table of preopened folders holds their handles too: reset,
+        // it asks for them again in the instance the image is laid on.
+        if state
+            .exports
+            .iter()
+            .any(|(name, kind, _)| name == PREOPENS_RESET && *kind == wp::ExternalKind::Func)
+        {
+            preopens_reset = Some((instance, PREOPENS_RESET.to_string()));
         }
         rewritten.push(if added.is_empty() {
             module.to_vec()
@@ -190,15 +206,14 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
         }
     }
 
-    let accessor = super::accessor::accessor(&globals, &memory, reset.as_ref());
+    let resets: Vec<(u32, String)> = reset.iter().chain(&preopens_reset).cloned().collect();
+    let accessor = super::accessor::accessor(&globals, &memory, &resets);
     out.section(&enc::ModuleSection(&accessor));
     let accessor_module = types.module_count();
     let accessor_instance = types.core_instance_count();
     let mut args: Vec<u32> = globals.iter().map(|g| g.instance).collect();
     args.push(memory.0);
-    if let Some((instance, _)) = &reset {
-        args.push(*instance);
-    }
+    args.extend(resets.iter().map(|(instance, _)| *instance));
     args.sort_unstable();
     args.dedup();
     let names: Vec<String> = args.iter().map(|i| format!("i{i}")).collect();
