@@ -579,8 +579,11 @@ pub(crate) async fn load(
         .await
         .map_err(|e| LoadError::Compiler(format!("compilation did not finish: {e}")))??
     };
+    // The grants it serves with: a source's image is taken as it is
+    // described, for these very grants.
+    let grants = Arc::new(grants);
     let mut description = runtime
-        .describe(&compiled, grants.source.clone())
+        .describe(&compiled, &grants)
         .await
         .map_err(|failure| match (source.language, failure) {
             (Some(language), CallFailure::Trapped { reason, stderr }) => {
@@ -634,7 +637,7 @@ pub(crate) async fn load(
         compiled,
         permits: Arc::new(tokio::sync::Semaphore::new(max_concurrent)),
         max_concurrent,
-        grants: Arc::new(grants),
+        grants,
         tools,
         catalog,
         schema_warnings,

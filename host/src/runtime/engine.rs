@@ -6,6 +6,8 @@
 //! and memory budget, run on the executor, its outcome settled in
 //! `outcome.rs`).
 
+mod images;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,7 +31,7 @@ use super::pool;
 use super::sandbox::Sandbox;
 use super::snapshot::{
     self,
-    image::{FreshPages, Image, ImageError, ImageStore},
+    image::{Image, ImageError, ImageStore},
 };
 use super::usage::CallUsage;
 use super::warm::{KeptInstances, Shelf, Spare, Taken};
@@ -135,8 +137,9 @@ impl Runtime {
 
     /// Compiles (or loads from the cache) a component that plugins will
     /// share, and holds its code for the runtime's life: each plugin of
-    /// these bytes then starts on it at once. Blocking, like
-    /// [`Runtime::compile`].
+    /// these bytes then starts on it at once; a runtime that gives images
+    /// has a fresh instance's memory read too (`engine/images.rs`).
+    /// Blocking, like [`Runtime::compile`].
     #[tracing::instrument(level = "info", skip(self, wasm, content_hash))]
     pub(crate) fn keep_compiled(
         self: &Arc<Self>,
@@ -146,6 +149,7 @@ impl Runtime {
     ) -> Result<(), CompileError> {
         let started = std::time::Instant::now();
         let compiled = self.compile_runtime(name, wasm, content_hash)?;
+        self.read_fresh_ahead(&compiled);
         tracing::info!(
             seconds = started.elapsed().as_secs_f64(),
             from_cache = compiled.from_cache,
@@ -333,123 +337,6 @@ impl Runtime {
         }
     }
 
-    /// Takes a source's image (`snapshot/`) on the executor, off any call's
-    /// path, as its spares are made (as it starts serving in a running
-    /// server, and after each call: a source loaded at start-up gets its
-    /// image after its first call), if its runtime can give one and none
-    /// is taken (or being taken) for these grants: one instance runs the author's module and
-    /// lists its tools, a second that has run nothing is what it is
-    /// compared with, and a third, given the image, must list the tools
-    /// again before it is kept. A failure is logged and leaves the
-    /// source's calls running its module, as before.
-    fn take_image(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>) {
-        let code = plugin.code.load();
-        if code.pre.state().is_none()
-            || grants.source.is_none()
-            || grants.reuse_instance.is_some()
-            // Only with a slot free now, as a spare: it never queues ahead
-            // of a call. The next call's refill tries again.
-            || self.calls_waiting() > 0
-            || self.calls_running() >= self.max_calls()
-            || !plugin.image.start_taking(grants)
-        {
-            return;
-        }
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            plugin.image.taken(grants, None);
-            return;
-        };
-        let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
-        handle.spawn(async move {
-            let maker = runtime.clone();
-            let (job_plugin, job_grants) = (plugin.clone(), grants.clone());
-            let started = Instant::now();
-            let taken = runtime
-                .run(false, move |cancel| async move {
-                    let (plugin, grants) = (job_plugin, job_grants);
-                    let code = plugin.code.load_full();
-                    let funcs = *code.pre.state().expect("checked above");
-                    let store = || maker.new_store(&plugin, &code, &grants, None, cancel.clone());
-                    let outcome = tokio::time::timeout(grants.limits.timeout, async {
-                        // One instance at a time, as a call holds: the
-                        // pool has room for no more.
-                        let mut fresh = store()?;
-                        let fresh_instance = code.pre.instantiate_async(&mut fresh).await?;
-                        let before =
-                            FreshPages::read(&funcs, (&mut fresh, fresh_instance.instance()))
-                                .await?;
-                        drop(fresh);
-                        let mut ran = store()?;
-                        let ran_instance = code.pre.instantiate_async(&mut ran).await?;
-                        code.pre.list_tools(&mut ran, &ran_instance).await?;
-                        let image = Image::take(
-                            &funcs,
-                            &maker.images,
-                            (&mut ran, ran_instance.instance()),
-                            &before,
-                        )
-                        .await;
-                        drop(ran);
-                        let image = match image {
-                            Ok(image) => image,
-                            Err(ImageError::Guest(error)) => return Err(error),
-                            Err(over) => return Ok(Err(over)),
-                        };
-                        let mut given = store()?;
-                        let instance = code.pre.instantiate_async(&mut given).await?;
-                        image.apply(&funcs, &mut given, instance.instance()).await?;
-                        code.pre.list_tools(&mut given, &instance).await?;
-                        Ok::<_, wasmtime::Error>(Ok(image))
-                    })
-                    .await;
-                    Ok(match outcome {
-                        _ if cancel.is_set() => None,
-                        Ok(Ok(Ok(image))) => Some(Ok(image)),
-                        Ok(Ok(Err(over))) => Some(Err(over.to_string())),
-                        Ok(Err(error)) => Some(Err(format!("{error:#}"))),
-                        Err(_) => Some(Err("it ran past the deadline".into())),
-                    })
-                })
-                .await;
-            let outcome = match taken {
-                Ok((Some(Ok(image)), _)) => {
-                    tracing::info!(
-                        plugin = %plugin.name,
-                        bytes = image.bytes(),
-                        runs = image.runs(),
-                        all_images_hold = runtime.images.held(),
-                        seconds = started.elapsed().as_secs_f64(),
-                        "image taken: calls start where its module left off"
-                    );
-                    Some(Ok(image))
-                }
-                Ok((Some(Err(error)), _)) => {
-                    tracing::warn!(plugin = %plugin.name, %error, "no image of this source: each call runs its module");
-                    Some(Err(()))
-                }
-                Ok((None, _)) | Err(_) => None,
-            };
-            plugin.image.taken(&grants, outcome);
-            // What reading two instances' memories freed goes back now.
-            super::allocator::release_free_memory();
-        });
-    }
-
-    /// Lays a source's image, if one is taken for `grants`, over a fresh
-    /// instance of its runtime.
-    async fn lay_image(
-        plugin: &CompiledPlugin,
-        code: &compiler::Code,
-        grants: &Arc<Grants>,
-        store: &mut Store<Sandbox>,
-        instance: &Plugin,
-    ) -> wasmtime::Result<()> {
-        if let (Some(funcs), Some(image)) = (code.pre.state(), plugin.image.ready(grants)) {
-            image.apply(funcs, store, instance.instance()).await?;
-        }
-        Ok(())
-    }
-
     /// Its code was replaced by optimised code: the spare made of the old
     /// code goes now (torn down on a guest thread), not at its next call,
     /// so that the old code's memory goes with the last of them.
@@ -517,50 +404,134 @@ impl Runtime {
 
 impl Runtime {
     /// Runs `list-tools`, and the listings of whichever of `resources` and
-    /// `prompts` the component exports, in one fresh instance with no
-    /// grants but a language runtime's `source`: describing itself needs
-    /// nothing else from outside. It runs on the executor like a call,
-    /// under the same limits.
+    /// `prompts` the component exports, in one fresh instance, on the
+    /// executor like a call, under the same limits: a component with no
+    /// grants (describing itself needs nothing from outside); a source
+    /// with the grants it will serve with (`grants`),
+    /// and its image is taken from that same instance once its module has
+    /// run (`engine/images.rs`), so a publish runs the module once and
+    /// its first call starts from the image.
     pub(crate) async fn describe(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,
-        source: Option<Arc<super::grants::SourceFile>>,
+        grants: &Arc<Grants>,
     ) -> Result<Description, CallFailure> {
-        let grants = Arc::new(Grants {
-            source,
-            ..self.no_grants()
-        });
+        let wants_image = self.wants_image(plugin, grants);
+        let grants = if grants.source.is_some() {
+            grants.clone()
+        } else {
+            Arc::new(self.no_grants())
+        };
         let (runtime, plugin) = (self.clone(), plugin.clone());
+        let (job_plugin, job_grants) = (plugin.clone(), grants.clone());
+        let started = Instant::now();
         let inline = plugin.inline;
-        self.run(inline, move |cancel| async move {
-            let code = plugin.code.load_full();
-            let mut store = runtime.new_store(&plugin, &code, &grants, None, cancel)?;
-            let outcome = tokio::time::timeout(grants.limits.timeout, async {
-                let instance = code.pre.instantiate_async(&mut store).await?;
-                let tools = code.pre.list_tools(&mut store, &instance).await?;
-                let mut description = Description {
-                    tools,
-                    provides: code.pre.provides(),
-                    ..Description::default()
+        let described = self
+            .run(inline, move |cancel| async move {
+                let (plugin, grants) = (job_plugin, job_grants);
+                let code = plugin.code.load_full();
+                let funcs = code.pre.state().copied().filter(|_| wants_image);
+                let taking = |funcs| images::Taking {
+                    plugin: &plugin,
+                    code: &code,
+                    funcs,
+                    grants: &grants,
+                    cancel: &cancel,
                 };
-                if let Some(resources) = code.pre.resources(&mut store, &instance)? {
-                    description.resources = resources.call_list_resources(&mut store).await?;
-                    description.templates = resources.call_list_templates(&mut store).await?;
-                }
-                if let Some(prompts) = code.pre.prompts(&mut store, &instance)? {
-                    description.prompts = prompts.call_list_prompts(&mut store).await?;
-                }
-                Ok(description)
+                let fresh = match &funcs {
+                    Some(funcs) => tokio::time::timeout(
+                        grants.limits.timeout,
+                        runtime.fresh_pages(&taking(funcs)),
+                    )
+                    .await
+                    .ok()
+                    .and_then(Result::ok),
+                    None => None,
+                };
+                let mut store = runtime.new_store(&plugin, &code, &grants, None, cancel.clone())?;
+                let module_started = Instant::now();
+                let outcome = tokio::time::timeout(grants.limits.timeout, async {
+                    let instance = code.pre.instantiate_async(&mut store).await?;
+                    let tools = code.pre.list_tools(&mut store, &instance).await?;
+                    let mut description = Description {
+                        tools,
+                        provides: code.pre.provides(),
+                        ..Description::default()
+                    };
+                    if let Some(resources) = code.pre.resources(&mut store, &instance)? {
+                        description.resources = resources.call_list_resources(&mut store).await?;
+                        description.templates = resources.call_list_templates(&mut store).await?;
+                    }
+                    if let Some(prompts) = code.pre.prompts(&mut store, &instance)? {
+                        description.prompts = prompts.call_list_prompts(&mut store).await?;
+                    }
+                    Ok((description, instance))
+                })
+                .await;
+                let module_ran = module_started.elapsed();
+                let (settled, mut printed) = settle(&plugin.name, &grants, &mut store, outcome);
+                printed.log();
+                let (description, instance) = match settled {
+                    Ok(described) => described,
+                    Err(failure) => {
+                        drop(store);
+                        code.release_resident();
+                        return Err(failure);
+                    }
+                };
+                // Its state now is the module's, and nothing of a caller's.
+                // A module that ran long is imaged now, before the version
+                // serves; a quick one serves at once, and is imaged (or
+                // found not worth it) as its first spare is made.
+                let image = match (&funcs, &fresh) {
+                    (Some(funcs), Some(fresh)) if module_ran >= images::TAKE_AT_LOAD_FROM => Some(
+                        tokio::time::timeout(
+                            grants.limits.timeout,
+                            Image::take(
+                                funcs,
+                                &runtime.images,
+                                (&mut store, instance.instance()),
+                                fresh,
+                            ),
+                        )
+                        .await
+                        .unwrap_or(Err(ImageError::PastDeadline)),
+                    ),
+                    _ => None,
+                };
+                drop(store);
+                let image = match (image, &funcs) {
+                    (Some(Ok(image)), Some(funcs)) => Some(
+                        tokio::time::timeout(
+                            grants.limits.timeout,
+                            runtime.verified(&taking(funcs), image, module_ran),
+                        )
+                        .await
+                        .unwrap_or(Err(ImageError::PastDeadline)),
+                    ),
+                    (image, _) => image,
+                };
+                code.release_resident();
+                Ok((description, image))
             })
             .await;
-            let (settled, mut printed) = settle(&plugin.name, &grants, &mut store, outcome);
-            printed.log();
-            drop(store);
-            code.release_resident();
-            settled
-        })
-        .await
-        .map(|(description, _cpu)| description)
+        match described {
+            Ok(((description, image), _cpu)) => {
+                if wants_image {
+                    // No image here (a quick module, or the runtime's fresh
+                    // memory could not be read): the first spare's refill
+                    // tries again.
+                    self.image_taken(&plugin, &grants, image, started);
+                }
+                Ok(description)
+            }
+            Err(failure) => {
+                if wants_image {
+                    plugin.image.taken(&grants, None);
+                }
+                Err(failure)
+            }
+        }
     }
 
     /// Runs `call-tool` in a fresh instance with the plugin's grants.
@@ -646,7 +617,6 @@ impl Runtime {
                                     .instrument(tracing::debug_span!("instantiate"))
                                     .await?;
                                 Self::lay_image(&plugin, &code, &grants, &mut store, &instance)
-                                    .instrument(tracing::debug_span!("image"))
                                     .await?;
                                 instance
                             }

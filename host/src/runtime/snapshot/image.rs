@@ -22,7 +22,9 @@ use wasmtime::AsContextMut;
 use wasmtime::component::{Component, ComponentExportIndex, Instance, TypedFunc};
 
 use super::instrument::STATE;
+use crate::runtime::compiler::{Code, CodeCell};
 use crate::runtime::grants::Grants;
+use arc_swap::ArcSwap;
 
 /// The page an image compares and keeps by.
 const PAGE: usize = 4096;
@@ -72,6 +74,8 @@ impl StateFuncs {
 
 /// Where a run goes, and a hash of its bytes.
 type RunKey = (u32, u64);
+/// What a fresh instance of one runtime's code holds, while that code lives.
+type FreshOf = (Weak<ArcSwap<Code>>, Arc<FreshPages>);
 /// The runs held, by key (two runs may share one).
 type RunsHeld = HashMap<RunKey, Vec<Weak<Run>>>;
 
@@ -86,6 +90,10 @@ pub(crate) struct ImageStore {
     /// how many entries there were when those no image holds were last
     /// forgotten.
     runs: Mutex<(RunsHeld, usize)>,
+    /// What a fresh instance of each runtime's code holds: the same for
+    /// every source of that runtime (a source is read only once it runs),
+    /// so read once per code, while that code lives.
+    fresh: Mutex<Vec<FreshOf>>,
 }
 
 impl ImageStore {
@@ -94,7 +102,27 @@ impl ImageStore {
             held: AtomicUsize::new(0),
             max,
             runs: Mutex::new((HashMap::new(), 0)),
+            fresh: Mutex::new(Vec::new()),
         })
+    }
+
+    /// What a fresh instance of `code` holds, if it was read.
+    pub(crate) fn fresh_of(&self, code: &CodeCell) -> Option<Arc<FreshPages>> {
+        let fresh = self.fresh.lock().unwrap_or_else(|e| e.into_inner());
+        fresh
+            .iter()
+            .find(|(of, _)| std::ptr::eq(of.as_ptr(), Arc::as_ptr(code)))
+            .map(|(_, pages)| pages.clone())
+    }
+
+    /// Keeps what a fresh instance of `code` holds, for as long as `code`
+    /// lives.
+    pub(crate) fn keep_fresh(&self, code: &CodeCell, pages: Arc<FreshPages>) {
+        let mut fresh = self.fresh.lock().unwrap_or_else(|e| e.into_inner());
+        fresh.retain(|(of, _)| {
+            of.strong_count() > 0 && !std::ptr::eq(of.as_ptr(), Arc::as_ptr(code))
+        });
+        fresh.push((Arc::downgrade(code), pages));
     }
 
     /// The run of `words` at `at`: one already held, or this one, if the
@@ -211,6 +239,17 @@ pub(crate) enum ImageError {
     OverBound(usize),
     #[error("it would be more than its bound, at {0} MiB")]
     TooLarge(usize),
+    #[error("it ran past the deadline")]
+    PastDeadline,
+    #[error(
+        "its module runs in {:.1} ms, sooner than its image is laid ({:.1} ms)",
+        module.as_secs_f64() * 1e3,
+        image.as_secs_f64() * 1e3
+    )]
+    Slower {
+        module: std::time::Duration,
+        image: std::time::Duration,
+    },
 }
 
 impl From<wasmtime::Error> for ImageError {

@@ -1,0 +1,267 @@
+//! The runtime's side of source images (`snapshot/`): taking a source's
+//! image (at its load, from the instance that described it, or later as a
+//! spare is made), keeping it only where it pays, and laying it over a
+//! fresh instance before a call.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::Instrument;
+use wasmtime::Store;
+
+use super::Runtime;
+use crate::runtime::compiled::CompiledPlugin;
+use crate::runtime::compiler::Code;
+use crate::runtime::executor::Cancel;
+use crate::runtime::exports::Plugin;
+use crate::runtime::grants::Grants;
+use crate::runtime::sandbox::Sandbox;
+use crate::runtime::snapshot::image::{FreshPages, Image, ImageError, StateFuncs};
+
+/// A source whose module ran this long as it was described has its image
+/// taken then, before it serves (reading the runtime's memory costs a few
+/// tens of milliseconds): its first call starts from the image. A quicker
+/// module serves at once, and its image is taken (or found not worth it)
+/// as its first spare is made.
+pub(super) const TAKE_AT_LOAD_FROM: Duration = Duration::from_millis(100);
+
+/// What taking one source's image works with.
+pub(super) struct Taking<'a> {
+    pub(super) plugin: &'a CompiledPlugin,
+    pub(super) code: &'a Code,
+    pub(super) funcs: &'a StateFuncs,
+    pub(super) grants: &'a Arc<Grants>,
+    pub(super) cancel: &'a Cancel,
+}
+
+impl Runtime {
+    /// Whether `plugin` with `grants` is to have an image taken now (and,
+    /// if so, it is marked as being taken): a source on a runtime that
+    /// gives images, serving fresh instances, with none taken or being
+    /// taken for these grants.
+    pub(super) fn wants_image(&self, plugin: &CompiledPlugin, grants: &Arc<Grants>) -> bool {
+        plugin.code.load().pre.state().is_some()
+            && grants.source.is_some()
+            && grants.reuse_instance.is_none()
+            && plugin.image.start_taking(grants)
+    }
+
+    /// What a fresh instance of `plugin`'s code holds: read once per code
+    /// (every source of a runtime starts from the same memory), in a store
+    /// dropped before the next is made, as a call holds one instance.
+    pub(super) async fn fresh_pages(
+        &self,
+        taking: &Taking<'_>,
+    ) -> wasmtime::Result<Arc<FreshPages>> {
+        let Taking {
+            plugin,
+            code,
+            funcs,
+            grants,
+            cancel,
+        } = *taking;
+        if let Some(pages) = self.images.fresh_of(&plugin.code) {
+            return Ok(pages);
+        }
+        let mut fresh = self.new_store(plugin, code, grants, None, cancel.clone())?;
+        let instance = code.pre.instantiate_async(&mut fresh).await?;
+        let pages = Arc::new(FreshPages::read(funcs, (&mut fresh, instance.instance())).await?);
+        self.images.keep_fresh(&plugin.code, pages.clone());
+        Ok(pages)
+    }
+
+    /// Reads what a fresh instance of a runtime's code holds, ahead of its
+    /// first source (as the runtime is compiled ahead at start-up), so
+    /// that describing that source can take its image at once. Blocking:
+    /// call it off the async runtime's worker threads.
+    pub(super) fn read_fresh_ahead(self: &Arc<Self>, plugin: &CompiledPlugin) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if plugin.code.load().pre.state().is_none() {
+            return;
+        }
+        let (runtime, job_plugin) = (self.clone(), plugin.clone());
+        let read = handle.block_on(self.run(false, move |cancel| async move {
+            let plugin = job_plugin;
+            let code = plugin.code.load_full();
+            let funcs = *code.pre.state().expect("checked above");
+            let grants = Arc::new(runtime.no_grants());
+            let taking = Taking {
+                plugin: &plugin,
+                code: &code,
+                funcs: &funcs,
+                grants: &grants,
+                cancel: &cancel,
+            };
+            Ok(runtime.fresh_pages(&taking).await.map(|_| ()))
+        }));
+        if let Ok((Err(error), _)) = read {
+            tracing::warn!(plugin = %plugin.name, error = %format!("{error:#}"), "a fresh instance's memory could not be read: its first source's image waits for a spare");
+        }
+    }
+
+    /// Keeps `image` only if a fresh instance given it lists the tools
+    /// again, and was ready sooner than `module_ran`, what an instance
+    /// took to run the module and list them: a plain tool's module runs
+    /// sooner than an image of a few MB is laid, and keeps running.
+    pub(super) async fn verified(
+        &self,
+        taking: &Taking<'_>,
+        image: Image,
+        module_ran: Duration,
+    ) -> Result<Image, ImageError> {
+        let Taking {
+            plugin,
+            code,
+            funcs,
+            grants,
+            cancel,
+        } = *taking;
+        let started = Instant::now();
+        let mut given = self
+            .new_store(plugin, code, grants, None, cancel.clone())
+            .map_err(|failure| ImageError::Guest(failure.into()))?;
+        let instance = code.pre.instantiate_async(&mut given).await?;
+        image.apply(funcs, &mut given, instance.instance()).await?;
+        code.pre.list_tools(&mut given, &instance).await?;
+        let laid = started.elapsed();
+        if laid >= module_ran {
+            return Err(ImageError::Slower {
+                module: module_ran,
+                image: laid,
+            });
+        }
+        Ok(image)
+    }
+
+    /// Keeps how taking `plugin`'s image ended, and says so: `None` when
+    /// it failed for a reason not the image's (no slot, the server
+    /// stopping), to be tried again.
+    pub(super) fn image_taken(
+        &self,
+        plugin: &CompiledPlugin,
+        grants: &Arc<Grants>,
+        outcome: Option<Result<Image, ImageError>>,
+        started: Instant,
+    ) {
+        let outcome = match outcome {
+            Some(Ok(image)) => {
+                tracing::info!(
+                    plugin = %plugin.name,
+                    bytes = image.bytes(),
+                    runs = image.runs(),
+                    all_images_hold = self.images.held(),
+                    seconds = started.elapsed().as_secs_f64(),
+                    "image taken: calls start where its module left off"
+                );
+                Some(Ok(image))
+            }
+            Some(Err(declined @ ImageError::Slower { .. })) => {
+                tracing::info!(plugin = %plugin.name, %declined, "no image of this source: each call runs its module");
+                Some(Err(()))
+            }
+            Some(Err(error)) => {
+                tracing::warn!(plugin = %plugin.name, %error, "no image of this source: each call runs its module");
+                Some(Err(()))
+            }
+            None => None,
+        };
+        plugin.image.taken(grants, outcome);
+        // What reading instances' memories freed goes back now.
+        crate::runtime::allocator::release_free_memory();
+    }
+
+    /// Takes a source's image on the executor, off any call's path, as its
+    /// spares are made, when its load did not (its grants changed since,
+    /// or the load's take failed for want of a slot): one instance runs
+    /// the author's module and lists its tools, its memory is compared
+    /// with a fresh instance's, and another, given the image, must list
+    /// the tools again, sooner, before it is kept. A failure is logged and
+    /// leaves the source's calls running its module, as before.
+    pub(super) fn take_image(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>) {
+        // Only with a slot free now, as a spare: it never queues ahead of
+        // a call. The next call's refill tries again.
+        if self.calls_waiting() > 0
+            || self.calls_running() >= self.max_calls()
+            || !self.wants_image(plugin, grants)
+        {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            plugin.image.taken(grants, None);
+            return;
+        };
+        let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
+        handle.spawn(async move {
+            let maker = runtime.clone();
+            let (job_plugin, job_grants) = (plugin.clone(), grants.clone());
+            let started = Instant::now();
+            let taken = runtime
+                .run(false, move |cancel| async move {
+                    let (plugin, grants) = (job_plugin, job_grants);
+                    let code = plugin.code.load_full();
+                    let funcs = *code.pre.state().expect("checked above");
+                    let taking = Taking {
+                        plugin: &plugin,
+                        code: &code,
+                        funcs: &funcs,
+                        grants: &grants,
+                        cancel: &cancel,
+                    };
+                    let outcome = tokio::time::timeout(grants.limits.timeout, async {
+                        let fresh = maker.fresh_pages(&taking).await?;
+                        let module_started = Instant::now();
+                        let mut ran =
+                            maker.new_store(&plugin, &code, &grants, None, cancel.clone())?;
+                        let instance = code.pre.instantiate_async(&mut ran).await?;
+                        code.pre.list_tools(&mut ran, &instance).await?;
+                        let module_ran = module_started.elapsed();
+                        let image = Image::take(
+                            &funcs,
+                            &maker.images,
+                            (&mut ran, instance.instance()),
+                            &fresh,
+                        )
+                        .await;
+                        drop(ran);
+                        Ok::<_, wasmtime::Error>(match image {
+                            Ok(image) => maker.verified(&taking, image, module_ran).await,
+                            Err(declined) => Err(declined),
+                        })
+                    })
+                    .await;
+                    Ok(match outcome {
+                        _ if cancel.is_set() => None,
+                        Ok(Ok(outcome)) => Some(outcome),
+                        Ok(Err(error)) => Some(Err(ImageError::Guest(error))),
+                        Err(_) => Some(Err(ImageError::PastDeadline)),
+                    })
+                })
+                .await;
+            let outcome = match taken {
+                Ok((outcome, _)) => outcome,
+                Err(_) => None,
+            };
+            runtime.image_taken(&plugin, &grants, outcome, started);
+        });
+    }
+
+    /// Lays a source's image, if one is taken for `grants`, over a fresh
+    /// instance of its runtime.
+    pub(super) async fn lay_image(
+        plugin: &CompiledPlugin,
+        code: &Code,
+        grants: &Arc<Grants>,
+        store: &mut Store<Sandbox>,
+        instance: &Plugin,
+    ) -> wasmtime::Result<()> {
+        if let (Some(funcs), Some(image)) = (code.pre.state(), plugin.image.ready(grants)) {
+            image
+                .apply(funcs, store, instance.instance())
+                .instrument(tracing::debug_span!("image"))
+                .await?;
+        }
+        Ok(())
+    }
+}
