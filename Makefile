@@ -230,9 +230,9 @@ target/runtimes/%.wasm.zst: target/runtimes/%.wasm sdk/python/runtime/pack.py | 
 	$(PACK) compress $< $@.tmp
 	mv $@.tmp $@
 
-target/runtimes/python-stdlib.tar.zst: sdk/python/runtime/pack.py | $(ZSTANDARD)
+target/runtimes/python-stdlib.tar.zst: sdk/python/runtime/pack.py sdk/python/runtime/left-out.txt | $(ZSTANDARD)
 	mkdir -p target/runtimes
-	$(PACK) stdlib $(PY_TOOLCHAIN)/lib/python3*/site-packages/componentize_py/componentize_py.abi3.so $@.tmp target/runtimes/python-stdlib.txt
+	$(PACK) stdlib $(PY_TOOLCHAIN)/lib/python3*/site-packages/componentize_py/componentize_py.abi3.so $@.tmp target/runtimes/python-stdlib.txt sdk/python/runtime/left-out.txt
 	mv $@.tmp $@
 
 # The Python example: its app beside the helper library (sdk/python).

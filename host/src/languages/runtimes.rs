@@ -70,35 +70,17 @@ pub const PYTHON_STDLIB_GUEST_DIR: &str = "/toolhost/stdlib";
 /// Standard-library modules that stay out of the runtime, though their
 /// source is there: they need sockets, threads, processes, a terminal or
 /// native libraries a WebAssembly sandbox does not give. A source that
-/// imports one is built (where the server builds), or refused.
-pub const PYTHON_LEFT_OUT: &[&str] = &[
-    "asyncio",
-    "concurrent",
-    "ctypes",
-    "curses",
-    "dbm",
-    "ensurepip",
-    "ftplib",
-    "getpass",
-    "idlelib",
-    "imaplib",
-    "multiprocessing",
-    "poplib",
-    "pty",
-    "pydoc",
-    "smtplib",
-    "socketserver",
-    "ssl",
-    "subprocess",
-    "tkinter",
-    "tty",
-    "turtle",
-    "turtledemo",
-    "venv",
-    "webbrowser",
-    "wsgiref",
-    "xmlrpc",
-];
+/// imports one is built (where the server builds), or refused. The list is
+/// `sdk/python/runtime/left-out.txt`, which `make runtimes` also reads to
+/// leave them out of the embedded standard library.
+pub static PYTHON_LEFT_OUT: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(|| {
+        include_str!("../../../sdk/python/runtime/left-out.txt")
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            .collect()
+    });
 
 /// Whether a Python module is one of the standard library's the runtime
 /// leaves out ([`PYTHON_LEFT_OUT`]; `asyncio.tasks` with `asyncio`).

@@ -1,6 +1,6 @@
 """What `make runtimes` packs for the binary to embed, zstd-compressed.
 
-    python pack.py stdlib COMPONENTIZE_PY_MODULE OUT.tar.zst OUT-modules.txt
+    python pack.py stdlib COMPONENTIZE_PY_MODULE OUT.tar.zst OUT-modules.txt LEFT-OUT.txt
     python pack.py compress IN OUT.zst
 
 `stdlib` writes the Python runtime's standard library beside it, for
@@ -9,10 +9,12 @@ CPython's standard library (the same version its runtime is built from) as
 a zstd-compressed tar inside its native module; only what the runtime
 imports as it is built ends up in the runtime's snapshot. This finds that
 tar, checks it is the standard library of the runtime's CPython, and writes
-it out zstd-compressed, with the list of its top-level modules.
+it out zstd-compressed, without the modules no source may import
+(left-out.txt), with the list of all its top-level modules.
 `compress` compresses one file (a runtime component).
 """
 
+import ast
 import io
 import sys
 import tarfile
@@ -29,7 +31,7 @@ def frames(data):
         start = data.find(MAGIC, start + 1)
 
 
-def main(module, out, listing):
+def main(module, out, listing, left_out):
     data = open(module, "rb").read()
     for start in frames(data):
         try:
@@ -44,11 +46,63 @@ def main(module, out, listing):
     else:
         sys.exit(f"{module}: no standard library found in it")
     with open(out, "wb") as file:
-        file.write(zstandard.ZstdCompressor(level=19).compress(tar_bytes))
+        file.write(zstandard.ZstdCompressor(level=19).compress(without(tar_bytes, left_out)))
     top = sorted({name.split("/")[0].removesuffix(".py") for name in names
                   if name.endswith(".py") and "-" not in name.split("/")[0]})
     with open(listing, "w") as file:
         file.write("\n".join(top) + "\n")
+
+
+def module_level_imports(text):
+    """The top-level names a module imports as it runs (not in its
+    functions)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    found = set()
+    for statement in tree.body:
+        nodes = [statement]
+        if isinstance(statement, (ast.If, ast.Try)):
+            nodes = [node for node in ast.walk(statement)
+                     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module.split(".")[0])
+    return found
+
+
+def without(tar_bytes, left_out):
+    """The tar without the top-level packages and modules `left_out` (a
+    file, one name a line) names, which no source may import, but those a
+    module the tar keeps imports as it runs (`logging.config` imports
+    `socketserver`, `unittest.mock` imports `asyncio`)."""
+    names = {line.strip() for line in open(left_out)
+             if line.strip() and not line.startswith("#")}
+    source = tarfile.open(fileobj=io.BytesIO(tar_bytes))
+    members = source.getmembers()
+    top = lambda member: member.name.split("/")[0].removesuffix(".py")
+    imports = {}
+    for member in members:
+        if member.isfile() and member.name.endswith(".py"):
+            imports.setdefault(top(member), set()).update(
+                module_level_imports(source.extractfile(member).read()))
+    dropped = set(names)
+    while True:
+        needed = {name for module, imported in imports.items() if module not in dropped
+                  for name in imported & dropped}
+        if not needed:
+            break
+        dropped -= needed
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT) as kept:
+        for member in members:
+            if top(member) in dropped:
+                continue
+            kept.addfile(member, source.extractfile(member) if member.isfile() else None)
+    return out.getvalue()
 
 
 def compress(source, out):
