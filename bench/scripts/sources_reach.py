@@ -163,6 +163,10 @@ export const { tools, resources, prompts, completion } = exportPlugin({ tools: [
 
 
 class Hello(BaseHTTPRequestHandler):
+    # Keep-alive, as an API's server is: each request is not a new
+    # connection and a new thread of this Python server.
+    protocol_version = "HTTP/1.1"
+
     def do_GET(self):
         body = b"hello"
         self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
