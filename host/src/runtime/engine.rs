@@ -404,38 +404,44 @@ impl Runtime {
 
 impl Runtime {
     /// Runs `list-tools`, and the listings of whichever of `resources` and
-    /// `prompts` the component exports, in one fresh instance, on the
-    /// executor like a call, under the same limits: a component with no
-    /// grants (describing itself needs nothing from outside); a source
-    /// with the grants it will serve with (`grants`),
-    /// and its image is taken from that same instance once its module has
-    /// run (`engine/images.rs`), so a publish runs the module once and
-    /// its first call starts from the image.
+    /// `prompts` the component exports, in one fresh instance with no
+    /// grants but a language runtime's source (a version may be held for
+    /// approval or wait for a name: it runs no code with its grants), on
+    /// the executor like a call, under the same limits. A source whose
+    /// grants (`grants`, those it will serve with) give nothing more has
+    /// its image taken from that same instance, if its module ran long
+    /// (`engine/images.rs`): a publish runs the module once, and its first
+    /// call starts from the image.
     pub(crate) async fn describe(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,
-        grants: &Arc<Grants>,
+        serving: &Arc<Grants>,
     ) -> Result<Description, CallFailure> {
-        let wants_image = self.wants_image(plugin, grants);
-        let grants = if grants.source.is_some() {
-            grants.clone()
-        } else {
-            Arc::new(self.no_grants())
-        };
+        // Never ahead of a call waiting for a slot, as a spare.
+        let wants_image = serving.give_nothing()
+            && self.calls_waiting() == 0
+            && self.wants_image(plugin, serving);
+        let grants = Arc::new(Grants {
+            source: serving.source.clone(),
+            ..self.no_grants()
+        });
+        let serving = serving.clone();
         let (runtime, plugin) = (self.clone(), plugin.clone());
-        let (job_plugin, job_grants) = (plugin.clone(), grants.clone());
+        let (job_plugin, job_serving) = (plugin.clone(), serving.clone());
         let started = Instant::now();
         let inline = plugin.inline;
         let described = self
             .run(inline, move |cancel| async move {
-                let (plugin, grants) = (job_plugin, job_grants);
+                let (plugin, serving) = (job_plugin, job_serving);
                 let code = plugin.code.load_full();
                 let funcs = code.pre.state().copied().filter(|_| wants_image);
+                // The image is for the grants it serves with, which give
+                // the module nothing more than these.
                 let taking = |funcs| images::Taking {
                     plugin: &plugin,
                     code: &code,
                     funcs,
-                    grants: &grants,
+                    grants: &serving,
                     cancel: &cancel,
                 };
                 let fresh = match &funcs {
@@ -521,13 +527,13 @@ impl Runtime {
                     // No image here (a quick module, or the runtime's fresh
                     // memory could not be read): the first spare's refill
                     // tries again.
-                    self.image_taken(&plugin, &grants, image, started);
+                    self.image_taken(&plugin, &serving, image, started);
                 }
                 Ok(description)
             }
             Err(failure) => {
                 if wants_image {
-                    plugin.image.taken(&grants, None);
+                    plugin.image.taken(&serving, None);
                 }
                 Err(failure)
             }

@@ -67,6 +67,16 @@ impl Grants {
         self.fuel.unwrap_or(u64::MAX)
     }
 
+    /// Whether these grants give code nothing to observe or reach beyond
+    /// what no grants give: no environment, config, folders or origins
+    /// (limits aside, which bound a run and change nothing it computes).
+    pub(crate) fn give_nothing(&self) -> bool {
+        self.env.is_empty()
+            && self.config.is_empty()
+            && self.dirs.is_empty()
+            && self.http_allow.is_empty()
+    }
+
     /// The grants of a plugin without a policy: nothing, and the host's
     /// default limits.
     pub(crate) fn none(limits: Limits) -> Self {
