@@ -1,8 +1,7 @@
 //! The accessor module of a rewritten runtime (`instrument.rs`): functions
 //! that read and write the runtime's globals and memory, which the
 //! component lifts and exports. Memory 0 is the runtime's, memory 1 the
-//! accessor's own scratch; globals 0.. are the runtime's, then `target`,
-//! where the next `write` lands.
+//! accessor's own scratch; globals 0.. are the runtime's.
 
 use wasm_encoder as enc;
 use wasmparser as wp;
@@ -12,17 +11,15 @@ use wasmparser as wp;
 const HEAD: u32 = 16;
 
 /// The accessor's functions, in the order its module defines them.
-pub(super) const FUNCS: [&str; 10] = [
+pub(super) const FUNCS: [&str; 8] = [
     "globals",
     "set-globals",
     "realloc-scratch",
     "pages",
     "read",
-    "at",
-    "realloc-main",
-    "write",
     "reset",
     "grow-to",
+    "write-runs",
 ];
 
 /// A mutable global the accessor reads and writes.
@@ -96,17 +93,6 @@ pub(super) fn accessor(
         shared: false,
         page_size_log2: None,
     });
-    let target = globals.len() as u32;
-    let mut global_section = enc::GlobalSection::new();
-    global_section.global(
-        enc::GlobalType {
-            val_type: I32,
-            mutable: true,
-            shared: false,
-        },
-        &enc::ConstExpr::i32_const(0),
-    );
-
     let scratch = |offset: u64, align: u32| enc::MemArg {
         offset,
         align,
@@ -251,44 +237,6 @@ pub(super) fn accessor(
     functions.function(5);
     code.function(&f);
 
-    // at(offset)
-    let mut f = enc::Function::new([]);
-    f.instruction(&I::LocalGet(0))
-        .instruction(&I::GlobalSet(target))
-        .instruction(&I::End);
-    functions.function(3);
-    code.function(&f);
-
-    // realloc-main(old, old_size, align, size) -> i32: `target`, the
-    // memory grown to hold the list there.
-    let mut f = enc::Function::new([(1, I64)]);
-    f.instruction(&I::GlobalGet(target))
-        .instruction(&I::I64ExtendI32U)
-        .instruction(&I::LocalGet(3))
-        .instruction(&I::I64ExtendI32U)
-        .instruction(&I::I64Add)
-        .instruction(&I::LocalSet(4));
-    grow(&mut f, 0, 4);
-    f.instruction(&I::GlobalGet(target)).instruction(&I::End);
-    functions.function(2);
-    code.function(&f);
-
-    // write(ptr, len): the bytes are in place; they must be where `at` said.
-    let mut f = enc::Function::new([]);
-    f.instruction(&I::LocalGet(0))
-        .instruction(&I::GlobalGet(target))
-        .instruction(&I::I32Ne)
-        .instruction(&I::LocalGet(1))
-        .instruction(&I::I32Const(0))
-        .instruction(&I::I32Ne)
-        .instruction(&I::I32And)
-        .instruction(&I::If(enc::BlockType::Empty))
-        .instruction(&I::Unreachable)
-        .instruction(&I::End)
-        .instruction(&I::End);
-    functions.function(1);
-    code.function(&f);
-
     // reset()
     let mut f = enc::Function::new([]);
     for reset in 0..imported_funcs {
@@ -310,6 +258,56 @@ pub(super) fn accessor(
     functions.function(3);
     code.function(&f);
 
+    // write-runs(ptr, len): the list, lowered into the scratch memory, is
+    // runs one after another, each its offset, its length in words, then
+    // its words; each is copied to its place in the runtime's memory.
+    // Locals: 2 the next run, 3 the end, 4 a run's length in bytes.
+    let mut f = enc::Function::new([(3, I32)]);
+    f.instruction(&I::LocalGet(0))
+        .instruction(&I::LocalTee(2))
+        .instruction(&I::LocalGet(1))
+        .instruction(&I::I32Const(3))
+        .instruction(&I::I32Shl)
+        .instruction(&I::I32Add)
+        .instruction(&I::LocalSet(3))
+        .instruction(&I::Block(enc::BlockType::Empty))
+        .instruction(&I::Loop(enc::BlockType::Empty))
+        .instruction(&I::LocalGet(2))
+        .instruction(&I::LocalGet(3))
+        .instruction(&I::I32GeU)
+        .instruction(&I::BrIf(1))
+        // its length in bytes
+        .instruction(&I::LocalGet(2))
+        .instruction(&I::I64Load(scratch(8, 3)))
+        .instruction(&I::I32WrapI64)
+        .instruction(&I::I32Const(3))
+        .instruction(&I::I32Shl)
+        .instruction(&I::LocalSet(4))
+        // memory.copy main[offset] <- scratch[run + 16], length
+        .instruction(&I::LocalGet(2))
+        .instruction(&I::I64Load(scratch(0, 3)))
+        .instruction(&I::I32WrapI64)
+        .instruction(&I::LocalGet(2))
+        .instruction(&I::I32Const(16))
+        .instruction(&I::I32Add)
+        .instruction(&I::LocalGet(4))
+        .instruction(&I::MemoryCopy {
+            dst_mem: 0,
+            src_mem: 1,
+        })
+        .instruction(&I::LocalGet(2))
+        .instruction(&I::I32Const(16))
+        .instruction(&I::I32Add)
+        .instruction(&I::LocalGet(4))
+        .instruction(&I::I32Add)
+        .instruction(&I::LocalSet(2))
+        .instruction(&I::Br(0))
+        .instruction(&I::End)
+        .instruction(&I::End)
+        .instruction(&I::End);
+    functions.function(1);
+    code.function(&f);
+
     let mut exports = enc::ExportSection::new();
     for (i, name) in FUNCS.iter().enumerate() {
         exports.export(name, enc::ExportKind::Func, imported_funcs + i as u32);
@@ -322,7 +320,6 @@ pub(super) fn accessor(
         .section(&imports)
         .section(&functions)
         .section(&memories)
-        .section(&global_section)
         .section(&exports)
         .section(&code);
     module

@@ -39,6 +39,9 @@ const MAX_IMAGE: usize = 64 << 20;
 /// The largest piece of an image held on its own, and shared with every
 /// image that writes the same bytes at the same place.
 const SHARED: usize = 64 << 10;
+/// The most one call lays of an image, in 8-byte words (1 MiB): the scratch
+/// memory it goes through, in each instance, is no bigger.
+const BATCH_WORDS: usize = 128 << 10;
 
 /// The instrumented runtime's state functions, found once per component.
 #[derive(Clone, Copy)]
@@ -47,10 +50,9 @@ pub(crate) struct StateFuncs {
     set_globals: ComponentExportIndex,
     pages: ComponentExportIndex,
     read: ComponentExportIndex,
-    at: ComponentExportIndex,
-    write: ComponentExportIndex,
     reset: ComponentExportIndex,
     grow_to: ComponentExportIndex,
+    write_runs: ComponentExportIndex,
 }
 
 impl StateFuncs {
@@ -64,10 +66,9 @@ impl StateFuncs {
             set_globals: func("set-globals")?,
             pages: func("pages")?,
             read: func("read")?,
-            at: func("at")?,
-            write: func("write")?,
             reset: func("reset")?,
             grow_to: func("grow-to")?,
+            write_runs: func("write-runs")?,
         })
     }
 }
@@ -382,12 +383,26 @@ impl Image {
     ) -> wasmtime::Result<()> {
         let grow_to: TypedFunc<(u32,), ()> = instance.get_typed_func(&mut store, funcs.grow_to)?;
         grow_to.call_async(&mut store, (self.pages,)).await?;
-        let at: TypedFunc<(u32,), ()> = instance.get_typed_func(&mut store, funcs.at)?;
-        let write: TypedFunc<(&[u64],), ()> = instance.get_typed_func(&mut store, funcs.write)?;
+        // Runs go in batches of up to `BATCH_WORDS`, one call each (a call
+        // into the instance costs more than copying a few pages): each run
+        // its offset, its length in words, its words.
+        let write_runs: TypedFunc<(&[u64],), ()> =
+            instance.get_typed_func(&mut store, funcs.write_runs)?;
+        let mut batch: Vec<u64> = Vec::with_capacity(BATCH_WORDS);
         for run in &self.runs {
-            at.call_async(&mut store, (run.at,)).await?;
-            write
-                .call_async(&mut store, (run.words.as_slice(),))
+            if !batch.is_empty() && batch.len() + 2 + run.words.len() > BATCH_WORDS {
+                write_runs
+                    .call_async(&mut store, (batch.as_slice(),))
+                    .await?;
+                batch.clear();
+            }
+            batch.push(u64::from(run.at));
+            batch.push(run.words.len() as u64);
+            batch.extend_from_slice(&run.words);
+        }
+        if !batch.is_empty() {
+            write_runs
+                .call_async(&mut store, (batch.as_slice(),))
                 .await?;
         }
         let set_globals: TypedFunc<(&[u64],), ()> =

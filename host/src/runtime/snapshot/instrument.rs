@@ -10,8 +10,9 @@
 //! - `pages() -> u32` and `grow-to(u32)`: the memory's size in 64 KiB pages;
 //! - `read(offset, len) -> list<u8>`: a range of the memory, copied out
 //!   through the accessor's own scratch memory (never the runtime's);
-//! - `at(offset)` then `write(list<u64>)`: the list is lowered straight into
-//!   the memory at that offset (the lift's `realloc` answers it), one copy;
+//! - `write-runs(list<u64>)`: many runs in one call, each its offset, its
+//!   length in words, then its words, lowered into the accessor's scratch
+//!   memory and copied each to its place;
 //! - `reset()`: the WASI adapter's `reset_adapter_state`, and libc's
 //!   `__wasilibc_reset_preopens` where a module exports it (the runtime's
 //!   libc is a module of its own), so that a state taken holds none of the
@@ -30,7 +31,7 @@ use wasmparser as wp;
 use super::accessor::{FUNCS, Global};
 
 /// Which rewrite this is: part of the rewritten runtime's cache key.
-pub(crate) const VERSION: u32 = 3;
+pub(crate) const VERSION: u32 = 4;
 
 /// libc's reset of its table of preopened folders (wasi-libc).
 const PREOPENS_RESET: &str = "__wasilibc_reset_preopens";
@@ -242,14 +243,9 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
         kind: enc::ExportKind::Memory,
         name: "scratch",
     });
-    aliases.alias(enc::Alias::CoreInstanceExport {
-        instance: memory.0,
-        kind: enc::ExportKind::Memory,
-        name: &memory.1,
-    });
     out.section(&aliases);
     let func = |name: &str| core_funcs + FUNCS.iter().position(|f| *f == name).unwrap() as u32;
-    let (scratch, main) = (core_memories, core_memories + 1);
+    let scratch = core_memories;
 
     let t = types.component_type_count();
     let u8s = enc::ComponentValType::Type(t);
@@ -270,16 +266,13 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
         .function()
         .params([("offset", u32), ("len", u32)])
         .result(Some(u8s)); // t+5 read
-    defined.function().params([("offset", u32)]).result(None); // t+6 at
-    // Whole 8-byte words: the host lowers them as one copy.
-    defined.function().params([("words", u64s)]).result(None); // t+7 write
-    defined.function().params(none).result(None); // t+8 reset
-    defined.function().params([("pages", u32)]).result(None); // t+9 grow-to
+    defined.function().params(none).result(None); // t+6 reset
+    defined.function().params([("pages", u32)]).result(None); // t+7 grow-to
     out.section(&defined);
 
     use enc::CanonicalOption::{Memory, Realloc};
     let mut lifts = enc::CanonicalFunctionSection::new();
-    let lifted: [(&str, u32, Vec<enc::CanonicalOption>); 8] = [
+    let lifted: [(&str, u32, Vec<enc::CanonicalOption>); 7] = [
         ("globals", t + 2, vec![Memory(scratch)]),
         (
             "set-globals",
@@ -288,14 +281,15 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
         ),
         ("pages", t + 4, vec![]),
         ("read", t + 5, vec![Memory(scratch)]),
-        ("at", t + 6, vec![]),
+        ("reset", t + 6, vec![]),
+        ("grow-to", t + 7, vec![]),
+        // Runs, each its offset, its length in words and its words: one
+        // call lays many.
         (
-            "write",
-            t + 7,
-            vec![Memory(main), Realloc(func("realloc-main"))],
+            "write-runs",
+            t + 3,
+            vec![Memory(scratch), Realloc(func("realloc-scratch"))],
         ),
-        ("reset", t + 8, vec![]),
-        ("grow-to", t + 9, vec![]),
     ];
     for (name, ty, options) in &lifted {
         lifts.lift(func(name), *ty, options.iter().copied());
