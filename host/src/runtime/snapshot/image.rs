@@ -22,9 +22,7 @@ use wasmtime::AsContextMut;
 use wasmtime::component::{Component, ComponentExportIndex, Instance, TypedFunc};
 
 use super::instrument::STATE;
-use crate::runtime::compiler::{Code, CodeCell};
 use crate::runtime::grants::Grants;
-use arc_swap::ArcSwap;
 
 /// The page an image compares and keeps by.
 const PAGE: usize = 4096;
@@ -75,8 +73,9 @@ impl StateFuncs {
 
 /// Where a run goes, and a hash of its bytes.
 type RunKey = (u32, u64);
-/// What a fresh instance of one runtime's code holds, while that code lives.
-type FreshOf = (Weak<ArcSwap<Code>>, Arc<FreshPages>);
+/// What a fresh instance of one runtime's code holds, while that code (of
+/// whatever type the engine keeps it in) lives.
+type FreshOf = (Weak<dyn std::any::Any + Send + Sync>, Arc<FreshPages>);
 /// The runs held, by key (two runs may share one).
 type RunsHeld = HashMap<RunKey, Vec<Weak<Run>>>;
 
@@ -108,24 +107,31 @@ impl ImageStore {
     }
 
     /// What a fresh instance of `code` holds, if it was read.
-    pub(crate) fn fresh_of(&self, code: &CodeCell) -> Option<Arc<FreshPages>> {
+    pub(crate) fn fresh_of<C: Send + Sync + 'static>(
+        &self,
+        code: &Arc<C>,
+    ) -> Option<Arc<FreshPages>> {
         let fresh = self.fresh.lock().unwrap_or_else(|e| e.into_inner());
         fresh
             .iter()
-            .find(|(of, _)| std::ptr::eq(of.as_ptr(), Arc::as_ptr(code)))
+            .find(|(of, _)| std::ptr::addr_eq(of.as_ptr(), Arc::as_ptr(code)))
             .map(|(_, pages)| pages.clone())
     }
 
     /// Keeps what a fresh instance of `code` holds, for as long as `code`
     /// lives.
-    pub(crate) fn keep_fresh(&self, code: &CodeCell, pages: Arc<FreshPages>) {
+    pub(crate) fn keep_fresh<C: Send + Sync + 'static>(
+        &self,
+        code: &Arc<C>,
+        pages: Arc<FreshPages>,
+    ) {
         let mut fresh = self.fresh.lock().unwrap_or_else(|e| e.into_inner());
         fresh.retain(|(of, _)| {
-            of.strong_count() > 0 && !std::ptr::eq(of.as_ptr(), Arc::as_ptr(code))
+            of.strong_count() > 0 && !std::ptr::addr_eq(of.as_ptr(), Arc::as_ptr(code))
         });
-        fresh.push((Arc::downgrade(code), pages));
+        let of: Weak<C> = Arc::downgrade(code);
+        fresh.push((of, pages));
     }
-
     /// The run of `words` at `at`: one already held, or this one, if the
     /// bound has room for it.
     fn share(self: &Arc<Self>, at: u32, bytes: &[u8]) -> Option<Arc<Run>> {
