@@ -34,6 +34,22 @@ pub(super) struct Taking<'a> {
     pub(super) cancel: &'a Cancel,
 }
 
+impl Taking<'_> {
+    /// A fresh instance of the runtime, with these grants, in a store of
+    /// its own.
+    async fn instance(&self, runtime: &Runtime) -> wasmtime::Result<(Store<Sandbox>, Plugin)> {
+        let mut store = runtime.new_store(
+            self.plugin,
+            self.code,
+            self.grants,
+            None,
+            self.cancel.clone(),
+        )?;
+        let instance = self.code.pre.instantiate_async(&mut store).await?;
+        Ok((store, instance))
+    }
+}
+
 impl Runtime {
     /// Whether `plugin` with `grants` is to have an image taken now (and,
     /// if so, it is marked as being taken): a source on a runtime that
@@ -53,20 +69,13 @@ impl Runtime {
         &self,
         taking: &Taking<'_>,
     ) -> wasmtime::Result<Arc<FreshPages>> {
-        let Taking {
-            plugin,
-            code,
-            funcs,
-            grants,
-            cancel,
-        } = *taking;
-        if let Some(pages) = self.images.fresh_of(&plugin.code) {
+        if let Some(pages) = self.images.fresh_of(&taking.plugin.code) {
             return Ok(pages);
         }
-        let mut fresh = self.new_store(plugin, code, grants, None, cancel.clone())?;
-        let instance = code.pre.instantiate_async(&mut fresh).await?;
-        let pages = Arc::new(FreshPages::read(funcs, (&mut fresh, instance.instance())).await?);
-        self.images.keep_fresh(&plugin.code, pages.clone());
+        let (mut fresh, instance) = taking.instance(self).await?;
+        let pages =
+            Arc::new(FreshPages::read(taking.funcs, (&mut fresh, instance.instance())).await?);
+        self.images.keep_fresh(&taking.plugin.code, pages.clone());
         Ok(pages)
     }
 
@@ -111,20 +120,12 @@ impl Runtime {
         image: Image,
         module_ran: Duration,
     ) -> Result<Image, ImageError> {
-        let Taking {
-            plugin,
-            code,
-            funcs,
-            grants,
-            cancel,
-        } = *taking;
         let started = Instant::now();
-        let mut given = self
-            .new_store(plugin, code, grants, None, cancel.clone())
-            .map_err(|failure| ImageError::Guest(failure.into()))?;
-        let instance = code.pre.instantiate_async(&mut given).await?;
-        image.apply(funcs, &mut given, instance.instance()).await?;
-        code.pre.list_tools(&mut given, &instance).await?;
+        let (mut given, instance) = taking.instance(self).await?;
+        image
+            .apply(taking.funcs, &mut given, instance.instance())
+            .await?;
+        taking.code.pre.list_tools(&mut given, &instance).await?;
         let laid = started.elapsed();
         if laid >= module_ran {
             return Err(ImageError::Slower {
@@ -212,9 +213,7 @@ impl Runtime {
                     let outcome = tokio::time::timeout(grants.limits.timeout, async {
                         let fresh = maker.fresh_pages(&taking).await?;
                         let module_started = Instant::now();
-                        let mut ran =
-                            maker.new_store(&plugin, &code, &grants, None, cancel.clone())?;
-                        let instance = code.pre.instantiate_async(&mut ran).await?;
+                        let (mut ran, instance) = taking.instance(&maker).await?;
                         code.pre.list_tools(&mut ran, &instance).await?;
                         let module_ran = module_started.elapsed();
                         let image = Image::take(
