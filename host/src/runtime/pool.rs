@@ -44,6 +44,13 @@ pub(crate) fn pool_config(instances: u32) -> wasmtime::PoolingAllocationConfig {
         // pages of it. gdb on the bench showed a 1 MiB and a 56 KiB memset
         // per call, half of all samples; with the scan only the pages the
         // call dirtied are written back. Older kernels keep the memset.
-        .pagemap_scan(wasmtime::Enabled::Auto);
+        .pagemap_scan(wasmtime::Enabled::Auto)
+        // A freed slot goes back to the component it last held before any
+        // slot never used is taken: the slots a server has ever used are
+        // as many as its instances at once, not (wasmtime's default) up to
+        // a hundred more, each still holding the pages its last call
+        // touched. Thirty Python sources loaded one after another had left
+        // about a dozen slots of 4-15 MiB each.
+        .max_unused_warm_slots(0);
     pool
 }
