@@ -41,25 +41,28 @@ def serve(folder, *extra, cache=None):
     return proc, base
 
 
-def image_of(proc, plugin, timeout=120):
-    """Waits for the server to say it took `plugin`'s image."""
+def logged(proc, says, what, timeout):
+    """Waits for a line of the server's log for which `says` holds; how
+    long that took."""
     start = time.monotonic()
     while time.monotonic() - start < timeout:
-        if any("image taken" in line and f"plugin={plugin} " in line for line in open(proc.log)):
+        if any(says(line) for line in open(proc.log)):
             return time.monotonic() - start
         time.sleep(0.05)
-    raise SystemExit(f"no image of {plugin}")
+    raise SystemExit(f"never logged: {what}")
+
+
+def image_of(proc, plugin, timeout=120):
+    """Waits for the server to say it took `plugin`'s image."""
+    return logged(proc, lambda line: "image taken" in line and f"plugin={plugin} " in line,
+                  f"an image of {plugin}", timeout)
 
 
 def optimised(proc, timeout=600):
     """Waits for the server to say the runtime's optimised code serves: the
     optimiser's compile (hundreds of MB for a while) is over."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if any("optimised code now serves" in line for line in open(proc.log)):
-            return
-        time.sleep(0.2)
-    raise SystemExit("the runtime's optimised code never came")
+    logged(proc, lambda line: "optimised code now serves" in line,
+           "the runtime's optimised code", timeout)
 
 
 def call(base, tool, args, token=None):
