@@ -181,7 +181,7 @@ async fn load_new_versions(
 ) {
     while let Some(path) = paths.recv().await {
         match registry.upgrade() {
-            Some(registry) => registry.reload(path),
+            Some(registry) => registry.reload(vec![path]),
             None => return,
         }
     }

@@ -442,6 +442,12 @@ fn the_room_grants_an_origin_to_every_namespace_in_one_place() {
         s.plugin_json("bob/weather")
             .is_some_and(|plugin| plugin["granted"]["httpAllow"] == json!([]))
     });
+    // The room's change reaches every plugin it governs in one step: once
+    // bob's grant is gone, ada's is too.
+    assert_eq!(
+        server.plugin_json("ada/weather").unwrap()["granted"]["httpAllow"],
+        json!([])
+    );
     let answer = server.call(
         "bob__reach",
         json!({ "url": format!("{}/hello", allowed.origin) }),

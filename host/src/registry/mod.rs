@@ -422,12 +422,18 @@ impl Registry {
         Ok(())
     }
 
-    /// Starts loading the file at `path` (changed, new or deleted) and
-    /// returns at once; the registry changes when the load is done. The
-    /// watcher's entry into [`Registry::load`].
-    pub(crate) fn reload(self: &Arc<Self>, path: PathBuf) {
+    /// Starts loading the files at `paths` (changed, new or deleted) as one
+    /// batch and returns at once; the registry changes when the load is
+    /// done, for all of them together. The watcher's entry into
+    /// [`Registry::load`]: the plugins one change governs (every plugin of
+    /// the room for `_room.toml`, a namespace's for its `_namespace.toml`)
+    /// change in one step, so no call sees a room half revoked.
+    pub(crate) fn reload(self: &Arc<Self>, paths: Vec<PathBuf>) {
+        if paths.is_empty() {
+            return;
+        }
         let registry = self.clone();
-        tokio::spawn(async move { registry.load(vec![path]).await });
+        tokio::spawn(async move { registry.load(paths).await });
     }
 
     /// The one load path, for the start-up scan and every file event alike.

@@ -14,7 +14,10 @@
 //!   close events) is the file read after [`SLOW_WRITER_QUIET`] of quiet.
 //! - Write-to-temp-then-rename shows up as a rename to the final name (a
 //!   hidden or non-`.wasm` temporary name is not a plugin and is ignored).
-//! - A change to a policy file (`x.toml`) reloads its plugin (`x.wasm`).
+//! - A change to a policy file (`x.toml`) reloads its plugin (`x.wasm`);
+//!   one to a namespace's `_namespace.toml` or the room's `_room.toml`,
+//!   every plugin it governs. Files that settle together load as one batch,
+//!   applied in one step: a revoked grant is gone from all of them at once.
 //! - Namespace folders (`ada/x.wasm`, see `layout::Layout`) are followed
 //!   too, including ones created later, each watched on its own (never
 //!   recursively: a project's `target/` inside the folder must not cost a
@@ -115,14 +118,18 @@ pub(crate) fn watch(
                 Some(due) => tokio::select! {
                     event = receiver.recv() => event,
                     () = tokio::time::sleep_until(due) => {
+                        // Every file settled by now loads as one batch:
+                        // the plugins one event governs change together.
                         let now = Instant::now();
+                        let mut settled = Vec::new();
                         pending.retain(|path, file| {
-                            let settled = file.due(debounce) <= now;
-                            if settled {
-                                registry.reload(path.clone());
+                            let due = file.due(debounce) <= now;
+                            if due {
+                                settled.push(path.clone());
                             }
-                            !settled
+                            !due
                         });
+                        registry.reload(settled);
                         continue;
                     }
                 },
@@ -202,11 +209,8 @@ async fn rescan(registry: &Arc<Registry>, layout: &layout::Layout) {
         .map(|(_, record)| record.file.clone())
         .collect();
     paths.extend(layout.files().await.unwrap_or_default());
-    paths.sort();
-    paths.dedup();
-    for path in paths.into_iter().filter(|p| layout.plugin_id(p).is_some()) {
-        registry.reload(path);
-    }
+    paths.retain(|path| layout.plugin_id(path).is_some());
+    registry.reload(paths);
 }
 
 #[cfg(test)]
