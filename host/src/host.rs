@@ -78,6 +78,9 @@ pub struct HostConfig {
     pub require_approval: Option<crate::registry::approvals::ApprovalMode>,
     /// The most the audit log keeps on disk (`--audit-max-kib`).
     pub audit_max_bytes: u64,
+    /// The Redis replicas share publishes and removals through (`--redis`,
+    /// `publishing/shared.rs`); `None`: this server's folder is its own.
+    pub shared_redis: Option<String>,
 }
 
 impl HostConfig {
@@ -106,6 +109,7 @@ impl HostConfig {
             registry_config: None,
             require_approval: None,
             audit_max_bytes: crate::publishing::audit::MAX_AUDIT_BYTES,
+            shared_redis: None,
         }
     }
 
@@ -272,10 +276,32 @@ impl Host {
             Arc::downgrade(&registry),
             Arc::downgrade(&calls),
         ));
-        let audit = folder
-            .as_deref()
-            .map(|folder| Audit::new(folder, config.audit_max_bytes));
-        let publishing = Publishing::new(registry.clone(), config.per_person, audit);
+        let shared = match (&config.shared_redis, &folder) {
+            (Some(url), Some(_)) => Some(
+                crate::publishing::shared::Shared::open(url)
+                    .map_err(|e| anyhow::anyhow!("--redis {url}: {e}"))?,
+            ),
+            _ => None,
+        };
+        let audit = folder.as_deref().map(|folder| {
+            let audit = Audit::new(folder, config.audit_max_bytes);
+            match &shared {
+                Some(shared) => audit.shared_through(shared.connection()),
+                None => audit,
+            }
+        });
+        let publishing =
+            Publishing::new(registry.clone(), config.per_person, audit, shared.clone());
+        if let (Some(shared), Some(folder)) = (shared, &folder) {
+            let (ready, caught_up) = tokio::sync::watch::channel(false);
+            registry.ready_once(caught_up);
+            tokio::spawn(crate::publishing::shared::follow(
+                shared,
+                publishing.clone(),
+                folder.clone(),
+                ready,
+            ));
+        }
         Ok(Host {
             registry,
             calls,

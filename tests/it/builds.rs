@@ -157,8 +157,15 @@ pub(crate) fn source_of(server: &Server, id: &str, token: &str) -> (u16, String)
 /// The `build` events of `/events` (as the admin sees them), collected by
 /// a thread of their own from now on.
 pub(crate) fn build_events(server: &Server) -> Arc<Mutex<Vec<Value>>> {
+    events_of(server, ADMIN, "build")
+}
+
+/// The `/events` events of one kind (`build`, `publish`), as the person of
+/// `token` sees them, collected by a thread of their own from now on.
+pub(crate) fn events_of(server: &Server, token: &str, kind: &str) -> Arc<Mutex<Vec<Value>>> {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (url, kept) = (format!("{}/events", server.base), seen.clone());
+    let (token, wanted) = (token.to_string(), kind.to_string());
     let (ready, listening) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -167,17 +174,17 @@ pub(crate) fn build_events(server: &Server) -> Arc<Mutex<Vec<Value>>> {
             .into();
         let response = agent
             .get(&url)
-            .header("Authorization", format!("Bearer {ADMIN}"))
+            .header("Authorization", format!("Bearer {token}"))
             .call()
             .unwrap();
         let _ = ready.send(());
-        let mut build = false;
+        let mut matches = false;
         for line in BufReader::new(response.into_body().into_reader()).lines() {
             let Ok(line) = line else { return };
             if let Some(kind) = line.strip_prefix("event: ") {
-                build = kind == "build";
+                matches = kind == wanted;
             } else if let Some(data) = line.strip_prefix("data: ")
-                && build
+                && matches
                 && let Ok(event) = serde_json::from_str::<Value>(data)
             {
                 kept.lock().unwrap().push(event);

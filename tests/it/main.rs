@@ -36,6 +36,7 @@ mod resources;
 mod rest;
 mod sandbox;
 mod sets;
+mod shared;
 mod shares;
 mod sources;
 mod support;

@@ -347,9 +347,9 @@ fn a_restart_keeps_tasks_and_a_run_lost_with_the_server_fails_with_a_reason() {
 
 /// Debian's redis-server on a loopback port, keeping nothing on disk;
 /// stopped on drop.
-struct Redis {
-    child: Child,
-    url: String,
+pub(crate) struct Redis {
+    pub(crate) child: Child,
+    pub(crate) url: String,
 }
 
 impl Drop for Redis {
@@ -360,8 +360,15 @@ impl Drop for Redis {
 }
 
 impl Redis {
-    fn start(dir: &Path) -> Redis {
-        let port = free_port();
+    pub(crate) fn start(dir: &Path) -> Redis {
+        Redis::start_on(dir, free_port(), false)
+    }
+
+    /// On `port`; `durable`: every write in its append-only file, synced
+    /// before it is answered (as docs/many-machines.md asks of the Redis
+    /// replicas share publishes through), so that a restart on `dir` keeps
+    /// all it answered.
+    pub(crate) fn start_on(dir: &Path, port: u16, durable: bool) -> Redis {
         let child = Command::new("redis-server")
             .args([
                 "--port",
@@ -371,7 +378,9 @@ impl Redis {
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                if durable { "yes" } else { "no" },
+                "--appendfsync",
+                "always",
             ])
             .arg("--dir")
             .arg(dir)

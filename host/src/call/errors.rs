@@ -112,6 +112,10 @@ error_codes! {
     /// An approval or refusal of a plugin with nothing waiting for one
     /// (`--require-approval`), or on a server that asks for none.
     NothingPending = "NOTHING_PENDING",
+    /// The store replicas share publishes through (`--redis`) cannot be
+    /// reached: the publish or removal was refused, and nothing changed.
+    /// Calls are not affected.
+    StoreUnavailable = "STORE_UNAVAILABLE",
 }
 
 /// Whether `code` may be an error code on the wire: a capital letter, then
@@ -144,7 +148,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::Unauthorized => 401,
             ErrorCode::Forbidden => 403,
-            ErrorCode::Busy | ErrorCode::BuildsUnavailable => 503,
+            ErrorCode::Busy | ErrorCode::BuildsUnavailable | ErrorCode::StoreUnavailable => 503,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::InvalidArguments
             | ErrorCode::PluginRejected

@@ -123,6 +123,7 @@ impl HostOptions {
             registry_config: self.registry_config.clone(),
             require_approval: None,
             audit_max_bytes: crate::publishing::audit::MAX_AUDIT_BYTES,
+            shared_redis: None,
         }
     }
 

@@ -155,6 +155,15 @@ pub(super) struct ServeOptions {
     /// folder's .toolhost/tasks, for one server]
     #[arg(long, env = "TOOLHOST_TASKS_REDIS")]
     tasks_redis: Option<String>,
+    /// Share this server's write side with every replica that names the
+    /// same Redis (`redis://host:port/db`): each publish and removal,
+    /// made on any of them, is written into every one's plugin folder, and
+    /// tasks are kept there too (as --tasks-redis). A publish answers once
+    /// Redis holds it, and is refused with 503 while Redis cannot be
+    /// reached; calls never wait on it (docs/many-machines.md) [default:
+    /// none, the folder is this server's own]
+    #[arg(long, env = "TOOLHOST_REDIS")]
+    redis: Option<String>,
     /// How many MCP sessions may be open at once; `initialize` past it gets
     /// HTTP 503 with a JSON-RPC error.
     #[arg(long, env = "TOOLHOST_MAX_SESSIONS", default_value_t = crate::server::DEFAULT_MAX_SESSIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
@@ -228,6 +237,7 @@ impl ServeOptions {
                 RequireApproval::All => ApprovalMode::All,
             }),
             audit_max_bytes: self.audit_max_kib << 10,
+            shared_redis: self.redis.clone(),
             ..self.host.config(Duration::from_millis(self.debounce_ms))
         }
     }
@@ -287,7 +297,7 @@ impl ServeOptions {
             token: self.token.clone(),
             tokens_file: self.tokens.clone(),
             request_state_keys: self.request_state_keys.clone(),
-            tasks_redis: self.tasks_redis.clone(),
+            tasks_redis: self.tasks_redis.clone().or_else(|| self.redis.clone()),
             header_timeout: Duration::from_millis(self.header_timeout_ms),
             max_connections: self.max_connections as usize,
             max_sessions: self.max_sessions as usize,

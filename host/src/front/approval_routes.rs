@@ -158,10 +158,10 @@ async fn audit(
             );
         }
     };
-    let entries = publishing
-        .audit()
-        .map(|audit| audit.newest_first(limit))
-        .unwrap_or_default();
+    let entries = match publishing.audit() {
+        Some(audit) => audit.newest(limit).await,
+        None => Vec::new(),
+    };
     json_response(
         200,
         &json!({ "entries": entries, "keptBytes": crate::publishing::audit::MAX_AUDIT_BYTES }),

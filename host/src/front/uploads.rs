@@ -111,6 +111,10 @@ pub(crate) fn publish_failure(id: &str, error: PublishError) -> Response {
         PublishError::NotFound(_) => ErrorCode::NotFound,
         PublishError::TooLarge { .. } => ErrorCode::PayloadTooLarge,
         PublishError::NothingPending(_) => ErrorCode::NothingPending,
+        PublishError::Unshared(crate::publishing::shared::SharedError::Read(_)) => {
+            ErrorCode::HostError
+        }
+        PublishError::Unshared(_) => ErrorCode::StoreUnavailable,
         PublishError::NoFolder | PublishError::Write(_) | PublishError::Gone => {
             ErrorCode::HostError
         }

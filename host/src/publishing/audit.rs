@@ -12,6 +12,12 @@
 //! serve is no change and no entry (`publish.rs`). It is rewritten by
 //! rename, so a reader never sees half a file. Entries name people and
 //! plugins, never a secret.
+//!
+//! Replicas that share a Redis (`--redis`) share the log there too: each
+//! entry is also added to a stream every replica reads `GET /audit` from,
+//! the admins' decisions to one of their own, so that no flood of
+//! publishes pushes them out. Each stream keeps about as many entries as
+//! the folder's bound holds (at [`ENTRY_BYTES`] an entry).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -71,6 +77,12 @@ struct AuditEntry {
     details: Map<String, Value>,
 }
 
+/// What an entry takes, about, for the shared streams' bound.
+pub(crate) const ENTRY_BYTES: u64 = 160;
+
+const SHARED_ENTRIES: &str = "toolhost:audit";
+const SHARED_DECISIONS: &str = "toolhost:audit:decisions";
+
 /// The audit log of one plugin folder.
 pub(crate) struct Audit {
     file: PathBuf,
@@ -78,6 +90,8 @@ pub(crate) struct Audit {
     /// One writer at a time in this process (appends of one line are
     /// atomic between processes).
     writing: Mutex<()>,
+    /// The Redis replicas share it in, if any.
+    shared: Option<redis::aio::ConnectionManager>,
 }
 
 impl Audit {
@@ -86,7 +100,14 @@ impl Audit {
             file: folder.join(".toolhost").join("audit.jsonl"),
             max_bytes,
             writing: Mutex::new(()),
+            shared: None,
         }
+    }
+
+    /// The log shared with every replica of `connection`'s Redis.
+    pub(crate) fn shared_through(mut self, connection: redis::aio::ConnectionManager) -> Audit {
+        self.shared = Some(connection);
+        self
     }
 
     /// Adds one entry: `action` by `person`, on `plugin` if any, with
@@ -109,6 +130,32 @@ impl Audit {
             },
         };
         let mut line = serde_json::to_string(&entry).expect("an entry serialises");
+        if let (Some(connection), Ok(handle)) =
+            (&self.shared, tokio::runtime::Handle::try_current())
+        {
+            let stream = if action.is_decision() {
+                SHARED_DECISIONS
+            } else {
+                SHARED_ENTRIES
+            };
+            let bound = (self.max_bytes / ENTRY_BYTES).max(1);
+            let (mut connection, text) = (connection.clone(), line.clone());
+            handle.spawn(async move {
+                let added: Result<String, _> = redis::cmd("XADD")
+                    .arg(stream)
+                    .arg("MAXLEN")
+                    .arg("~")
+                    .arg(bound)
+                    .arg("*")
+                    .arg("entry")
+                    .arg(text)
+                    .query_async(&mut connection)
+                    .await;
+                if let Err(error) = added {
+                    tracing::warn!(%error, "cannot add to the shared audit log; it is in this replica's");
+                }
+            });
+        }
         line.push('\n');
         let _writing = self.writing.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(error) = self.append(line.as_bytes()) {
@@ -135,7 +182,50 @@ impl Audit {
         file.write_all(line)
     }
 
-    /// The entries, newest first, at most `limit`.
+    /// The entries, newest first, at most `limit`: every replica's when
+    /// they share a Redis (this replica's own while it cannot be read).
+    pub(crate) async fn newest(&self, limit: usize) -> Vec<Value> {
+        let Some(connection) = &self.shared else {
+            return self.newest_first(limit);
+        };
+        let mut connection = connection.clone();
+        let mut entries: Vec<(String, Value)> = Vec::new();
+        for stream in [SHARED_ENTRIES, SHARED_DECISIONS] {
+            let read: Result<redis::streams::StreamRangeReply, _> = redis::cmd("XREVRANGE")
+                .arg(stream)
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(limit)
+                .query_async(&mut connection)
+                .await;
+            let Ok(read) = read else {
+                tracing::warn!("cannot read the shared audit log: answering this replica's");
+                return self.newest_first(limit);
+            };
+            for entry in read.ids {
+                let text: Option<String> = entry.get("entry");
+                if let Some(value) = text.and_then(|text| serde_json::from_str(&text).ok()) {
+                    entries.push((entry.id, value));
+                }
+            }
+        }
+        let order = |id: &str| {
+            let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+            (
+                ms.parse::<u64>().unwrap_or(0),
+                seq.parse::<u64>().unwrap_or(0),
+            )
+        };
+        entries.sort_by_key(|(id, _)| std::cmp::Reverse(order(id)));
+        entries
+            .into_iter()
+            .take(limit)
+            .map(|(_, value)| value)
+            .collect()
+    }
+
+    /// This folder's entries, newest first, at most `limit`.
     pub(crate) fn newest_first(&self, limit: usize) -> Vec<Value> {
         let text = std::fs::read_to_string(&self.file).unwrap_or_default();
         text.lines()

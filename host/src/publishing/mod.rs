@@ -8,7 +8,10 @@
 //!   to what serves (the language's runtime or a build), the call every
 //!   front makes;
 //! - [`approving`]: an admin's decision on a version held for approval;
-//! - [`audit`]: the folder's audit log (who changed what).
+//! - [`audit`]: the folder's audit log (who changed what);
+//! - [`shared`]: publishes and removals shared by replicas through Redis
+//!   (`--redis`), and the following of them; [`replicate`]: each applied
+//!   to this replica's folder.
 //!
 //! Below it: `registry/` (which versions serve, approvals' records) and
 //! `builds/` (a component of a source's own).
@@ -16,4 +19,6 @@
 pub(crate) mod approving;
 pub(crate) mod audit;
 pub(crate) mod publish;
+pub(crate) mod replicate;
+pub(crate) mod shared;
 pub(crate) mod source;

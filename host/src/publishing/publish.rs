@@ -80,6 +80,9 @@ pub(crate) enum PublishError {
     /// An approval or refusal with nothing held (see `approving.rs`).
     #[error("{0}")]
     NothingPending(String),
+    /// The replicas' shared store could not take it: nothing changed.
+    #[error(transparent)]
+    Unshared(#[from] super::shared::SharedError),
 }
 
 /// The source a component was built from on the server, kept beside it
@@ -238,6 +241,8 @@ pub(crate) struct Publishing {
     shares: PersonShares,
     /// The folder's audit log (`GET /audit`), once there is a folder.
     audit: Option<Audit>,
+    /// The store replicas share publishes through (`--redis`), if any.
+    shared: Option<Arc<super::shared::Shared>>,
 }
 
 impl Publishing {
@@ -245,6 +250,7 @@ impl Publishing {
         registry: Arc<Registry>,
         shares: PersonShares,
         audit: Option<Audit>,
+        shared: Option<Arc<super::shared::Shared>>,
     ) -> Arc<Publishing> {
         Arc::new(Publishing {
             registry,
@@ -254,7 +260,13 @@ impl Publishing {
             locks: Mutex::default(),
             shares,
             audit,
+            shared,
         })
+    }
+
+    /// The store replicas share publishes through, if any.
+    pub(crate) fn shared(&self) -> Option<&Arc<super::shared::Shared>> {
+        self.shared.as_ref()
     }
 
     /// The registry it publishes into.
@@ -496,6 +508,17 @@ impl Publishing {
         };
         match settled {
             Some(report) if report.state != PluginState::Rejected => {
+                // Every replica is to serve it: it is in the shared store
+                // before it is answered, or undone here.
+                if let Some(shared) = &self.shared {
+                    let text = source.as_ref().map(|source| source.text.as_bytes());
+                    if let Err(error) = shared.publish(&id, &file, text, by).await {
+                        tracing::warn!(plugin = %id, person = %by, %error, "publish undone: the shared store did not take it");
+                        before_publish.put_back().await;
+                        self.registry.load_settled(file.clone()).await;
+                        return Err(error.into());
+                    }
+                }
                 if let Some(kept) = &kept {
                     let _ = tokio::fs::remove_file(kept).await;
                 }
@@ -579,6 +602,10 @@ impl Publishing {
         let file = self.file_of(id)?;
         if self.registry.plugins_report().plugin(id).is_none() || !file.exists() {
             return Err(PublishError::NotFound(id.to_string()));
+        }
+        // In the shared store first: refused there, nothing goes here.
+        if let Some(shared) = &self.shared {
+            shared.remove(id, by).await?;
         }
         tokio::fs::remove_file(&file)
             .await

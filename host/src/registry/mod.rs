@@ -99,6 +99,9 @@ pub struct Registry {
     /// Set once the first scan of the folder is done: every plugin, from a
     /// file or from a registry, has loaded or failed (`/ready`).
     scanned: std::sync::atomic::AtomicBool,
+    /// Besides the first scan, what must say so before the registry is
+    /// ready: the replicas' shared store caught up (`--redis`).
+    caught_up: std::sync::OnceLock<tokio::sync::watch::Receiver<bool>>,
     /// With `--require-approval`, the folder's approvals: a version whose
     /// definitions are not approved is held, not served.
     approvals: std::sync::OnceLock<approvals::Approvals>,
@@ -113,6 +116,7 @@ impl Registry {
         Arc::new(Registry {
             sources: Arc::new(sources),
             scanned: std::sync::atomic::AtomicBool::new(false),
+            caught_up: std::sync::OnceLock::new(),
             loads: load_counts::Loads::default(),
             list_limits,
             load_slots: Arc::new(tokio::sync::Semaphore::new(PARALLEL_LOADS)),
@@ -185,9 +189,16 @@ impl Registry {
         &self.list_limits
     }
 
-    /// Whether the first scan is done: every plugin has loaded or failed.
+    /// Whether the first scan is done (every plugin has loaded or failed),
+    /// and the shared store caught up with, if one is followed.
     pub(crate) fn is_ready(&self) -> bool {
         self.scanned.load(std::sync::atomic::Ordering::Acquire)
+            && self.caught_up.get().is_none_or(|ready| *ready.borrow())
+    }
+
+    /// The registry is ready only once `ready` says so as well.
+    pub(crate) fn ready_once(&self, ready: tokio::sync::watch::Receiver<bool>) {
+        let _ = self.caught_up.set(ready);
     }
 
     /// How many plugin files are rejected now (`/health` reports it).

@@ -1,0 +1,100 @@
+//! This replica's side of the shared store (`shared.rs`): a change another
+//! replica shared (or this one, read back) applied to this replica's
+//! folder, under the plugin's publish lock, and loaded through the one
+//! load path; the room's view (`/publishes`, `/events`) hears of a change
+//! made elsewhere as of a publish made here.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::publish::{Noted, PublishOutcome, Publishing};
+use super::shared::{Applier, Change, file_name};
+use crate::registry::layout;
+use crate::registry::plugin::{published_file, source_file};
+use crate::registry::report::PluginState;
+
+impl Applier for Publishing {
+    fn folder_of(&self, id: &str) -> Option<PathBuf> {
+        let registry = self.registry();
+        let file = registry.plugin_file_as(id, "wasm")?;
+        let root = registry.folder()?;
+        // `id` must come back from its own path: never a file outside the
+        // folder, nor in a project or data folder.
+        (layout::Layout::new(root).plugin_id(&file)?.as_str() == id)
+            .then(|| file.parent().map(Path::to_path_buf))?
+    }
+
+    async fn apply(&self, change: Change, blobs: BTreeMap<String, Vec<u8>>) -> std::io::Result<()> {
+        let id = change.plugin.clone();
+        let lock = self.publish_lock(&id);
+        let _serialised = lock.lock().await;
+        let Some(folder) = self.folder_of(&id) else {
+            return Ok(());
+        };
+        let registry = self.registry().clone();
+        let (file, mut changed) = match change.plugin_file() {
+            Some(name) => {
+                let file = folder.join(name);
+                let changed = !blobs.is_empty();
+                tokio::fs::create_dir_all(&folder).await?;
+                // The record and the source first, the plugin's file last:
+                // its load reads them.
+                let mut ordered: Vec<_> = blobs.into_iter().collect();
+                ordered.sort_by_key(|(name, _)| !name.starts_with('.'));
+                for (name, bytes) in ordered {
+                    let target = folder.join(name);
+                    tokio::task::spawn_blocking(move || layout::write_by_rename(&target, &bytes))
+                        .await
+                        .map_err(std::io::Error::other)??;
+                }
+                (file, changed)
+            }
+            None => match registry.plugin_file(&id) {
+                Some(file) => (file, false),
+                None => return Ok(()),
+            },
+        };
+        // Every file of the plugin the change does not name goes.
+        let mut others: Vec<PathBuf> = layout::siblings(&file);
+        if change.files.is_empty() {
+            others.push(file.clone());
+        }
+        let mut unnamed: Vec<PathBuf> = others
+            .iter()
+            .flat_map(|other| [other.clone(), published_file(other), source_file(other)])
+            .collect();
+        unnamed.extend([published_file(&file), source_file(&file)]);
+        for path in unnamed {
+            if change.files.contains_key(&file_name(&path)) {
+                continue;
+            }
+            match tokio::fs::remove_file(&path).await {
+                Ok(()) => changed = true,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(error),
+            }
+        }
+        if !changed {
+            return Ok(());
+        }
+        if change.files.is_empty()
+            && let Some(approvals) = registry.approvals()
+        {
+            approvals.forget(&id);
+        }
+        let report = registry.load_settled(file).await;
+        let theirs = self
+            .shared()
+            .is_some_and(|shared| shared.replica() != change.replica);
+        tracing::info!(plugin = %id, person = %change.by, from = %change.replica, removed = change.files.is_empty(), "a shared change applied");
+        if let (Some(report), true, false) = (report, theirs, change.files.is_empty()) {
+            let outcome = if report.state == PluginState::Rejected {
+                PublishOutcome::Refused
+            } else {
+                PublishOutcome::of_loaded(&report)
+            };
+            self.note(Noted::now(&id, &change.by, outcome));
+        }
+        Ok(())
+    }
+}

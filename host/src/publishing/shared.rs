@@ -1,0 +1,714 @@
+//! The write side shared by replicas through Redis (`--redis URL`): every
+//! publish and removal made on one replica reaches every other, which
+//! writes it into its own folder, where its watcher loads it as a dropped
+//! file. Calls never wait on Redis; only publishing does.
+//!
+//! What Redis holds, under the prefix `toolhost:`:
+//! - `blob:<sha256>`: each file's bytes, once, by content (a plugin, its
+//!   publish record, the source it was built from), and `refs`, how many
+//!   plugins name each: a blob none names goes an hour later;
+//! - `plugins`: a hash from each plugin to its newest [`Change`] (the
+//!   present, which a replica that is new or too far behind copies whole);
+//! - `changes`: a stream of every [`Change`] in the order Redis took them
+//!   (the history each replica follows from its own place, kept in its
+//!   folder as `.toolhost/shared.json`), trimmed to about [`STREAM_LEN`];
+//! - `room`: the store's name, given on its first use, so that a replica
+//!   knows a store that lost its data from the one it followed.
+//!
+//! Order: a change is written to `plugins` and `changes` by one script, so
+//! both say the same order; every replica applies every change in that
+//! order, its own included, and two publishes of one plugin on two
+//! replicas end as the later one everywhere.
+//!
+//! A publish answers once its change is in Redis; when Redis cannot take
+//! it, the publish is undone on the replica that received it and refused
+//! ([`SharedError`], 503): nothing is served that the others will not
+//! serve. A removal is written to Redis before the files go.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::AsyncCommands;
+use redis::aio::ConnectionManager;
+
+use crate::registry::layout::{self, PLUGIN_EXTENSIONS};
+use crate::registry::plugin::{content_hash, published_file, source_file};
+
+/// About how many changes the stream keeps; a replica further behind copies
+/// the present (`plugins`) instead.
+pub(crate) const STREAM_LEN: usize = 10_000;
+
+/// How long a publish waits for Redis before it is refused.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long one read of the stream waits for a change.
+const FOLLOW_BLOCK_MS: usize = 30_000;
+
+const BLOB: &str = "toolhost:blob:";
+const PLUGINS: &str = "toolhost:plugins";
+const CHANGES: &str = "toolhost:changes";
+const ROOM: &str = "toolhost:room";
+const REFS: &str = "toolhost:refs";
+
+/// How long a blob no plugin names is kept: one just written, before its
+/// change; one a newer version replaced, for replicas still behind.
+const UNREFERENCED_MS: u64 = 60 * 60 * 1000;
+
+/// Why a change could not be shared.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SharedError {
+    #[error(
+        "the shared store (Redis) cannot be reached ({0}); nothing was published: try again once it is back"
+    )]
+    Unreachable(#[from] redis::RedisError),
+    #[error("the shared store (Redis) did not answer within {0:?}; nothing was published")]
+    TimedOut(Duration),
+    #[error("cannot read a file of the plugin to share it: {0}")]
+    Read(#[from] std::io::Error),
+}
+
+/// One publish or removal, as replicas share it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Change {
+    /// The plugin (`name` or `namespace/name`).
+    pub(crate) plugin: String,
+    /// The plugin's files after the change, by name in its folder, each
+    /// the hash of its bytes (`blob:<hash>`). Empty: the plugin is removed.
+    pub(crate) files: BTreeMap<String, String>,
+    /// Who made it.
+    pub(crate) by: String,
+    /// The replica that took it.
+    pub(crate) replica: String,
+}
+
+impl Change {
+    /// Whether `name` may be one of plugin `id`'s files: its file
+    /// (`x.wasm`, `x.py`…), or that file's publish record or kept source.
+    /// Anything else a change names is refused: a change never writes
+    /// outside its plugin.
+    fn may_name(id: &str, name: &str) -> bool {
+        let stem = id.rsplit('/').next().unwrap_or(id);
+        let plugin_file = |file: &str| {
+            PLUGIN_EXTENSIONS
+                .iter()
+                .any(|extension| file == format!("{stem}.{extension}"))
+        };
+        plugin_file(name)
+            || name
+                .strip_prefix('.')
+                .and_then(|rest| {
+                    rest.strip_suffix(".published")
+                        .or_else(|| rest.strip_suffix(".source"))
+                })
+                .is_some_and(plugin_file)
+    }
+
+    /// The plugin's file among the change's files.
+    pub(crate) fn plugin_file(&self) -> Option<&str> {
+        self.files
+            .keys()
+            .map(String::as_str)
+            .find(|name| !name.starts_with('.'))
+    }
+}
+
+/// The replicas' shared store: one connection for publishing's writes,
+/// which fail fast, and one for following the stream.
+pub(crate) struct Shared {
+    writes: ConnectionManager,
+    url: String,
+    /// This replica's name in the changes it writes.
+    replica: String,
+}
+
+impl Shared {
+    /// Connects to the Redis at `url` (`redis://host:port/db`). The
+    /// connection is made lazily and made again whenever it drops: a
+    /// replica starts, and serves, while Redis is away.
+    pub(crate) fn open(url: &str) -> Result<Arc<Shared>, SharedError> {
+        let client = redis::Client::open(url)?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(WRITE_TIMEOUT))
+            .set_response_timeout(Some(WRITE_TIMEOUT))
+            .set_number_of_retries(1);
+        let writes = ConnectionManager::new_lazy_with_config(client, config)?;
+        let replica = format!(
+            "{}-{}",
+            std::process::id(),
+            &content_hash(format!("{:?}", std::time::SystemTime::now()).as_bytes())[..8]
+        );
+        Ok(Arc::new(Shared {
+            writes,
+            url: url.to_string(),
+            replica,
+        }))
+    }
+
+    /// This replica's name in its changes.
+    pub(crate) fn replica(&self) -> &str {
+        &self.replica
+    }
+
+    /// A connection to the store, which fails fast, for what else replicas
+    /// share there (the audit log).
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.writes.clone()
+    }
+
+    /// Shares plugin `id`'s files, as they are now on disk at `file` (the
+    /// plugin's file) with its record, and `source` (the text it was built
+    /// from) as its kept source: each file's bytes, then the change.
+    #[tracing::instrument(level = "debug", skip(self, source))]
+    pub(crate) async fn publish(
+        &self,
+        id: &str,
+        file: &Path,
+        source: Option<&[u8]>,
+        by: &str,
+    ) -> Result<(), SharedError> {
+        let mut files = BTreeMap::new();
+        let mut blobs = Vec::new();
+        let plugin = tokio::fs::read(file).await?;
+        let record = match tokio::fs::read(published_file(file)).await {
+            Ok(bytes) => Some(bytes),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(error) => return Err(error.into()),
+        };
+        let kept = [
+            (file.to_path_buf(), Some(plugin)),
+            (published_file(file), record),
+            (source_file(file), source.map(<[u8]>::to_vec)),
+        ];
+        for (path, bytes) in kept {
+            let Some(bytes) = bytes else { continue };
+            let hash = content_hash(&bytes);
+            files.insert(file_name(&path), hash.clone());
+            blobs.push((hash, bytes));
+        }
+        let change = Change {
+            plugin: id.to_string(),
+            files,
+            by: by.to_string(),
+            replica: self.replica.clone(),
+        };
+        self.write(&change, blobs).await
+    }
+
+    /// Shares the removal of plugin `id`.
+    pub(crate) async fn remove(&self, id: &str, by: &str) -> Result<(), SharedError> {
+        let change = Change {
+            plugin: id.to_string(),
+            files: BTreeMap::new(),
+            by: by.to_string(),
+            replica: self.replica.clone(),
+        };
+        self.write(&change, Vec::new()).await
+    }
+
+    /// Each blob (kept for [`UNREFERENCED_MS`] until a change names it),
+    /// then the change. A blob that expired in between (one no plugin
+    /// named any more) is written again, once.
+    async fn write(
+        &self,
+        change: &Change,
+        blobs: Vec<(String, Vec<u8>)>,
+    ) -> Result<(), SharedError> {
+        let mut connection = self.writes.clone();
+        let text = serde_json::to_string(change).expect("a change serialises");
+        let written = async {
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                for (hash, bytes) in &blobs {
+                    let _: Option<String> = redis::cmd("SET")
+                        .arg(format!("{BLOB}{hash}"))
+                        .arg(bytes.as_slice())
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(UNREFERENCED_MS)
+                        .query_async(&mut connection)
+                        .await?;
+                }
+                let changed: Result<String, redis::RedisError> = CHANGE_SCRIPT
+                    .key(PLUGINS)
+                    .key(CHANGES)
+                    .key(REFS)
+                    .arg(&change.plugin)
+                    .arg(&text)
+                    .arg(if change.files.is_empty() { 0 } else { 1 })
+                    .arg(STREAM_LEN)
+                    .arg(BLOB)
+                    .arg(UNREFERENCED_MS)
+                    .invoke_async(&mut connection)
+                    .await;
+                match changed {
+                    Err(error) if tries == 1 && error.to_string().contains("MISSING") => continue,
+                    other => return other.map(|_| ()),
+                }
+            }
+        };
+        match tokio::time::timeout(WRITE_TIMEOUT, written).await {
+            Ok(result) => Ok(result?),
+            Err(_) => Err(SharedError::TimedOut(WRITE_TIMEOUT)),
+        }
+    }
+}
+
+/// Writes a change to the present and to the stream in one step (the
+/// stream's order is the present's), and counts which plugins name each
+/// blob: one the change names is kept for good, one no plugin names any
+/// more is kept [`UNREFERENCED_MS`] (for a replica still applying an older
+/// change), then goes. Refused, changing nothing, if a blob is missing.
+static CHANGE_SCRIPT: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
+    redis::Script::new(
+        r"
+local change = cjson.decode(ARGV[2])
+for _, hash in pairs(change.files) do
+  if redis.call('EXISTS', ARGV[5] .. hash) == 0 then
+    return redis.error_reply('MISSING ' .. hash)
+  end
+end
+for _, hash in pairs(change.files) do
+  redis.call('HINCRBY', KEYS[3], hash, 1)
+  redis.call('PERSIST', ARGV[5] .. hash)
+end
+local before = redis.call('HGET', KEYS[1], ARGV[1])
+if before then
+  for _, hash in pairs(cjson.decode(before).files) do
+    if redis.call('HINCRBY', KEYS[3], hash, -1) <= 0 then
+      redis.call('HDEL', KEYS[3], hash)
+      redis.call('PEXPIRE', ARGV[5] .. hash, ARGV[6])
+    end
+  end
+end
+if ARGV[3] == '1' then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+else
+  redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'change', ARGV[2])
+",
+    )
+});
+
+pub(crate) fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// What following the stream applies changes through: the publishing of
+/// this replica (its locks, its registry, its room's view).
+pub(crate) trait Applier: Send + Sync + 'static {
+    /// The folder plugin `id`'s files go in (`None`: no folder, or `id`
+    /// is no plugin of it).
+    fn folder_of(&self, id: &str) -> Option<PathBuf>;
+    /// Applies `change`, whose files' bytes are `blobs`, to the folder and
+    /// loads it, under the plugin's publish lock.
+    fn apply(
+        &self,
+        change: Change,
+        blobs: BTreeMap<String, Vec<u8>>,
+    ) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+}
+
+/// Where a replica keeps what it follows, in the folder's state.
+fn followed_file(folder: &Path) -> PathBuf {
+    folder.join(".toolhost").join("shared.json")
+}
+
+/// What a replica has applied of the shared store: which store (`room`, a
+/// name the store is given when first used), and up to which change.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Followed {
+    room: String,
+    at: String,
+}
+
+impl Followed {
+    fn read(folder: &Path) -> Option<Followed> {
+        let text = std::fs::read_to_string(followed_file(folder)).ok()?;
+        serde_json::from_str::<Followed>(&text)
+            .ok()
+            .filter(|followed| is_stream_id(&followed.at))
+    }
+
+    fn save(&self, folder: &Path) -> std::io::Result<()> {
+        let file = followed_file(folder);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let text = serde_json::to_vec(self).expect("serialises");
+        layout::write_by_rename(&file, &text)
+    }
+}
+
+/// Follows the shared store for as long as the server runs. First (and
+/// again after Redis was away) the replica makes its folder the store's
+/// present; then it applies each change of the stream in order, keeping
+/// its place after each. `ready` is told once the present was copied the
+/// first time.
+pub(crate) async fn follow<A: Applier>(
+    shared: Arc<Shared>,
+    applier: Arc<A>,
+    folder: PathBuf,
+    ready: tokio::sync::watch::Sender<bool>,
+) {
+    let client = match redis::Client::open(shared.url.as_str()) {
+        Ok(client) => client,
+        Err(error) => {
+            tracing::error!(%error, "cannot follow the shared store");
+            return;
+        }
+    };
+    let config = redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(WRITE_TIMEOUT))
+        .set_response_timeout(Some(Duration::from_millis(FOLLOW_BLOCK_MS as u64 + 5_000)));
+    let mut connection = match ConnectionManager::new_lazy_with_config(client, config) {
+        Ok(connection) => connection,
+        Err(error) => {
+            tracing::error!(%error, "cannot follow the shared store");
+            return;
+        }
+    };
+    let mut followed = Followed::read(&folder);
+    let mut in_step = false;
+    let mut failing = false;
+    loop {
+        let step = if in_step {
+            follow_once(&mut connection, &*applier, &folder, &mut followed).await
+        } else {
+            start(&mut connection, &shared, &*applier, &folder, &mut followed).await
+        };
+        match step {
+            Ok(()) => {
+                if failing {
+                    tracing::info!("the shared store is back: following it again");
+                    failing = false;
+                }
+                in_step = true;
+                if !*ready.borrow() {
+                    let _ = ready.send(true);
+                }
+            }
+            Err(error) => {
+                if !failing {
+                    tracing::warn!(error = %error, "cannot follow the shared store; serving what is here, and trying again");
+                    failing = true;
+                }
+                in_step = false;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// The store's name, given it on its first use.
+async fn room_of(connection: &mut ConnectionManager) -> Result<String, SharedError> {
+    let named: Option<String> = connection.get(ROOM).await?;
+    if let Some(room) = named {
+        return Ok(room);
+    }
+    let fresh = content_hash(
+        format!("{:?}-{}", std::time::SystemTime::now(), std::process::id()).as_bytes(),
+    )[..16]
+        .to_string();
+    let _: Option<String> = redis::cmd("SET")
+        .arg(ROOM)
+        .arg(&fresh)
+        .arg("NX")
+        .query_async(connection)
+        .await?;
+    let named: Option<String> = connection.get(ROOM).await?;
+    Ok(named.unwrap_or(fresh))
+}
+
+/// Makes the folder the store's present. A replica that followed this
+/// very store removes what the room no longer has; one that never followed
+/// it (a server that starts sharing, or a store that lost its data) removes
+/// nothing, and offers the store what it published that the store lacks.
+async fn start<A: Applier>(
+    connection: &mut ConnectionManager,
+    shared: &Shared,
+    applier: &A,
+    folder: &Path,
+    followed: &mut Option<Followed>,
+) -> Result<(), SharedError> {
+    let room = room_of(connection).await?;
+    let ours = followed
+        .as_ref()
+        .is_some_and(|followed| followed.room == room);
+    if followed.is_some() && !ours {
+        tracing::warn!(%room, "the shared store is not the one this folder followed (its data was lost or replaced): nothing here is removed, and what was published here that it lacks is offered to it");
+    }
+    let at = copy_present(connection, Some(shared).filter(|_| !ours), applier, folder).await?;
+    let now = Followed { room, at };
+    now.save(folder)?;
+    *followed = Some(now);
+    Ok(())
+}
+
+fn is_stream_id(text: &str) -> bool {
+    let mut parts = text.splitn(2, '-');
+    let ms = parts.next().unwrap_or_default();
+    let seq = parts.next().unwrap_or_default();
+    !ms.is_empty()
+        && !seq.is_empty()
+        && ms.bytes().all(|b| b.is_ascii_digit())
+        && seq.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Parses a stream id into its two numbers, for comparing.
+fn stream_id(text: &str) -> (u64, u64) {
+    let (ms, seq) = text.split_once('-').unwrap_or((text, "0"));
+    (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
+}
+
+/// Reads the next changes (waiting for some) and applies them; copies the
+/// present instead when the stream no longer holds what follows the
+/// replica's place.
+async fn follow_once<A: Applier>(
+    connection: &mut ConnectionManager,
+    applier: &A,
+    folder: &Path,
+    followed: &mut Option<Followed>,
+) -> Result<(), SharedError> {
+    let Some(mut now) = followed.clone() else {
+        return Err(SharedError::Read(std::io::Error::other(
+            "no place in the stream",
+        )));
+    };
+    // The newest id trimmed away: past our place, changes are lost to us
+    // and the present is copied instead.
+    let info: redis::Value = redis::cmd("XINFO")
+        .arg("STREAM")
+        .arg(CHANGES)
+        .query_async(connection)
+        .await
+        .unwrap_or(redis::Value::Nil);
+    if trimmed_past(&info).is_some_and(|trimmed| stream_id(&trimmed) > stream_id(&now.at)) {
+        now.at = copy_present(connection, None, applier, folder).await?;
+        now.save(folder)?;
+        *followed = Some(now);
+        return Ok(());
+    }
+    let reply: Option<redis::streams::StreamReadReply> = connection
+        .xread_options(
+            &[CHANGES],
+            &[&now.at],
+            &redis::streams::StreamReadOptions::default()
+                .count(100)
+                .block(FOLLOW_BLOCK_MS),
+        )
+        .await?;
+    let Some(reply) = reply else {
+        return Ok(());
+    };
+    for entry in reply.keys.into_iter().flat_map(|key| key.ids) {
+        let text: Option<String> = entry.get("change");
+        match text.as_deref().map(serde_json::from_str::<Change>) {
+            Some(Ok(change)) => apply_change(connection, applier, change).await?,
+            _ => {
+                tracing::warn!(id = %entry.id, "a change in the shared store does not read; skipped")
+            }
+        }
+        now.at = entry.id;
+        now.save(folder)?;
+        *followed = Some(now.clone());
+    }
+    Ok(())
+}
+
+/// The `max-deleted-entry-id` of an `XINFO STREAM` reply.
+fn trimmed_past(info: &redis::Value) -> Option<String> {
+    let (redis::Value::Array(items) | redis::Value::Set(items)) = info else {
+        if let redis::Value::Map(pairs) = info {
+            return pairs.iter().find_map(|(key, value)| {
+                (text_of(key)? == "max-deleted-entry-id").then(|| text_of(value))?
+            });
+        }
+        return None;
+    };
+    items
+        .chunks(2)
+        .find_map(|pair| match pair {
+            [key, value] if text_of(key).as_deref() == Some("max-deleted-entry-id") => {
+                Some(text_of(value))
+            }
+            _ => None,
+        })
+        .flatten()
+}
+
+fn text_of(value: &redis::Value) -> Option<String> {
+    match value {
+        redis::Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        redis::Value::SimpleString(text) => Some(text.clone()),
+        _ => None,
+    }
+}
+
+/// Copies the present: every plugin in `plugins`; then, for each plugin
+/// published here that the room does not have, its removal, or (with
+/// `offer`) its offer to the store. Answers the stream id to follow from
+/// (read first, so no change is missed: one applied twice changes
+/// nothing).
+async fn copy_present<A: Applier>(
+    connection: &mut ConnectionManager,
+    offer: Option<&Shared>,
+    applier: &A,
+    folder: &Path,
+) -> Result<String, SharedError> {
+    let newest: redis::streams::StreamRangeReply =
+        connection.xrevrange_count(CHANGES, "+", "-", 1).await?;
+    let at = newest
+        .ids
+        .first()
+        .map_or_else(|| "0-0".to_string(), |entry| entry.id.clone());
+    let present: std::collections::HashMap<String, String> = connection.hgetall(PLUGINS).await?;
+    let mut known = std::collections::HashSet::new();
+    for (plugin, text) in present {
+        match serde_json::from_str::<Change>(&text) {
+            Ok(change) if change.plugin == plugin => {
+                known.insert(plugin);
+                apply_change(connection, applier, change).await?;
+            }
+            _ => tracing::warn!(%plugin, "a plugin in the shared store does not read; skipped"),
+        }
+    }
+    for (id, file) in published_here(folder) {
+        if known.contains(&id) {
+            continue;
+        }
+        match offer {
+            Some(shared) => {
+                let source = tokio::fs::read(source_file(&file)).await.ok();
+                let by = std::fs::read(published_file(&file))
+                    .ok()
+                    .and_then(|bytes| crate::registry::plugin::PublishRecord::read(&bytes))
+                    .map(|record| record.by)
+                    .unwrap_or_default();
+                tracing::info!(plugin = %id, "offered to the shared store: published here before this replica shared");
+                shared.publish(&id, &file, source.as_deref(), &by).await?;
+            }
+            None => {
+                let change = Change {
+                    plugin: id,
+                    files: BTreeMap::new(),
+                    by: String::new(),
+                    replica: String::new(),
+                };
+                apply_change(connection, applier, change).await?;
+            }
+        }
+    }
+    Ok(at)
+}
+
+/// The plugins of the folder that were published (they have a publish
+/// record), with their files.
+fn published_here(folder: &Path) -> Vec<(String, PathBuf)> {
+    let layout = layout::Layout::new(folder);
+    let mut ids = Vec::new();
+    let dirs = std::iter::once(folder.to_path_buf()).chain(layout.namespace_dirs());
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if let Some(id) = layout.plugin_id(&path)
+                && published_file(&path).exists()
+            {
+                ids.push((id, path));
+            }
+        }
+    }
+    ids.sort();
+    ids.dedup_by(|a, b| a.0 == b.0);
+    ids
+}
+
+/// Fetches a change's files (those not already here with the same bytes)
+/// and applies it.
+async fn apply_change<A: Applier>(
+    connection: &mut ConnectionManager,
+    applier: &A,
+    change: Change,
+) -> Result<(), SharedError> {
+    if change
+        .files
+        .keys()
+        .any(|name| !Change::may_name(&change.plugin, name))
+        || (!change.files.is_empty() && change.plugin_file().is_none())
+    {
+        tracing::warn!(plugin = %change.plugin, "a change in the shared store names files that are not its plugin's; skipped");
+        return Ok(());
+    }
+    let Some(folder) = applier.folder_of(&change.plugin) else {
+        return Ok(());
+    };
+    let mut blobs = BTreeMap::new();
+    for (name, hash) in &change.files {
+        let here = tokio::fs::read(folder.join(name)).await.ok();
+        if here
+            .as_deref()
+            .is_some_and(|bytes| content_hash(bytes) == *hash)
+        {
+            continue;
+        }
+        let bytes: Option<Vec<u8>> = connection.get(format!("{BLOB}{hash}")).await?;
+        match bytes {
+            Some(bytes) if content_hash(&bytes) == *hash => {
+                blobs.insert(name.clone(), bytes);
+            }
+            _ => {
+                tracing::warn!(plugin = %change.plugin, file = %name, "a file of a shared change is missing from the store; skipped");
+                return Ok(());
+            }
+        }
+    }
+    applier.apply(change, blobs).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_names_only_its_plugins_files() {
+        for ok in [
+            "word.py",
+            "word.wasm",
+            ".word.wasm.published",
+            ".word.wasm.source",
+        ] {
+            assert!(Change::may_name("ada/word", ok), "{ok}");
+        }
+        for bad in [
+            "other.py",
+            "../word.py",
+            "word.toml",
+            "_namespace.toml",
+            ".word.wasm",
+            ".other.py.published",
+            "word.py/x",
+        ] {
+            assert!(!Change::may_name("ada/word", bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn stream_ids_compare_as_numbers() {
+        assert!(stream_id("10-0") > stream_id("9-5"));
+        assert!(stream_id("9-10") > stream_id("9-9"));
+        assert!(is_stream_id("1700000000000-3"));
+        assert!(!is_stream_id("1-"));
+        assert!(!is_stream_id("$"));
+    }
+}

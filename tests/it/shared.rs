@@ -1,0 +1,298 @@
+//! The room on many machines: replicas that name one Redis (`--redis`)
+//! share every publish and removal. Three replicas and Debian's
+//! `redis-server` on loopback:
+//! - a source published on one answers on every one, and the page's feed
+//!   on another hears of it; a new version replaces it everywhere; a
+//!   removal is gone everywhere;
+//! - `GET /audit` on one lists the changes made on all;
+//! - a replica started later with an empty folder serves all of it once
+//!   `/ready`;
+//! - with Redis killed, calls still answer and a publish or removal is
+//!   refused with 503, changing nothing; Redis restarted with its data
+//!   has lost nothing it acknowledged, and publishes reach every replica
+//!   again.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::builds::put_source;
+use crate::support::{Server, plugin_dir, send, wait_until};
+use crate::tasks::Redis;
+
+const ADMIN: &str = "admin-secret-0123456789-abcdef";
+const ADA: &str = "ada-secret-0123456789-abcdefgh";
+
+/// A Python tool `word` that answers `said` and the words it counts.
+fn word_tool(said: &str) -> String {
+    format!(
+        r#"from toolhost_plugin import tool
+
+
+@tool(name="word")
+def word(text: str) -> str:
+    """Counts words.
+
+    Args:
+        text: The text
+    """
+    return "{said} " + str(len(text.split()))
+"#
+    )
+}
+
+fn call(server: &Server, tool: &str) -> (u16, Value) {
+    send(
+        server,
+        "POST",
+        &format!("/tools/{tool}"),
+        Some(ADA),
+        "application/json",
+        json!({ "text": "a b c" }).to_string().as_bytes(),
+    )
+}
+
+fn says(server: &Server, tool: &str) -> Option<String> {
+    let (status, answer) = call(server, tool);
+    (status == 200).then(|| answer["content"][0]["text"].as_str().map(str::to_string))?
+}
+
+fn wait_says(server: &Server, tool: &str, expected: Option<&str>, what: &str) {
+    wait_until(what, Duration::from_secs(60), || {
+        says(server, tool).as_deref() == expected
+    });
+}
+
+fn ready(server: &Server) -> bool {
+    server.get("/ready").status == 200
+}
+
+#[test]
+fn replicas_share_publishes_and_removals_through_redis() {
+    let state = tempfile::tempdir().unwrap();
+    let port = crate::replicas::free_port();
+    let redis = Redis::start_on(state.path(), port, true);
+    let url = redis.url.clone();
+    let tokens = state.path().join("tokens.toml");
+    std::fs::write(
+        &tokens,
+        format!(
+            "[[token]]\nname = \"admin\"\nsecret = \"{ADMIN}\"\nrole = \"admin\"\n\
+             [[token]]\nname = \"ada\"\nsecret = \"{ADA}\"\nrole = \"publisher\"\n"
+        ),
+    )
+    .unwrap();
+    let flags = [
+        "--redis",
+        url.as_str(),
+        "--tokens",
+        tokens.to_str().unwrap(),
+    ];
+    let dirs: Vec<tempfile::TempDir> = (0..4).map(|_| plugin_dir(&[])).collect();
+    let replicas: Vec<Server> = dirs[..3]
+        .iter()
+        .map(|dir| Server::start(dir.path(), &flags))
+        .collect();
+    for replica in &replicas {
+        wait_until("a replica to be ready", Duration::from_secs(60), || {
+            ready(replica)
+        });
+    }
+
+    // Published on the first: answers on every one, and the page's feed
+    // on the third hears of it.
+    let heard = crate::builds::events_of(&replicas[2], ADMIN, "publish");
+    let (status, published) = put_source(
+        &replicas[0],
+        "ada/word",
+        ADA,
+        "text/x-python",
+        &word_tool("one"),
+    );
+    assert_eq!(status, 201, "{published}");
+    for replica in &replicas {
+        wait_says(
+            replica,
+            "ada__word",
+            Some("one 3"),
+            "the publish on every replica",
+        );
+    }
+    wait_until(
+        "the third replica's feed to hear the publish",
+        Duration::from_secs(30),
+        || {
+            heard
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|event| event["plugin"] == "ada/word" && event["outcome"] == "live")
+        },
+    );
+    // A new version on the second replaces it on every one.
+    let (status, published) = put_source(
+        &replicas[1],
+        "ada/word",
+        ADA,
+        "text/x-python",
+        &word_tool("two"),
+    );
+    assert_eq!(status, 200, "{published}");
+    for replica in &replicas {
+        wait_says(
+            replica,
+            "ada__word",
+            Some("two 3"),
+            "the new version on every replica",
+        );
+    }
+    // The page's view on the third lists the publish made on the second.
+    let (_, publishes) = send(
+        &replicas[2],
+        "GET",
+        "/publishes",
+        Some(ADMIN),
+        "application/json",
+        b"",
+    );
+    assert!(publishes.to_string().contains("ada/word"), "{publishes}");
+    let (status, other) = put_source(
+        &replicas[2],
+        "ada/other",
+        ADA,
+        "text/x-python",
+        &word_tool("other").replace("name=\"word\"", "name=\"other\""),
+    );
+    assert_eq!(status, 201, "{other}");
+
+    // Removed on the third: gone from every one.
+    let (status, removed) = send(
+        &replicas[2],
+        "DELETE",
+        "/plugins/ada/word",
+        Some(ADA),
+        "application/json",
+        b"",
+    );
+    assert_eq!(status, 200, "{removed}");
+    for (replica, dir) in replicas.iter().zip(&dirs) {
+        wait_until(
+            "the removal on every replica",
+            Duration::from_secs(60),
+            || call(replica, "ada__word").0 == 404,
+        );
+        assert!(!dir.path().join("ada/word.py").exists());
+        wait_says(
+            replica,
+            "ada__other",
+            Some("other 3"),
+            "the other plugin on every replica",
+        );
+    }
+
+    // In Redis, the present's files are kept for good; the replaced and
+    // removed versions' files expire.
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-p", &port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli (Debian's redis-tools, with redis-server)");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let ttls: Vec<i64> = cli(&["--scan", "--pattern", "toolhost:blob:*"])
+        .lines()
+        .map(|key| cli(&["PTTL", key]).trim().parse().unwrap())
+        .collect();
+    assert_eq!(ttls.iter().filter(|ttl| **ttl == -1).count(), 2, "{ttls:?}");
+    assert!(ttls.iter().filter(|ttl| **ttl > 0).count() >= 3, "{ttls:?}");
+    // The audit log on the first lists what was done on all three.
+    wait_until(
+        "the audit to list every replica's changes",
+        Duration::from_secs(30),
+        || {
+            let (_, audit) = send(
+                &replicas[0],
+                "GET",
+                "/audit",
+                Some(ADMIN),
+                "application/json",
+                b"",
+            );
+            let entries = audit["entries"].as_array().cloned().unwrap_or_default();
+            let count = |action: &str, plugin: &str| {
+                entries
+                    .iter()
+                    .filter(|entry| entry["action"] == action && entry["plugin"] == plugin)
+                    .count()
+            };
+            count("publish", "ada/word") == 2
+                && count("remove", "ada/word") == 1
+                && count("publish", "ada/other") == 1
+        },
+    );
+    // A replica that joins with an empty folder serves everything once ready.
+    let late = Server::start(dirs[3].path(), &flags);
+    wait_until(
+        "the new replica to be ready",
+        Duration::from_secs(60),
+        || ready(&late),
+    );
+    assert_eq!(says(&late, "ada__other").as_deref(), Some("other 3"));
+    assert_eq!(call(&late, "ada__word").0, 404);
+
+    // Redis killed: calls answer; a publish is refused, clearly, and writes
+    // nothing.
+    drop(redis);
+    assert_eq!(says(&replicas[0], "ada__other").as_deref(), Some("other 3"));
+    let (status, refused) = put_source(
+        &replicas[0],
+        "ada/third",
+        ADA,
+        "text/x-python",
+        &word_tool("3").replace("name=\"word\"", "name=\"third\""),
+    );
+    assert_eq!(status, 503, "{refused}");
+    assert_eq!(refused["error"]["code"], "STORE_UNAVAILABLE", "{refused}");
+    assert!(!dirs[0].path().join("ada/third.py").exists());
+    assert_eq!(call(&replicas[0], "ada__third").0, 404);
+    let (status, refused) = send(
+        &replicas[1],
+        "DELETE",
+        "/plugins/ada/other",
+        Some(ADA),
+        "application/json",
+        b"",
+    );
+    assert_eq!(status, 503, "{refused}");
+    assert!(dirs[1].path().join("ada/other.py").exists());
+    assert_eq!(says(&replicas[1], "ada__other").as_deref(), Some("other 3"));
+
+    // Redis back with its data: nothing it acknowledged is lost (a replica
+    // with an empty folder serves it), and publishes reach every replica
+    // again.
+    let _redis = Redis::start_on(state.path(), port, true);
+    let third = word_tool("3").replace("name=\"word\"", "name=\"third\"");
+    wait_until(
+        "a publish to be taken again",
+        Duration::from_secs(60),
+        || put_source(&replicas[0], "ada/third", ADA, "text/x-python", &third).0 == 201,
+    );
+    for replica in &replicas {
+        wait_says(
+            replica,
+            "ada__third",
+            Some("3 3"),
+            "the publish after Redis came back on every replica",
+        );
+    }
+    let after = plugin_dir(&[]);
+    let joined = Server::start(after.path(), &flags);
+    wait_until(
+        "a replica joining after Redis came back to be ready",
+        Duration::from_secs(60),
+        || ready(&joined),
+    );
+    assert_eq!(says(&joined, "ada__other").as_deref(), Some("other 3"));
+    assert_eq!(says(&joined, "ada__third").as_deref(), Some("3 3"));
+}
