@@ -114,6 +114,24 @@ pub(crate) async fn decide(
     let changes = held.changes.as_array().map_or(0, Vec::len);
     drop(snapshot);
     let report = registry.load_settled(file).await;
+    // Every replica is to decide alike: the plugin's files and its
+    // approval's, as they are now, go to the shared store.
+    if let Some(shared) = publishing.shared() {
+        let file = publishing.file_of(id)?;
+        let shared_now = if file.exists() {
+            let source = tokio::fs::read(source_file(&file)).await.ok();
+            let approvals = registry.approvals().map(|approvals| approvals.dir_of(id));
+            shared
+                .publish(id, &file, source.as_deref(), by, approvals.as_deref())
+                .await
+        } else {
+            shared.remove(id, by).await
+        };
+        if let Err(error) = shared_now {
+            tracing::warn!(plugin = %id, %error, "a decision made here did not reach the shared store: decide again once it is back");
+            return Err(error.into());
+        }
+    }
     tracing::info!(plugin = %id, person = %by, hash = %short(&hash), decision = decision.as_str(), "approval decided");
     if let Some(audit) = publishing.audit() {
         audit.record(

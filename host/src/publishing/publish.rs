@@ -512,7 +512,9 @@ impl Publishing {
                 // before it is answered, or undone here.
                 if let Some(shared) = &self.shared {
                     let text = source.as_ref().map(|source| source.text.as_bytes());
-                    if let Err(error) = shared.publish(&id, &file, text, by).await {
+                    let approvals = self.registry.approvals().map(|a| a.dir_of(&id));
+                    let shared_now = shared.publish(&id, &file, text, by, approvals.as_deref());
+                    if let Err(error) = shared_now.await {
                         tracing::warn!(plugin = %id, person = %by, %error, "publish undone: the shared store did not take it");
                         before_publish.put_back().await;
                         self.registry.load_settled(file.clone()).await;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::publish::{Noted, PublishOutcome, Publishing};
-use super::shared::{Applier, Change, file_name};
+use super::shared::{APPROVAL_EXTENSIONS, Applier, Change, file_name};
 use crate::registry::layout;
 use crate::registry::plugin::{published_file, source_file};
 use crate::registry::report::PluginState;
@@ -24,7 +24,17 @@ impl Applier for Publishing {
             .then(|| file.parent().map(Path::to_path_buf))?
     }
 
-    async fn apply(&self, change: Change, blobs: BTreeMap<String, Vec<u8>>) -> std::io::Result<()> {
+    fn approvals_of(&self, id: &str) -> Option<PathBuf> {
+        self.folder_of(id)?;
+        Some(self.registry().approvals()?.dir_of(id))
+    }
+
+    async fn apply(
+        &self,
+        change: Change,
+        blobs: BTreeMap<String, Vec<u8>>,
+        approvals: BTreeMap<String, Vec<u8>>,
+    ) -> std::io::Result<()> {
         let id = change.plugin.clone();
         let lock = self.publish_lock(&id);
         let _serialised = lock.lock().await;
@@ -32,25 +42,31 @@ impl Applier for Publishing {
             return Ok(());
         };
         let registry = self.registry().clone();
-        let (file, mut changed) = match change.plugin_file() {
+        // The approval first: the plugin's load judges by it.
+        let mut changed = match self.approvals_of(&id) {
+            Some(dir) => {
+                replace_files(&dir, approvals, |name| {
+                    !change.approvals.contains_key(name)
+                        && APPROVAL_EXTENSIONS
+                            .iter()
+                            .any(|extension| name == format!("{}.{extension}", stem(&id)))
+                })
+                .await?
+            }
+            None => false,
+        };
+        let file = match change.plugin_file() {
             Some(name) => {
                 let file = folder.join(name);
-                let changed = !blobs.is_empty();
-                tokio::fs::create_dir_all(&folder).await?;
                 // The record and the source first, the plugin's file last:
                 // its load reads them.
                 let mut ordered: Vec<_> = blobs.into_iter().collect();
                 ordered.sort_by_key(|(name, _)| !name.starts_with('.'));
-                for (name, bytes) in ordered {
-                    let target = folder.join(name);
-                    tokio::task::spawn_blocking(move || layout::write_by_rename(&target, &bytes))
-                        .await
-                        .map_err(std::io::Error::other)??;
-                }
-                (file, changed)
+                changed |= replace_files(&folder, ordered, |_| false).await?;
+                file
             }
             None => match registry.plugin_file(&id) {
-                Some(file) => (file, false),
+                Some(file) => file,
                 None => return Ok(()),
             },
         };
@@ -77,11 +93,6 @@ impl Applier for Publishing {
         if !changed {
             return Ok(());
         }
-        if change.files.is_empty()
-            && let Some(approvals) = registry.approvals()
-        {
-            approvals.forget(&id);
-        }
         let report = registry.load_settled(file).await;
         let theirs = self
             .shared()
@@ -97,4 +108,37 @@ impl Applier for Publishing {
         }
         Ok(())
     }
+}
+
+fn stem(id: &str) -> &str {
+    id.rsplit('/').next().unwrap_or(id)
+}
+
+/// Writes each of `files` into `dir` by rename, in their order, then
+/// removes the files of `dir` that `gone` names; whether anything changed.
+async fn replace_files(
+    dir: &Path,
+    files: impl IntoIterator<Item = (String, Vec<u8>)>,
+    gone: impl Fn(&str) -> bool,
+) -> std::io::Result<bool> {
+    let mut changed = false;
+    for (name, bytes) in files {
+        tokio::fs::create_dir_all(dir).await?;
+        let target = dir.join(name);
+        tokio::task::spawn_blocking(move || layout::write_by_rename(&target, &bytes))
+            .await
+            .map_err(std::io::Error::other)??;
+        changed = true;
+    }
+    let Ok(mut entries) = tokio::fs::read_dir(dir).await else {
+        return Ok(changed);
+    };
+    while let Some(entry) = entries.next_entry().await? {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if gone(&name) {
+            layout::gone_is_fine(tokio::fs::remove_file(entry.path()).await)?;
+            changed = true;
+        }
+    }
+    Ok(changed)
 }

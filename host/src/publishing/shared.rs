@@ -49,6 +49,18 @@ const FOLLOW_BLOCK_MS: usize = 30_000;
 const BLOB: &str = "toolhost:blob:";
 const PLUGINS: &str = "toolhost:plugins";
 const CHANGES: &str = "toolhost:changes";
+
+/// The files an approval keeps, by extension (`registry/approvals.rs`).
+pub(crate) const APPROVAL_EXTENSIONS: [&str; 8] = [
+    "json",
+    "wasm",
+    "py",
+    "js",
+    "ts",
+    "zip",
+    "published",
+    "source",
+];
 const ROOM: &str = "toolhost:room";
 const REFS: &str = "toolhost:refs";
 
@@ -78,6 +90,11 @@ pub(crate) struct Change {
     /// The plugin's files after the change, by name in its folder, each
     /// the hash of its bytes (`blob:<hash>`). Empty: the plugin is removed.
     pub(crate) files: BTreeMap<String, String>,
+    /// Its approval's files after the change (`--require-approval`), by
+    /// name in its folder of `.toolhost/approvals`: the record, the
+    /// approved version and what was kept beside it. Empty: none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) approvals: BTreeMap<String, String>,
     /// Who made it.
     pub(crate) by: String,
     /// The replica that took it.
@@ -104,6 +121,14 @@ impl Change {
                         .or_else(|| rest.strip_suffix(".source"))
                 })
                 .is_some_and(plugin_file)
+    }
+
+    /// Whether `name` may be one of plugin `id`'s approval's files.
+    fn may_name_approval(id: &str, name: &str) -> bool {
+        let stem = id.rsplit('/').next().unwrap_or(id);
+        name.strip_prefix(stem)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|extension| APPROVAL_EXTENSIONS.contains(&extension))
     }
 
     /// The plugin's file among the change's files.
@@ -160,7 +185,9 @@ impl Shared {
 
     /// Shares plugin `id`'s files, as they are now on disk at `file` (the
     /// plugin's file) with its record, and `source` (the text it was built
-    /// from) as its kept source: each file's bytes, then the change.
+    /// from) as its kept source, and its approval's files in `approvals`
+    /// (its folder of `.toolhost/approvals`): each file's bytes, then the
+    /// change.
     #[tracing::instrument(level = "debug", skip(self, source))]
     pub(crate) async fn publish(
         &self,
@@ -168,9 +195,26 @@ impl Shared {
         file: &Path,
         source: Option<&[u8]>,
         by: &str,
+        approvals: Option<&Path>,
     ) -> Result<(), SharedError> {
         let mut files = BTreeMap::new();
         let mut blobs = Vec::new();
+        let mut approved = BTreeMap::new();
+        if let Some(dir) = approvals {
+            let stem = id.rsplit('/').next().unwrap_or(id);
+            for extension in APPROVAL_EXTENSIONS {
+                let name = format!("{stem}.{extension}");
+                match tokio::fs::read(dir.join(&name)).await {
+                    Ok(bytes) => {
+                        let hash = content_hash(&bytes);
+                        approved.insert(name, hash.clone());
+                        blobs.push((hash, bytes));
+                    }
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+        }
         let plugin = tokio::fs::read(file).await?;
         let record = match tokio::fs::read(published_file(file)).await {
             Ok(bytes) => Some(bytes),
@@ -191,6 +235,7 @@ impl Shared {
         let change = Change {
             plugin: id.to_string(),
             files,
+            approvals: approved,
             by: by.to_string(),
             replica: self.replica.clone(),
         };
@@ -202,6 +247,7 @@ impl Shared {
         let change = Change {
             plugin: id.to_string(),
             files: BTreeMap::new(),
+            approvals: BTreeMap::new(),
             by: by.to_string(),
             replica: self.replica.clone(),
         };
@@ -265,19 +311,25 @@ impl Shared {
 static CHANGE_SCRIPT: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
     redis::Script::new(
         r"
+local function hashes(change)
+  local all = {}
+  for _, hash in pairs(change.files or {}) do table.insert(all, hash) end
+  for _, hash in pairs(change.approvals or {}) do table.insert(all, hash) end
+  return all
+end
 local change = cjson.decode(ARGV[2])
-for _, hash in pairs(change.files) do
+for _, hash in ipairs(hashes(change)) do
   if redis.call('EXISTS', ARGV[5] .. hash) == 0 then
     return redis.error_reply('MISSING ' .. hash)
   end
 end
-for _, hash in pairs(change.files) do
+for _, hash in ipairs(hashes(change)) do
   redis.call('HINCRBY', KEYS[3], hash, 1)
   redis.call('PERSIST', ARGV[5] .. hash)
 end
 local before = redis.call('HGET', KEYS[1], ARGV[1])
 if before then
-  for _, hash in pairs(cjson.decode(before).files) do
+  for _, hash in ipairs(hashes(cjson.decode(before))) do
     if redis.call('HINCRBY', KEYS[3], hash, -1) <= 0 then
       redis.call('HDEL', KEYS[3], hash)
       redis.call('PEXPIRE', ARGV[5] .. hash, ARGV[6])
@@ -306,12 +358,17 @@ pub(crate) trait Applier: Send + Sync + 'static {
     /// The folder plugin `id`'s files go in (`None`: no folder, or `id`
     /// is no plugin of it).
     fn folder_of(&self, id: &str) -> Option<PathBuf>;
-    /// Applies `change`, whose files' bytes are `blobs`, to the folder and
-    /// loads it, under the plugin's publish lock.
+    /// The folder its approval's files go in, if this replica asks for
+    /// approvals.
+    fn approvals_of(&self, id: &str) -> Option<PathBuf>;
+    /// Applies `change` to the folder and loads it, under the plugin's
+    /// publish lock: `blobs` are the bytes of its files that differ here,
+    /// `approvals` of its approval's.
     fn apply(
         &self,
         change: Change,
         blobs: BTreeMap<String, Vec<u8>>,
+        approvals: BTreeMap<String, Vec<u8>>,
     ) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
 }
 
@@ -593,12 +650,16 @@ async fn copy_present<A: Applier>(
                     .map(|record| record.by)
                     .unwrap_or_default();
                 tracing::info!(plugin = %id, "offered to the shared store: published here before this replica shared");
-                shared.publish(&id, &file, source.as_deref(), &by).await?;
+                let approvals = applier.approvals_of(&id);
+                shared
+                    .publish(&id, &file, source.as_deref(), &by, approvals.as_deref())
+                    .await?;
             }
             None => {
                 let change = Change {
                     plugin: id,
                     files: BTreeMap::new(),
+                    approvals: BTreeMap::new(),
                     by: String::new(),
                     replica: String::new(),
                 };
@@ -644,6 +705,10 @@ async fn apply_change<A: Applier>(
         .files
         .keys()
         .any(|name| !Change::may_name(&change.plugin, name))
+        || change
+            .approvals
+            .keys()
+            .any(|name| !Change::may_name_approval(&change.plugin, name))
         || (!change.files.is_empty() && change.plugin_file().is_none())
     {
         tracing::warn!(plugin = %change.plugin, "a change in the shared store names files that are not its plugin's; skipped");
@@ -652,9 +717,31 @@ async fn apply_change<A: Applier>(
     let Some(folder) = applier.folder_of(&change.plugin) else {
         return Ok(());
     };
+    let Some(blobs) = differing(connection, &change, &change.files, &folder).await? else {
+        return Ok(());
+    };
+    let approvals = match applier.approvals_of(&change.plugin) {
+        Some(dir) => match differing(connection, &change, &change.approvals, &dir).await? {
+            Some(approvals) => approvals,
+            None => return Ok(()),
+        },
+        None => BTreeMap::new(),
+    };
+    applier.apply(change, blobs, approvals).await?;
+    Ok(())
+}
+
+/// The bytes of those of `files` whose copy in `dir` differs, from the
+/// store; `None` (said) if one is missing there.
+async fn differing(
+    connection: &mut ConnectionManager,
+    change: &Change,
+    files: &BTreeMap<String, String>,
+    dir: &Path,
+) -> Result<Option<BTreeMap<String, Vec<u8>>>, SharedError> {
     let mut blobs = BTreeMap::new();
-    for (name, hash) in &change.files {
-        let here = tokio::fs::read(folder.join(name)).await.ok();
+    for (name, hash) in files {
+        let here = tokio::fs::read(dir.join(name)).await.ok();
         if here
             .as_deref()
             .is_some_and(|bytes| content_hash(bytes) == *hash)
@@ -668,12 +755,11 @@ async fn apply_change<A: Applier>(
             }
             _ => {
                 tracing::warn!(plugin = %change.plugin, file = %name, "a file of a shared change is missing from the store; skipped");
-                return Ok(());
+                return Ok(None);
             }
         }
     }
-    applier.apply(change, blobs).await?;
-    Ok(())
+    Ok(Some(blobs))
 }
 
 #[cfg(test)]
@@ -700,6 +786,28 @@ mod tests {
             "word.py/x",
         ] {
             assert!(!Change::may_name("ada/word", bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_approval_names_only_its_plugins_files() {
+        for ok in [
+            "word.json",
+            "word.wasm",
+            "word.py",
+            "word.published",
+            "word.source",
+        ] {
+            assert!(Change::may_name_approval("ada/word", ok), "{ok}");
+        }
+        for bad in [
+            "other.json",
+            "word.toml",
+            "../word.json",
+            "word",
+            ".word.json",
+        ] {
+            assert!(!Change::may_name_approval("ada/word", bad), "{bad}");
         }
     }
 

@@ -76,6 +76,15 @@ impl Approvals {
         self.dir.join(format!("{id}.json"))
     }
 
+    /// The folder `id`'s approval's files are kept in (`<id>.json`, its
+    /// approved copy, and what was kept beside it).
+    pub(crate) fn dir_of(&self, id: &str) -> PathBuf {
+        let record = self.record_file(id);
+        record
+            .parent()
+            .map_or_else(|| self.dir.clone(), Path::to_path_buf)
+    }
+
     /// Where the approved component (or source file) of `id` is kept, if
     /// one is.
     pub(crate) fn approved_copy(&self, id: &str) -> Option<PathBuf> {
