@@ -10,7 +10,12 @@
 //! - with Redis killed, calls still answer and a publish or removal is
 //!   refused with 503, changing nothing; Redis restarted with its data
 //!   has lost nothing it acknowledged, and publishes reach every replica
-//!   again.
+//!   again;
+//! - under `--require-approval`, a version held on one is decided on
+//!   another, alike everywhere;
+//! - behind haproxy, a replica SIGKILLed during a burst of publishes:
+//!   every one acknowledged serves on every replica, the restarted one
+//!   included.
 
 use std::time::Duration;
 
@@ -429,5 +434,110 @@ fn an_approval_made_on_one_replica_holds_on_every_replica() {
         );
         let text = std::fs::read_to_string(dir.path().join("ada/word.py")).unwrap();
         assert!(!text.contains("Ignore"), "{text}");
+    }
+}
+
+/// A publish of `source` as plugin `id` through `base`: its status, or
+/// `None` when the connection failed (a replica killed under it).
+fn put_at(base: &str, id: &str, source: &str) -> Option<u16> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into();
+    let response = agent
+        .put(format!("{base}/plugins/{id}"))
+        .header("Authorization", format!("Bearer {ADA}"))
+        .header("Content-Type", "text/x-python")
+        .send(source.as_bytes())
+        .ok()?;
+    Some(response.status().as_u16())
+}
+
+/// Three replicas behind haproxy; one is SIGKILLed during a burst of
+/// publishes through the balancer: every publish answered 201 serves on
+/// every replica afterwards, the restarted one included.
+#[test]
+fn a_replica_killed_during_a_burst_of_publishes_loses_none_it_acknowledged() {
+    let state = tempfile::tempdir().unwrap();
+    let redis = Redis::start(state.path());
+    let tokens = tokens_file(state.path());
+    // Ada publishes three at once (her two uploads at a time are per
+    // replica), and 36 plugins in all.
+    let flags = [
+        "--redis",
+        redis.url.as_str(),
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--max-plugins-per-person",
+        "64",
+    ];
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| plugin_dir(&[])).collect();
+    // Replica 0 is killed: it alone needs a process of its own.
+    let mut replicas: Vec<Option<Server>> = dirs
+        .iter()
+        .enumerate()
+        .map(|(index, dir)| {
+            let start = if index == 0 {
+                Server::process
+            } else {
+                Server::start
+            };
+            Some(start(dir.path(), &flags))
+        })
+        .collect();
+    for replica in replicas.iter().flatten() {
+        wait_until("a replica to be ready", Duration::from_secs(60), || {
+            ready(replica)
+        });
+    }
+    let backends: Vec<String> = replicas
+        .iter()
+        .flatten()
+        .map(|replica| replica.base.trim_start_matches("http://").to_string())
+        .collect();
+    let balancer = crate::replicas::Haproxy::start(&backends);
+
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let publishers: Vec<_> = (0..3)
+        .map(|thread| {
+            let (base, acknowledged) = (balancer.base.clone(), acknowledged.clone());
+            std::thread::spawn(move || {
+                for round in 0..12 {
+                    let name = format!("w{thread}x{round}");
+                    let source =
+                        word_tool(&name).replace("name=\"word\"", &format!("name=\"{name}\""));
+                    match put_at(&base, &format!("ada/{name}"), &source) {
+                        Some(201) => acknowledged.lock().unwrap().push(name),
+                        other => eprintln!("{name}: {other:?}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    wait_until(
+        "a third of the burst acknowledged",
+        Duration::from_secs(120),
+        || acknowledged.lock().unwrap().len() >= 12,
+    );
+    replicas[0] = None; // SIGKILL, mid-burst
+    for publisher in publishers {
+        publisher.join().unwrap();
+    }
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(acknowledged.len() >= 24, "{acknowledged:?}");
+    replicas[0] = Some(Server::process(dirs[0].path(), &flags));
+    for replica in replicas.iter().flatten() {
+        wait_until("a replica to be ready", Duration::from_secs(60), || {
+            ready(replica)
+        });
+        for name in &acknowledged {
+            wait_says(
+                replica,
+                &format!("ada__{name}"),
+                Some(&format!("{name} 3")),
+                "every acknowledged publish on every replica",
+            );
+        }
     }
 }
