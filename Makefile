@@ -65,7 +65,7 @@ test-build: runtimes
 	cargo test --workspace --exclude toolhost-bench --no-run
 
 # The benchmark harness: prints one table, writes target/bench.json.
-bench: plugins wrk haproxy docker-registry target/py_echo.wasm target/sm_echo.wasm target/bench-node/ts_client.mjs $(EARLIER)/rev $(WASMTIME)
+bench: plugins wrk haproxy docker-registry redis-server target/py_echo.wasm target/sm_echo.wasm target/bench-node/ts_client.mjs $(EARLIER)/rev $(WASMTIME)
 	cd tests/fixtures && cargo build --release --target wasm32-wasip2
 	cargo build --release -p toolhost -p toolhost-bench
 	target/release/toolhost-bench run --toolhost target/release/toolhost --echo plugins/echo.wasm \
@@ -78,6 +78,7 @@ bench: plugins wrk haproxy docker-registry target/py_echo.wasm target/sm_echo.wa
 	    --wasmtime $(WASMTIME) --http-echo tests/fixtures/target/wasm32-wasip2/release/httpecho.wasm \
 	    --out target/bench.json
 	python3 bench/scripts/sources_reach.py target/release/toolhost
+	python3 bench/scripts/shared_room.py target/release/toolhost plugins/echo.wasm
 
 # The guard: 229c921 (2026-11-22), a fresh instance per call before
 # the shared server's guarantees, built once from this repository's history

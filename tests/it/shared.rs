@@ -7,8 +7,9 @@
 //! - `GET /audit` on one lists the changes made on all;
 //! - a replica started later with an empty folder serves all of it once
 //!   `/ready`;
-//! - with Redis killed, calls still answer and a publish or removal is
-//!   refused with 503, changing nothing; Redis restarted with its data
+//! - with Redis killed, calls still answer, a publish or removal is
+//!   refused with 503, changing nothing, and a replica restarted meanwhile
+//!   serves what its folder has; Redis restarted with its data
 //!   has lost nothing it acknowledged, and publishes reach every replica
 //!   again;
 //! - under `--require-approval`, a version held on one is decided on
@@ -295,6 +296,15 @@ fn replicas_share_publishes_and_removals_through_redis() {
     assert_eq!(status, 503, "{refused}");
     assert!(dirs[1].path().join("ada/other.py").exists());
     assert_eq!(says(&replicas[1], "ada__other").as_deref(), Some("other 3"));
+    // A replica restarted meanwhile serves what its folder has.
+    drop(late);
+    let restarted = Server::start(dirs[3].path(), &flags);
+    wait_until(
+        "a replica restarted without Redis to be ready",
+        Duration::from_secs(60),
+        || ready(&restarted),
+    );
+    assert_eq!(says(&restarted, "ada__other").as_deref(), Some("other 3"));
 
     // Redis back with its data: nothing it acknowledged is lost (a replica
     // with an empty folder serves it), and publishes reach every replica

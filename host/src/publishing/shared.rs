@@ -408,7 +408,8 @@ impl Followed {
 /// again after Redis was away) the replica makes its folder the store's
 /// present; then it applies each change of the stream in order, keeping
 /// its place after each. `ready` is told once the present was copied the
-/// first time.
+/// first time, or, for a folder that followed the store before, once the
+/// store is found away (it serves what it has, and catches up later).
 pub(crate) async fn follow<A: Applier>(
     shared: Arc<Shared>,
     applier: Arc<A>,
@@ -456,6 +457,11 @@ pub(crate) async fn follow<A: Applier>(
                 if !failing {
                     tracing::warn!(error = %error, "cannot follow the shared store; serving what is here, and trying again");
                     failing = true;
+                }
+                // A folder that followed the store before serves what it
+                // has meanwhile; a new one waits until it has the room.
+                if followed.is_some() && !*ready.borrow() {
+                    let _ = ready.send(true);
                 }
                 in_step = false;
                 tokio::time::sleep(Duration::from_secs(1)).await;

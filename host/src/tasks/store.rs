@@ -195,10 +195,14 @@ impl Store {
         })
     }
 
-    /// The Redis store at `url` (`redis://host:port/db`).
+    /// The Redis store at `url` (`redis://host:port/db`), connected to
+    /// lazily and again whenever the connection drops: a server starts,
+    /// and serves its calls, while Redis is away (tasks wait for it).
     pub(crate) async fn redis(url: &str) -> Result<Store, StoreError> {
         let client = redis::Client::open(url)?;
-        let connection = redis::aio::ConnectionManager::new(client).await?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)));
+        let connection = redis::aio::ConnectionManager::new_lazy_with_config(client, config)?;
         Ok(Store {
             kind: Kind::Redis(Redis { connection }),
             limits: Limits::default(),
