@@ -295,7 +295,7 @@ impl Host {
         if let (Some(shared), Some(folder)) = (shared, &folder) {
             let (ready, caught_up) = tokio::sync::watch::channel(false);
             registry.ready_once(caught_up);
-            tokio::spawn(crate::publishing::shared::follow(
+            tokio::spawn(crate::publishing::following::follow(
                 shared,
                 publishing.clone(),
                 folder.clone(),

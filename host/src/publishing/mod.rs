@@ -10,14 +10,15 @@
 //! - [`approving`]: an admin's decision on a version held for approval;
 //! - [`audit`]: the folder's audit log (who changed what);
 //! - [`shared`]: publishes and removals shared by replicas through Redis
-//!   (`--redis`), and the following of them; [`replicate`]: each applied
-//!   to this replica's folder.
+//!   (`--redis`); [`following`]: each replica following them;
+//!   [`replicate`]: each applied to this replica's folder.
 //!
 //! Below it: `registry/` (which versions serve, approvals' records) and
 //! `builds/` (a component of a source's own).
 
 pub(crate) mod approving;
 pub(crate) mod audit;
+pub(crate) mod following;
 pub(crate) mod publish;
 pub(crate) mod replicate;
 pub(crate) mod shared;

@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::following::Applier;
 use super::publish::{Noted, PublishOutcome, Publishing};
-use super::shared::{APPROVAL_EXTENSIONS, Applier, Change, file_name};
+use super::shared::{APPROVAL_EXTENSIONS, Change, file_name};
 use crate::registry::layout;
 use crate::registry::plugin::{published_file, source_file};
 use crate::registry::report::PluginState;
