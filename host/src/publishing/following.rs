@@ -28,15 +28,19 @@ pub(crate) trait Applier: Send + Sync + 'static {
     /// The folder its approval's files go in, if this replica asks for
     /// approvals.
     fn approvals_of(&self, id: &str) -> Option<PathBuf>;
-    /// Applies `change` to the folder and loads it, under the plugin's
-    /// publish lock: `blobs` are the bytes of its files that differ here,
-    /// `approvals` of its approval's.
-    fn apply(
+    /// Writes `change` into the folder, under the plugin's publish lock:
+    /// `blobs` are the bytes of its files that differ here, `approvals` of
+    /// its approval's. The plugin's file to load, if anything changed.
+    fn write(
         &self,
-        change: Change,
+        change: &Change,
         blobs: BTreeMap<String, Vec<u8>>,
         approvals: BTreeMap<String, Vec<u8>>,
-    ) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+    ) -> impl std::future::Future<Output = std::io::Result<Option<PathBuf>>> + Send;
+    /// Loads the plugins `written` names, as one batch through the one
+    /// load path, and tells the room's view of them.
+    fn load(&self, written: Vec<(Change, PathBuf)>)
+    -> impl std::future::Future<Output = ()> + Send;
 }
 
 /// Where a replica keeps what it follows, in the folder's state.
@@ -238,10 +242,13 @@ async fn follow_once<A: Applier>(
     let Some(reply) = reply else {
         return Ok(());
     };
+    // Written in order, then loaded as one batch (a file written twice
+    // loads its newest bytes).
+    let mut written = Vec::new();
     for entry in reply.keys.into_iter().flat_map(|key| key.ids) {
         let text: Option<String> = entry.get("change");
         match text.as_deref().map(serde_json::from_str::<Change>) {
-            Some(Ok(change)) => apply_change(connection, applier, change).await?,
+            Some(Ok(change)) => written.extend(write_change(connection, applier, change).await?),
             _ => {
                 tracing::warn!(id = %entry.id, "a change in the shared store does not read; skipped")
             }
@@ -250,6 +257,7 @@ async fn follow_once<A: Applier>(
         now.save(folder)?;
         *followed = Some(now.clone());
     }
+    applier.load(written).await;
     Ok(())
 }
 
@@ -301,11 +309,14 @@ async fn copy_present<A: Applier>(
         .map_or_else(|| "0-0".to_string(), |entry| entry.id.clone());
     let present: std::collections::HashMap<String, String> = connection.hgetall(PLUGINS).await?;
     let mut known = std::collections::HashSet::new();
+    // Every file written first, then all loaded as one batch: a new
+    // replica compiles and lists the room's plugins in parallel.
+    let mut written = Vec::new();
     for (plugin, text) in present {
         match serde_json::from_str::<Change>(&text) {
             Ok(change) if change.plugin == plugin => {
                 known.insert(plugin);
-                apply_change(connection, applier, change).await?;
+                written.extend(write_change(connection, applier, change).await?);
             }
             _ => tracing::warn!(%plugin, "a plugin in the shared store does not read; skipped"),
         }
@@ -336,10 +347,11 @@ async fn copy_present<A: Applier>(
                     by: String::new(),
                     replica: String::new(),
                 };
-                apply_change(connection, applier, change).await?;
+                written.extend(write_change(connection, applier, change).await?);
             }
         }
     }
+    applier.load(written).await;
     Ok(at)
 }
 
@@ -368,12 +380,13 @@ fn published_here(folder: &Path) -> Vec<(String, PathBuf)> {
 }
 
 /// Fetches a change's files (those not already here with the same bytes)
-/// and applies it.
-async fn apply_change<A: Applier>(
+/// and writes them into the folder; the change and its plugin's file, to
+/// load, if anything changed.
+async fn write_change<A: Applier>(
     connection: &mut ConnectionManager,
     applier: &A,
     change: Change,
-) -> Result<(), SharedError> {
+) -> Result<Option<(Change, PathBuf)>, SharedError> {
     if change
         .files
         .keys()
@@ -385,23 +398,23 @@ async fn apply_change<A: Applier>(
         || (!change.files.is_empty() && change.plugin_file().is_none())
     {
         tracing::warn!(plugin = %change.plugin, "a change in the shared store names files that are not its plugin's; skipped");
-        return Ok(());
+        return Ok(None);
     }
     let Some(folder) = applier.folder_of(&change.plugin) else {
-        return Ok(());
+        return Ok(None);
     };
     let Some(blobs) = differing(connection, &change, &change.files, &folder).await? else {
-        return Ok(());
+        return Ok(None);
     };
     let approvals = match applier.approvals_of(&change.plugin) {
         Some(dir) => match differing(connection, &change, &change.approvals, &dir).await? {
             Some(approvals) => approvals,
-            None => return Ok(()),
+            None => return Ok(None),
         },
         None => BTreeMap::new(),
     };
-    applier.apply(change, blobs, approvals).await?;
-    Ok(())
+    let file = applier.write(&change, blobs, approvals).await?;
+    Ok(file.map(|file| (change, file)))
 }
 
 /// The bytes of those of `files` whose copy in `dir` differs, from the

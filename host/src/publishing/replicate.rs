@@ -30,17 +30,17 @@ impl Applier for Publishing {
         Some(self.registry().approvals()?.dir_of(id))
     }
 
-    async fn apply(
+    async fn write(
         &self,
-        change: Change,
+        change: &Change,
         blobs: BTreeMap<String, Vec<u8>>,
         approvals: BTreeMap<String, Vec<u8>>,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<Option<PathBuf>> {
         let id = change.plugin.clone();
         let lock = self.publish_lock(&id);
         let _serialised = lock.lock().await;
         let Some(folder) = self.folder_of(&id) else {
-            return Ok(());
+            return Ok(None);
         };
         let registry = self.registry().clone();
         // The approval first: the plugin's load judges by it.
@@ -68,7 +68,7 @@ impl Applier for Publishing {
             }
             None => match registry.plugin_file(&id) {
                 Some(file) => file,
-                None => return Ok(()),
+                None => return Ok(None),
             },
         };
         // Every file of the plugin the change does not name goes.
@@ -91,23 +91,39 @@ impl Applier for Publishing {
                 Err(error) => return Err(error),
             }
         }
-        if !changed {
-            return Ok(());
+        Ok(changed.then_some(file))
+    }
+
+    async fn load(&self, written: Vec<(Change, PathBuf)>) {
+        if written.is_empty() {
+            return;
         }
-        let report = registry.load_settled(file).await;
-        let theirs = self
-            .shared()
-            .is_some_and(|shared| shared.replica() != change.replica);
-        tracing::info!(plugin = %id, person = %change.by, from = %change.replica, removed = change.files.is_empty(), "a shared change applied");
-        if let (Some(report), true, false) = (report, theirs, change.files.is_empty()) {
-            let outcome = if report.state == PluginState::Rejected {
-                PublishOutcome::Refused
-            } else {
-                PublishOutcome::of_loaded(&report)
+        // Each waits for its own outcome (a load the watcher starts for
+        // the same file takes it over); they run side by side, up to the
+        // registry's parallel loads.
+        let registry = self.registry().clone();
+        let loads = written
+            .iter()
+            .map(|(_, file)| registry.load_settled(file.clone()));
+        let reports = futures_util::future::join_all(loads).await;
+        for ((change, _), report) in written.into_iter().zip(reports) {
+            let theirs = self
+                .shared()
+                .is_some_and(|shared| shared.replica() != change.replica);
+            tracing::info!(plugin = %change.plugin, person = %change.by, from = %change.replica, removed = change.files.is_empty(), "a shared change applied");
+            let Some(plugin) = report else {
+                continue;
             };
-            self.note(Noted::now(&id, &change.by, outcome));
+            let plugin = &plugin;
+            if theirs && !change.files.is_empty() {
+                let outcome = if plugin.state == PluginState::Rejected {
+                    PublishOutcome::Refused
+                } else {
+                    PublishOutcome::of_loaded(plugin)
+                };
+                self.note(Noted::now(&change.plugin, &change.by, outcome));
+            }
         }
-        Ok(())
     }
 }
 
