@@ -254,10 +254,11 @@ async fn follow_once<A: Applier>(
             }
         }
         now.at = entry.id;
-        now.save(folder)?;
-        *followed = Some(now.clone());
     }
     applier.load(written).await;
+    // Kept once a batch is applied (one applied again changes nothing).
+    now.save(folder)?;
+    *followed = Some(now);
     Ok(())
 }
 

@@ -98,14 +98,13 @@ impl Applier for Publishing {
         if written.is_empty() {
             return;
         }
-        // Each waits for its own outcome (a load the watcher starts for
-        // the same file takes it over); they run side by side, up to the
-        // registry's parallel loads.
+        // One batch, each file waiting for its own outcome (a load the
+        // watcher starts for the same file takes it over): compiled and
+        // listed side by side, applied together.
         let registry = self.registry().clone();
-        let loads = written
-            .iter()
-            .map(|(_, file)| registry.load_settled(file.clone()));
-        let reports = futures_util::future::join_all(loads).await;
+        let reports = registry
+            .load_all_settled(written.iter().map(|(_, file)| file.clone()).collect())
+            .await;
         for ((change, _), report) in written.into_iter().zip(reports) {
             let theirs = self
                 .shared()
@@ -142,7 +141,7 @@ async fn replace_files(
     for (name, bytes) in files {
         tokio::fs::create_dir_all(dir).await?;
         let target = dir.join(name);
-        tokio::task::spawn_blocking(move || layout::write_by_rename(&target, &bytes))
+        tokio::task::spawn_blocking(move || layout::write_by_rename_unsynced(&target, &bytes))
             .await
             .map_err(std::io::Error::other)??;
         changed = true;

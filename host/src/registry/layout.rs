@@ -251,9 +251,27 @@ pub(crate) fn gone_is_fine(removed: std::io::Result<()>) -> std::io::Result<()> 
 /// rename: a reader (another server on the folder too) sees the old file
 /// or the new one, never half of one.
 pub(crate) fn write_by_rename(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace(file, bytes, true)
+}
+
+/// [`write_by_rename`] without the sync: readers still see the old file or
+/// the new one, but a crash may lose the new one. For copies kept
+/// elsewhere too (a replica's copy of the shared store, which it compares
+/// and writes again as it starts).
+pub(crate) fn write_by_rename_unsynced(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace(file, bytes, false)
+}
+
+fn replace(file: &Path, bytes: &[u8], synced: bool) -> std::io::Result<()> {
     let temporary = temporary_beside(file);
     let written = std::fs::write(&temporary, bytes)
-        .and_then(|()| std::fs::File::open(&temporary)?.sync_all())
+        .and_then(|()| {
+            if synced {
+                std::fs::File::open(&temporary)?.sync_all()
+            } else {
+                Ok(())
+            }
+        })
         .and_then(|()| std::fs::rename(&temporary, file));
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);

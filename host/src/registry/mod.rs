@@ -480,16 +480,43 @@ impl Registry {
     /// it; no deadline, no events to filter. The load runs in a task of its
     /// own, so a caller that stops waiting never cuts it short.
     pub(crate) async fn load_settled(self: &Arc<Self>, path: PathBuf) -> Option<PluginReport> {
-        let path = self.current(path);
-        let id = self.plugin_id(&path)?;
-        let (waiter, outcome) = tokio::sync::oneshot::channel();
-        let generation = self.begin(&id, &path, vec![waiter]);
-        let registry = self.clone();
-        // The caller's span (a publish's request, `dev`'s save) is the
-        // load's parent, so the two read as one trace.
-        let run = async move { registry.run(vec![(id, path, generation)]).await };
-        tokio::spawn(tracing::Instrument::in_current_span(run));
-        outcome.await.ok().flatten()
+        self.load_all_settled(vec![path]).await.pop().flatten()
+    }
+
+    /// [`Registry::load_settled`] for many files, loaded as one batch (their
+    /// verdicts applied together): each file's report, in their order.
+    pub(crate) async fn load_all_settled(
+        self: &Arc<Self>,
+        paths: Vec<PathBuf>,
+    ) -> Vec<Option<PluginReport>> {
+        let mut jobs = Vec::new();
+        let mut outcomes = Vec::new();
+        for path in paths {
+            let path = self.current(path);
+            let Some(id) = self.plugin_id(&path) else {
+                outcomes.push(None);
+                continue;
+            };
+            let (waiter, outcome) = tokio::sync::oneshot::channel();
+            let generation = self.begin(&id, &path, vec![waiter]);
+            jobs.push((id, path, generation));
+            outcomes.push(Some(outcome));
+        }
+        if !jobs.is_empty() {
+            let registry = self.clone();
+            // The caller's span (a publish's request, `dev`'s save) is the
+            // load's parent, so the two read as one trace.
+            let run = async move { registry.run(jobs).await };
+            tokio::spawn(tracing::Instrument::in_current_span(run));
+        }
+        let mut reports = Vec::with_capacity(outcomes.len());
+        for outcome in outcomes {
+            reports.push(match outcome {
+                Some(outcome) => outcome.await.ok().flatten(),
+                None => None,
+            });
+        }
+        reports
     }
 
     /// Judges the begun `jobs` and applies their verdicts (see
