@@ -11,7 +11,8 @@
 //!   refused with 503, changing nothing, and a replica restarted meanwhile
 //!   serves what its folder has; Redis restarted with its data
 //!   has lost nothing it acknowledged, and publishes reach every replica
-//!   again;
+//!   again; restored from an older copy, no replica loses what the copy
+//!   lacks, and the store gets it back;
 //! - under `--require-approval`, a version held on one is decided on
 //!   another, alike everywhere;
 //! - behind haproxy, a replica SIGKILLed during a burst of publishes:
@@ -309,7 +310,16 @@ fn replicas_share_publishes_and_removals_through_redis() {
     // Redis back with its data: nothing it acknowledged is lost (a replica
     // with an empty folder serves it), and publishes reach every replica
     // again.
-    let _redis = Redis::start_on(state.path(), port, true);
+    let redis = Redis::start_on(state.path(), port, true);
+    // A copy of Redis's append-only files now, before the next publish.
+    let older = tempfile::tempdir().unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(state.path().join("appendonlydir"))
+        .arg(older.path())
+        .status()
+        .unwrap();
+    assert!(copied.success());
     let third = word_tool("3").replace("name=\"word\"", "name=\"third\"");
     wait_until(
         "a publish to be taken again",
@@ -333,6 +343,31 @@ fn replicas_share_publishes_and_removals_through_redis() {
     );
     assert_eq!(says(&joined, "ada__other").as_deref(), Some("other 3"));
     assert_eq!(says(&joined, "ada__third").as_deref(), Some("3 3"));
+
+    // Redis restored from the older copy, which lacks `third`: no replica
+    // removes it, they offer it back, and a replica joining after has it.
+    drop(redis);
+    std::fs::remove_dir_all(state.path().join("appendonlydir")).unwrap();
+    let restored = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(older.path().join("appendonlydir"))
+        .arg(state.path())
+        .status()
+        .unwrap();
+    assert!(restored.success());
+    let _redis = Redis::start_on(state.path(), port, true);
+    let last = plugin_dir(&[]);
+    let rejoined = Server::start(last.path(), &flags);
+    wait_says(
+        &rejoined,
+        "ada__third",
+        Some("3 3"),
+        "the plugin the older copy lacked, offered back by the replicas",
+    );
+    for replica in &replicas {
+        assert_eq!(says(replica, "ada__third").as_deref(), Some("3 3"));
+        assert_eq!(says(replica, "ada__other").as_deref(), Some("other 3"));
+    }
 }
 
 /// Under `--require-approval`, a version held on one replica is approved

@@ -68,6 +68,11 @@ pub(crate) async fn decide(
             "this server asks for no approvals (toolhost serve --require-approval)".into(),
         ));
     }
+    // A decision cannot be undone here once made: the shared store must
+    // answer first.
+    if let Some(shared) = publishing.shared() {
+        shared.reachable().await?;
+    }
     let lock = publishing.publish_lock(id);
     let _serialised = lock.lock().await;
     let file = publishing.file_of(id)?;

@@ -162,9 +162,11 @@ async fn room_of(connection: &mut ConnectionManager) -> Result<String, SharedErr
 }
 
 /// Makes the folder the store's present. A replica that followed this
-/// very store removes what the room no longer has; one that never followed
-/// it (a server that starts sharing, or a store that lost its data) removes
-/// nothing, and offers the store what it published that the store lacks.
+/// very store removes what the room no longer has. One that never followed
+/// it (a server that starts sharing), or finds it behind its own place (a
+/// store restored from an older copy, or that lost its newest writes),
+/// removes nothing and overwrites nothing it published: it takes what it
+/// lacks, and offers the store its own.
 async fn start<A: Applier>(
     connection: &mut ConnectionManager,
     shared: &Shared,
@@ -173,11 +175,12 @@ async fn start<A: Applier>(
     followed: &mut Option<Followed>,
 ) -> Result<(), SharedError> {
     let room = room_of(connection).await?;
-    let ours = followed
-        .as_ref()
-        .is_some_and(|followed| followed.room == room);
+    let newest = newest_change(connection).await?;
+    let ours = followed.as_ref().is_some_and(|followed| {
+        followed.room == room && stream_id(&newest) >= stream_id(&followed.at)
+    });
     if followed.is_some() && !ours {
-        tracing::warn!(%room, "the shared store is not the one this folder followed (its data was lost or replaced): nothing here is removed, and what was published here that it lacks is offered to it");
+        tracing::warn!(%room, "the shared store is not the one this folder followed, or is behind it (its data was lost, replaced or restored from an older copy): nothing published here is removed or overwritten, and it is offered to the store");
     }
     let at = copy_present(connection, Some(shared).filter(|_| !ours), applier, folder).await?;
     let now = Followed { room, at };
@@ -302,27 +305,29 @@ async fn copy_present<A: Applier>(
     applier: &A,
     folder: &Path,
 ) -> Result<String, SharedError> {
-    let newest: redis::streams::StreamRangeReply =
-        connection.xrevrange_count(CHANGES, "+", "-", 1).await?;
-    let at = newest
-        .ids
-        .first()
-        .map_or_else(|| "0-0".to_string(), |entry| entry.id.clone());
+    let at = newest_change(connection).await?;
     let present: std::collections::HashMap<String, String> = connection.hgetall(PLUGINS).await?;
+    let mine: std::collections::HashMap<String, PathBuf> =
+        published_here(folder).into_iter().collect();
     let mut known = std::collections::HashSet::new();
     // Every file written first, then all loaded as one batch: a new
     // replica compiles and lists the room's plugins in parallel.
     let mut written = Vec::new();
     for (plugin, text) in present {
         match serde_json::from_str::<Change>(&text) {
+            // Offering, what was published here stays as it is and is
+            // offered below.
             Ok(change) if change.plugin == plugin => {
+                if offer.is_some() && mine.contains_key(&plugin) {
+                    continue;
+                }
                 known.insert(plugin);
                 written.extend(write_change(connection, applier, change).await?);
             }
             _ => tracing::warn!(%plugin, "a plugin in the shared store does not read; skipped"),
         }
     }
-    for (id, file) in published_here(folder) {
+    for (id, file) in mine {
         if known.contains(&id) {
             continue;
         }
@@ -334,7 +339,7 @@ async fn copy_present<A: Applier>(
                     .and_then(|bytes| crate::registry::plugin::PublishRecord::read(&bytes))
                     .map(|record| record.by)
                     .unwrap_or_default();
-                tracing::info!(plugin = %id, "offered to the shared store: published here before this replica shared");
+                tracing::info!(plugin = %id, "offered to the shared store: published here, and the store did not follow it");
                 let approvals = applier.approvals_of(&id);
                 shared
                     .publish(&id, &file, source.as_deref(), &by, approvals.as_deref())
@@ -388,10 +393,11 @@ async fn write_change<A: Applier>(
     applier: &A,
     change: Change,
 ) -> Result<Option<(Change, PathBuf)>, SharedError> {
-    if change
-        .files
-        .keys()
-        .any(|name| !Change::may_name(&change.plugin, name))
+    if !Change::is_valid_id(&change.plugin)
+        || change
+            .files
+            .keys()
+            .any(|name| !Change::may_name(&change.plugin, name))
         || change
             .approvals
             .keys()
@@ -414,8 +420,26 @@ async fn write_change<A: Applier>(
         },
         None => BTreeMap::new(),
     };
-    let file = applier.write(&change, blobs, approvals).await?;
-    Ok(file.map(|file| (change, file)))
+    // A change this folder cannot take (a namespace folder made
+    // read-only, a full disk) is said and skipped: the replica goes on
+    // following the others, and its start-up copy tries it again.
+    match applier.write(&change, blobs, approvals).await {
+        Ok(file) => Ok(file.map(|file| (change, file))),
+        Err(error) => {
+            tracing::error!(plugin = %change.plugin, %error, "a shared change cannot be written into this folder; skipped");
+            Ok(None)
+        }
+    }
+}
+
+/// The newest change's id in the stream (`0-0` when there is none).
+async fn newest_change(connection: &mut ConnectionManager) -> Result<String, SharedError> {
+    let newest: redis::streams::StreamRangeReply =
+        connection.xrevrange_count(CHANGES, "+", "-", 1).await?;
+    Ok(newest
+        .ids
+        .first()
+        .map_or_else(|| "0-0".to_string(), |entry| entry.id.clone()))
 }
 
 /// The bytes of those of `files` whose copy in `dir` differs, from the

@@ -43,6 +43,19 @@ impl Applier for Publishing {
             return Ok(None);
         };
         let registry = self.registry().clone();
+        let file = match change.plugin_file() {
+            Some(name) => folder.join(name),
+            None => match registry.plugin_file(&id) {
+                Some(file) => file,
+                None => return Ok(None),
+            },
+        };
+        // The plugin's file must be a plugin of the folder named `id`:
+        // never a source of a project folder.
+        let root = registry.folder().map(Path::to_path_buf);
+        if root.and_then(|root| layout::Layout::new(&root).plugin_id(&file)) != Some(id.clone()) {
+            return Ok(None);
+        }
         // The approval first: the plugin's load judges by it.
         let mut changed = match self.approvals_of(&id) {
             Some(dir) => {
@@ -56,21 +69,11 @@ impl Applier for Publishing {
             }
             None => false,
         };
-        let file = match change.plugin_file() {
-            Some(name) => {
-                let file = folder.join(name);
-                // The record and the source first, the plugin's file last:
-                // its load reads them.
-                let mut ordered: Vec<_> = blobs.into_iter().collect();
-                ordered.sort_by_key(|(name, _)| !name.starts_with('.'));
-                changed |= replace_files(&folder, ordered, |_| false).await?;
-                file
-            }
-            None => match registry.plugin_file(&id) {
-                Some(file) => file,
-                None => return Ok(None),
-            },
-        };
+        // The record and the source first, the plugin's file last: its load
+        // reads them.
+        let mut ordered: Vec<_> = blobs.into_iter().collect();
+        ordered.sort_by_key(|(name, _)| !name.starts_with('.'));
+        changed |= replace_files(&folder, ordered, |_| false).await?;
         // Every file of the plugin the change does not name goes.
         let mut others: Vec<PathBuf> = layout::siblings(&file);
         if change.files.is_empty() {

@@ -119,6 +119,25 @@ impl Change {
                 .is_some_and(plugin_file)
     }
 
+    /// Whether `id` is a plugin id a publish could have made: `name` or
+    /// `namespace/name`, each of letters, digits, `_` and `-`, starting
+    /// with a letter.
+    pub(super) fn is_valid_id(id: &str) -> bool {
+        let part = |part: &str| {
+            (1..=64).contains(&part.len())
+                && part.starts_with(|c: char| c.is_ascii_alphabetic())
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+        };
+        match id.split_once('/') {
+            Some((namespace, name)) => {
+                crate::registry::layout::is_valid_namespace(namespace) && part(name)
+            }
+            None => part(id),
+        }
+    }
+
     /// Whether `name` may be one of plugin `id`'s approval's files.
     pub(super) fn may_name_approval(id: &str, name: &str) -> bool {
         let stem = id.rsplit('/').next().unwrap_or(id);
@@ -292,8 +311,39 @@ impl Shared {
                 }
             }
         };
-        match tokio::time::timeout(WRITE_TIMEOUT, written).await {
-            Ok(result) => Ok(result?),
+        let outcome = match tokio::time::timeout(WRITE_TIMEOUT, written).await {
+            Ok(result) => result.map_err(SharedError::from),
+            Err(_) => Err(SharedError::TimedOut(WRITE_TIMEOUT)),
+        };
+        if outcome.is_err() && self.landed(change, &text).await {
+            // The script ran though its answer was lost: it is shared.
+            return Ok(());
+        }
+        outcome
+    }
+
+    /// Whether the store's present holds `change` (as `text`), asked once
+    /// more after a write whose answer did not come.
+    async fn landed(&self, change: &Change, text: &str) -> bool {
+        let mut connection = self.writes.clone();
+        let mut command = redis::cmd("HGET");
+        command.arg(PLUGINS).arg(&change.plugin);
+        let asked = command.query_async::<Option<String>>(&mut connection);
+        match tokio::time::timeout(WRITE_TIMEOUT, asked).await {
+            Ok(Ok(present)) if change.files.is_empty() => present.is_none(),
+            Ok(Ok(present)) => present.as_deref() == Some(text),
+            _ => false,
+        }
+    }
+
+    /// Whether the store answers now (before a change that cannot be
+    /// undone once made here: an admin's decision).
+    pub(crate) async fn reachable(&self) -> Result<(), SharedError> {
+        let mut connection = self.writes.clone();
+        let command = redis::cmd("PING");
+        let ping = command.query_async::<String>(&mut connection);
+        match tokio::time::timeout(WRITE_TIMEOUT, ping).await {
+            Ok(result) => result.map(|_| ()).map_err(SharedError::from),
             Err(_) => Err(SharedError::TimedOut(WRITE_TIMEOUT)),
         }
     }
@@ -372,6 +422,26 @@ mod tests {
             "word.py/x",
         ] {
             assert!(!Change::may_name("ada/word", bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_change_names_only_ids_a_publish_could_make() {
+        for ok in ["word", "ada/word", "ada/word_count-2"] {
+            assert!(Change::is_valid_id(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "../x",
+            "ada/../x",
+            "ada/x\0",
+            "/x",
+            "ada/",
+            ".toolhost/x",
+            "a/b/c",
+            "ada/.x",
+        ] {
+            assert!(!Change::is_valid_id(bad), "{bad:?}");
         }
     }
 
