@@ -40,14 +40,19 @@ def wait(what, condition, timeout=120):
     raise SystemExit(f"timed out: {what}")
 
 
-def get(url, tok=ADMIN):
-    req = urllib.request.Request(url, headers={"Authorization": "Bearer " + tok})
+def status_of(req, timeout=30):
+    """The status a request is answered with; None if the connection failed
+    (a replica killed under it)."""
     try:
-        return urllib.request.urlopen(req, timeout=30).status
+        return urllib.request.urlopen(req, timeout=timeout).status
     except urllib.error.HTTPError as e:
         return e.code
     except Exception:
         return None
+
+
+def get(url, tok=ADMIN):
+    return status_of(urllib.request.Request(url, headers={"Authorization": "Bearer " + tok}))
 
 
 def call(base, tool, tok):
@@ -90,14 +95,9 @@ class Callers:
 
 
 def put(base, id, body, kind, tok):
-    req = urllib.request.Request(base + "/plugins/" + id, data=body, method="PUT",
-                                 headers={"Content-Type": kind, "Authorization": "Bearer " + tok})
-    try:
-        return urllib.request.urlopen(req, timeout=120).status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except Exception:
-        return None
+    return status_of(urllib.request.Request(
+        base + "/plugins/" + id, data=body, method="PUT",
+        headers={"Content-Type": kind, "Authorization": "Bearer " + tok}), timeout=120)
 
 
 def source(name, said):
@@ -244,9 +244,9 @@ def main():
                 wait("the component on a replica",
                      lambda: serves(replica, f"p0/echo{n}", digest))
             took.append(time.monotonic() - start)
-            req = urllib.request.Request(room.base + f"/plugins/p0/echo{n}", method="DELETE",
-                                         headers={"Authorization": "Bearer " + token("p0")})
-            urllib.request.urlopen(req, timeout=60)
+            assert status_of(urllib.request.Request(
+                room.base + f"/plugins/p0/echo{n}", method="DELETE",
+                headers={"Authorization": "Bearer " + token("p0")}), timeout=60) == 200
         took.sort()
         OUT["a 2 MB component the same way: p50 / worst of 10"] = \
             f"{statistics.median(took) * 1000:.0f} / {took[-1] * 1000:.0f} ms"

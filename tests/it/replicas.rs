@@ -540,6 +540,22 @@ fn signature_tag(digest: &str) -> String {
     format!("{}.sig", digest.replace(':', "-"))
 }
 
+/// Servers over `dirs` with `flags`: the first a process of its own (so a
+/// test can SIGKILL it), the others in this process.
+pub(crate) fn first_a_process(dirs: &[tempfile::TempDir], flags: &[&str]) -> Vec<Option<Server>> {
+    dirs.iter()
+        .enumerate()
+        .map(|(index, dir)| {
+            let start = if index == 0 {
+                Server::process
+            } else {
+                Server::start
+            };
+            Some(start(dir.path(), flags))
+        })
+        .collect()
+}
+
 /// haproxy over `backends` (host:port), with the configuration README
 /// documents; stopped on drop.
 pub(crate) struct Haproxy {

@@ -415,19 +415,8 @@ fn replicas_share_tasks_through_redis_and_a_killed_runner_fails_its_task() {
         "--request-state-keys",
         keys.to_str().unwrap(),
     ];
-    // Replica 0 is killed below: it alone needs a process of its own.
-    let mut replicas: Vec<Option<Server>> = dirs
-        .iter()
-        .enumerate()
-        .map(|(index, dir)| {
-            let start = if index == 0 {
-                Server::process
-            } else {
-                Server::start
-            };
-            Some(start(dir.path(), &flags))
-        })
-        .collect();
+    // Replica 0 is killed below: it alone is a process of its own.
+    let mut replicas = crate::replicas::first_a_process(&dirs, &flags);
     let bases: Vec<String> = replicas
         .iter()
         .map(|replica| replica.as_ref().unwrap().base.clone())

@@ -84,16 +84,7 @@ pub(crate) fn router(
         })
 }
 
-/// A plugin's name: its file's stem. 1 to 64 letters, digits, `_` or `-`,
-/// starting with a letter: no `..`, separators, NUL, control or bidi
-/// characters, leading dot or temporary-file suffix can pass.
-pub(crate) fn is_valid_plugin_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
-}
+pub(crate) use crate::registry::layout::is_valid_plugin_name;
 
 /// The plugin id a URL names, once its parts and the requester's right to
 /// change it are checked; `write` is whether the request changes it.

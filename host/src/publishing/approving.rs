@@ -125,10 +125,7 @@ pub(crate) async fn decide(
         let file = publishing.file_of(id)?;
         let shared_now = if file.exists() {
             let source = tokio::fs::read(source_file(&file)).await.ok();
-            let approvals = registry.approvals().map(|approvals| approvals.dir_of(id));
-            shared
-                .publish(id, &file, source.as_deref(), by, approvals.as_deref())
-                .await
+            publishing.share(id, &file, source.as_deref(), by).await
         } else {
             shared.remove(id, by).await
         };

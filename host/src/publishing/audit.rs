@@ -210,14 +210,7 @@ impl Audit {
                 }
             }
         }
-        let order = |id: &str| {
-            let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
-            (
-                ms.parse::<u64>().unwrap_or(0),
-                seq.parse::<u64>().unwrap_or(0),
-            )
-        };
-        entries.sort_by_key(|(id, _)| std::cmp::Reverse(order(id)));
+        entries.sort_by_key(|(id, _)| std::cmp::Reverse(super::shared::stream_order(id)));
         entries
             .into_iter()
             .take(limit)

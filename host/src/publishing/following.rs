@@ -12,7 +12,9 @@ use std::time::Duration;
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
 
-use super::shared::{BLOB, CHANGES, Change, PLUGINS, ROOM, Shared, SharedError, WRITE_TIMEOUT};
+use super::shared::{
+    BLOB, CHANGES, Change, PLUGINS, ROOM, Shared, SharedError, WRITE_TIMEOUT, stream_order,
+};
 use crate::registry::layout;
 use crate::registry::plugin::{content_hash, published_file, source_file};
 
@@ -177,7 +179,7 @@ async fn start<A: Applier>(
     let room = room_of(connection).await?;
     let newest = newest_change(connection).await?;
     let ours = followed.as_ref().is_some_and(|followed| {
-        followed.room == room && stream_id(&newest) >= stream_id(&followed.at)
+        followed.room == room && stream_order(&newest) >= stream_order(&followed.at)
     });
     if followed.is_some() && !ours {
         tracing::warn!(%room, "the shared store is not the one this folder followed, or is behind it (its data was lost, replaced or restored from an older copy): nothing published here is removed or overwritten, and it is offered to the store");
@@ -197,12 +199,6 @@ fn is_stream_id(text: &str) -> bool {
         && !seq.is_empty()
         && ms.bytes().all(|b| b.is_ascii_digit())
         && seq.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// Parses a stream id into its two numbers, for comparing.
-fn stream_id(text: &str) -> (u64, u64) {
-    let (ms, seq) = text.split_once('-').unwrap_or((text, "0"));
-    (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
 }
 
 /// Reads the next changes (waiting for some) and applies them; copies the
@@ -227,7 +223,7 @@ async fn follow_once<A: Applier>(
         .query_async(connection)
         .await
         .unwrap_or(redis::Value::Nil);
-    if trimmed_past(&info).is_some_and(|trimmed| stream_id(&trimmed) > stream_id(&now.at)) {
+    if trimmed_past(&info).is_some_and(|trimmed| stream_order(&trimmed) > stream_order(&now.at)) {
         now.at = copy_present(connection, None, applier, folder).await?;
         now.save(folder)?;
         *followed = Some(now);
@@ -479,8 +475,8 @@ mod tests {
 
     #[test]
     fn stream_ids_compare_as_numbers() {
-        assert!(stream_id("10-0") > stream_id("9-5"));
-        assert!(stream_id("9-10") > stream_id("9-9"));
+        assert!(stream_order("10-0") > stream_order("9-5"));
+        assert!(stream_order("9-10") > stream_order("9-9"));
         assert!(is_stream_id("1700000000000-3"));
         assert!(!is_stream_id("1-"));
         assert!(!is_stream_id("$"));

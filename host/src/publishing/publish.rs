@@ -42,7 +42,7 @@ use std::sync::Mutex;
 
 use super::audit::{Action, Audit};
 use crate::registry::Registry;
-use crate::registry::layout::{self, namespace_of};
+use crate::registry::layout::{self, file_name, namespace_of};
 use crate::registry::plugin::{PublishRecord, published_file, source_file};
 use crate::registry::report::{PluginReport, PluginState};
 use crate::registry::shares::{OverShare, PersonShares, storage_in_use};
@@ -267,6 +267,25 @@ impl Publishing {
     /// The store replicas share publishes through, if any.
     pub(crate) fn shared(&self) -> Option<&Arc<super::shared::Shared>> {
         self.shared.as_ref()
+    }
+
+    /// Shares plugin `id` with the other replicas, if they share a store:
+    /// its files as they are now at `file`, `source` (the text it was
+    /// built from) as its kept source, and its approval's files.
+    pub(crate) async fn share(
+        &self,
+        id: &str,
+        file: &Path,
+        source: Option<&[u8]>,
+        by: &str,
+    ) -> Result<(), super::shared::SharedError> {
+        let Some(shared) = &self.shared else {
+            return Ok(());
+        };
+        let approvals = self.registry.approvals().map(|a| a.dir_of(id));
+        shared
+            .publish(id, file, source, by, approvals.as_deref())
+            .await
     }
 
     /// The registry it publishes into.
@@ -510,16 +529,12 @@ impl Publishing {
             Some(report) if report.state != PluginState::Rejected => {
                 // Every replica is to serve it: it is in the shared store
                 // before it is answered, or undone here.
-                if let Some(shared) = &self.shared {
-                    let text = source.as_ref().map(|source| source.text.as_bytes());
-                    let approvals = self.registry.approvals().map(|a| a.dir_of(&id));
-                    let shared_now = shared.publish(&id, &file, text, by, approvals.as_deref());
-                    if let Err(error) = shared_now.await {
-                        tracing::warn!(plugin = %id, person = %by, %error, "publish undone: the shared store did not take it");
-                        before_publish.put_back().await;
-                        self.registry.load_settled(file.clone()).await;
-                        return Err(error.into());
-                    }
+                let text = source.as_ref().map(|source| source.text.as_bytes());
+                if let Err(error) = self.share(&id, &file, text, by).await {
+                    tracing::warn!(plugin = %id, person = %by, %error, "publish undone: the shared store did not take it");
+                    before_publish.put_back().await;
+                    self.registry.load_settled(file.clone()).await;
+                    return Err(error.into());
                 }
                 if let Some(kept) = &kept {
                     let _ = tokio::fs::remove_file(kept).await;
@@ -637,12 +652,6 @@ async fn in_use(folder: PathBuf, name: String) -> (u64, u64) {
     tokio::task::spawn_blocking(move || storage_in_use(&folder, &name))
         .await
         .unwrap_or((u64::MAX, u64::MAX))
-}
-
-fn file_name(file: &Path) -> String {
-    file.file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 /// Keeps the version at `file` aside under a hidden name (a hard link: no

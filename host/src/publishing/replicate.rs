@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use super::following::Applier;
 use super::publish::{Noted, PublishOutcome, Publishing};
-use super::shared::{APPROVAL_EXTENSIONS, Change, file_name};
+use super::shared::{APPROVAL_EXTENSIONS, Change};
 use crate::registry::layout;
+use crate::registry::layout::file_name;
 use crate::registry::plugin::{published_file, source_file};
 use crate::registry::report::PluginState;
 
@@ -61,9 +62,9 @@ impl Applier for Publishing {
             Some(dir) => {
                 replace_files(&dir, approvals, |name| {
                     !change.approvals.contains_key(name)
-                        && APPROVAL_EXTENSIONS
-                            .iter()
-                            .any(|extension| name == format!("{}.{extension}", stem(&id)))
+                        && APPROVAL_EXTENSIONS.iter().any(|extension| {
+                            name == format!("{}.{extension}", layout::name_of(&id))
+                        })
                 })
                 .await?
             }
@@ -127,10 +128,6 @@ impl Applier for Publishing {
             }
         }
     }
-}
-
-fn stem(id: &str) -> &str {
-    id.rsplit('/').next().unwrap_or(id)
 }
 
 /// Writes each of `files` into `dir` by rename, in their order, then

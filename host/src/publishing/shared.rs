@@ -32,7 +32,9 @@ use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 
-use crate::registry::layout::PLUGIN_EXTENSIONS;
+use crate::registry::layout::{
+    PLUGIN_EXTENSIONS, file_name, is_valid_namespace, is_valid_plugin_name, name_of,
+};
 use crate::registry::plugin::{content_hash, published_file, source_file};
 
 /// About how many changes the stream keeps; a replica further behind copies
@@ -103,7 +105,7 @@ impl Change {
     /// Anything else a change names is refused: a change never writes
     /// outside its plugin.
     pub(super) fn may_name(id: &str, name: &str) -> bool {
-        let stem = id.rsplit('/').next().unwrap_or(id);
+        let stem = name_of(id);
         let plugin_file = |file: &str| {
             PLUGIN_EXTENSIONS
                 .iter()
@@ -123,24 +125,15 @@ impl Change {
     /// `namespace/name`, each of letters, digits, `_` and `-`, starting
     /// with a letter.
     pub(super) fn is_valid_id(id: &str) -> bool {
-        let part = |part: &str| {
-            (1..=64).contains(&part.len())
-                && part.starts_with(|c: char| c.is_ascii_alphabetic())
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
-        };
         match id.split_once('/') {
-            Some((namespace, name)) => {
-                crate::registry::layout::is_valid_namespace(namespace) && part(name)
-            }
-            None => part(id),
+            Some((namespace, name)) => is_valid_namespace(namespace) && is_valid_plugin_name(name),
+            None => is_valid_plugin_name(id),
         }
     }
 
     /// Whether `name` may be one of plugin `id`'s approval's files.
     pub(super) fn may_name_approval(id: &str, name: &str) -> bool {
-        let stem = id.rsplit('/').next().unwrap_or(id);
+        let stem = name_of(id);
         name.strip_prefix(stem)
             .and_then(|rest| rest.strip_prefix('.'))
             .is_some_and(|extension| APPROVAL_EXTENSIONS.contains(&extension))
@@ -216,7 +209,7 @@ impl Shared {
         let mut blobs = Vec::new();
         let mut approved = BTreeMap::new();
         if let Some(dir) = approvals {
-            let stem = id.rsplit('/').next().unwrap_or(id);
+            let stem = name_of(id);
             for extension in APPROVAL_EXTENSIONS {
                 let name = format!("{stem}.{extension}");
                 match tokio::fs::read(dir.join(&name)).await {
@@ -349,6 +342,12 @@ impl Shared {
     }
 }
 
+/// A stream id (`<ms>-<seq>`) as the two numbers it orders by.
+pub(crate) fn stream_order(id: &str) -> (u64, u64) {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
+}
+
 /// Writes a change to the present and to the stream in one step (the
 /// stream's order is the present's), and counts which plugins name each
 /// blob: one the change names is kept for good, one no plugin names any
@@ -391,12 +390,6 @@ return redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'change', ARGV[2
 ",
     )
 });
-
-pub(crate) fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
 
 #[cfg(test)]
 mod tests {

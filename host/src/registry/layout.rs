@@ -321,6 +321,29 @@ pub(crate) fn namespace_of(id: &str) -> Option<&str> {
     id.split_once('/').map(|(namespace, _)| namespace)
 }
 
+/// The name of a plugin id, its namespace left out: its files' stem.
+pub(crate) fn name_of(id: &str) -> &str {
+    id.rsplit('/').next().unwrap_or(id)
+}
+
+/// A plugin's name: its file's stem. 1 to 64 letters, digits, `_` or `-`,
+/// starting with a letter: no `..`, separators, NUL, control or bidi
+/// characters, leading dot or temporary-file suffix can pass.
+pub(crate) fn is_valid_plugin_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
+/// A path's file name as text (empty when it has none).
+pub(crate) fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 /// A namespace folder's name (a person's name, as the tokens file gives
 /// it): 1 to 24 letters, digits, `_` or `-`, starting with a letter, and
 /// never `__` (which separates a namespace from a tool name) nor a trailing
