@@ -81,6 +81,10 @@ pub struct HostConfig {
     /// The Redis replicas share publishes and removals through (`--redis`,
     /// `publishing/shared.rs`); `None`: this server's folder is its own.
     pub shared_redis: Option<String>,
+    /// A folder of the operator's policies (`--policies`, a Kubernetes
+    /// ConfigMap) mirrored into the plugin folder (`registry/mirror.rs`);
+    /// `None`: the plugin folder's own policies are all there are.
+    pub policies: Option<PathBuf>,
 }
 
 impl HostConfig {
@@ -110,6 +114,7 @@ impl HostConfig {
             require_approval: None,
             audit_max_bytes: crate::publishing::audit::MAX_AUDIT_BYTES,
             shared_redis: None,
+            policies: None,
         }
     }
 
@@ -221,6 +226,7 @@ pub struct Host {
     /// Publishing onto the folder: per-plugin locks, per-person shares.
     publishing: Arc<Publishing>,
     _watch: Option<Arc<FolderWatch>>,
+    _policies: Option<Arc<crate::registry::mirror::MirrorWatch>>,
 }
 
 impl Host {
@@ -244,6 +250,7 @@ impl Host {
         tokio::spawn(tell_optimised(optimised, Arc::downgrade(&registry)));
         tokio::spawn(load_new_versions(new_versions, Arc::downgrade(&registry)));
         let mut watch = None;
+        let mut policies_watch = None;
         // One spelling of every path from here on: the watcher's events,
         // the loader's ids and publishing's writes all compare paths under
         // this root, and a relative one (the default `plugins`) would not
@@ -256,6 +263,24 @@ impl Host {
         if let Some(folder) = &folder {
             if let Some(mode) = config.require_approval {
                 registry.require_approval(folder, mode);
+            }
+            if let Some(policies) = &config.policies {
+                crate::registry::mirror::sync(policies, folder).map_err(|e| {
+                    anyhow::anyhow!(
+                        "cannot mirror the policies folder {}: {e}",
+                        policies.display()
+                    )
+                })?;
+                if config.watch.is_some() {
+                    let watched =
+                        crate::registry::mirror::watch(policies, folder).map_err(|e| {
+                            anyhow::anyhow!(
+                                "cannot watch the policies folder {}: {e:#}",
+                                policies.display()
+                            )
+                        })?;
+                    policies_watch = Some(Arc::new(watched));
+                }
             }
             if let Some(debounce) = config.watch {
                 let watched = watcher::watch(registry.clone(), folder, debounce).map_err(|e| {
@@ -307,6 +332,7 @@ impl Host {
             calls,
             publishing,
             _watch: watch,
+            _policies: policies_watch,
         })
     }
 

@@ -56,11 +56,11 @@ fn the_kubernetes_manifests_validate_and_run_toolhost_as_documented() {
         "service/toolhost",
         "horizontalpodautoscaler/toolhost",
         "poddisruptionbudget/toolhost",
-        "configmap/toolhost-plugins",
+        "configmap/toolhost-policies",
         "secret/toolhost-tokens",
         "secret/toolhost-request-state-keys",
-        "statefulset/toolhost-tasks",
-        "service/toolhost-tasks",
+        "statefulset/toolhost-redis",
+        "service/toolhost-redis",
     ] {
         assert!(
             said.contains(&format!("passed for resource {kind}")),
@@ -77,6 +77,15 @@ fn the_kubernetes_manifests_validate_and_run_toolhost_as_documented() {
         .map(|flag| format!("--{flag}"))
         .collect();
     assert!(args.len() >= 5, "{args:?}");
+    let plugins_mount = deployment
+        .split("- name: plugins\n")
+        .nth(1)
+        .and_then(|rest| rest.split("- name:").next())
+        .unwrap();
+    assert!(
+        !plugins_mount.contains("readOnly"),
+        "the plugin folder is written by every publish: {plugins_mount}"
+    );
     assert_flags_known(&args, &serve_flags(), "deployment.yaml");
     for needed in [
         "runAsNonRoot: true",
@@ -85,6 +94,11 @@ fn the_kubernetes_manifests_validate_and_run_toolhost_as_documented() {
         "path: /ready",
         "path: /health",
         "emptyDir",
+        // The write side is shared: the plugin folder is each replica's
+        // copy, writable, with the policies mirrored in.
+        "- --redis=redis://toolhost-redis:6379/0",
+        "- --policies=/etc/toolhost/policies",
+        "- --plugins=/var/lib/toolhost/plugins",
     ] {
         assert!(
             deployment.contains(needed),

@@ -420,6 +420,71 @@ fn a_kubernetes_configmap_update_reloads_its_plugins() {
     assert_eq!(server.call("echo", json!({"text": "hi"})).status, 200);
 }
 
+/// With `--policies`, the operator's policies live in a ConfigMap of their
+/// own, updated the kubelet's way (files and namespace folders linked
+/// through `..data`), and the plugin folder stays writable: each version
+/// of the ConfigMap is what the plugins are granted, a namespace's policy
+/// included, and a policy taken out of it is taken out of the folder.
+#[test]
+fn a_policies_configmap_governs_a_writable_plugin_folder() {
+    use std::os::unix::fs::symlink;
+    let folder = tempfile::tempdir().unwrap();
+    let policies = tempfile::tempdir().unwrap();
+    let root = policies.path();
+    drop_in(&example("echo"), folder.path(), "echo.wasm");
+    std::fs::create_dir(folder.path().join("ada")).unwrap();
+    drop_in(&example("echo"), &folder.path().join("ada"), "echo.wasm");
+    let version = |name: &str, echo_ms: Option<u64>, ada_ms: u64| {
+        let dir = root.join(name);
+        std::fs::create_dir_all(dir.join("ada")).unwrap();
+        if let Some(ms) = echo_ms {
+            std::fs::write(
+                dir.join("echo.toml"),
+                format!("[limits]\ntimeout_ms = {ms}\n"),
+            )
+            .unwrap();
+        }
+        std::fs::write(
+            dir.join("ada/_namespace.toml"),
+            format!("[limits]\ntimeout_ms = {ada_ms}\n"),
+        )
+        .unwrap();
+    };
+    version("..2026_12_06_01", Some(1234), 4321);
+    symlink("..2026_12_06_01", root.join("..data")).unwrap();
+    symlink("..data/echo.toml", root.join("echo.toml")).unwrap();
+    symlink("..data/ada", root.join("ada")).unwrap();
+    let server = Server::start(folder.path(), &["--policies", root.to_str().unwrap()]);
+    let timeout_of = |server: &Server, id: &str| {
+        server
+            .plugin(id)
+            .and_then(|plugin| plugin.granted)
+            .map(|granted| granted["limits"]["timeoutMs"].as_u64().unwrap())
+    };
+    assert_eq!(timeout_of(&server, "echo"), Some(1234));
+    assert_eq!(timeout_of(&server, "ada/echo"), Some(4321));
+
+    // The next version: echo's policy changed, then taken out.
+    let swap = |name: &str| {
+        symlink(name, root.join("..data_tmp")).unwrap();
+        std::fs::rename(root.join("..data_tmp"), root.join("..data")).unwrap();
+    };
+    version("..2026_12_06_02", Some(2345), 5432);
+    swap("..2026_12_06_02");
+    server.wait_for("the second version's policies", |server| {
+        timeout_of(server, "echo") == Some(2345) && timeout_of(server, "ada/echo") == Some(5432)
+    });
+    version("..2026_12_06_03", None, 5432);
+    swap("..2026_12_06_03");
+    std::fs::remove_file(root.join("echo.toml")).unwrap();
+    server.wait_for("echo's policy gone", |server| {
+        timeout_of(server, "echo") == Some(10_000)
+    });
+    assert!(!folder.path().join("echo.toml").exists());
+    assert_eq!(timeout_of(&server, "ada/echo"), Some(5432));
+    assert_eq!(server.call("echo", json!({"text": "hi"})).status, 200);
+}
+
 /// The compile cache keeps no version the server stopped serving: a
 /// replaced version's entry goes with the replacement, a removed plugin's
 /// with the removal (a workshop's edit loop left 40–50 MB per Python

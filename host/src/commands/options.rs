@@ -124,6 +124,7 @@ impl HostOptions {
             require_approval: None,
             audit_max_bytes: crate::publishing::audit::MAX_AUDIT_BYTES,
             shared_redis: None,
+            policies: None,
         }
     }
 

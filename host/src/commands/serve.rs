@@ -164,6 +164,13 @@ pub(super) struct ServeOptions {
     /// none, the folder is this server's own]
     #[arg(long, env = "TOOLHOST_REDIS")]
     redis: Option<String>,
+    /// A folder of the operator's policies (a Kubernetes ConfigMap):
+    /// `_room.toml`, each plugin's `<name>.toml` and each namespace's
+    /// `<namespace>/_namespace.toml`, mirrored into the plugin folder and
+    /// again whenever they change, so the plugin folder can stay writable
+    /// for publishing [default: none, the plugin folder's own policies]
+    #[arg(long, env = "TOOLHOST_POLICIES")]
+    policies: Option<std::path::PathBuf>,
     /// How many MCP sessions may be open at once; `initialize` past it gets
     /// HTTP 503 with a JSON-RPC error.
     #[arg(long, env = "TOOLHOST_MAX_SESSIONS", default_value_t = crate::server::DEFAULT_MAX_SESSIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
@@ -238,6 +245,7 @@ impl ServeOptions {
             }),
             audit_max_bytes: self.audit_max_kib << 10,
             shared_redis: self.redis.clone(),
+            policies: self.policies.clone(),
             ..self.host.config(Duration::from_millis(self.debounce_ms))
         }
     }

@@ -35,6 +35,7 @@ pub(crate) mod invisible;
 mod jobs;
 pub mod layout;
 pub(crate) mod load_counts;
+pub(crate) mod mirror;
 pub(crate) mod pinned;
 pub mod plugin;
 pub(crate) mod policy;
