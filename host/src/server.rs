@@ -197,6 +197,9 @@ async fn serve(
     allowed_hosts.extend(settings.allowed_hosts.iter().cloned());
 
     let builds = Builds::new(settings.builds.clone())?;
+    if let Some(shared) = publishing.shared() {
+        crate::publishing::shared_line::share(shared.clone(), builds.clone());
+    }
     let oauth = settings.oauth.clone().map(OAuth::new).transpose()?;
     if let Some(oauth) = &oauth {
         oauth.prefetch();

@@ -15,6 +15,8 @@
 //!   lacks, and the store gets it back;
 //! - under `--require-approval`, a version held on one is decided on
 //!   another, alike everywhere;
+//! - a full build running on one is in every replica's build line, and
+//!   the page's `line` events on another hear it;
 //! - behind haproxy, a replica SIGKILLed during a burst of publishes:
 //!   every one acknowledged serves on every replica, the restarted one
 //!   included.
@@ -551,4 +553,99 @@ fn a_replica_killed_during_a_burst_of_publishes_loses_none_it_acknowledged() {
             );
         }
     }
+}
+
+/// Builds run on the replica that took their publish, and the room's line
+/// is every replica's: while a full build runs on one, another's `GET
+/// /publishes` and its page's `line` events show it; once built, it
+/// leaves both, and what it built serves there too.
+#[test]
+fn the_build_line_is_the_rooms_on_every_replica() {
+    let state = tempfile::tempdir().unwrap();
+    let port = crate::replicas::free_port();
+    let redis = Redis::start_on(state.path(), port, false);
+    let tokens = tokens_file(state.path());
+    let flags = [
+        "--redis",
+        redis.url.as_str(),
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--builds",
+        "python,js",
+    ];
+    let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| plugin_dir(&[])).collect();
+    let replicas = replicas_of(&dirs, &flags);
+    let (here, there) = (&replicas[0], &replicas[1]);
+    let heard = crate::builds::events_of(there, ADMIN, "line");
+    let in_line = |line: &Value| {
+        line["entries"]
+            .as_array()
+            .is_some_and(|entries| entries.iter().any(|entry| entry["plugin"] == "ada/wc"))
+    };
+    let line_there = || {
+        let (status, publishes) = send(
+            there,
+            "GET",
+            "/publishes",
+            Some(ADMIN),
+            "application/json",
+            b"",
+        );
+        assert_eq!(status, 200, "{publishes}");
+        publishes["line"].clone()
+    };
+    std::thread::scope(|s| {
+        let sent = s.spawn(|| {
+            crate::builds::put_built(
+                here,
+                "ada/wc",
+                ADA,
+                "text/x-python",
+                crate::builds::PY_WORD_COUNT,
+            )
+        });
+        wait_until(
+            "the build in the other replica's line",
+            Duration::from_secs(120),
+            || in_line(&line_there()),
+        );
+        wait_until(
+            "the other replica's page to hear of the build",
+            Duration::from_secs(20),
+            || heard.lock().unwrap().iter().any(in_line),
+        );
+        let (status, report) = sent.join().unwrap();
+        assert_eq!(status, 201, "{report}");
+    });
+    wait_until(
+        "the build gone from the other replica's line",
+        Duration::from_secs(30),
+        || !in_line(&line_there()),
+    );
+    wait_until(
+        "the other replica's page to hear the line move on",
+        Duration::from_secs(20),
+        || {
+            heard
+                .lock()
+                .unwrap()
+                .last()
+                .is_some_and(|line| !in_line(line))
+        },
+    );
+    wait_until(
+        "the built tool on the other replica",
+        Duration::from_secs(60),
+        || {
+            let (status, _) = send(
+                there,
+                "POST",
+                "/tools/ada__word_count",
+                Some(ADA),
+                "application/json",
+                json!({ "text": "a b" }).to_string().as_bytes(),
+            );
+            status == 200
+        },
+    );
 }

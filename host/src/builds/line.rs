@@ -8,13 +8,13 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How many recent build times the estimate is made from.
 const RECENT: usize = 20;
 
 /// Where one build is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) enum Place {
     Queued,
@@ -38,13 +38,14 @@ struct Entry {
     joined: SystemTime,
 }
 
-/// One build in the line, as told.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// One build in the line, as told (and as another replica sharing the
+/// store reads it, `publishing/shared_line.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct LineEntry {
     pub(crate) plugin: String,
     pub(crate) by: String,
-    pub(crate) language: &'static str,
+    pub(crate) language: String,
     pub(crate) stage: Place,
     /// Queued: 1 is next.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -64,8 +65,8 @@ pub(crate) struct LineEntry {
 
 /// The whole line at one moment: the counts are everyone's; the entries
 /// are filtered to what a viewer sees before they are sent.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct LineView {
     pub(crate) waiting: usize,
     pub(crate) building: usize,
@@ -76,6 +77,25 @@ pub(crate) struct LineView {
 }
 
 impl LineView {
+    /// This line and the lines of other replicas (`elsewhere`): the counts
+    /// added; the entries of each replica's line after this one's, building
+    /// ones first, then queued ones in the order they joined. A position is
+    /// in its own replica's line (each replica's slots serve its own).
+    pub(crate) fn with(mut self, elsewhere: &LineView) -> LineView {
+        if elsewhere.entries.is_empty() && elsewhere.waiting == 0 && elsewhere.building == 0 {
+            return self;
+        }
+        self.waiting += elsewhere.waiting;
+        self.building += elsewhere.building;
+        self.entries.extend(elsewhere.entries.iter().cloned());
+        self.entries.sort_by(|a, b| {
+            (a.stage != Place::Building)
+                .cmp(&(b.stage != Place::Building))
+                .then_with(|| a.since.cmp(&b.since))
+        });
+        self
+    }
+
     /// The line as one viewer may see it: the counts stay everyone's; the
     /// entries are those of plugins `sees` admits, and a publish's own
     /// number only where `owns` (it is the publisher's).
@@ -212,7 +232,7 @@ impl Line {
                 LineEntry {
                     plugin: entry.plugin.clone(),
                     by: entry.person.clone(),
-                    language: entry.language,
+                    language: entry.language.to_string(),
                     stage: entry.place,
                     position,
                     seconds: round(entry.since.elapsed().as_secs_f64()),
@@ -327,6 +347,40 @@ mod tests {
         });
         assert_eq!(joined, ticket);
         standing
+    }
+
+    #[test]
+    fn another_replicas_line_is_added_building_first_then_by_arrival() {
+        let here = Line::new(1);
+        join(&here, 0, "ada");
+        here.building(0);
+        join(&here, 1, "bob");
+        let there = Line::new(1);
+        join(&there, 0, "cy");
+        there.building(0);
+        join(&there, 1, "dee");
+        let mut elsewhere = there.view();
+        // As another replica tells it: read back from its JSON.
+        elsewhere = serde_json::from_str(&serde_json::to_string(&elsewhere).unwrap()).unwrap();
+        elsewhere.entries[1].since = "0000-01-01T00:00:00Z".into();
+        let room = here.view().with(&elsewhere);
+        assert_eq!((room.waiting, room.building), (2, 2));
+        let order: Vec<(&str, Place)> = room
+            .entries
+            .iter()
+            .map(|entry| (entry.by.as_str(), entry.stage))
+            .collect();
+        assert_eq!(
+            order[2],
+            ("dee", Place::Queued),
+            "the earliest queued first"
+        );
+        assert!(
+            order[..2]
+                .iter()
+                .all(|(_, stage)| *stage == Place::Building)
+        );
+        assert_eq!(here.view().with(&LineView::default()).entries.len(), 2);
     }
 
     #[test]

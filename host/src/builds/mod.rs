@@ -276,6 +276,10 @@ pub(crate) struct Builds {
     queue: queue::Queue,
     /// The line as people see it.
     line: line::Line,
+    /// The lines of the other replicas sharing a store, as last heard
+    /// (`publishing/shared_line.rs`), and a count of their moves.
+    elsewhere: std::sync::Mutex<line::LineView>,
+    moved_elsewhere: tokio::sync::watch::Sender<u64>,
     events: broadcast::Sender<BuildEvent>,
 }
 
@@ -341,6 +345,8 @@ impl Builds {
             scratch,
             queue: queue::Queue::new(settings.slots),
             line: line::Line::new(settings.slots),
+            elsewhere: std::sync::Mutex::default(),
+            moved_elsewhere: tokio::sync::watch::Sender::new(0),
             settings,
             languages,
             events,
@@ -361,9 +367,32 @@ impl Builds {
         self.events.subscribe()
     }
 
-    /// The line now: what waits, in order, and what builds.
+    /// The room's line now: what waits, in order, and what builds, here
+    /// and on the other replicas sharing a store.
     pub(crate) fn line(&self) -> line::LineView {
+        let elsewhere = self.elsewhere.lock().unwrap_or_else(|e| e.into_inner());
+        self.line.view().with(&elsewhere)
+    }
+
+    /// This replica's own line, as it is shared with the others.
+    pub(crate) fn own_line(&self) -> line::LineView {
         self.line.view()
+    }
+
+    /// The other replicas' lines, as just heard; those listening hear of
+    /// it if it moved.
+    pub(crate) fn set_elsewhere(&self, view: line::LineView) {
+        let mut elsewhere = self.elsewhere.lock().unwrap_or_else(|e| e.into_inner());
+        if *elsewhere != view {
+            *elsewhere = view;
+            drop(elsewhere);
+            self.moved_elsewhere.send_modify(|moves| *moves += 1);
+        }
+    }
+
+    /// Told each time another replica's line moved.
+    pub(crate) fn moves_elsewhere(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.moved_elsewhere.subscribe()
     }
 
     /// Why a source of `language` is not built here, if it is not.

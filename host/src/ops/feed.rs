@@ -221,6 +221,8 @@ struct Stream {
     /// Build stages as they happen (not kept: `GET /publishes` is the
     /// room's history).
     builds: broadcast::Receiver<BuildEvent>,
+    /// Moves of the other replicas' build lines (a `line` event each).
+    moves_elsewhere: tokio::sync::watch::Receiver<u64>,
     /// Publishes' outcomes as they are noted (the room's view).
     noted: broadcast::Receiver<Noted>,
     /// Events to send before listening (a replay, or a snapshot).
@@ -252,6 +254,7 @@ async fn events(
     // what arrives twice is skipped by id.
     let live = state.feed.live.subscribe();
     let builds = state.builds.events();
+    let moves_elsewhere = state.builds.moves_elsewhere();
     let noted = state.publishing.noted_events();
     let asked = headers
         .get("last-event-id")
@@ -261,6 +264,7 @@ async fn events(
         viewer: viewer.clone(),
         live,
         builds,
+        moves_elsewhere,
         noted,
         queued: VecDeque::new(),
         last_id: 0,
@@ -337,6 +341,12 @@ impl Stream {
                     }
                     Err(RecvError::Closed) => return None,
                 },
+                moved = self.moves_elsewhere.changed() => {
+                    // The builds (which tell) live as long as the server.
+                    moved.ok()?;
+                    let known = self.known_if_held();
+                    return Some(self.line_event(known.as_ref()));
+                }
                 received = self.noted.recv() => match received {
                     Ok(noted) => {
                         let known = self.state.registry.plugins_report();

@@ -22,4 +22,5 @@ pub(crate) mod following;
 pub(crate) mod publish;
 pub(crate) mod replicate;
 pub(crate) mod shared;
+pub(crate) mod shared_line;
 pub(crate) mod source;
