@@ -265,12 +265,14 @@ impl Host {
                 registry.require_approval(folder, mode);
             }
             if let Some(policies) = &config.policies {
-                crate::registry::mirror::sync(policies, folder).map_err(|e| {
-                    anyhow::anyhow!(
-                        "cannot mirror the policies folder {}: {e}",
-                        policies.display()
-                    )
-                })?;
+                if crate::registry::mirror::overlap(policies, folder) {
+                    anyhow::bail!(
+                        "the policies folder {} and the plugin folder {} must not hold one another",
+                        policies.display(),
+                        folder.display()
+                    );
+                }
+                // Watched first: a change made meanwhile is mirrored again.
                 if config.watch.is_some() {
                     let watched =
                         crate::registry::mirror::watch(policies, folder).map_err(|e| {
@@ -281,6 +283,12 @@ impl Host {
                         })?;
                     policies_watch = Some(Arc::new(watched));
                 }
+                crate::registry::mirror::sync(policies, folder).map_err(|e| {
+                    anyhow::anyhow!(
+                        "cannot mirror the policies folder {}: {e}",
+                        policies.display()
+                    )
+                })?;
             }
             if let Some(debounce) = config.watch {
                 let watched = watcher::watch(registry.clone(), folder, debounce).map_err(|e| {

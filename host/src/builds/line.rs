@@ -39,9 +39,10 @@ struct Entry {
 }
 
 /// One build in the line, as told (and as another replica sharing the
-/// store reads it, `publishing/shared_line.rs`).
+/// store reads it, `publishing/shared_line.rs`: a field a newer replica
+/// adds is ignored, not a reason to drop its line).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct LineEntry {
     pub(crate) plugin: String,
     pub(crate) by: String,
@@ -66,7 +67,7 @@ pub(crate) struct LineEntry {
 /// The whole line at one moment: the counts are everyone's; the entries
 /// are filtered to what a viewer sees before they are sent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct LineView {
     pub(crate) waiting: usize,
     pub(crate) building: usize,
@@ -85,8 +86,8 @@ impl LineView {
         if elsewhere.entries.is_empty() && elsewhere.waiting == 0 && elsewhere.building == 0 {
             return self;
         }
-        self.waiting += elsewhere.waiting;
-        self.building += elsewhere.building;
+        self.waiting = self.waiting.saturating_add(elsewhere.waiting);
+        self.building = self.building.saturating_add(elsewhere.building);
         self.entries.extend(elsewhere.entries.iter().cloned());
         self.entries.sort_by(|a, b| {
             (a.stage != Place::Building)

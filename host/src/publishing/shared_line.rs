@@ -6,7 +6,9 @@
 //! its page and `GET /publishes` show the room's whole line.
 //!
 //! Nothing here is durable: a line is what is building now. A replica
-//! with no build says nothing, and hears only when another one moves.
+//! with no build says nothing, and hears only when another one moves (its
+//! subscription is made again after a quiet minute, so a connection that
+//! died silently is found). A replica that stops takes its line out.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +16,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use redis::AsyncCommands;
 use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
 
 use super::shared::Shared;
 use crate::builds::Builds;
@@ -27,16 +30,33 @@ const REPLICAS: &str = "toolhost:line:replicas";
 /// shown move on), and how long a line said lasts.
 const REFRESH: Duration = Duration::from_secs(5);
 const LASTS: Duration = Duration::from_secs(20);
+/// How long a quiet subscription is trusted before it is made again (a
+/// connection that died silently says nothing).
+const QUIET_AT_MOST: Duration = Duration::from_secs(60);
+/// The most entries one replica's line is read with.
+const MAX_ENTRIES: usize = 1_000;
 
 fn key_of(replica: &str) -> String {
     format!("{CHANNEL}:{replica}")
 }
 
-/// Shares this replica's line and hears the others' for as long as the
-/// server runs.
-pub(crate) fn share(shared: Arc<Shared>, builds: Arc<Builds>) {
-    tokio::spawn(tell(shared.clone(), builds.clone()));
-    tokio::spawn(hear(shared, builds));
+/// Shares this replica's line and hears the others' until `shutdown`;
+/// then its line is taken out of the store.
+pub(crate) fn share(shared: Arc<Shared>, builds: Arc<Builds>, shutdown: CancellationToken) {
+    let told = tokio::spawn(tell(shared.clone(), builds.clone()));
+    let heard = tokio::spawn(hear(shared.clone(), builds));
+    tokio::spawn(async move {
+        shutdown.cancelled().await;
+        told.abort();
+        heard.abort();
+        let mut connection = shared.connection();
+        let _: redis::RedisResult<()> = redis::pipe()
+            .del(key_of(shared.replica()))
+            .srem(REPLICAS, shared.replica())
+            .publish(CHANNEL, shared.replica())
+            .query_async(&mut connection)
+            .await;
+    });
 }
 
 /// Says this replica's line each time it moves, and every [`REFRESH`]
@@ -114,21 +134,20 @@ async fn hear(shared: Arc<Shared>, builds: Arc<Builds>) {
         let mut messages = pubsub.on_message();
         let mut known = read_others(&mut connection, &shared, &builds).await;
         loop {
-            let heard = if known {
-                match tokio::time::timeout(REFRESH, messages.next()).await {
-                    Ok(heard) => heard.map(Some),
-                    Err(_) => Some(None),
+            let wait = if known { REFRESH } else { QUIET_AT_MOST };
+            match tokio::time::timeout(wait, messages.next()).await {
+                // Quiet for long: subscribe again (a dead connection is
+                // found so).
+                Err(_) if !known => break,
+                // The connection dropped: subscribe again, after a pause.
+                Ok(None) => {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    break;
                 }
-            } else {
-                messages.next().await.map(Some)
-            };
-            match heard {
-                // The connection dropped: subscribe again.
-                None => break,
-                Some(Some(message))
+                Ok(Some(message))
                     if message.get_payload::<String>().ok().as_deref()
                         == Some(shared.replica()) => {}
-                Some(_) => known = read_others(&mut connection, &shared, &builds).await,
+                _ => known = read_others(&mut connection, &shared, &builds).await,
             }
         }
     }
@@ -153,9 +172,10 @@ async fn read_others(
             match text.as_deref().map(serde_json::from_str::<LineView>) {
                 Some(Ok(line)) => {
                     any = true;
-                    view.waiting += line.waiting;
-                    view.building += line.building;
-                    view.entries.extend(line.entries);
+                    view.waiting = view.waiting.saturating_add(line.waiting);
+                    view.building = view.building.saturating_add(line.building);
+                    view.entries
+                        .extend(line.entries.into_iter().take(MAX_ENTRIES));
                 }
                 Some(Err(_)) => {
                     tracing::warn!(%replica, "a build line in the shared store does not read; skipped")

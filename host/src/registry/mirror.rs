@@ -13,12 +13,16 @@
 //!   the plugin folder is always a regular file, by rename.
 //! - A file the policies folder no longer has is removed from the plugin
 //!   folder, if it is still what the mirror wrote
-//!   (`.toolhost/policies.json`); nothing else of the plugin folder is.
+//!   (`.toolhost/policies.json`); nothing else of the plugin folder is. One
+//!   it has but cannot read now stays as it was mirrored.
+//! - A namespace folder of the plugin folder that is a link is never
+//!   written through. A file that cannot be written is tried again, with a
+//!   growing wait, until it is; the others are mirrored meanwhile.
 //! - The mirror is made before the plugin folder is first read, and again
 //!   whenever the policies folder changes (event driven, as the watcher:
 //!   the kubelet's swap of `..data` is one event in the folder).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -35,9 +39,12 @@ const MAX_POLICY_BYTES: u64 = 1 << 20;
 /// How long the policies folder must be quiet before it is mirrored again.
 const QUIET: Duration = Duration::from_millis(200);
 
+/// The longest wait before a failed mirroring is tried again.
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
 /// What the mirror wrote into the plugin folder last: each file (as a path
 /// relative to the folder) and its SHA-256.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Mirrored {
     files: BTreeMap<String, String>,
@@ -86,20 +93,35 @@ fn is_policy_name(name: &str, in_namespace: bool) -> bool {
 }
 
 /// The policies in `policies`: each file's path relative to the folder,
-/// and its bytes.
-fn policies_in(policies: &Path) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
-    let mut found = BTreeMap::new();
-    let mut read = |file: &Path, relative: String| match std::fs::metadata(file) {
-        Ok(meta) if meta.is_file() && meta.len() <= MAX_POLICY_BYTES => match std::fs::read(file) {
+/// and its bytes; and those there that cannot be read now (kept as they
+/// were mirrored: a policy is only taken out when the folder no longer
+/// has it).
+struct Found {
+    files: BTreeMap<String, Vec<u8>>,
+    unreadable: BTreeSet<String>,
+}
+
+fn policies_in(policies: &Path) -> std::io::Result<Found> {
+    let mut found = Found {
+        files: BTreeMap::new(),
+        unreadable: BTreeSet::new(),
+    };
+    let mut read = |file: &Path, relative: String| {
+        let bytes = std::fs::metadata(file).and_then(|meta| {
+            if meta.is_file() && meta.len() <= MAX_POLICY_BYTES {
+                std::fs::read(file)
+            } else {
+                Err(std::io::Error::other("not a regular file of at most 1 MiB"))
+            }
+        });
+        match bytes {
             Ok(bytes) => {
-                found.insert(relative, bytes);
+                found.files.insert(relative, bytes);
             }
             Err(error) => {
-                tracing::warn!(file = %file.display(), %error, "a policy cannot be read; not mirrored")
+                tracing::warn!(file = %file.display(), %error, "a policy cannot be read; the plugin folder keeps what was mirrored of it");
+                found.unreadable.insert(relative);
             }
-        },
-        _ => {
-            tracing::warn!(file = %file.display(), "a policy that is not a regular file of at most 1 MiB; not mirrored")
         }
     };
     for entry in std::fs::read_dir(policies)? {
@@ -135,6 +157,36 @@ fn policies_in(policies: &Path) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
     Ok(found)
 }
 
+/// Whether `relative` (as recorded) names a policy of the plugin folder:
+/// at the top, or in a namespace folder.
+fn is_policy_path(relative: &str) -> bool {
+    match relative.split_once('/') {
+        Some((namespace, name)) => {
+            is_valid_namespace(namespace) && !name.contains('/') && is_policy_name(name, true)
+        }
+        None => is_policy_name(relative, false),
+    }
+}
+
+/// Where `relative` goes in `folder` (its namespace folder made if
+/// `create`), unless that folder is not a plain folder (a link is never
+/// followed).
+fn target_in(folder: &Path, relative: &str, create: bool) -> Option<PathBuf> {
+    if let Some((namespace, _)) = relative.split_once('/') {
+        let dir = folder.join(namespace);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if !meta.is_dir() => {
+                tracing::warn!(folder = %dir.display(), "a namespace folder that is not a plain folder; its policies are not mirrored");
+                return None;
+            }
+            Ok(_) => {}
+            Err(_) if create => std::fs::create_dir(&dir).ok()?,
+            Err(_) => return None,
+        }
+    }
+    Some(folder.join(relative))
+}
+
 fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
@@ -152,39 +204,86 @@ fn hash_of(path: &Path) -> Option<String> {
 
 /// Makes the plugin folder's policies those of `policies`: writes what
 /// differs, removes what the mirror wrote and `policies` no longer has.
+/// A file that cannot be written is said and tried again at the next
+/// mirroring; the others go on, and the first such error is answered once
+/// all were tried.
 #[tracing::instrument(skip_all, fields(policies = %policies.display()))]
 pub(crate) fn sync(policies: &Path, folder: &Path) -> std::io::Result<Synced> {
-    let wanted = policies_in(policies)?;
-    let before = Mirrored::read(folder);
+    let found = policies_in(policies)?;
+    let mut before = Mirrored::read(folder);
+    before.files.retain(|relative, _| is_policy_path(relative));
     let mut now = Mirrored::default();
     let mut synced = Synced::default();
-    for (relative, bytes) in &wanted {
-        let target = folder.join(relative);
+    let mut failed = None;
+    for (relative, bytes) in &found.files {
         let hash = sha256(bytes);
-        if hash_of(&target).as_deref() != Some(hash.as_str()) {
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)?;
+        let Some(target) = target_in(folder, relative, true) else {
+            continue;
+        };
+        let there = hash_of(&target);
+        if there.as_deref() == Some(hash.as_str()) {
+            // Already there: the mirror's only if it wrote it before.
+            if before.files.get(relative) == Some(&hash) {
+                now.files.insert(relative.clone(), hash);
             }
-            layout::write_by_rename(&target, bytes)?;
-            synced.written.push(relative.clone());
-        }
-        now.files.insert(relative.clone(), hash);
-    }
-    for (relative, hash) in &before.files {
-        if wanted.contains_key(relative) {
             continue;
         }
-        let target = folder.join(relative);
-        if hash_of(&target).as_deref() == Some(hash.as_str()) {
-            layout::gone_is_fine(std::fs::remove_file(&target))?;
-            synced.removed.push(relative.clone());
+        if there.is_some() && !before.files.contains_key(relative) {
+            tracing::warn!(file = %target.display(), "a policy of the plugin folder replaced by the policies folder's");
+        }
+        match layout::write_by_rename(&target, bytes) {
+            Ok(()) => {
+                synced.written.push(relative.clone());
+                now.files.insert(relative.clone(), hash);
+            }
+            Err(error) => {
+                tracing::warn!(file = %target.display(), %error, "a policy cannot be mirrored now");
+                if let Some(hash) = before.files.get(relative) {
+                    now.files.insert(relative.clone(), hash.clone());
+                }
+                failed.get_or_insert(error);
+            }
         }
     }
-    now.save(folder)?;
+    for (relative, hash) in &before.files {
+        if found.files.contains_key(relative) {
+            continue;
+        }
+        if found.unreadable.contains(relative) {
+            now.files.insert(relative.clone(), hash.clone());
+            continue;
+        }
+        let Some(target) = target_in(folder, relative, false) else {
+            continue;
+        };
+        if hash_of(&target).as_deref() == Some(hash.as_str()) {
+            match layout::gone_is_fine(std::fs::remove_file(&target)) {
+                Ok(()) => synced.removed.push(relative.clone()),
+                Err(error) => {
+                    now.files.insert(relative.clone(), hash.clone());
+                    failed.get_or_insert(error);
+                }
+            }
+        }
+    }
+    if now.files != before.files || !Mirrored::file(folder).exists() {
+        now.save(folder)?;
+    }
     if synced != Synced::default() {
         tracing::info!(written = ?synced.written, removed = ?synced.removed, "policies mirrored into the plugin folder");
     }
-    Ok(synced)
+    match failed {
+        Some(error) => Err(error),
+        None => Ok(synced),
+    }
+}
+
+/// Whether one of the two folders holds the other (the mirror would
+/// watch its own writes).
+pub(crate) fn overlap(policies: &Path, folder: &Path) -> bool {
+    let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let (policies, folder) = (real(policies), real(folder));
+    policies.starts_with(&folder) || folder.starts_with(&policies)
 }
 
 /// Keeps the watch on the policies folder alive; dropping it stops it.
@@ -212,7 +311,19 @@ pub(crate) fn watch(policies: &Path, folder: &Path) -> anyhow::Result<MirrorWatc
     watcher.watch(policies, RecursiveMode::Recursive)?;
     let (policies, folder) = (policies.to_path_buf(), folder.to_path_buf());
     tokio::spawn(async move {
-        while receiver.recv().await.is_some() {
+        // Waits for a change; after a failed mirroring, for a change or
+        // the next retry, whichever comes first.
+        let mut retry: Option<Duration> = None;
+        loop {
+            let woke = match retry {
+                Some(after) => tokio::time::timeout(after, receiver.recv())
+                    .await
+                    .unwrap_or(Some(())),
+                None => receiver.recv().await,
+            };
+            if woke.is_none() {
+                return;
+            }
             // Quiet first: a ConfigMap's update is several events.
             loop {
                 match tokio::time::timeout(QUIET, receiver.recv()).await {
@@ -223,9 +334,15 @@ pub(crate) fn watch(policies: &Path, folder: &Path) -> anyhow::Result<MirrorWatc
             }
             let (policies, folder) = (policies.clone(), folder.clone());
             let synced = tokio::task::spawn_blocking(move || sync(&policies, &folder)).await;
-            if let Ok(Err(error)) = synced {
-                tracing::error!(%error, "the policies folder cannot be mirrored; the plugin folder keeps the policies it has");
-            }
+            retry = match synced {
+                Ok(Ok(_)) => None,
+                _ => {
+                    let next =
+                        retry.map_or(Duration::from_secs(1), |after| (after * 2).min(RETRY_MAX));
+                    tracing::error!(retry_in = ?next, "the policies folder is not wholly mirrored; the plugin folder keeps the policies it has");
+                    Some(next)
+                }
+            };
         }
     });
     Ok(MirrorWatch { _watcher: watcher })
@@ -276,6 +393,50 @@ mod tests {
         std::fs::remove_dir_all(p.join("ada")).unwrap();
         assert_eq!(sync(p, f).unwrap().removed, Vec::<String>::new());
         assert!(f.join("ada/_namespace.toml").exists());
+    }
+
+    #[test]
+    fn an_unreadable_policy_stays_and_a_file_already_there_is_not_the_mirrors() {
+        let policies = tempfile::tempdir().unwrap();
+        let folder = tempfile::tempdir().unwrap();
+        let (p, f) = (policies.path(), folder.path());
+        write(&p.join("echo.toml"), "[limits]\n");
+        write(&p.join("same.toml"), "same");
+        write(&f.join("same.toml"), "same");
+        assert_eq!(sync(p, f).unwrap().written, ["echo.toml"]);
+        // Past the bound (as unreadable as a permission error): kept.
+        std::fs::write(
+            p.join("echo.toml"),
+            vec![b'#'; (MAX_POLICY_BYTES + 1) as usize],
+        )
+        .unwrap();
+        assert_eq!(sync(p, f).unwrap(), Synced::default());
+        assert_eq!(
+            std::fs::read_to_string(f.join("echo.toml")).unwrap(),
+            "[limits]\n"
+        );
+        // Taken out: the mirror's goes, the one that was there stays.
+        std::fs::remove_file(p.join("echo.toml")).unwrap();
+        std::fs::remove_file(p.join("same.toml")).unwrap();
+        assert_eq!(sync(p, f).unwrap().removed, ["echo.toml"]);
+        assert!(f.join("same.toml").exists());
+    }
+
+    #[test]
+    fn a_namespace_folder_that_is_a_link_is_not_written_through() {
+        use std::os::unix::fs::symlink;
+        let policies = tempfile::tempdir().unwrap();
+        let folder = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        write(&policies.path().join("ada/_namespace.toml"), "");
+        symlink(elsewhere.path(), folder.path().join("ada")).unwrap();
+        assert_eq!(
+            sync(policies.path(), folder.path()).unwrap(),
+            Synced::default()
+        );
+        assert!(!elsewhere.path().join("_namespace.toml").exists());
+        assert!(overlap(policies.path(), policies.path()));
+        assert!(!overlap(policies.path(), folder.path()));
     }
 
     #[test]
