@@ -562,8 +562,7 @@ fn a_replica_killed_during_a_burst_of_publishes_loses_none_it_acknowledged() {
 #[test]
 fn the_build_line_is_the_rooms_on_every_replica() {
     let state = tempfile::tempdir().unwrap();
-    let port = crate::replicas::free_port();
-    let redis = Redis::start_on(state.path(), port, false);
+    let redis = Redis::start(state.path());
     let tokens = tokens_file(state.path());
     let flags = [
         "--redis",

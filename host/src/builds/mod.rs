@@ -277,9 +277,8 @@ pub(crate) struct Builds {
     /// The line as people see it.
     line: line::Line,
     /// The lines of the other replicas sharing a store, as last heard
-    /// (`publishing/shared_line.rs`), and a count of their moves.
-    elsewhere: std::sync::Mutex<line::LineView>,
-    moved_elsewhere: tokio::sync::watch::Sender<u64>,
+    /// (`publishing/shared_line.rs`); its listeners hear each move.
+    elsewhere: tokio::sync::watch::Sender<line::LineView>,
     events: broadcast::Sender<BuildEvent>,
 }
 
@@ -345,8 +344,7 @@ impl Builds {
             scratch,
             queue: queue::Queue::new(settings.slots),
             line: line::Line::new(settings.slots),
-            elsewhere: std::sync::Mutex::default(),
-            moved_elsewhere: tokio::sync::watch::Sender::new(0),
+            elsewhere: tokio::sync::watch::Sender::default(),
             settings,
             languages,
             events,
@@ -370,8 +368,7 @@ impl Builds {
     /// The room's line now: what waits, in order, and what builds, here
     /// and on the other replicas sharing a store.
     pub(crate) fn line(&self) -> line::LineView {
-        let elsewhere = self.elsewhere.lock().unwrap_or_else(|e| e.into_inner());
-        self.line.view().with(&elsewhere)
+        self.line.view().with(&self.elsewhere.borrow())
     }
 
     /// This replica's own line, as it is shared with the others.
@@ -382,17 +379,18 @@ impl Builds {
     /// The other replicas' lines, as just heard; those listening hear of
     /// it if it moved.
     pub(crate) fn set_elsewhere(&self, view: line::LineView) {
-        let mut elsewhere = self.elsewhere.lock().unwrap_or_else(|e| e.into_inner());
-        if *elsewhere != view {
-            *elsewhere = view;
-            drop(elsewhere);
-            self.moved_elsewhere.send_modify(|moves| *moves += 1);
-        }
+        self.elsewhere.send_if_modified(|elsewhere| {
+            let moved = *elsewhere != view;
+            if moved {
+                *elsewhere = view;
+            }
+            moved
+        });
     }
 
     /// Told each time another replica's line moved.
-    pub(crate) fn moves_elsewhere(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.moved_elsewhere.subscribe()
+    pub(crate) fn moves_elsewhere(&self) -> tokio::sync::watch::Receiver<line::LineView> {
+        self.elsewhere.subscribe()
     }
 
     /// Why a source of `language` is not built here, if it is not.

@@ -222,7 +222,7 @@ struct Stream {
     /// room's history).
     builds: broadcast::Receiver<BuildEvent>,
     /// Moves of the other replicas' build lines (a `line` event each).
-    moves_elsewhere: tokio::sync::watch::Receiver<u64>,
+    moves_elsewhere: tokio::sync::watch::Receiver<crate::builds::line::LineView>,
     /// Publishes' outcomes as they are noted (the room's view).
     noted: broadcast::Receiver<Noted>,
     /// Events to send before listening (a replay, or a snapshot).

@@ -170,12 +170,10 @@ async fn read_others(
         for replica in others {
             let text: Option<String> = connection.get(key_of(&replica)).await?;
             match text.as_deref().map(serde_json::from_str::<LineView>) {
-                Some(Ok(line)) => {
+                Some(Ok(mut line)) => {
                     any = true;
-                    view.waiting = view.waiting.saturating_add(line.waiting);
-                    view.building = view.building.saturating_add(line.building);
-                    view.entries
-                        .extend(line.entries.into_iter().take(MAX_ENTRIES));
+                    line.entries.truncate(MAX_ENTRIES);
+                    view = view.with(&line);
                 }
                 Some(Err(_)) => {
                     tracing::warn!(%replica, "a build line in the shared store does not read; skipped")

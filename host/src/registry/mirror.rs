@@ -28,9 +28,9 @@ use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher as _};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::registry::layout::{self, is_valid_namespace, is_valid_plugin_name};
+use crate::registry::plugin::content_hash;
 use crate::registry::policy::{NAMESPACE_POLICY, ROOM_POLICY};
 
 /// The most one policy file may hold.
@@ -187,19 +187,12 @@ fn target_in(folder: &Path, relative: &str, create: bool) -> Option<PathBuf> {
     Some(folder.join(relative))
 }
 
-fn sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
-
 /// The SHA-256 of the regular file `path` (never through a link), if it is
 /// one.
 fn hash_of(path: &Path) -> Option<String> {
     let meta = std::fs::symlink_metadata(path).ok()?;
     meta.is_file()
-        .then(|| std::fs::read(path).ok().map(|bytes| sha256(&bytes)))?
+        .then(|| std::fs::read(path).ok().map(|bytes| content_hash(&bytes)))?
 }
 
 /// Makes the plugin folder's policies those of `policies`: writes what
@@ -216,7 +209,7 @@ pub(crate) fn sync(policies: &Path, folder: &Path) -> std::io::Result<Synced> {
     let mut synced = Synced::default();
     let mut failed = None;
     for (relative, bytes) in &found.files {
-        let hash = sha256(bytes);
+        let hash = content_hash(bytes);
         let Some(target) = target_in(folder, relative, true) else {
             continue;
         };
