@@ -117,3 +117,66 @@ fn a_sources_module_runs_once_and_each_call_starts_from_its_own_copy() {
     assert_eq!(first["stamp"], second["stamp"], "{first} {second}");
     assert_ne!(first["stamp"], answers[0]["stamp"]);
 }
+
+/// A plain tool: its module costs an instance a few milliseconds.
+const QUICK: &str = r#"from toolhost_plugin import tool
+
+
+@tool(name="quick")
+def quick(text: str) -> str:
+    """Echo.
+
+    Args:
+        text: Some text
+    """
+    return text
+"#;
+
+#[test]
+fn a_quick_modules_image_waits_until_calls_have_paid_for_it() {
+    let dir = plugin_dir(&[]);
+    let server = Server::process(dir.path(), &[]);
+    server.wait_for_runtimes_compiled();
+    drop_source(dir.path(), "quick.py", QUICK);
+    server.wait_for("quick.py to load", |s| {
+        s.tool_names().contains(&"quick".to_string())
+    });
+    let imaged = |server: &Server| {
+        server
+            .log()
+            .lines()
+            .any(|line| line.contains("image taken") && line.contains("plugin=quick"))
+    };
+    // A source tried once (one of a burst of publishes, a step of an edit
+    // loop) never pays the tens of milliseconds an image takes: its next
+    // spare is made, and no image with it.
+    let once = server.call("quick", json!({"text": "a"}));
+    assert_eq!(once.json["content"][0]["text"], "a", "{}", once.json);
+    server.wait_for("the next spare", |s| {
+        crate::metrics::metric_value(s, "toolhost_instances_held") >= 1
+    });
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(!imaged(&server), "imaged after one call:\n{}", server.log());
+    assert_eq!(
+        crate::metrics::metric_value(&server, "toolhost_image_bytes"),
+        0
+    );
+    // Called on, it is imaged once its calls have run its module for as
+    // long as taking the image costs.
+    for n in 0..200 {
+        let answer = server.call("quick", json!({"text": n.to_string()}));
+        assert_eq!(
+            answer.json["content"][0]["text"],
+            n.to_string(),
+            "{}",
+            answer.json
+        );
+        if imaged(&server) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    server.wait_for("the image of a source called on", imaged);
+    let after = server.call("quick", json!({"text": "b"}));
+    assert_eq!(after.json["content"][0]["text"], "b", "{}", after.json);
+}

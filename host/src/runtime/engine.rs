@@ -333,7 +333,7 @@ impl Runtime {
     /// with its grants.
     pub(crate) fn loaded(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>) {
         if self.started.load(std::sync::atomic::Ordering::Acquire) {
-            self.refill(plugin, grants);
+            self.refill(plugin, grants, false);
         }
     }
 
@@ -488,7 +488,7 @@ impl Runtime {
                 // Its state now is the module's, and nothing of a caller's.
                 // A module that ran long is imaged now, before the version
                 // serves; a quick one serves at once, and is imaged (or
-                // found not worth it) as its first spare is made.
+                // found not worth it) once its calls have paid for it.
                 let image = match (&funcs, &fresh) {
                     (Some(funcs), Some(fresh)) if module_ran >= images::TAKE_AT_LOAD_FROM => Some(
                         tokio::time::timeout(
@@ -518,15 +518,16 @@ impl Runtime {
                     (image, _) => image,
                 };
                 code.release_resident();
-                Ok((description, image))
+                Ok((description, image, module_ran))
             })
             .await;
         match described {
-            Ok(((description, image), _cpu)) => {
+            Ok(((description, image, module_ran), _cpu)) => {
+                plugin.image.module_ran(module_ran);
                 if wants_image {
                     // No image here (a quick module, or the runtime's fresh
-                    // memory could not be read): the first spare's refill
-                    // tries again.
+                    // memory could not be read): a refill after a call
+                    // tries again, once the calls have paid for it.
                     self.image_taken(&plugin, &serving, image, started);
                 }
                 Ok(description)
@@ -730,7 +731,7 @@ impl Runtime {
         let Some(room) = self.kept.claim() else {
             tokio::task::yield_now().await;
             drop(store);
-            self.refill(plugin, grants);
+            self.refill(plugin, grants, true);
             return;
         };
         let (runtime, plugin, grants) = (self.clone(), plugin.clone(), grants.clone());
@@ -740,7 +741,7 @@ impl Runtime {
                 drop(room);
             })
             .await;
-            runtime.refill(&plugin, &grants);
+            runtime.refill(&plugin, &grants, true);
         });
     }
 
@@ -755,12 +756,16 @@ impl Runtime {
     /// the call; what that printed is dropped. Best effort: with every
     /// slot busy, no room for a spare, or if instantiating fails, the next
     /// call makes its own instance. If warming fails, the plugin's spares
-    /// are only instantiated from then on.
-    fn refill(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>) {
+    /// are only instantiated from then on. After a call (`called`), a
+    /// source's image is taken first once its calls have paid for it
+    /// (`ImageSlot::called_and_paid`).
+    fn refill(self: &Arc<Self>, plugin: &CompiledPlugin, grants: &Arc<Grants>, called: bool) {
         if plugin.inline || grants.reuse_instance.is_some() {
             return;
         }
-        self.take_image(plugin, grants);
+        if called && plugin.image.called_and_paid() {
+            self.take_image(plugin, grants);
+        }
         // Only with a slot free now: a spare never queues ahead of a call.
         if self.calls_waiting() > 0 || self.calls_running() >= self.max_calls() {
             return;

@@ -22,7 +22,8 @@ use crate::runtime::snapshot::image::{FreshPages, Image, ImageError, StateFuncs}
 /// taken then, before it serves (reading the runtime's memory costs a few
 /// tens of milliseconds): its first call starts from the image. A quicker
 /// module serves at once, and its image is taken (or found not worth it)
-/// as its first spare is made.
+/// as a spare is made, once its calls have paid for it
+/// (`ImageSlot::called_and_paid`).
 pub(super) const TAKE_AT_LOAD_FROM: Duration = Duration::from_millis(100);
 
 /// What taking one source's image works with.
@@ -216,6 +217,7 @@ impl Runtime {
                         let (mut ran, instance) = taking.instance(&maker).await?;
                         code.pre.list_tools(&mut ran, &instance).await?;
                         let module_ran = module_started.elapsed();
+                        plugin.image.module_ran(module_ran);
                         let image = Image::take(
                             &funcs,
                             &maker.images,

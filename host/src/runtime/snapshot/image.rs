@@ -15,8 +15,9 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use wasmtime::AsContextMut;
 use wasmtime::component::{Component, ComponentExportIndex, Instance, TypedFunc};
@@ -451,10 +452,31 @@ async fn read<S: Send>(
     Ok(read.call_async(&mut store, (offset, len)).await?.0)
 }
 
+/// What taking an image costs, roughly: an instance that runs the module,
+/// its memory compared with a fresh one's, another given the image (about
+/// 50 ms of CPU for a plain tool's 2.5 MB on this class of machine). A
+/// quick module's image is taken only once the calls that ran it without
+/// one have paid that much, so a source called once or twice (a burst of
+/// publishes, each tried once; an edit loop) never pays for one.
+pub(crate) const TAKING_COSTS: Duration = Duration::from_millis(50);
+
+/// The fewest calls a quick module's version serves before its image is
+/// taken: a source tried once never pays for one, whatever its module
+/// took.
+pub(crate) const TAKEN_AFTER_CALLS: u64 = 2;
+
 /// A source version's image, as far as it has got: one per plugin version,
-/// for the grants it was taken with.
+/// for the grants it was taken with; and what running its module has cost
+/// the calls so far, which decides when a quick module's is taken.
 #[derive(Default)]
-pub(crate) struct ImageSlot(Mutex<Slot>);
+pub(crate) struct ImageSlot {
+    slot: Mutex<Slot>,
+    /// What one run of the module took as it was last measured (an
+    /// instance made, the module run, its tools listed), in microseconds.
+    module_micros: AtomicU64,
+    /// Calls served since the version started serving.
+    calls: AtomicU64,
+}
 
 #[derive(Default)]
 enum Slot {
@@ -472,7 +494,7 @@ enum Slot {
 impl ImageSlot {
     /// The image to lay over an instance with `grants`, if there is one.
     pub(crate) fn ready(&self, grants: &Arc<Grants>) -> Option<Arc<Image>> {
-        match &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+        match &*self.slot.lock().unwrap_or_else(|e| e.into_inner()) {
             Slot::Ready(taken_with, image) if Arc::ptr_eq(taken_with, grants) => {
                 Some(image.clone())
             }
@@ -483,7 +505,7 @@ impl ImageSlot {
     /// Whether an image is to be taken now for `grants` (and, if so, it is
     /// marked as being taken).
     pub(crate) fn start_taking(&self, grants: &Arc<Grants>) -> bool {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         let wanted = match &*slot {
             Slot::Untried => true,
             Slot::Taking => false,
@@ -501,7 +523,7 @@ impl ImageSlot {
     /// failure that was not the image's: no slot, the server stopping)
     /// to be tried again.
     pub(crate) fn taken(&self, grants: &Arc<Grants>, outcome: Option<Result<Image, ()>>) {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         // Cleared meanwhile (the version stopped serving): nothing to keep.
         if !matches!(*slot, Slot::Taking) {
             return;
@@ -515,13 +537,56 @@ impl ImageSlot {
 
     /// The image goes with the version's instances (`Runtime::unserved`).
     pub(crate) fn clear(&self) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Slot::Untried;
+        *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Slot::Untried;
+        self.calls.store(0, Ordering::Relaxed);
+    }
+
+    /// Keeps what one run of the module took (as the version was
+    /// described, or as its image was taken).
+    pub(crate) fn module_ran(&self, took: Duration) {
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.module_micros.store(micros.max(1), Ordering::Relaxed);
+    }
+
+    /// Counts a call, and says whether the calls served so far have paid
+    /// for taking the image: at least [`TAKEN_AFTER_CALLS`] of them, and
+    /// their runs of the module [`TAKING_COSTS`] or more together (a
+    /// module never measured counts as costing that much each time).
+    pub(crate) fn called_and_paid(&self) -> bool {
+        let calls = self.calls.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        let module = match self.module_micros.load(Ordering::Relaxed) {
+            0 => u64::try_from(TAKING_COSTS.as_micros()).unwrap_or(u64::MAX),
+            micros => micros,
+        };
+        calls >= TAKEN_AFTER_CALLS
+            && calls.saturating_mul(module)
+                >= u64::try_from(TAKING_COSTS.as_micros()).unwrap_or(u64::MAX)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quick_modules_image_waits_for_its_calls_to_pay_for_it() {
+        let slot = ImageSlot::default();
+        slot.module_ran(Duration::from_millis(5));
+        let paid: Vec<bool> = (0..12).map(|_| slot.called_and_paid()).collect();
+        assert_eq!(paid.iter().position(|&paid| paid), Some(9), "{paid:?}");
+        // A slow module pays at once, but never at the first call.
+        let slow = ImageSlot::default();
+        slow.module_ran(Duration::from_millis(80));
+        assert!(!slow.called_and_paid());
+        assert!(slow.called_and_paid());
+        // A new version counts again.
+        slot.clear();
+        assert!(!slot.called_and_paid());
+        // Never measured: as costly as the image.
+        let unmeasured = ImageSlot::default();
+        assert!(!unmeasured.called_and_paid());
+        assert!(unmeasured.called_and_paid());
+    }
 
     #[test]
     fn a_run_two_images_write_alike_is_held_once_and_the_bound_holds() {
