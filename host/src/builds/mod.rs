@@ -32,6 +32,7 @@ pub(crate) mod contain;
 pub(crate) mod line;
 mod queue;
 pub(crate) mod recipe;
+pub(crate) mod room;
 pub(crate) mod scratch;
 
 use std::sync::Arc;
@@ -127,6 +128,8 @@ pub(crate) struct Built {
     /// What the author should know though it built (imports only inside
     /// functions, added to the component).
     pub(crate) notes: Vec<String>,
+    /// The replica that built it, where it was not this one (`room.rs`).
+    pub(crate) replica: Option<String>,
 }
 
 /// Why a source made no component.
@@ -181,6 +184,9 @@ pub(crate) enum BuildError {
     /// Builds cannot be contained here, and the operator did not opt out.
     #[error("{0}")]
     Unavailable(String),
+    /// Another replica ran it, and it ended so (`room.rs`).
+    #[error("{0}")]
+    Elsewhere(String),
     /// A newer source from the same person replaced it while it waited.
     #[error("a newer source from the same person replaced this one before it was built")]
     Replaced,
@@ -280,6 +286,9 @@ pub(crate) struct Builds {
     /// (`publishing/shared_line.rs`); its listeners hear each move.
     elsewhere: tokio::sync::watch::Sender<line::LineView>,
     events: broadcast::Sender<BuildEvent>,
+    /// Where replicas share a store: the room builds are handed to when
+    /// no slot here is free.
+    room: std::sync::OnceLock<Arc<dyn room::Room>>,
 }
 
 impl Builds {
@@ -348,6 +357,7 @@ impl Builds {
             settings,
             languages,
             events,
+            room: std::sync::OnceLock::new(),
         }))
     }
 
@@ -502,17 +512,36 @@ impl Builds {
         // waits for a slot (its lane its own): its place is then the one
         // the slots will serve.
         let behind_own = standing.behind_own;
+        let room = self.room.get().cloned();
+        let job = room.as_ref().map(|room| room::Job {
+            id: room::Job::new_id(),
+            origin: room.replica().to_string(),
+            person: person.to_string(),
+            plugin: plugin.to_string(),
+            language: source.language.as_str().to_string(),
+            text: source.text.clone(),
+            max_output,
+        });
         let turn = self
             .queue
-            .turn(person, || {
+            .turn_with(person, || async {
                 let standing = self.line.waiting_for_slot(ticket);
                 if behind_own {
                     tell("queued", None, None, None, Some(standing));
                 }
+                match (room, job) {
+                    (Some(room), Some(job)) => room::wait(room, &self.queue, job, |replica| {
+                        tracing::info!(plugin, person, %replica, "a build runs on another replica");
+                        let standing = self.line.building(ticket);
+                        tell("building", None, None, None, Some(standing));
+                    })
+                    .await,
+                    _ => room::Place::Here(Some(self.queue.slot().await)),
+                }
             })
             .await;
         self.queue.tidy();
-        let Ok(mut turn) = turn else {
+        let Ok(turn) = turn else {
             drop(in_line);
             tell(
                 "failed",
@@ -523,25 +552,27 @@ impl Builds {
             );
             return Err(BuildError::Replaced);
         };
-        let waited = asked.elapsed();
-        let standing = self.line.building(ticket);
-        tell("building", None, None, None, Some(standing));
-        let gave_way = std::sync::atomic::AtomicBool::new(false);
-        let running = self.run(&program, source, max_output, &gave_way);
-        tokio::pin!(running);
-        // Past its first slice, a build goes on beside the next in line,
-        // at the lowest priority: endless loops at import hold no slot.
-        let outcome = tokio::select! {
-            outcome = &mut running => outcome,
-            () = tokio::time::sleep(self.settings.slice) => {
-                if self.queue.overtime(&mut turn) {
-                    gave_way.store(true, std::sync::atomic::Ordering::Relaxed);
-                    tracing::info!(plugin, person, "a build past its first slice gives its slot to the next");
-                }
-                running.await
+        let (lane, place) = turn.split();
+        // Taken by another replica, it runs: only its outcome is waited for
+        // (or a slot here, if that replica stops first).
+        let place = match place {
+            room::Place::Taken(elsewhere) => elsewhere.outcome(&self.queue).await,
+            place => place,
+        };
+        let outcome = match place {
+            room::Place::Done(outcome) => outcome,
+            room::Place::Taken(_) => unreachable!("followed to its end"),
+            room::Place::Here(slot) => {
+                let standing = self.line.building(ticket);
+                tell("building", None, None, None, Some(standing));
+                self.run_in_slot(&program, source, max_output, slot, plugin, person)
+                    .await
             }
         };
-        drop(turn);
+        let waited = asked
+            .elapsed()
+            .saturating_sub(outcome.as_ref().map_or(Duration::ZERO, |built| built.took));
+        drop(lane);
         let took = match &outcome {
             Ok(built) => Some(built.took),
             Err(BuildError::Failed { took, .. }) => Some(*took),
@@ -565,6 +596,84 @@ impl Builds {
             Err(other) => tell("failed", None, Some(other.to_string()), None, None),
         }
         outcome.map(|built| Built { waited, ..built })
+    }
+
+    /// Runs `source` in `slot`; past its first slice, a build goes on
+    /// beside the next in line, at the lowest priority: endless loops at
+    /// import hold no slot.
+    async fn run_in_slot(
+        &self,
+        program: &std::path::Path,
+        source: &Source,
+        max_output: u64,
+        mut slot: Option<tokio::sync::OwnedSemaphorePermit>,
+        plugin: &str,
+        person: &str,
+    ) -> Result<Built, BuildError> {
+        let gave_way = std::sync::atomic::AtomicBool::new(false);
+        let running = self.run(program, source, max_output, &gave_way);
+        tokio::pin!(running);
+        tokio::select! {
+            outcome = &mut running => outcome,
+            () = tokio::time::sleep(self.settings.slice) => {
+                if slot.take().is_some() {
+                    gave_way.store(true, std::sync::atomic::Ordering::Relaxed);
+                    tracing::info!(plugin, person, "a build past its first slice gives its slot to the next");
+                }
+                running.await
+            }
+        }
+    }
+
+    /// Hands the builds that find no free slot here to `room`, from now on.
+    pub(crate) fn share_with(&self, room: Arc<dyn room::Room>) {
+        let _ = self.room.set(room);
+    }
+
+    /// The languages this replica can build now (for the room's offers).
+    pub(crate) fn languages_built(&self) -> Vec<Language> {
+        self.languages
+            .iter()
+            .copied()
+            .filter(|language| self.builds(*language).is_ok())
+            .collect()
+    }
+
+    /// A slot here, once one is free.
+    pub(crate) async fn slot(&self) -> tokio::sync::OwnedSemaphorePermit {
+        self.queue.slot().await
+    }
+
+    /// Builds `job`, handed here by the replica it was published on, in
+    /// `slot`. It is in that replica's line, not this one's.
+    pub(crate) async fn build_handed(
+        &self,
+        job: &room::Job,
+        slot: tokio::sync::OwnedSemaphorePermit,
+    ) -> Result<Built, BuildError> {
+        let language = Language::of_name(&job.language)
+            .filter(|language| self.languages.contains(language))
+            .ok_or_else(|| {
+                BuildError::NotBuiltHere(format!("{:?} is not built here", job.language))
+            })?;
+        self.builds(language)?;
+        let program = recipe::toolchain(language)
+            .ok_or_else(|| BuildError::NotBuiltHere("no toolchain".into()))?
+            .find()
+            .map_err(BuildError::NoToolchain)?;
+        let source = Source {
+            language,
+            text: job.text.clone(),
+        };
+        self.run_in_slot(
+            &program,
+            &source,
+            job.max_output,
+            Some(slot),
+            &job.plugin,
+            &job.person,
+        )
+        .await
     }
 
     /// One build in folders of its own, removed afterwards.
@@ -704,6 +813,7 @@ impl Builds {
                     peak_memory_bytes: ran.peak_memory_bytes,
                     peak_disk_bytes: ran.peak_disk_bytes,
                     notes,
+                    replica: None,
                 })
             }
             Ended::Exited(false) => {

@@ -17,11 +17,19 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-/// The turn a build holds while it runs: its person's lane and a slot,
-/// given back once past its first slice.
-pub(crate) struct Turn {
+/// The turn a build holds while it runs: its person's lane and its place
+/// (a slot here, given back once past its first slice, or what another
+/// replica made of it: `room.rs`).
+pub(crate) struct Turn<P = Option<OwnedSemaphorePermit>> {
     _lane: OwnedMutexGuard<()>,
-    slot: Option<OwnedSemaphorePermit>,
+    pub(crate) place: P,
+}
+
+impl<P> Turn<P> {
+    /// The lane (held until the build ends) and the place.
+    pub(crate) fn split(self) -> (OwnedMutexGuard<()>, P) {
+        (self._lane, self.place)
+    }
 }
 
 /// A build that waited was replaced by a newer one from the same person.
@@ -51,15 +59,36 @@ impl Queue {
         }
     }
 
-    /// Waits for `person`'s turn to build; `Err` when a newer build of
-    /// theirs replaced this one while it waited. `on_lane` is called once
-    /// the person's lane is this build's and it starts waiting for a slot
-    /// (from then on it is served in the order of that moment).
+    /// Waits for `person`'s turn to build, in a slot here; `Err` when a
+    /// newer build of theirs replaced this one while it waited. `on_lane`
+    /// is called once the person's lane is this build's and it starts
+    /// waiting for a slot (from then on it is served in the order of that
+    /// moment).
+    #[cfg(test)]
     pub(crate) async fn turn(
         &self,
         person: &str,
         on_lane: impl FnOnce(),
     ) -> Result<Turn, Replaced> {
+        self.turn_with(person, || async {
+            on_lane();
+            Some(self.slot().await)
+        })
+        .await
+    }
+
+    /// Waits for `person`'s lane, then for the place `place` finds (a
+    /// slot here or elsewhere); `Err` when a newer build of theirs
+    /// replaced this one before it had both (what `place` was doing is
+    /// dropped).
+    pub(crate) async fn turn_with<P, F>(
+        &self,
+        person: &str,
+        place: impl FnOnce() -> F,
+    ) -> Result<Turn<P>, Replaced>
+    where
+        F: std::future::Future<Output = P>,
+    {
         let ticket = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let replaced = CancellationToken::new();
         let running = {
@@ -72,17 +101,8 @@ impl Queue {
         };
         let turn = async {
             let lane = running.lock_owned().await;
-            on_lane();
-            let slot = self
-                .slots
-                .clone()
-                .acquire_owned()
-                .await
-                .expect("the build slots are never closed");
-            Turn {
-                _lane: lane,
-                slot: Some(slot),
-            }
+            let place = place().await;
+            Turn { _lane: lane, place }
         };
         let outcome = tokio::select! {
             turn = turn => Ok(turn),
@@ -106,10 +126,25 @@ impl Queue {
         outcome
     }
 
+    /// A slot here, once one is free (in the order asked).
+    pub(crate) async fn slot(&self) -> OwnedSemaphorePermit {
+        self.slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the build slots are never closed")
+    }
+
+    /// A slot here, if one is free now.
+    pub(crate) fn try_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.slots.clone().try_acquire_owned().ok()
+    }
+
     /// Gives `turn`'s slot to the next in line (its build goes on beside
     /// it); `true` the first time.
+    #[cfg(test)]
     pub(crate) fn overtime(&self, turn: &mut Turn) -> bool {
-        turn.slot.take().is_some()
+        turn.place.take().is_some()
     }
 
     /// Forgets the lanes of people with no build running or waiting.

@@ -180,6 +180,9 @@ fn answer(
         build["peakMemoryMib"] = (facts.peak_memory_bytes >> 20).into();
         build["peakDiskMib"] = (facts.peak_disk_bytes >> 20).into();
         build["notes"] = json!(facts.notes);
+        if let Some(replica) = &facts.replica {
+            build["builtOn"] = replica.as_str().into();
+        }
     }
     let shown = |report| match requester {
         Some(requester) => requester.sees_plugin(report),
@@ -249,6 +252,7 @@ fn failed(id: &str, language: Language, error: SourceError) -> Response {
             ),
             BuildError::Unavailable(_) => (ErrorCode::BuildsUnavailable, json!({})),
             BuildError::Replaced => (ErrorCode::BuildReplaced, json!({})),
+            BuildError::Elsewhere(_) => (ErrorCode::BuildFailed, json!({ "elsewhere": true })),
             BuildError::NotBuiltHere(_) => (ErrorCode::UnsupportedMediaType, json!({})),
             BuildError::Toolchain { .. } | BuildError::NoToolchain(_) | BuildError::Io(_) => {
                 (ErrorCode::HostError, json!({}))

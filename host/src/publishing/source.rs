@@ -74,6 +74,8 @@ pub(crate) struct BuildFacts {
     pub(crate) peak_memory_bytes: u64,
     pub(crate) peak_disk_bytes: u64,
     pub(crate) notes: Vec<String>,
+    /// The replica that built it, where that was not the one published on.
+    pub(crate) replica: Option<String>,
 }
 
 /// Why a source did not go live.
@@ -295,6 +297,7 @@ impl SourceFlow {
                 peak_memory_bytes: built.peak_memory_bytes,
                 peak_disk_bytes: built.peak_disk_bytes,
                 notes: built.notes,
+                replica: built.replica,
             }),
             took: started.elapsed(),
         })
