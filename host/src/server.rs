@@ -199,6 +199,7 @@ async fn serve(
     let builds = Builds::new(settings.builds.clone())?;
     if let Some(shared) = publishing.shared() {
         crate::publishing::shared_line::share(shared.clone(), builds.clone(), shutdown.clone());
+        crate::publishing::shared_builds::share(shared.clone(), builds.clone(), shutdown.clone())?;
     }
     let oauth = settings.oauth.clone().map(OAuth::new).transpose()?;
     if let Some(oauth) = &oauth {

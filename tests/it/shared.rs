@@ -15,8 +15,9 @@
 //!   lacks, and the store gets it back;
 //! - under `--require-approval`, a version held on one is decided on
 //!   another, alike everywhere;
-//! - a full build running on one is in every replica's build line, and
-//!   the page's `line` events on another hear it;
+//! - full builds published on one run on any with a free slot; each is in
+//!   every replica's build line, and the page's `line` events on another
+//!   hear it;
 //! - behind haproxy, a replica SIGKILLed during a burst of publishes:
 //!   every one acknowledged serves on every replica, the restarted one
 //!   included.
@@ -555,12 +556,14 @@ fn a_replica_killed_during_a_burst_of_publishes_loses_none_it_acknowledged() {
     }
 }
 
-/// Builds run on the replica that took their publish, and the room's line
-/// is every replica's: while a full build runs on one, another's `GET
-/// /publishes` and its page's `line` events show it; once built, it
-/// leaves both, and what it built serves there too.
+/// A build runs on whichever replica has a free slot, and the room's line
+/// is every replica's: with one slot each, two builds published on one
+/// replica run one there and one on the other (its answer names where);
+/// while they run, the other's `GET /publishes` and its page's `line`
+/// events show them; once built, they leave both, and what they built
+/// serves everywhere.
 #[test]
-fn the_build_line_is_the_rooms_on_every_replica() {
+fn builds_run_on_any_replica_with_a_free_slot_and_the_line_is_the_rooms() {
     let state = tempfile::tempdir().unwrap();
     let redis = Redis::start(state.path());
     let tokens = tokens_file(state.path());
@@ -571,6 +574,8 @@ fn the_build_line_is_the_rooms_on_every_replica() {
         tokens.to_str().unwrap(),
         "--builds",
         "python,js",
+        "--max-builds",
+        "1",
     ];
     let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| plugin_dir(&[])).collect();
     let replicas = replicas_of(&dirs, &flags);
@@ -593,16 +598,21 @@ fn the_build_line_is_the_rooms_on_every_replica() {
         assert_eq!(status, 200, "{publishes}");
         publishes["line"].clone()
     };
-    std::thread::scope(|s| {
-        let sent = s.spawn(|| {
-            crate::builds::put_built(
-                here,
-                "ada/wc",
-                ADA,
-                "text/x-python",
-                crate::builds::PY_WORD_COUNT,
-            )
-        });
+    let answers = std::thread::scope(|s| {
+        let sent: Vec<_> = [("ada/wc", ADA), ("team/wc", ADMIN)]
+            .into_iter()
+            .map(|(id, token)| {
+                s.spawn(move || {
+                    crate::builds::put_built(
+                        here,
+                        id,
+                        token,
+                        "text/x-python",
+                        crate::builds::PY_WORD_COUNT,
+                    )
+                })
+            })
+            .collect();
         wait_until(
             "the build in the other replica's line",
             Duration::from_secs(120),
@@ -613,9 +623,22 @@ fn the_build_line_is_the_rooms_on_every_replica() {
             Duration::from_secs(20),
             || heard.lock().unwrap().iter().any(in_line),
         );
-        let (status, report) = sent.join().unwrap();
-        assert_eq!(status, 201, "{report}");
+        sent.into_iter()
+            .map(|sent| sent.join().unwrap())
+            .collect::<Vec<_>>()
     });
+    for (status, report) in &answers {
+        assert_eq!(*status, 201, "{report}");
+    }
+    let elsewhere: Vec<&Value> = answers
+        .iter()
+        .filter_map(|(_, report)| report["build"].get("builtOn"))
+        .collect();
+    assert_eq!(
+        elsewhere.len(),
+        1,
+        "one build in two ran on the other replica: {answers:?}"
+    );
     wait_until(
         "the build gone from the other replica's line",
         Duration::from_secs(30),
@@ -632,19 +655,23 @@ fn the_build_line_is_the_rooms_on_every_replica() {
                 .is_some_and(|line| !in_line(line))
         },
     );
-    wait_until(
-        "the built tool on the other replica",
-        Duration::from_secs(60),
-        || {
-            let (status, _) = send(
-                there,
-                "POST",
-                "/tools/ada__word_count",
-                Some(ADA),
-                "application/json",
-                json!({ "text": "a b" }).to_string().as_bytes(),
+    for replica in &replicas {
+        for tool in ["ada__word_count", "team__word_count"] {
+            wait_until(
+                "the built tools on every replica",
+                Duration::from_secs(60),
+                || {
+                    let (status, _) = send(
+                        replica,
+                        "POST",
+                        &format!("/tools/{tool}"),
+                        Some(ADMIN),
+                        "application/json",
+                        json!({ "text": "a b" }).to_string().as_bytes(),
+                    );
+                    status == 200
+                },
             );
-            status == 200
-        },
-    );
+        }
+    }
 }

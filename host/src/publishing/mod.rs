@@ -11,7 +11,9 @@
 //! - [`audit`]: the folder's audit log (who changed what);
 //! - [`shared`]: publishes and removals shared by replicas through Redis
 //!   (`--redis`); [`following`]: each replica following them;
-//!   [`replicate`]: each applied to this replica's folder.
+//!   [`replicate`]: each applied to this replica's folder;
+//!   [`shared_line`]: the room's build line; [`shared_builds`]: builds
+//!   handed to whichever replica has a free slot.
 //!
 //! Below it: `registry/` (which versions serve, approvals' records) and
 //! `builds/` (a component of a source's own).
@@ -22,5 +24,6 @@ pub(crate) mod following;
 pub(crate) mod publish;
 pub(crate) mod replicate;
 pub(crate) mod shared;
+pub(crate) mod shared_builds;
 pub(crate) mod shared_line;
 pub(crate) mod source;
