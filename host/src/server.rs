@@ -199,7 +199,12 @@ async fn serve(
     let builds = Builds::new(settings.builds.clone())?;
     if let Some(shared) = publishing.shared() {
         crate::publishing::shared_line::share(shared.clone(), builds.clone(), shutdown.clone());
-        crate::publishing::shared_builds::share(shared.clone(), builds.clone(), shutdown.clone())?;
+        crate::publishing::shared_builds::share(
+            shared.clone(),
+            builds.clone(),
+            settings.max_plugin_bytes as u64,
+            shutdown.clone(),
+        )?;
     }
     let oauth = settings.oauth.clone().map(OAuth::new).transpose()?;
     if let Some(oauth) = &oauth {

@@ -17,7 +17,8 @@
 //!   another, alike everywhere;
 //! - full builds published on one run on any with a free slot; each is in
 //!   every replica's build line, and the page's `line` events on another
-//!   hear it;
+//!   hear it; one whose builder is SIGKILLed is built where it was
+//!   published;
 //! - behind haproxy, a replica SIGKILLed during a burst of publishes:
 //!   every one acknowledged serves on every replica, the restarted one
 //!   included.
@@ -673,5 +674,82 @@ fn builds_run_on_any_replica_with_a_free_slot_and_the_line_is_the_rooms() {
                 },
             );
         }
+    }
+}
+
+/// A replica SIGKILLed while it builds for another: the replica the
+/// builds were published on makes the lost one itself, and both publishes
+/// answer 201 and serve.
+#[test]
+fn a_build_whose_builder_is_killed_midway_is_built_where_it_was_published() {
+    let state = tempfile::tempdir().unwrap();
+    let redis = Redis::start(state.path());
+    let tokens = tokens_file(state.path());
+    let flags = [
+        "--redis",
+        redis.url.as_str(),
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--builds",
+        "python",
+        "--max-builds",
+        "1",
+    ];
+    let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| plugin_dir(&[])).collect();
+    let here = Server::start(dirs[0].path(), &flags);
+    let mut there = Some(Server::process(dirs[1].path(), &flags));
+    for replica in [Some(&here), there.as_ref()].into_iter().flatten() {
+        wait_until("a replica to be ready", Duration::from_secs(60), || {
+            ready(replica)
+        });
+    }
+    let answers = std::thread::scope(|s| {
+        let here = &here;
+        let sent: Vec<_> = [("ada/wc", ADA), ("team/wc", ADMIN)]
+            .into_iter()
+            .map(|(id, token)| {
+                s.spawn(move || {
+                    crate::builds::put_built(
+                        here,
+                        id,
+                        token,
+                        "text/x-python",
+                        crate::builds::PY_WORD_COUNT,
+                    )
+                })
+            })
+            .collect();
+        let builder = there.as_ref().unwrap();
+        wait_until(
+            "the other replica to build one of them",
+            Duration::from_secs(60),
+            || {
+                builder
+                    .log()
+                    .contains("building a build another replica offered")
+            },
+        );
+        there = None; // SIGKILL, mid-build
+        sent.into_iter()
+            .map(|sent| sent.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    for (status, report) in &answers {
+        assert_eq!(*status, 201, "{report}");
+        assert!(
+            report["build"].get("builtOn").is_none(),
+            "built where it was published: {report}"
+        );
+    }
+    for tool in ["ada__word_count", "team__word_count"] {
+        let (status, answer) = send(
+            &here,
+            "POST",
+            &format!("/tools/{tool}"),
+            Some(ADMIN),
+            "application/json",
+            json!({ "text": "a b" }).to_string().as_bytes(),
+        );
+        assert_eq!(status, 200, "{answer}");
     }
 }

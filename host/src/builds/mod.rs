@@ -645,11 +645,13 @@ impl Builds {
     }
 
     /// Builds `job`, handed here by the replica it was published on, in
-    /// `slot`. It is in that replica's line, not this one's.
+    /// `slot`, into a component of at most `max_output` bytes. It is in
+    /// that replica's line, not this one's.
     pub(crate) async fn build_handed(
         &self,
         job: &room::Job,
         slot: tokio::sync::OwnedSemaphorePermit,
+        max_output: u64,
     ) -> Result<Built, BuildError> {
         let language = Language::of_name(&job.language)
             .filter(|language| self.languages.contains(language))
@@ -668,7 +670,7 @@ impl Builds {
         self.run_in_slot(
             &program,
             &source,
-            job.max_output,
+            max_output,
             Some(slot),
             &job.plugin,
             &job.person,

@@ -59,7 +59,9 @@ impl Job {
 }
 
 /// What became of a build another replica ran (its component travels
-/// beside this).
+/// beside this): each of [`BuildError`]'s ends an author is answered with,
+/// or the builder's own trouble, for which the build is made where it was
+/// published.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) enum Handed {
@@ -78,41 +80,99 @@ pub(crate) enum Handed {
         log: String,
         took_ms: u64,
     },
-    /// Any other end (a limit, a link left behind): what it said.
-    Stopped { message: String },
+    #[serde(rename_all = "camelCase")]
+    TimedOut {
+        limit_secs: u64,
+        log: String,
+    },
+    OutOfMemory {
+        limit: u64,
+        log: String,
+    },
+    OutOfDisk {
+        limit: u64,
+        log: String,
+    },
+    TooLarge {
+        size: u64,
+        limit: u64,
+    },
+    /// Any other end the source caused (a link left behind): what it said.
+    Stopped {
+        message: String,
+    },
+    /// The builder could not build (its toolchain, its folder, its flags):
+    /// not the source's doing.
+    Declined {
+        message: String,
+    },
 }
 
 impl Handed {
     /// How `outcome` travels.
     pub(crate) fn of(outcome: &Result<Built, BuildError>) -> Handed {
-        match outcome {
-            Ok(built) => Handed::Built {
-                took_ms: built.took.as_millis() as u64,
-                peak_memory_bytes: built.peak_memory_bytes,
-                peak_disk_bytes: built.peak_disk_bytes,
-                notes: built.notes.clone(),
-            },
-            Err(BuildError::Failed {
+        let error = match outcome {
+            Ok(built) => {
+                return Handed::Built {
+                    took_ms: built.took.as_millis() as u64,
+                    peak_memory_bytes: built.peak_memory_bytes,
+                    peak_disk_bytes: built.peak_disk_bytes,
+                    notes: built.notes.clone(),
+                };
+            }
+            Err(error) => error,
+        };
+        match error {
+            BuildError::Failed {
                 headline,
                 line,
                 log,
                 took,
-            }) => Handed::Failed {
+            } => Handed::Failed {
                 headline: headline.clone(),
                 line: *line,
                 log: log.clone(),
                 took_ms: took.as_millis() as u64,
             },
-            Err(other) => Handed::Stopped {
-                message: other.to_string(),
+            BuildError::TimedOut { limit, log } => Handed::TimedOut {
+                limit_secs: limit.as_secs(),
+                log: log.clone(),
+            },
+            BuildError::OutOfMemory { limit, log } => Handed::OutOfMemory {
+                limit: *limit,
+                log: log.clone(),
+            },
+            BuildError::OutOfDisk { limit, log } => Handed::OutOfDisk {
+                limit: *limit,
+                log: log.clone(),
+            },
+            BuildError::TooLarge { size, limit } => Handed::TooLarge {
+                size: *size,
+                limit: *limit,
+            },
+            BuildError::LeftBehind { .. } | BuildError::Replaced | BuildError::Elsewhere(_) => {
+                Handed::Stopped {
+                    message: error.to_string(),
+                }
+            }
+            BuildError::NotBuiltHere(_)
+            | BuildError::Unavailable(_)
+            | BuildError::Toolchain { .. }
+            | BuildError::NoToolchain(_)
+            | BuildError::Io(_) => Handed::Declined {
+                message: error.to_string(),
             },
         }
     }
 
     /// The outcome again, with the component `wasm` made on `replica`
-    /// (none: this one).
-    pub(crate) fn outcome(self, wasm: Vec<u8>, replica: Option<&str>) -> Result<Built, BuildError> {
-        match self {
+    /// (none: this one); `Err` with what the builder said when it declined.
+    pub(crate) fn outcome(
+        self,
+        wasm: Vec<u8>,
+        replica: Option<&str>,
+    ) -> Result<Result<Built, BuildError>, String> {
+        Ok(match self {
             Handed::Built {
                 took_ms,
                 peak_memory_bytes,
@@ -138,8 +198,16 @@ impl Handed {
                 log,
                 took: Duration::from_millis(took_ms),
             }),
+            Handed::TimedOut { limit_secs, log } => Err(BuildError::TimedOut {
+                limit: Duration::from_secs(limit_secs),
+                log,
+            }),
+            Handed::OutOfMemory { limit, log } => Err(BuildError::OutOfMemory { limit, log }),
+            Handed::OutOfDisk { limit, log } => Err(BuildError::OutOfDisk { limit, log }),
+            Handed::TooLarge { size, limit } => Err(BuildError::TooLarge { size, limit }),
             Handed::Stopped { message } => Err(BuildError::Elsewhere(message)),
-        }
+            Handed::Declined { message } => return Err(message),
+        })
     }
 }
 
@@ -151,6 +219,8 @@ pub(crate) enum Polled {
     Taken(String),
     /// Its outcome, from the replica that built it.
     Done(Result<Built, BuildError>),
+    /// The replica that took it could not build it (what it said).
+    Declined(String),
     /// Neither offered, taken nor done: its replica stopped, or it is
     /// between two of those.
     Lost,
@@ -175,6 +245,9 @@ pub(crate) trait Room: Send + Sync {
     fn offer<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<(), ()>>;
     /// Takes `job` back, unless a replica took it.
     fn withdraw<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Withdrawn>;
+    /// No one waits for `job` any more: takes it back, or asks the replica
+    /// that took it to stop.
+    fn cancel<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, ()>;
     /// How `job` stands; once [`Polled::Done`], the store forgets it.
     fn poll<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Polled>;
 }
@@ -205,8 +278,9 @@ impl Elsewhere {
     }
 }
 
-/// Takes `job` back if the build stops waiting (a newer source from its
-/// person replaced it) while it is offered.
+/// Takes `job` back, or stops it where it runs, if no one waits for it
+/// any more (a newer source from its person replaced it while it waited;
+/// the publish was dropped).
 struct Offered {
     room: Arc<dyn Room>,
     job: Option<Job>,
@@ -221,11 +295,9 @@ impl Offered {
 
 impl Drop for Offered {
     fn drop(&mut self) {
-        if let Some(job) = self.job.take() {
+        if let (Some(job), Ok(runtime)) = (self.job.take(), tokio::runtime::Handle::try_current()) {
             let room = self.room.clone();
-            tokio::spawn(async move {
-                room.withdraw(&job).await;
-            });
+            runtime.spawn(async move { room.cancel(&job).await });
         }
     }
 }
@@ -242,13 +314,16 @@ pub(crate) async fn wait(
     if let Some(slot) = queue.try_slot() {
         return Place::Here(Some(slot));
     }
-    if room.offer(&job).await.is_err() {
-        return Place::Here(Some(queue.slot().await));
-    }
-    let offered = Offered {
+    // Made first: a publish dropped while its build is offered takes it
+    // back.
+    let mut offered = Offered {
         room: room.clone(),
         job: Some(job.clone()),
     };
+    if room.offer(&job).await.is_err() {
+        offered.settled();
+        return Place::Here(Some(queue.slot().await));
+    }
     // A slot here is waited for only while no other replica builds it (a
     // waiter is handed a slot as it frees, polled or not).
     let here: BoxFuture<'_, OwnedSemaphorePermit> = Box::pin(queue.slot());
@@ -297,6 +372,10 @@ async fn follow(
                         offered.settled();
                         return Place::Done(outcome);
                     }
+                    Polled::Declined(why) => {
+                        tracing::warn!(plugin = %job.plugin, %why, "the replica that took a build could not build it");
+                        Some(Duration::ZERO)
+                    }
                     Polled::Lost => Some(LOST_AFTER),
                     Polled::Unreachable if taken => Some(UNREACHABLE_AFTER),
                     // Not taken yet: a slot here still serves it.
@@ -310,7 +389,7 @@ async fn follow(
                             offered.settled();
                             tracing::warn!(
                                 plugin = %job.plugin,
-                                "a build handed to another replica was lost; it is built here"
+                                "a build handed to another replica came back unbuilt; it is built here"
                             );
                             let slot = match here.take() {
                                 Some(waiting) => waiting.await,
@@ -353,6 +432,10 @@ mod tests {
             *self.withdrawn.lock().unwrap() += 1;
             Box::pin(async { Withdrawn::Yes })
         }
+        fn cancel<'a>(&'a self, _: &'a Job) -> BoxFuture<'a, ()> {
+            *self.withdrawn.lock().unwrap() += 1;
+            Box::pin(async {})
+        }
         fn poll<'a>(&'a self, _: &'a Job) -> BoxFuture<'a, Polled> {
             let next = self.polls.lock().unwrap().pop_front();
             Box::pin(async { next.unwrap_or(Polled::Waiting) })
@@ -379,6 +462,7 @@ mod tests {
             notes: vec![],
         }
         .outcome(b"\0asm".to_vec(), Some("there"))
+        .unwrap()
     }
 
     #[tokio::test]
@@ -479,7 +563,7 @@ mod tests {
         });
         let text = serde_json::to_string(&Handed::of(&failed)).unwrap();
         let back: Handed = serde_json::from_str(&text).unwrap();
-        match back.outcome(Vec::new(), Some("there")) {
+        match back.outcome(Vec::new(), Some("there")).unwrap() {
             Err(BuildError::Failed {
                 headline,
                 line,
@@ -495,8 +579,43 @@ mod tests {
         }
         let stopped = Handed::of(&Err(BuildError::Replaced));
         assert!(matches!(
-            stopped.outcome(Vec::new(), None),
+            stopped.outcome(Vec::new(), None).unwrap(),
             Err(BuildError::Elsewhere(message)) if message.contains("replaced")
         ));
+        // A limit keeps its kind (and its answer's code).
+        let large = Handed::of(&Err(BuildError::TooLarge { size: 9, limit: 4 }));
+        assert!(matches!(
+            large.outcome(Vec::new(), None).unwrap(),
+            Err(BuildError::TooLarge { size: 9, limit: 4 })
+        ));
+        // The builder's own trouble is not the author's: built at home.
+        let declined = Handed::of(&Err(BuildError::NotBuiltHere("no python here".into())));
+        assert_eq!(
+            declined.outcome(Vec::new(), None).unwrap_err(),
+            "no python here"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_build_its_builder_declined_is_built_here() {
+        let room = Arc::new(Scripted::default());
+        room.polls.lock().unwrap().extend([
+            Polled::Taken("there".into()),
+            Polled::Declined("no toolchain".into()),
+        ]);
+        let queue = Arc::new(Queue::new(1));
+        let busy = queue.try_slot().unwrap();
+        let waiting = tokio::spawn({
+            let (room, queue) = (room.clone(), queue.clone());
+            async move {
+                let Place::Taken(elsewhere) = wait(room, &queue, job(), |_| {}).await else {
+                    return false;
+                };
+                matches!(elsewhere.outcome(&queue).await, Place::Here(Some(_)))
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        drop(busy);
+        assert!(waiting.await.unwrap(), "built here");
     }
 }

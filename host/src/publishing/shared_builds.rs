@@ -8,14 +8,21 @@
 //! - `build:<id>`: an offered build (a [`Job`]), an hour at most;
 //! - `build:<id>:taken`: the replica building it, for [`TAKEN_LASTS`]
 //!   unless said again every [`TAKEN_REFRESH`] (a replica that died leaves
-//!   it to expire, and the build is then made where it was published);
+//!   it to expire, and the build is then made where it was published; one
+//!   that stops takes it out);
+//! - `build:<id>:cancel`: no one waits for it any more (a newer source
+//!   replaced it, its publish was dropped): its builder stops it;
 //! - `build:<id>:done` and `build:<id>:wasm`: what it made, kept
 //!   [`DONE_LASTS`] until the replica that offered it reads them.
 //!
 //! Each replica that builds runs one taker: once it has a free slot, it
 //! waits for an offer of a language it builds (`BLPOP`, on a connection of
 //! its own), takes it in one script, and builds it in that slot, contained
-//! and bounded as every build is. Nothing here is durable: a build is
+//! and bounded as every build is (the component by this replica's
+//! `--max-plugin-mib` too). While it waits it holds that slot, so a build
+//! published here when it is the last one free is handed to the room too
+//! (and taken by the first replica waiting, maybe this one). While Redis
+//! is away the taker holds no slot. Nothing here is durable: a build is
 //! what a publish that waits for its answer needs.
 
 use std::sync::Arc;
@@ -39,7 +46,7 @@ const JOB_LASTS: Duration = Duration::from_secs(60 * 60);
 /// How long a replica's word that it builds something lasts, and how often
 /// it is said again.
 const TAKEN_LASTS: Duration = Duration::from_secs(20);
-const TAKEN_REFRESH: Duration = Duration::from_secs(5);
+const TAKEN_REFRESH: Duration = Duration::from_secs(2);
 /// How long what a build made waits for the replica that offered it.
 const DONE_LASTS: Duration = Duration::from_secs(5 * 60);
 /// How long a taker waits for an offer at once (then asks again: a
@@ -68,6 +75,10 @@ fn wasm_key(id: &str) -> String {
     format!("{BUILD}{id}:wasm")
 }
 
+fn cancel_key(id: &str) -> String {
+    format!("{BUILD}{id}:cancel")
+}
+
 /// How an offered build stands: `done` and what it made, `taken` and by
 /// whom, `waiting`, or `lost`.
 const POLL: &str = r"
@@ -85,6 +96,24 @@ if redis.call('LREM', KEYS[1], 0, ARGV[1]) > 0 then
   redis.call('DEL', KEYS[2])
   return 1
 end
+return 0
+";
+
+/// No one waits for a build: taken back if still offered, else its
+/// builder is asked to stop.
+const CANCEL: &str = r"
+if redis.call('LREM', KEYS[1], 0, ARGV[1]) > 0 then
+  redis.call('DEL', KEYS[2])
+else
+  redis.call('SET', KEYS[3], '1', 'PX', ARGV[2])
+end
+return 0
+";
+
+/// Says again that this replica builds it: 1 if it was cancelled instead.
+const STILL: &str = r"
+if redis.call('EXISTS', KEYS[2]) == 1 then return 1 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 0
 ";
 
@@ -111,14 +140,19 @@ struct RedisRoom {
     shared: Arc<Shared>,
     /// For what a component crosses (slower than a publish's writes).
     moves: ConnectionManager,
+    /// Told when the store could not be reached, so that the taker lets
+    /// its slot go.
+    unreachable: Arc<tokio::sync::Notify>,
 }
 
 /// Hands `builds`' builds that find no free slot to the replicas sharing
 /// `shared`, and takes theirs (of the languages built here) while this
-/// replica has a free slot, until `shutdown`.
+/// replica has a free slot, until `shutdown`; a component built here is at
+/// most `max_plugin_bytes`.
 pub(crate) fn share(
     shared: Arc<Shared>,
     builds: Arc<Builds>,
+    max_plugin_bytes: u64,
     shutdown: CancellationToken,
 ) -> Result<(), redis::RedisError> {
     let client = redis::Client::open(shared.url.as_str())?;
@@ -127,18 +161,30 @@ pub(crate) fn share(
         .set_response_timeout(Some(MOVE_TIMEOUT))
         .set_number_of_retries(1);
     let moves = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
+    let unreachable = Arc::new(tokio::sync::Notify::new());
     builds.share_with(Arc::new(RedisRoom {
         shared: shared.clone(),
         moves: moves.clone(),
+        unreachable: unreachable.clone(),
     }));
     let languages = builds.languages_built();
     if languages.is_empty() {
         return Ok(());
     }
-    let taker = tokio::spawn(take(shared, builds, client, moves, languages));
+    let taker = Taker {
+        shared,
+        builds,
+        client,
+        moves,
+        languages,
+        unreachable,
+        max_plugin_bytes,
+        shutdown: shutdown.clone(),
+    };
+    let taking = tokio::spawn(taker.take());
     tokio::spawn(async move {
         shutdown.cancelled().await;
-        taker.abort();
+        taking.abort();
     });
     Ok(())
 }
@@ -151,16 +197,20 @@ impl Room for RedisRoom {
     fn offer<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<(), ()>> {
         Box::pin(async move {
             let text = serde_json::to_string(job).expect("serialises");
-            let mut connection = self.moves.clone();
+            let mut connection = self.shared.connection();
+            let offers = offers_key(&job.language);
             redis::pipe()
                 .atomic()
                 .pset_ex(job_key(&job.id), text, JOB_LASTS.as_millis() as u64)
                 .ignore()
-                .rpush(offers_key(&job.language), &job.id)
+                .rpush(&offers, &job.id)
+                .ignore()
+                .pexpire(&offers, JOB_LASTS.as_millis() as i64)
                 .ignore()
                 .query_async::<()>(&mut connection)
                 .await
                 .map_err(|error| {
+                    self.unreachable.notify_waiters();
                     tracing::debug!(%error, "a build cannot be offered to the room; it waits here");
                 })
         })
@@ -180,6 +230,20 @@ impl Room for RedisRoom {
                 Ok(_) => Withdrawn::Taken,
                 Err(_) => Withdrawn::Unreachable,
             }
+        })
+    }
+
+    fn cancel<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let mut connection = self.shared.connection();
+            let _: redis::RedisResult<i64> = redis::Script::new(CANCEL)
+                .key(offers_key(&job.language))
+                .key(job_key(&job.id))
+                .key(cancel_key(&job.id))
+                .arg(&job.id)
+                .arg(TAKEN_LASTS.as_millis() as u64 * 3)
+                .invoke_async(&mut connection)
+                .await;
         })
     }
 
@@ -214,10 +278,26 @@ impl RedisRoom {
         };
         let mut connection = self.moves.clone();
         let wasm: redis::RedisResult<Option<Vec<u8>>> = if matches!(handed, Handed::Built { .. }) {
-            redis::cmd("GET")
+            // Read only within the bound a publish here has.
+            let size: redis::RedisResult<u64> = redis::cmd("STRLEN")
                 .arg(wasm_key(&job.id))
                 .query_async(&mut connection)
-                .await
+                .await;
+            match size {
+                Ok(size) if size > job.max_output => {
+                    return Polled::Done(Err(crate::builds::BuildError::TooLarge {
+                        size,
+                        limit: job.max_output,
+                    }));
+                }
+                Ok(_) => {
+                    redis::cmd("GET")
+                        .arg(wasm_key(&job.id))
+                        .query_async(&mut connection)
+                        .await
+                }
+                Err(error) => Err(error),
+            }
         } else {
             Ok(Some(Vec::new()))
         };
@@ -236,87 +316,115 @@ impl RedisRoom {
             .query_async(&mut connection)
             .await;
         let elsewhere = (replica != self.shared.replica()).then_some(replica.as_str());
-        Polled::Done(handed.outcome(wasm, elsewhere))
+        match handed.outcome(wasm, elsewhere) {
+            Ok(outcome) => Polled::Done(outcome),
+            Err(declined) => Polled::Declined(declined),
+        }
     }
 }
 
-/// This replica's taker: while it has a free slot, takes the oldest build
-/// offered in `languages` and builds it in that slot.
-async fn take(
+/// This replica's taker of the room's builds.
+struct Taker {
     shared: Arc<Shared>,
     builds: Arc<Builds>,
     client: redis::Client,
     moves: ConnectionManager,
+    /// The languages built here, in the order the offers are asked for
+    /// (turned each time, so that no language waits behind another).
     languages: Vec<Language>,
-) {
-    let keys: Vec<String> = languages.iter().map(|l| offers_key(l.as_str())).collect();
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(super::shared::WRITE_TIMEOUT))
-        .set_response_timeout(Some(BLOCK + Duration::from_secs(10)));
-    let mut waiting: Option<MultiplexedConnection> = None;
-    loop {
-        let slot = builds.slot().await;
-        let connection = match &mut waiting {
-            Some(connection) => connection,
-            None => match client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await
-            {
-                Ok(connection) => waiting.insert(connection),
+    unreachable: Arc<tokio::sync::Notify>,
+    max_plugin_bytes: u64,
+    shutdown: CancellationToken,
+}
+
+impl Taker {
+    /// While this replica has a free slot, takes the oldest build offered
+    /// in a language built here and builds it in that slot.
+    async fn take(mut self) {
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(super::shared::WRITE_TIMEOUT))
+            .set_response_timeout(Some(BLOCK + Duration::from_secs(10)));
+        let mut waiting: Option<MultiplexedConnection> = None;
+        loop {
+            if waiting.is_none() {
+                // Connected before a slot is held: while Redis is away, no
+                // slot is.
+                match self
+                    .client
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+                {
+                    Ok(connection) => waiting = Some(connection),
+                    Err(error) => {
+                        tracing::debug!(%error, "cannot wait for the room's builds now");
+                        tokio::time::sleep(Duration::from_secs(2)).await;
+                        continue;
+                    }
+                }
+            }
+            let slot = self.builds.slot().await;
+            self.languages.rotate_left(1);
+            let keys: Vec<String> = self
+                .languages
+                .iter()
+                .map(|l| offers_key(l.as_str()))
+                .collect();
+            let connection = waiting.as_mut().expect("connected above");
+            let mut blpop = redis::cmd("BLPOP");
+            blpop.arg(&keys).arg(BLOCK.as_secs());
+            let popped = tokio::select! {
+                popped = blpop.query_async::<Option<(String, String)>>(connection) => popped,
+                // A build here found the store away: this slot is let go.
+                () = self.unreachable.notified() => Err(redis::RedisError::from((
+                    redis::ErrorKind::Io,
+                    "the store is away",
+                ))),
+            };
+            let id = match popped {
+                Ok(Some((_, id))) => id,
+                Ok(None) => continue,
                 Err(error) => {
                     tracing::debug!(%error, "cannot wait for the room's builds now");
+                    waiting = None;
                     drop(slot);
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    tokio::time::sleep(Duration::from_secs(2)).await;
                     continue;
                 }
-            },
-        };
-        let popped: redis::RedisResult<Option<(String, String)>> = redis::cmd("BLPOP")
-            .arg(&keys)
-            .arg(BLOCK.as_secs())
-            .query_async(connection)
-            .await;
-        let id = match popped {
-            Ok(Some((_, id))) => id,
-            Ok(None) => continue,
-            Err(error) => {
-                tracing::debug!(%error, "cannot wait for the room's builds now");
-                waiting = None;
-                drop(slot);
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-        };
-        let mut writes = moves.clone();
-        let taken: redis::RedisResult<Option<String>> = redis::Script::new(TAKE)
-            .key(job_key(&id))
-            .key(taken_key(&id))
-            .arg(shared.replica())
-            .arg(TAKEN_LASTS.as_millis() as u64)
-            .invoke_async(&mut writes)
-            .await;
-        let job = match taken.map(|text| text.map(|text| serde_json::from_str::<Job>(&text))) {
-            Ok(Some(Ok(job))) if job.id == id => job,
-            Ok(None) => continue,
-            Ok(Some(_)) => {
-                tracing::warn!(%id, "a build offered in the shared store does not read; skipped");
-                continue;
-            }
-            // The one that offered it finds it lost, and builds it.
-            Err(_) => continue,
-        };
-        tracing::info!(plugin = %job.plugin, origin = %job.origin, "building a build another replica offered");
-        tokio::spawn(build_taken(
-            shared.clone(),
-            builds.clone(),
-            moves.clone(),
-            job,
-            slot,
-        ));
+            };
+            let mut connection = self.shared.connection();
+            let taken: redis::RedisResult<Option<String>> = redis::Script::new(TAKE)
+                .key(job_key(&id))
+                .key(taken_key(&id))
+                .arg(self.shared.replica())
+                .arg(TAKEN_LASTS.as_millis() as u64)
+                .invoke_async(&mut connection)
+                .await;
+            let job = match taken.map(|text| text.map(|text| serde_json::from_str::<Job>(&text))) {
+                Ok(Some(Ok(job))) if job.id == id => job,
+                Ok(None) => continue,
+                Ok(Some(_)) => {
+                    tracing::warn!(%id, "a build offered in the shared store does not read; skipped");
+                    continue;
+                }
+                // The one that offered it finds it lost, and builds it.
+                Err(_) => continue,
+            };
+            tracing::info!(plugin = %job.plugin, origin = %job.origin, "building a build another replica offered");
+            tokio::spawn(build_taken(
+                self.shared.clone(),
+                self.builds.clone(),
+                self.moves.clone(),
+                job,
+                slot,
+                self.max_plugin_bytes,
+                self.shutdown.clone(),
+            ));
+        }
     }
 }
 
-/// Builds `job` in `slot`, saying so while it runs, and leaves what it
+/// Builds `job` in `slot`, saying so while it runs (and stopping it if no
+/// one waits for it any more, or this replica stops), and leaves what it
 /// made for the replica that offered it.
 async fn build_taken(
     shared: Arc<Shared>,
@@ -324,24 +432,49 @@ async fn build_taken(
     moves: ConnectionManager,
     job: Job,
     slot: tokio::sync::OwnedSemaphorePermit,
+    max_plugin_bytes: u64,
+    shutdown: CancellationToken,
 ) {
+    let cancelled = CancellationToken::new();
     let saying = tokio::spawn({
-        let mut connection = moves.clone();
-        let (key, replica) = (taken_key(&job.id), shared.replica().to_string());
+        let mut connection = shared.connection();
+        let (taken, cancel) = (taken_key(&job.id), cancel_key(&job.id));
+        let (replica, cancelled) = (shared.replica().to_string(), cancelled.clone());
         async move {
             loop {
                 tokio::time::sleep(TAKEN_REFRESH).await;
-                let _: redis::RedisResult<()> = redis::cmd("SET")
-                    .arg(&key)
+                let still: redis::RedisResult<i64> = redis::Script::new(STILL)
+                    .key(&taken)
+                    .key(&cancel)
                     .arg(&replica)
-                    .arg("PX")
                     .arg(TAKEN_LASTS.as_millis() as u64)
-                    .query_async(&mut connection)
+                    .invoke_async(&mut connection)
                     .await;
+                if matches!(still, Ok(1)) {
+                    cancelled.cancel();
+                    return;
+                }
             }
         }
     });
-    let outcome = builds.build_handed(&job, slot).await;
+    let max_output = job.max_output.min(max_plugin_bytes);
+    let outcome = tokio::select! {
+        outcome = builds.build_handed(&job, slot, max_output) => Some(outcome),
+        () = cancelled.cancelled() => None,
+        () = shutdown.cancelled() => None,
+    };
+    saying.abort();
+    let Some(outcome) = outcome else {
+        // Stopped (the build's processes killed as it was dropped): the
+        // replica that offered it, if it still waits, builds it itself.
+        tracing::info!(plugin = %job.plugin, "a build taken from the room was stopped");
+        let mut connection = shared.connection();
+        let _: redis::RedisResult<()> = redis::pipe()
+            .del(&[taken_key(&job.id), cancel_key(&job.id)])
+            .query_async(&mut connection)
+            .await;
+        return;
+    };
     let done = serde_json::to_string(&Done {
         replica: shared.replica().to_string(),
         handed: Handed::of(&outcome),
@@ -350,7 +483,7 @@ async fn build_taken(
     let lasts = DONE_LASTS.as_millis() as u64;
     let mut connection = moves;
     // Left for the replica that offered it, which waits as long as this
-    // replica says it builds: tried again while that lasts.
+    // replica said it builds: tried again while that lasts.
     for _ in 0..3 {
         let mut pipe = redis::pipe();
         pipe.atomic();
@@ -367,5 +500,4 @@ async fn build_taken(
             }
         }
     }
-    saying.abort();
 }
