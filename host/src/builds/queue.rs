@@ -4,9 +4,9 @@
 //! build waiting: a newer source from them replaces the one that waits,
 //! which is answered as replaced and never runs.
 //!
-//! A build past its first slice ([`Queue::overtime`]) gives its slot to the
-//! next in line and goes on beside it, at the lowest CPU priority
-//! (`child.rs`): however many endless loops at import there are, no build
+//! A build past its first slice gives its slot to the next in line
+//! (`Builds::run_in_slot` lets it go) and goes on beside it, at the
+//! lowest CPU priority (`child.rs`): however many endless loops at import there are, no build
 //! waits longer than one slice behind them. What bounds builds in overtime
 //! is their people (one build at a time each) and each build's own limits
 //! (wall clock, memory, disk).
