@@ -345,7 +345,16 @@ async function writeMode() {
       await page.$eval("#write-name", (node) => (node.value = ""));
       await page.type("#write-name", name);
       await page.click("#write-new");
-      await page.waitForFunction(() => document.querySelector("#editor .cm-content").textContent.includes("Greets someone"));
+      // This language's template (fetched as the page asks for it), not
+      // the last one's still in the editor: its header names the tool.
+      await page.waitForFunction(
+        (n) => {
+          const text = document.querySelector("#editor .cm-content").textContent;
+          return text.includes("Greets someone") && text.includes(`${n}: a tool you write in this page`);
+        },
+        {},
+        name,
+      );
       // Break it at its end, and publish with the keyboard.
       await page.click("#editor .cm-content");
       await withControl(page, "End");
