@@ -557,6 +557,30 @@ fn a_replica_killed_during_a_burst_of_publishes_loses_none_it_acknowledged() {
     }
 }
 
+/// Publishes the Python word count as plugin `id` with `token` on `here`,
+/// as a full build.
+fn put_word_count(here: &Server, id: &str, token: &str) -> (u16, Value) {
+    crate::builds::put_built(
+        here,
+        id,
+        token,
+        "text/x-python",
+        crate::builds::PY_WORD_COUNT,
+    )
+}
+
+/// Calls `tool` on `server` as the admin.
+fn call_as_admin(server: &Server, tool: &str) -> (u16, Value) {
+    send(
+        server,
+        "POST",
+        &format!("/tools/{tool}"),
+        Some(ADMIN),
+        "application/json",
+        json!({ "text": "a b" }).to_string().as_bytes(),
+    )
+}
+
 /// A build runs on whichever replica has a free slot, and the room's line
 /// is every replica's: with one slot each, two builds published on one
 /// replica run one there and one on the other (its answer names where);
@@ -602,17 +626,7 @@ fn builds_run_on_any_replica_with_a_free_slot_and_the_line_is_the_rooms() {
     let answers = std::thread::scope(|s| {
         let sent: Vec<_> = [("ada/wc", ADA), ("team/wc", ADMIN)]
             .into_iter()
-            .map(|(id, token)| {
-                s.spawn(move || {
-                    crate::builds::put_built(
-                        here,
-                        id,
-                        token,
-                        "text/x-python",
-                        crate::builds::PY_WORD_COUNT,
-                    )
-                })
-            })
+            .map(|(id, token)| s.spawn(move || put_word_count(here, id, token)))
             .collect();
         wait_until(
             "the build in the other replica's line",
@@ -661,17 +675,7 @@ fn builds_run_on_any_replica_with_a_free_slot_and_the_line_is_the_rooms() {
             wait_until(
                 "the built tools on every replica",
                 Duration::from_secs(60),
-                || {
-                    let (status, _) = send(
-                        replica,
-                        "POST",
-                        &format!("/tools/{tool}"),
-                        Some(ADMIN),
-                        "application/json",
-                        json!({ "text": "a b" }).to_string().as_bytes(),
-                    );
-                    status == 200
-                },
+                || call_as_admin(replica, tool).0 == 200,
             );
         }
     }
@@ -707,17 +711,7 @@ fn a_build_whose_builder_is_killed_midway_is_built_where_it_was_published() {
         let here = &here;
         let sent: Vec<_> = [("ada/wc", ADA), ("team/wc", ADMIN)]
             .into_iter()
-            .map(|(id, token)| {
-                s.spawn(move || {
-                    crate::builds::put_built(
-                        here,
-                        id,
-                        token,
-                        "text/x-python",
-                        crate::builds::PY_WORD_COUNT,
-                    )
-                })
-            })
+            .map(|(id, token)| s.spawn(move || put_word_count(here, id, token)))
             .collect();
         let builder = there.as_ref().unwrap();
         wait_until(
@@ -742,14 +736,7 @@ fn a_build_whose_builder_is_killed_midway_is_built_where_it_was_published() {
         );
     }
     for tool in ["ada__word_count", "team__word_count"] {
-        let (status, answer) = send(
-            &here,
-            "POST",
-            &format!("/tools/{tool}"),
-            Some(ADMIN),
-            "application/json",
-            json!({ "text": "a b" }).to_string().as_bytes(),
-        );
+        let (status, answer) = call_as_admin(&here, tool);
         assert_eq!(status, 200, "{answer}");
     }
 }

@@ -463,18 +463,7 @@ impl Builds {
         max_output: u64,
         publish: Option<&str>,
     ) -> Result<Built, BuildError> {
-        if let Some(reason) = self.refuse(Some(source.language)) {
-            return Err(BuildError::NotBuiltHere(reason));
-        }
-        if let Some(why) = self.containment.refusal() {
-            return Err(BuildError::Unavailable(why.to_string()));
-        }
-        let toolchain = recipe::toolchain(source.language)
-            .ok_or_else(|| BuildError::NotBuiltHere("no toolchain".into()))?;
-        let program = toolchain.find().map_err(|reason| BuildError::Toolchain {
-            language: source.language.as_str(),
-            reason,
-        })?;
+        let program = self.program(source.language)?;
         let tell = |stage: &'static str,
                     seconds: Option<f64>,
                     error: Option<String>,
@@ -512,15 +501,17 @@ impl Builds {
         // waits for a slot (its lane its own): its place is then the one
         // the slots will serve.
         let behind_own = standing.behind_own;
-        let room = self.room.get().cloned();
-        let job = room.as_ref().map(|room| room::Job {
-            id: room::Job::new_id(),
-            origin: room.replica().to_string(),
-            person: person.to_string(),
-            plugin: plugin.to_string(),
-            language: source.language.as_str().to_string(),
-            text: source.text.clone(),
-            max_output,
+        let handed = self.room.get().map(|room| {
+            let job = room::Job {
+                id: room::Job::new_id(),
+                origin: room.replica().to_string(),
+                person: person.to_string(),
+                plugin: plugin.to_string(),
+                language: source.language.as_str().to_string(),
+                text: source.text.clone(),
+                max_output,
+            };
+            (room.clone(), job)
         });
         let turn = self
             .queue
@@ -529,14 +520,14 @@ impl Builds {
                 if behind_own {
                     tell("queued", None, None, None, Some(standing));
                 }
-                match (room, job) {
-                    (Some(room), Some(job)) => room::wait(room, &self.queue, job, |replica| {
+                match handed {
+                    Some((room, job)) => room::wait(room, &self.queue, job, |replica| {
                         tracing::info!(plugin, person, %replica, "a build runs on another replica");
                         let standing = self.line.building(ticket);
                         tell("building", None, None, None, Some(standing));
                     })
                     .await,
-                    _ => room::Place::Here(Some(self.queue.slot().await)),
+                    None => room::Place::Here(Some(self.queue.slot().await)),
                 }
             })
             .await;
@@ -598,6 +589,24 @@ impl Builds {
         outcome.map(|built| Built { waited, ..built })
     }
 
+    /// The toolchain that builds `language` here, or why none does: the
+    /// language is not built here, builds cannot be contained, or the
+    /// toolchain is not installed.
+    fn program(&self, language: Language) -> Result<std::path::PathBuf, BuildError> {
+        if let Some(reason) = self.refuse(Some(language)) {
+            return Err(BuildError::NotBuiltHere(reason));
+        }
+        if let Some(why) = self.containment.refusal() {
+            return Err(BuildError::Unavailable(why.to_string()));
+        }
+        let toolchain = recipe::toolchain(language)
+            .ok_or_else(|| BuildError::NotBuiltHere("no toolchain".into()))?;
+        toolchain.find().map_err(|reason| BuildError::Toolchain {
+            language: language.as_str(),
+            reason,
+        })
+    }
+
     /// Runs `source` in `slot`; past its first slice, a build goes on
     /// beside the next in line, at the lowest priority: endless loops at
     /// import hold no slot.
@@ -653,16 +662,10 @@ impl Builds {
         slot: tokio::sync::OwnedSemaphorePermit,
         max_output: u64,
     ) -> Result<Built, BuildError> {
-        let language = Language::of_name(&job.language)
-            .filter(|language| self.languages.contains(language))
-            .ok_or_else(|| {
-                BuildError::NotBuiltHere(format!("{:?} is not built here", job.language))
-            })?;
-        self.builds(language)?;
-        let program = recipe::toolchain(language)
-            .ok_or_else(|| BuildError::NotBuiltHere("no toolchain".into()))?
-            .find()
-            .map_err(BuildError::NoToolchain)?;
+        let language = Language::of_name(&job.language).ok_or_else(|| {
+            BuildError::NotBuiltHere(format!("{:?} is not built here", job.language))
+        })?;
+        let program = self.program(language)?;
         let source = Source {
             language,
             text: job.text.clone(),

@@ -6,8 +6,8 @@
 //!
 //! A build past its first slice gives its slot to the next in line
 //! (`Builds::run_in_slot` lets it go) and goes on beside it, at the
-//! lowest CPU priority (`child.rs`): however many endless loops at import there are, no build
-//! waits longer than one slice behind them. What bounds builds in overtime
+//! lowest CPU priority (`child.rs`): however many endless loops at import
+//! there are, no build waits longer than one slice behind them. What bounds builds in overtime
 //! is their people (one build at a time each) and each build's own limits
 //! (wall clock, memory, disk).
 
@@ -21,14 +21,14 @@ use tokio_util::sync::CancellationToken;
 /// (a slot here, given back once past its first slice, or what another
 /// replica made of it: `room.rs`).
 pub(crate) struct Turn<P = Option<OwnedSemaphorePermit>> {
-    _lane: OwnedMutexGuard<()>,
-    pub(crate) place: P,
+    lane: OwnedMutexGuard<()>,
+    place: P,
 }
 
 impl<P> Turn<P> {
     /// The lane (held until the build ends) and the place.
     pub(crate) fn split(self) -> (OwnedMutexGuard<()>, P) {
-        (self._lane, self.place)
+        (self.lane, self.place)
     }
 }
 
@@ -102,7 +102,7 @@ impl Queue {
         let turn = async {
             let lane = running.lock_owned().await;
             let place = place().await;
-            Turn { _lane: lane, place }
+            Turn { lane, place }
         };
         let outcome = tokio::select! {
             turn = turn => Ok(turn),

@@ -465,6 +465,21 @@ mod tests {
         .unwrap()
     }
 
+    /// Waits for a place for a job `room` will say is taken, then for its
+    /// outcome: whether it was a slot here.
+    fn taken_then_built_here(
+        room: &Arc<Scripted>,
+        queue: &Arc<Queue>,
+    ) -> tokio::task::JoinHandle<bool> {
+        let (room, queue) = (room.clone(), queue.clone());
+        tokio::spawn(async move {
+            let Place::Taken(elsewhere) = wait(room, &queue, job(), |_| {}).await else {
+                return false;
+            };
+            matches!(elsewhere.outcome(&queue).await, Place::Here(Some(_)))
+        })
+    }
+
     #[tokio::test]
     async fn a_free_slot_here_is_taken_without_asking_the_room() {
         let room = Arc::new(Scripted::default());
@@ -535,15 +550,7 @@ mod tests {
         );
         let queue = Arc::new(Queue::new(1));
         let busy = queue.try_slot().unwrap();
-        let waiting = tokio::spawn({
-            let (room, queue) = (room.clone(), queue.clone());
-            async move {
-                let Place::Taken(elsewhere) = wait(room, &queue, job(), |_| {}).await else {
-                    return false;
-                };
-                matches!(elsewhere.outcome(&queue).await, Place::Here(Some(_)))
-            }
-        });
+        let waiting = taken_then_built_here(&room, &queue);
         tokio::time::sleep(LOST_AFTER + Duration::from_millis(500)).await;
         assert!(!waiting.is_finished(), "it waits for a slot here");
         drop(busy);
@@ -605,15 +612,7 @@ mod tests {
         ]);
         let queue = Arc::new(Queue::new(1));
         let busy = queue.try_slot().unwrap();
-        let waiting = tokio::spawn({
-            let (room, queue) = (room.clone(), queue.clone());
-            async move {
-                let Place::Taken(elsewhere) = wait(room, &queue, job(), |_| {}).await else {
-                    return false;
-                };
-                matches!(elsewhere.outcome(&queue).await, Place::Here(Some(_)))
-            }
-        });
+        let waiting = taken_then_built_here(&room, &queue);
         tokio::time::sleep(Duration::from_millis(800)).await;
         drop(busy);
         assert!(waiting.await.unwrap(), "built here");
