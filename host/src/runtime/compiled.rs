@@ -9,7 +9,7 @@ use super::bindings::prompts::Prompt as DeclaredPrompt;
 use super::bindings::resources::{
     Resource as DeclaredResource, ResourceTemplate as DeclaredTemplate,
 };
-use super::compiler::{CodeCell, Pending, Tier};
+use super::compiler::{Code, CodeCell, Pending, Tier};
 use super::exports::Provides;
 use super::snapshot::image::ImageSlot;
 use super::warm::{Shelf, Spare};
@@ -70,6 +70,28 @@ impl CompiledPlugin {
     /// compiled once: `Runtime::compile`).
     pub(crate) fn shares_code_with(&self, other: &CompiledPlugin) -> bool {
         Arc::ptr_eq(&self.code, &other.code)
+    }
+
+    /// Lets go of the pages of `code` (this plugin's) that describing it
+    /// touched, unless another plugin serves on the same code: a language
+    /// runtime's code serves every source of that language, whose calls
+    /// would each fault those pages back, and whose threads each take the
+    /// TLB flush of letting them go.
+    pub(super) fn release_resident(&self, code: &Code) {
+        // Each plugin on this code holds the cell once; the optimiser
+        // holds it weakly.
+        if Arc::strong_count(&self.code) == 1 {
+            code.release_resident();
+        }
+    }
+}
+
+impl Drop for PluginParts {
+    /// A version dropped (never served: held for approval, refused after
+    /// it was described) lets its spare go now, not when the spares' list
+    /// next drops the places of plugins that are gone (`warm.rs`).
+    fn drop(&mut self) {
+        self.spare.clear();
     }
 }
 

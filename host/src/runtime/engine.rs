@@ -34,7 +34,7 @@ use super::snapshot::{
     image::{Image, ImageError, ImageStore},
 };
 use super::usage::CallUsage;
-use super::warm::{KeptInstances, Shelf, Spare, Taken};
+use super::warm::{Filling, KeptInstances, Shelf, Spare, Taken};
 
 pub struct Runtime {
     /// Both compilers and the cache, shared with the optimiser.
@@ -411,7 +411,8 @@ impl Runtime {
     /// grants (`grants`, those it will serve with) give nothing more has
     /// its image taken from that same instance, if its module ran long
     /// (`engine/images.rs`): a publish runs the module once, and its first
-    /// call starts from the image.
+    /// call starts from the image. A large plugin whose serving grants are
+    /// those very grants keeps that instance as its first spare (`warm.rs`).
     pub(crate) async fn describe(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,
@@ -421,10 +422,23 @@ impl Runtime {
         let wants_image = serving.give_nothing()
             && self.calls_waiting() == 0
             && self.wants_image(plugin, serving);
-        let grants = Arc::new(Grants {
-            source: serving.source.clone(),
-            ..self.no_grants()
-        });
+        // Grants that give nothing, with the default limits, are what it is
+        // described with anyway: then the instance that described it is one
+        // it may serve in, and a large plugin loaded in a running server
+        // keeps it as its first spare (`warm.rs`) rather than making
+        // another as it starts serving.
+        let alike = serving.alike_to_none(&self.limits);
+        let grants = match alike {
+            true => serving.clone(),
+            false => Arc::new(Grants {
+                source: serving.source.clone(),
+                ..self.no_grants()
+            }),
+        };
+        let keep = alike
+            && !plugin.inline
+            && serving.reuse_instance.is_none()
+            && self.started.load(std::sync::atomic::Ordering::Acquire);
         let serving = serving.clone();
         let (runtime, plugin) = (self.clone(), plugin.clone());
         let (job_plugin, job_serving) = (plugin.clone(), serving.clone());
@@ -481,7 +495,7 @@ impl Runtime {
                     Ok(described) => described,
                     Err(failure) => {
                         drop(store);
-                        code.release_resident();
+                        plugin.release_resident(&code);
                         return Err(failure);
                     }
                 };
@@ -505,7 +519,17 @@ impl Runtime {
                     ),
                     _ => None,
                 };
-                drop(store);
+                match (image.is_none() && keep, plugin.spare.start_filling()) {
+                    (true, Some(filling)) => runtime.keep_as_spare(
+                        &plugin,
+                        filling,
+                        store,
+                        instance,
+                        code.clone(),
+                        grants.clone(),
+                    ),
+                    _ => drop(store),
+                }
                 let image = match (image, &funcs) {
                     (Some(Ok(image)), Some(funcs)) => Some(
                         tokio::time::timeout(
@@ -517,7 +541,7 @@ impl Runtime {
                     ),
                     (image, _) => image,
                 };
-                code.release_resident();
+                plugin.release_resident(&code);
                 Ok((description, image, module_ran))
             })
             .await;
@@ -843,6 +867,30 @@ impl Runtime {
                 })
                 .await;
         });
+    }
+
+    /// Keeps the instance that described `plugin` as its spare, if the
+    /// spares have room for it (`KeptInstances::claim_spare`); else it is
+    /// torn down on a guest thread. What describing printed is not the
+    /// next call's output.
+    fn keep_as_spare(
+        &self,
+        plugin: &CompiledPlugin,
+        filling: Filling,
+        mut store: Store<Sandbox>,
+        instance: Plugin,
+        code: Arc<compiler::Code>,
+        grants: Arc<Grants>,
+    ) {
+        let guests = self.executor.guests();
+        let Some(room) = self.kept.claim_spare(&plugin.spare, &guests) else {
+            guests.spawn_blocking(move || drop(store));
+            return;
+        };
+        let sandbox = store.data_mut();
+        let _ = (sandbox.stdout.take(), sandbox.stderr.take());
+        plugin.spare.fill(room, store, instance, code, grants);
+        drop(filling);
     }
 
     /// A store for one call: fresh sandbox, memory budget, fuel, and a

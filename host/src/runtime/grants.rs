@@ -10,7 +10,7 @@ use std::time::Duration;
 use wasmtime_wasi_http::WasiHttpHooks;
 
 /// Limits applied to every call of every plugin.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub timeout: Duration,
     pub memory_bytes: usize,
@@ -75,6 +75,15 @@ impl Grants {
             && self.config.is_empty()
             && self.dirs.is_empty()
             && self.http_allow.is_empty()
+    }
+
+    /// Whether a store made with these grants is the very store `none`
+    /// with this source would make: nothing given, the same limits and no
+    /// fuel budget. Describing a plugin with such grants runs exactly what
+    /// describing it with none does, and leaves an instance it may serve
+    /// in (`Runtime::describe`).
+    pub(crate) fn alike_to_none(&self, none: &Limits) -> bool {
+        self.give_nothing() && self.limits == *none && self.fuel.is_none()
     }
 
     /// The grants of a plugin without a policy: nothing, and the host's

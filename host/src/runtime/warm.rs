@@ -20,7 +20,9 @@
 //! and the next spare made, one after the other on a guest thread. A
 //! plugin that starts serving alone in a running server (a drop, a
 //! publish, a policy edit) has its first spare made at once
-//! (`Runtime::loaded`), so its first call finds one too; a version that
+//! (`Runtime::loaded`), so its first call finds one too: the very instance
+//! that described it, when its grants give nothing and its limits are the
+//! default ones (`Runtime::describe`); a version that
 //! stops serving has its spare and kept instances dropped as it stops
 //! (`Runtime::unserved`; a call of it still running may leave one more).
 //! Instantiating and tearing down such a component cost about 2 of a
@@ -40,10 +42,16 @@
 //! [`KeptInstances::max_spares`] plugins hold one at a time: the plugins
 //! called most recently. Thirty Python tools in a room keep four spares,
 //! not thirty; a plugin whose spare went makes a fresh instance for its
-//! next call, and a spare after it.
+//! next call, and a spare after it. A spare no call has taken keeps its
+//! place for [`UNUSED_SPARES_KEPT_FOR`]: when more plugins are loaded or
+//! called at once than there are places (a room's burst of publishes),
+//! the ones that come later make none, rather than each evicting a spare
+//! made a moment ago that no call had time to use (bench/README.md, "The
+//! room on many machines").
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 
@@ -113,7 +121,9 @@ impl KeptInstances {
     /// Room for `spare`'s next instance: spares may take half of the room,
     /// so that idle plugins' spares never leave none for kept instances and
     /// teardowns, and at most [`Self::max_spares`] plugins hold one: past
-    /// that, the spare made longest ago goes (torn down on `guests`).
+    /// that, the spare made longest ago goes (torn down on `guests`), unless
+    /// it is being made or no call has taken it in
+    /// [`UNUSED_SPARES_KEPT_FOR`]: then there is no room.
     pub(crate) fn claim_spare(
         &self,
         spare: &Spare,
@@ -123,15 +133,25 @@ impl KeptInstances {
         // The plugin's own place, and those of plugins that are gone.
         spares.retain(|known| !Arc::ptr_eq(&known.0, &spare.0) && Arc::strong_count(&known.0) > 1);
         while spares.len() >= self.max_spares {
-            let Some(oldest) = spares.pop_front() else {
+            let Some(oldest) = spares.front() else {
                 break;
             };
-            let taken = oldest
-                .0
-                .ready
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
+            let mut ready = oldest.0.ready.lock().unwrap_or_else(|e| e.into_inner());
+            // More plugins called or loaded at once than there are spares
+            // (a room's burst of publishes, thirty people each calling
+            // their own tool): a spare no call has had time to take is
+            // kept, and this one is not made, rather than each spare made
+            // evicting one made a moment ago, unused.
+            let young = match &*ready {
+                Some(prepared) => prepared.made.elapsed() < UNUSED_SPARES_KEPT_FOR,
+                None => oldest.0.filling.load(Ordering::Acquire),
+            };
+            if young {
+                return None;
+            }
+            let taken = ready.take();
+            drop(ready);
+            spares.pop_front();
             if let Some(taken) = taken {
                 guests.spawn_blocking(move || drop(taken));
             }
@@ -214,8 +234,16 @@ pub(crate) struct Prepared {
     pub(crate) instance: Plugin,
     code: Arc<Code>,
     grants: Arc<Grants>,
+    /// When it was made ready.
+    made: Instant,
     _kept: Kept,
 }
+
+/// How long a spare no call has taken keeps its place against plugins
+/// that want one when every place is held (`KeptInstances::claim_spare`).
+/// Making a spare costs about as much CPU as the call it saves: one
+/// evicted unused is that CPU spent for nothing.
+pub(crate) const UNUSED_SPARES_KEPT_FOR: Duration = Duration::from_secs(2);
 
 /// The right to fill a spare; given back when dropped, filled or not.
 pub(crate) struct Filling(Spare);
@@ -363,6 +391,7 @@ impl Spare {
             instance,
             code,
             grants,
+            made: Instant::now(),
             _kept: kept,
         });
     }
