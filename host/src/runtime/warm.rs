@@ -47,7 +47,8 @@
 //! called at once than there are places (a room's burst of publishes),
 //! the ones that come later make none, rather than each evicting a spare
 //! made a moment ago that no call had time to use (bench/README.md, "The
-//! room on many machines").
+//! room on many machines"); a plugin whose calls have run in its spares
+//! before (a tool called on and on) still takes a place.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -123,7 +124,8 @@ impl KeptInstances {
     /// teardowns, and at most [`Self::max_spares`] plugins hold one: past
     /// that, the spare made longest ago goes (torn down on `guests`), unless
     /// it is being made or no call has taken it in
-    /// [`UNUSED_SPARES_KEPT_FOR`]: then there is no room.
+    /// [`UNUSED_SPARES_KEPT_FOR`] and no call has ever run in one of
+    /// `spare`'s: then there is no room.
     pub(crate) fn claim_spare(
         &self,
         spare: &Spare,
@@ -141,12 +143,13 @@ impl KeptInstances {
             // (a room's burst of publishes, thirty people each calling
             // their own tool): a spare no call has had time to take is
             // kept, and this one is not made, rather than each spare made
-            // evicting one made a moment ago, unused.
+            // evicting one made a moment ago, unused; unless this plugin's
+            // calls have run in its spares before, and so come back.
             let young = match &*ready {
                 Some(prepared) => prepared.made.elapsed() < UNUSED_SPARES_KEPT_FOR,
                 None => oldest.0.filling.load(Ordering::Acquire),
             };
-            if young {
+            if young && !spare.0.used.load(Ordering::Relaxed) {
                 return None;
             }
             let taken = ready.take();
@@ -226,6 +229,10 @@ struct SpareSlot {
     /// fuel or runs past its deadline with the plugin's grants): its
     /// spares are then only instantiated, as before warming.
     cold: AtomicBool,
+    /// Set once a call has run in one of its spares: its calls come back
+    /// while a spare waits for them, so its next spare may take the place
+    /// of one no call has taken yet (`KeptInstances::claim_spare`).
+    used: AtomicBool,
 }
 
 /// An instance no call has used, with its store.
@@ -283,6 +290,7 @@ impl Taken {
 
     /// The spare, for the call to run in.
     pub(crate) fn use_it(mut self) -> Prepared {
+        (self.spare.0).used.store(true, Ordering::Relaxed);
         self.prepared
             .take()
             .expect("a taken spare is used once, then dropped")
