@@ -387,6 +387,12 @@ fn policy_limits_bound_concurrency_and_fuel_and_bad_policies_are_rejected() {
     );
 
     // Two calls at once to a plugin that takes one: the second is BUSY.
+    // The call above lets go of its slot first (its store torn down, in
+    // a debug build under load, after its answer): the wait below would
+    // take that slot for the sleeper's.
+    server.wait_for("the call above to let go of its slot", |s| {
+        crate::support::calls_running(s, None) == 0
+    });
     let sleeper = crate::support::call_in_background(&server, "sleep");
     // The sleeper holds the only slot for its 1.5 s deadline: the second
     // call goes once it runs, its 250 ms wait well inside that deadline.
