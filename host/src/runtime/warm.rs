@@ -145,11 +145,12 @@ impl KeptInstances {
             // kept, and this one is not made, rather than each spare made
             // evicting one made a moment ago, unused; unless this plugin's
             // calls have run in its spares before, and so come back.
-            let young = match &*ready {
-                Some(prepared) => prepared.made.elapsed() < UNUSED_SPARES_KEPT_FOR,
-                None => oldest.0.filling.load(Ordering::Acquire),
+            let oldest_is = match &*ready {
+                Some(prepared) => Place::Unused(prepared.made.elapsed()),
+                None if oldest.0.filling.load(Ordering::Acquire) => Place::BeingMade,
+                None => Place::Taken,
             };
-            if young && !spare.0.used.load(Ordering::Relaxed) {
+            if !oldest_is.gives_way_to(spare.0.used.load(Ordering::Relaxed)) {
                 return None;
             }
             let taken = ready.take();
@@ -213,6 +214,32 @@ impl Shelf {
             _kept: kept,
         };
         self.0.lock().unwrap_or_else(|e| e.into_inner()).push(warm);
+    }
+}
+
+/// The oldest place in the spares' list, as a plugin that wants one finds
+/// it when every place is held.
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    /// Its spare waits, made this long ago.
+    Unused(Duration),
+    /// Its spare is being made.
+    BeingMade,
+    /// A call took its spare.
+    Taken,
+}
+
+impl Place {
+    /// Whether it goes for a plugin whose calls have (`used`) or have not
+    /// run in its spares before: a spare no call has had
+    /// [`UNUSED_SPARES_KEPT_FOR`] to take stays, unless that plugin's
+    /// calls come back.
+    fn gives_way_to(self, used: bool) -> bool {
+        match self {
+            Place::Taken => true,
+            Place::Unused(age) if age >= UNUSED_SPARES_KEPT_FOR => true,
+            Place::Unused(_) | Place::BeingMade => used,
+        }
     }
 }
 
@@ -402,5 +429,28 @@ impl Spare {
             made: Instant::now(),
             _kept: kept,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spare_no_call_has_had_time_to_take_keeps_its_place_from_a_plugin_never_served_by_one() {
+        let young = Place::Unused(UNUSED_SPARES_KEPT_FOR / 4);
+        assert!(!young.gives_way_to(false));
+        assert!(!Place::BeingMade.gives_way_to(false));
+        // One whose calls have run in its spares takes the place.
+        assert!(young.gives_way_to(true));
+        assert!(Place::BeingMade.gives_way_to(true));
+    }
+
+    #[test]
+    fn a_spare_unused_for_long_or_already_taken_gives_way_to_any_plugin() {
+        for used in [false, true] {
+            assert!(Place::Unused(UNUSED_SPARES_KEPT_FOR).gives_way_to(used));
+            assert!(Place::Taken.gives_way_to(used));
+        }
     }
 }
