@@ -128,15 +128,7 @@ pub(crate) fn put_built(
 }
 
 pub(crate) fn call(server: &Server, tool: &str, arguments: Value) -> Value {
-    send(
-        server,
-        "POST",
-        &format!("/tools/{tool}"),
-        Some(ADMIN),
-        "application/json",
-        arguments.to_string().as_bytes(),
-    )
-    .1
+    crate::support::call_as(server, tool, ADMIN, &arguments.to_string()).1
 }
 
 /// `GET /plugins/{id}/source` with `token`: its status and text.

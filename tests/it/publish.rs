@@ -38,16 +38,7 @@ pub(crate) fn tokens_file(dir: &Path) -> PathBuf {
 
 /// Calls a tool as the admin; its envelope.
 fn call(server: &Server, tool: &str, text: &str) -> Value {
-    let body = json!({ "text": text }).to_string();
-    send(
-        server,
-        "POST",
-        &format!("/tools/{tool}"),
-        Some(ADMIN),
-        "application/json",
-        body.as_bytes(),
-    )
-    .1
+    crate::support::call_as(server, tool, ADMIN, &json!({ "text": text }).to_string()).1
 }
 
 /// The tools served, as the admin lists them.

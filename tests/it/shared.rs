@@ -571,14 +571,7 @@ fn put_word_count(here: &Server, id: &str, token: &str) -> (u16, Value) {
 
 /// Calls `tool` on `server` as the admin.
 fn call_as_admin(server: &Server, tool: &str) -> (u16, Value) {
-    send(
-        server,
-        "POST",
-        &format!("/tools/{tool}"),
-        Some(ADMIN),
-        "application/json",
-        json!({ "text": "a b" }).to_string().as_bytes(),
-    )
+    crate::support::call_as(server, tool, ADMIN, &json!({ "text": "a b" }).to_string())
 }
 
 /// A build runs on whichever replica has a free slot, and the room's line

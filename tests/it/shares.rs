@@ -6,18 +6,10 @@
 use serde_json::Value;
 
 use crate::publish::{ADA, ADMIN, CAROL, contents, put, tokens_file};
-use crate::support::send;
 use crate::support::{Server, example, fixture, padded, plugin_dir, variant_of};
 
 fn call(server: &Server, tool: &str, arguments: &str) -> (u16, Value) {
-    send(
-        server,
-        "POST",
-        &format!("/tools/{tool}"),
-        Some(ADMIN),
-        "application/json",
-        arguments.as_bytes(),
-    )
+    crate::support::call_as(server, tool, ADMIN, arguments)
 }
 
 #[test]

@@ -437,18 +437,11 @@ impl Builds {
     /// installed. Else why not: [`BuildError::NotBuiltHere`],
     /// [`BuildError::Unavailable`] or [`BuildError::NoToolchain`].
     pub(crate) fn builds(&self, language: Language) -> Result<(), BuildError> {
-        if let Some(reason) = self.refuse(Some(language)) {
-            return Err(BuildError::NotBuiltHere(reason));
+        match self.program(language) {
+            Ok(_) => Ok(()),
+            Err(BuildError::Toolchain { reason, .. }) => Err(BuildError::NoToolchain(reason)),
+            Err(other) => Err(other),
         }
-        if let Some(why) = self.containment.refusal() {
-            return Err(BuildError::Unavailable(why.to_string()));
-        }
-        let toolchain = recipe::toolchain(language)
-            .ok_or_else(|| BuildError::NotBuiltHere("no toolchain builds it".into()))?;
-        toolchain
-            .find()
-            .map(|_| ())
-            .map_err(BuildError::NoToolchain)
     }
 
     /// Builds `source` as plugin `plugin` for `person`: waits its turn,
@@ -600,7 +593,7 @@ impl Builds {
             return Err(BuildError::Unavailable(why.to_string()));
         }
         let toolchain = recipe::toolchain(language)
-            .ok_or_else(|| BuildError::NotBuiltHere("no toolchain".into()))?;
+            .ok_or_else(|| BuildError::NotBuiltHere("no toolchain builds it".into()))?;
         toolchain.find().map_err(|reason| BuildError::Toolchain {
             language: language.as_str(),
             reason,

@@ -804,6 +804,19 @@ fn humantime_like(timestamp: &str) -> bool {
         })
 }
 
+/// `(status, answer)` of a REST call of `tool` with `arguments` (JSON
+/// text), as `token`.
+pub fn call_as(server: &Server, tool: &str, token: &str, arguments: &str) -> (u16, Value) {
+    send(
+        server,
+        "POST",
+        &format!("/tools/{tool}"),
+        Some(token),
+        "application/json",
+        arguments.as_bytes(),
+    )
+}
+
 /// `(status, body)` of one request with an optional bearer token; a body
 /// of type `kind` for POST and PUT (which also accept an MCP answer).
 pub fn send(
