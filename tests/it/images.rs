@@ -185,3 +185,48 @@ fn a_quick_modules_image_waits_until_calls_have_paid_for_it() {
     let after = server.call("quick", json!({"text": "b"}));
     assert_eq!(after.json["content"][0]["text"], "b", "{}", after.json);
 }
+
+/// A tool that writes megabytes of the runtime's heap on every call, and
+/// keeps what it wrote at module level: pages a call wrote stay mapped
+/// for the next instance in the slot (runtime/pool.rs), written back to
+/// their first contents, so each call must still find the module as it
+/// was, with or without an image.
+const WRITER: &str = r#"import hashlib
+
+from toolhost_plugin import tool
+
+KEPT = []
+
+
+@tool(name="writer")
+def writer(n: int) -> dict:
+    """Writes and keeps 6 MiB, and hashes a fresh buffer."""
+    KEPT.append(bytes([n % 251]) * (6 << 20))
+    fresh = bytearray(1 << 20)
+    return {"kept": len(KEPT), "fresh": hashlib.sha256(fresh).hexdigest()}
+"#;
+
+#[test]
+fn megabytes_a_call_wrote_are_gone_for_the_next_call_back_to_back() {
+    let dir = plugin_dir(&[]);
+    let server = Server::process(dir.path(), &[]);
+    server.wait_for_runtimes_compiled();
+    drop_source(dir.path(), "writer.py", WRITER);
+    server.wait_for("writer.py to load", |s| {
+        s.tool_names().contains(&"writer".to_string())
+    });
+    let zeros = {
+        use sha2::Digest;
+        format!("{:x}", sha2::Sha256::digest(vec![0u8; 1 << 20]))
+    };
+    for n in 0..30 {
+        let answer = server.call("writer", json!({"n": n}));
+        let result = &answer.json["structuredContent"];
+        assert_eq!(
+            result["kept"], 1,
+            "call {n} saw what another kept: {}",
+            answer.json
+        );
+        assert_eq!(result["fresh"], zeros.as_str(), "call {n}: {}", answer.json);
+    }
+}
