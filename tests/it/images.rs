@@ -47,15 +47,22 @@ fn drop_source(dir: &std::path::Path, name: &str, text: &str) {
     std::fs::rename(&tmp, dir.join(name)).unwrap();
 }
 
-#[test]
-fn a_sources_module_runs_once_and_each_call_starts_from_its_own_copy() {
+/// A server whose runtimes are compiled, with `text` dropped in as `file`
+/// and its tool `tool` listed.
+fn serving(file: &str, text: &str, tool: &str) -> (tempfile::TempDir, Server) {
     let dir = plugin_dir(&[]);
     let server = Server::process(dir.path(), &[]);
     server.wait_for_runtimes_compiled();
-    drop_source(dir.path(), "stamped.py", STAMPED);
-    server.wait_for("stamped.py to load", |s| {
-        s.tool_names().contains(&"stamp".to_string())
+    drop_source(dir.path(), file, text);
+    server.wait_for(&format!("{file} to load"), |s| {
+        s.tool_names().contains(&tool.to_string())
     });
+    (dir, server)
+}
+
+#[test]
+fn a_sources_module_runs_once_and_each_call_starts_from_its_own_copy() {
+    let (dir, server) = serving("stamped.py", STAMPED, "stamp");
     // The image is taken from the instance that described the source, as
     // it loads: by the time its tool is listed, it is there, and the very
     // first call starts from it.
@@ -139,13 +146,7 @@ def quick(text: str) -> str:
 
 #[test]
 fn a_quick_modules_image_waits_until_calls_have_paid_for_it() {
-    let dir = plugin_dir(&[]);
-    let server = Server::process(dir.path(), &[]);
-    server.wait_for_runtimes_compiled();
-    drop_source(dir.path(), "quick.py", QUICK);
-    server.wait_for("quick.py to load", |s| {
-        s.tool_names().contains(&"quick".to_string())
-    });
+    let (_dir, server) = serving("quick.py", QUICK, "quick");
     let imaged = |server: &Server| {
         server
             .log()
@@ -208,13 +209,7 @@ def writer(n: int) -> dict:
 
 #[test]
 fn megabytes_a_call_wrote_are_gone_for_the_next_call_back_to_back() {
-    let dir = plugin_dir(&[]);
-    let server = Server::process(dir.path(), &[]);
-    server.wait_for_runtimes_compiled();
-    drop_source(dir.path(), "writer.py", WRITER);
-    server.wait_for("writer.py to load", |s| {
-        s.tool_names().contains(&"writer".to_string())
-    });
+    let (_dir, server) = serving("writer.py", WRITER, "writer");
     let zeros = {
         use sha2::Digest;
         format!("{:x}", sha2::Sha256::digest(vec![0u8; 1 << 20]))

@@ -95,14 +95,7 @@ pub(crate) fn put(server: &Server, path: &str, token: &str, wasm: &Path) -> (u16
 }
 
 fn call(server: &Server, token: &str, tool: &str, arguments: &Value) -> (u16, Value) {
-    send(
-        server,
-        "POST",
-        &format!("/tools/{tool}"),
-        Some(token),
-        "application/json",
-        arguments.to_string().as_bytes(),
-    )
+    crate::support::call_as(server, tool, token, &arguments.to_string())
 }
 
 /// One JSON-RPC message to `/mcp` as `token`, on `session` if given: the

@@ -180,14 +180,7 @@ fn a_real_prometheus_counts_exactly_the_calls_made_by_tool_and_outcome() {
     ];
     for (tool, arguments, times) in calls {
         for _ in 0..*times {
-            send(
-                &server,
-                "POST",
-                &format!("/tools/{tool}"),
-                Some(DAVE),
-                "application/json",
-                arguments.to_string().as_bytes(),
-            );
+            crate::support::call_as(&server, tool, DAVE, &arguments.to_string());
         }
     }
     let expected: BTreeMap<(String, String), u64> = [

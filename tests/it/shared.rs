@@ -58,14 +58,7 @@ def word(text: str) -> str:
 }
 
 fn call(server: &Server, tool: &str) -> (u16, Value) {
-    send(
-        server,
-        "POST",
-        &format!("/tools/{tool}"),
-        Some(ADA),
-        "application/json",
-        json!({ "text": "a b c" }).to_string().as_bytes(),
-    )
+    crate::support::call_as(server, tool, ADA, &json!({ "text": "a b c" }).to_string())
 }
 
 fn says(server: &Server, tool: &str) -> Option<String> {

@@ -62,14 +62,7 @@ fn room(dir: &std::path::Path, people: usize) -> std::path::PathBuf {
 }
 
 fn call_as(server: &Server, token: &str, tool: &str, arguments: Value) -> (u16, Value) {
-    send(
-        server,
-        "POST",
-        &format!("/tools/{tool}"),
-        Some(token),
-        "application/json",
-        arguments.to_string().as_bytes(),
-    )
+    crate::support::call_as(server, tool, token, &arguments.to_string())
 }
 
 #[test]

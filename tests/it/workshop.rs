@@ -100,14 +100,7 @@ fn thirty_attendees_publish_the_same_name_and_nobody_fails() {
                 assert_eq!(report["tools"], json!([tool]), "{report}");
                 let text = format!("hello from attendee {attendee}");
                 let body = json!({ "text": text }).to_string();
-                let (status, envelope) = send(
-                    &server,
-                    "POST",
-                    &format!("/tools/{tool}"),
-                    Some(&token),
-                    "application/json",
-                    body.as_bytes(),
-                );
+                let (status, envelope) = crate::support::call_as(&server, &tool, &token, &body);
                 assert_eq!(
                     (status, envelope["content"][0]["text"].as_str()),
                     (200, Some(text.as_str())),
