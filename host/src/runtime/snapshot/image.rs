@@ -231,6 +231,48 @@ struct Run {
     _claim: Claim,
 }
 
+/// The buffers batches of runs are gathered in, kept between lays: a
+/// buffer of `BATCH_WORDS` is past the allocator's threshold for mapping
+/// its own pages, so one made per lay would be mapped, faulted in page by
+/// page and unmapped at every fresh instance.
+static BATCHES: Mutex<Vec<Vec<u64>>> = Mutex::new(Vec::new());
+/// How many of those buffers are kept: one per core lays at a time.
+const BATCHES_KEPT: usize = 4;
+
+/// A buffer from [`BATCHES`], given back when dropped.
+struct Batch(Vec<u64>);
+
+impl Batch {
+    fn take() -> Batch {
+        let kept = BATCHES.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        Batch(kept.unwrap_or_else(|| Vec::with_capacity(BATCH_WORDS)))
+    }
+}
+
+impl std::ops::Deref for Batch {
+    type Target = Vec<u64>;
+    fn deref(&self) -> &Vec<u64> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Batch {
+    fn deref_mut(&mut self) -> &mut Vec<u64> {
+        &mut self.0
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        let mut buffer = std::mem::take(&mut self.0);
+        buffer.clear();
+        let mut kept = BATCHES.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() < BATCHES_KEPT {
+            kept.push(buffer);
+        }
+    }
+}
+
 /// The state an instance is given before its call.
 pub(crate) struct Image {
     globals: Vec<u64>,
@@ -395,7 +437,7 @@ impl Image {
         // its offset, its length in words, its words.
         let write_runs: TypedFunc<(&[u64],), ()> =
             instance.get_typed_func(&mut store, funcs.write_runs)?;
-        let mut batch: Vec<u64> = Vec::with_capacity(BATCH_WORDS);
+        let mut batch = Batch::take();
         for run in &self.runs {
             if !batch.is_empty() && batch.len() + 2 + run.words.len() > BATCH_WORDS {
                 write_runs
