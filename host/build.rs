@@ -19,10 +19,7 @@ use std::path::Path;
 use sha2::Digest;
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    sha256_hex_of_digest(&sha2::Sha256::digest(bytes))
 }
 
 fn main() {
@@ -54,14 +51,11 @@ fn main() {
             sha256_hex(&bytes)
         };
         // The compressed copy `make runtimes` writes beside it, when it is
-        // of these bytes (not older than them); else the bytes themselves.
-        let compressed = built.join(format!("{name}.zst"));
-        let fresh = |file: &Path| {
-            let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
-            matches!((modified(file), modified(&source)), (Some(z), Some(w)) if z >= w)
-        };
-        let (kind, embedded_bytes) = if !bytes.is_empty() && fresh(&compressed) {
-            ("zst", read_watched(&compressed))
+        // of these bytes: its last frame, a skippable one, holds their
+        // SHA-256 (sdk/python/runtime/pack.py). Else the bytes themselves.
+        let compressed = read_watched(&built.join(format!("{name}.zst")));
+        let (kind, embedded_bytes) = if !bytes.is_empty() && compressed_of(&compressed, &digest) {
+            ("zst", compressed)
         } else {
             ("raw", bytes)
         };
@@ -79,6 +73,23 @@ fn main() {
         let bytes = read_watched(&built.join(name));
         write_if_changed(&Path::new(&out).join(name), &bytes);
     }
+}
+
+/// Whether `compressed` ends with the skippable frame `pack.py compress`
+/// writes, holding the SHA-256 whose hex is `digest`.
+fn compressed_of(compressed: &[u8], digest: &str) -> bool {
+    const DIGEST_FRAME: u32 = 0x184D_2A5E;
+    let Some(at) = compressed.len().checked_sub(40) else {
+        return false;
+    };
+    let frame = &compressed[at..];
+    frame[..4] == DIGEST_FRAME.to_le_bytes()
+        && frame[4..8] == 32u32.to_le_bytes()
+        && sha256_hex_of_digest(&frame[8..]) == digest
+}
+
+fn sha256_hex_of_digest(digest: &[u8]) -> String {
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// A file's bytes, watched for changes when it exists (a missing one

@@ -306,3 +306,29 @@ pub fn python_stdlib() -> Result<std::path::PathBuf, Arc<std::io::Error>> {
     })
     .clone()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `make runtimes` writes each runtime's compressed copy with the
+    /// digest of what it compressed; the build embeds that copy, and it
+    /// unpacks to the digest the binary names the runtime by.
+    #[test]
+    fn an_embedded_runtime_is_its_compressed_copy_and_unpacks_to_its_digest() {
+        for (embedded, kind, digest) in [
+            (
+                EMBEDDED_PYTHON,
+                EMBEDDED_PYTHON_KIND,
+                EMBEDDED_PYTHON_SHA256,
+            ),
+            (EMBEDDED_JS, EMBEDDED_JS_KIND, EMBEDDED_JS_SHA256),
+        ] {
+            if embedded.is_empty() {
+                continue;
+            }
+            assert_eq!(kind.trim(), "zst", "the compressed copy is embedded");
+            assert_eq!(sha256_hex(&unzstd(embedded).unwrap()), digest.trim());
+        }
+    }
+}

@@ -11,17 +11,25 @@ imports as it is built ends up in the runtime's snapshot. This finds that
 tar, checks it is the standard library of the runtime's CPython, and writes
 it out zstd-compressed, without the modules no source may import
 (left-out.txt), with the list of all its top-level modules.
-`compress` compresses one file (a runtime component).
+`compress` compresses one file (a runtime component), and ends it with a
+skippable frame holding the SHA-256 of what it compressed, by which
+host/build.rs knows the copy is of the runtime beside it (file times
+say nothing once a folder is copied or restored).
 """
 
 import ast
+import hashlib
 import io
+import struct
 import sys
 import tarfile
 
 import zstandard
 
 MAGIC = b"\x28\xb5\x2f\xfd"
+# A skippable frame's magic number (zstd's format: 0x184D2A50 to 5F):
+# decoders pass over it, and a one-frame decoder never reaches it.
+DIGEST_FRAME = 0x184D2A5E
 
 
 def frames(data):
@@ -110,6 +118,7 @@ def compress(source, out):
         data = file.read()
     with open(out, "wb") as file:
         file.write(zstandard.ZstdCompressor(level=19, threads=-1).compress(data))
+        file.write(struct.pack("<II", DIGEST_FRAME, 32) + hashlib.sha256(data).digest())
 
 
 if __name__ == "__main__":
