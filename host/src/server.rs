@@ -59,6 +59,8 @@ pub struct Settings {
     /// The Redis that replicas keep their tasks in (`redis://host:port/db`);
     /// `None`: the plugin folder's `.toolhost/tasks`.
     pub tasks_redis: Option<String>,
+    /// How long a task's run may take (past a call's deadline).
+    pub task_timeout: Duration,
     /// How long a client may take to send a header; also the keep-alive
     /// idle timeout.
     pub header_timeout: Duration,
@@ -132,6 +134,7 @@ impl Default for Settings {
             tokens_file: None,
             request_state_keys: None,
             tasks_redis: None,
+            task_timeout: crate::tasks::DEFAULT_RUN_DEADLINE,
             header_timeout: Duration::from_millis(DEFAULT_HEADER_TIMEOUT_MS),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_sessions: DEFAULT_MAX_SESSIONS,
@@ -253,7 +256,13 @@ async fn serve(
             None => None,
         },
     }
-    .map(|store| crate::tasks::Tasks::new(store, crate::tasks::DEFAULT_TTL));
+    .map(|store| {
+        crate::tasks::Tasks::with_run_deadline(
+            store,
+            crate::tasks::DEFAULT_TTL,
+            settings.task_timeout,
+        )
+    });
     let rounds = crate::front::mcp::Rounds { input_keys, tasks };
     let (mcp, open_sessions) = mcp_http::router(
         registry.clone(),

@@ -12,6 +12,8 @@
 //!   A task made on one is read and answered through the balancer and on
 //!   another; a cancellation on another stops it; the replica that runs
 //!   one is killed (SIGKILL) and the task is `failed` with the reason.
+//! - Deadlines: a task's run has its own (`--task-timeout-secs`), past its
+//!   tool's call deadline, and ends failed past it.
 //! - Owners: a task is its maker's; they cancel it even once its tool left
 //!   their set. What one person's records take is bounded in bytes
 //!   (arguments and results), and the bound outlives a restart.
@@ -283,6 +285,60 @@ fn rest_answers_input_required_and_runs_tasks() {
         None,
     );
     assert_eq!(status, 404);
+}
+
+/// The conformance plugin's `slow_compute` as an optional task tool whose
+/// calls have 500 ms, on a server whose tasks have 3 s: as a call, a
+/// second's work is cut; as a task, it runs to its end; ten seconds'
+/// work, as a task, fails at the task's deadline, naming it.
+#[test]
+fn a_task_runs_past_its_tools_call_deadline_until_its_own() {
+    let dir = plugin_dir(&[&example("conformance")]);
+    std::fs::write(
+        dir.path().join("conformance.toml"),
+        "[tasks]\nslow_compute = \"optional\"\n\n[limits]\ntimeout_ms = 500\n",
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &["--task-timeout-secs", "3"]);
+    let base = &server.base;
+    let tool = "/tools/slow_compute";
+    let a_second = json!({ "seconds": 1, "label": "a second" });
+
+    let (status, _, cut) = rest(base, "POST", tool, &[], Some(a_second.clone()));
+    assert_eq!(
+        (status, cut["error"]["code"].clone()),
+        (504, json!("TOOL_TIMEOUT")),
+        "{cut}"
+    );
+
+    let as_task = [("Prefer", "respond-async")];
+    let ended = |body: Value| {
+        let (status, location, created) = rest(base, "POST", tool, &as_task, Some(body));
+        assert_eq!(status, 202, "{created}");
+        let location = location.unwrap();
+        let mut task = Value::Null;
+        wait_until("the task to end", Duration::from_secs(30), || {
+            task = rest(base, "GET", &location, &[], None).2;
+            task["status"] != "working"
+        });
+        task
+    };
+    let done = ended(a_second);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        done["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("completed after 1 seconds")),
+        "{done}"
+    );
+
+    let past = ended(json!({ "seconds": 10, "label": "ten seconds" }));
+    assert_eq!(past["status"], "failed", "{past}");
+    let said = past.to_string();
+    assert!(
+        said.contains("TOOL_TIMEOUT") && said.contains("3000"),
+        "{past}"
+    );
 }
 
 #[test]

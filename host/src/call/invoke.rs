@@ -15,7 +15,7 @@
 //! `info`.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
@@ -96,6 +96,52 @@ pub async fn call_tool(
     front: Front,
     view: &View,
 ) -> Envelope {
+    call(
+        registry, calls, name, arguments, format, client, front, view, None,
+    )
+    .await
+}
+
+/// A run of a task's call: as [`call_tool`], with the task's own deadline
+/// (`task_deadline`), or its tool's call deadline if that is longer.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn call_tool_as_task(
+    registry: &Arc<Registry>,
+    calls: &Calls,
+    name: &str,
+    arguments: Map<String, Value>,
+    format: TextFormat,
+    client: CallClient,
+    front: Front,
+    view: &View,
+    task_deadline: Duration,
+) -> Envelope {
+    call(
+        registry,
+        calls,
+        name,
+        arguments,
+        format,
+        client,
+        front,
+        view,
+        Some(task_deadline),
+    )
+    .await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn call(
+    registry: &Arc<Registry>,
+    calls: &Calls,
+    name: &str,
+    arguments: Map<String, Value>,
+    format: TextFormat,
+    client: CallClient,
+    front: Front,
+    view: &View,
+    task_deadline: Option<Duration>,
+) -> Envelope {
     let started = Instant::now();
     // The tool is looked up first, so that the span is made with its
     // plugin rather than told it afterwards (each field recorded later is
@@ -106,7 +152,15 @@ pub async fn call_tool(
     let (mut envelope, usage) = match &entry {
         Some(entry) => {
             run_tool(
-                registry, calls, name, entry, arguments, format, client, &span,
+                registry,
+                calls,
+                name,
+                entry,
+                arguments,
+                format,
+                client,
+                task_deadline,
+                &span,
             )
             .instrument(span.running())
             .await
@@ -139,6 +193,7 @@ async fn run_tool(
     arguments: Map<String, Value>,
     format: TextFormat,
     client: CallClient,
+    task_deadline: Option<Duration>,
     span: &CallSpan<'_>,
 ) -> (Envelope, Option<CallUsage>) {
     let arguments = Value::Object(arguments);
@@ -184,6 +239,7 @@ async fn run_tool(
             &entry.tool.declared,
             arguments.to_string(),
             client,
+            task_deadline,
         )
         .await;
     if !run.printed.is_empty() {

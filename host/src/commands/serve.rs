@@ -155,6 +155,12 @@ pub(super) struct ServeOptions {
     /// folder's .toolhost/tasks, for one server]
     #[arg(long, env = "TOOLHOST_TASKS_REDIS")]
     tasks_redis: Option<String>,
+    /// How long a task's run may take, in seconds: a tool run as a task
+    /// (MCP's tasks, REST's `Prefer: respond-async`) is past a call's
+    /// deadline (its policy's `timeout_ms`, 10 s by default) until this,
+    /// or until that deadline if it is longer
+    #[arg(long, env = "TOOLHOST_TASK_TIMEOUT_SECS", default_value_t = crate::tasks::DEFAULT_RUN_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    task_timeout_secs: u64,
     /// Share this server's write side with every replica that names the
     /// same Redis (`redis://host:port/db`): each publish and removal,
     /// made on any of them, is written into every one's plugin folder, and
@@ -306,6 +312,7 @@ impl ServeOptions {
             tokens_file: self.tokens.clone(),
             request_state_keys: self.request_state_keys.clone(),
             tasks_redis: self.tasks_redis.clone().or_else(|| self.redis.clone()),
+            task_timeout: Duration::from_secs(self.task_timeout_secs),
             header_timeout: Duration::from_millis(self.header_timeout_ms),
             max_connections: self.max_connections as usize,
             max_sessions: self.max_sessions as usize,

@@ -489,7 +489,13 @@ impl Runtime {
                 })
                 .await;
                 let module_ran = module_started.elapsed();
-                let (settled, mut printed) = settle(&plugin.name, &grants, &mut store, outcome);
+                let (settled, mut printed) = settle(
+                    &plugin.name,
+                    &grants,
+                    grants.limits.timeout,
+                    &mut store,
+                    outcome,
+                );
                 printed.log();
                 let (description, instance) = match settled {
                     Ok(described) => described,
@@ -567,8 +573,10 @@ impl Runtime {
 
     /// Runs `call-tool` in a fresh instance with the plugin's grants.
     /// `arguments` is JSON text; `client` is the client behind the call, if
-    /// there is one. What the plugin printed comes back for the caller to
-    /// log in the call's span, which it may make only then.
+    /// there is one; `task_deadline`, a task's own deadline when the call
+    /// is a task's run (the grants' call deadline still holds if longer).
+    /// What the plugin printed comes back for the caller to log in the
+    /// call's span, which it may make only then.
     pub async fn call_tool(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,
@@ -576,7 +584,11 @@ impl Runtime {
         tool: &str,
         arguments: String,
         client: CallClient,
+        task_deadline: Option<Duration>,
     ) -> ToolRun {
+        let timeout = task_deadline.map_or(grants.limits.timeout, |task| {
+            task.max(grants.limits.timeout)
+        });
         if let Some(pending) = &plugin.pending {
             self.optimizer
                 .enqueue(&self.tiers, &plugin.name, pending, &plugin.code);
@@ -620,7 +632,7 @@ impl Runtime {
                     let (mut store, kept, served) = match (warm, spare) {
                         (Some(warm), _) => {
                             let mut store = warm.store;
-                            runtime.ready_store(&mut store, &grants, client, cancel);
+                            runtime.ready_store(&mut store, &grants, timeout, client, cancel);
                             (store, Some(warm.instance), warm.calls)
                         }
                         (None, Some(prepared)) => {
@@ -628,17 +640,19 @@ impl Runtime {
                                 .spares_used
                                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             let mut store = prepared.store;
-                            runtime.ready_store(&mut store, &grants, client, cancel);
+                            runtime.ready_store(&mut store, &grants, timeout, client, cancel);
                             (store, Some(prepared.instance), 0)
                         }
                         (None, None) => (
-                            runtime.new_store(&plugin, &code, &grants, client, cancel)?,
+                            runtime.new_store_until(
+                                &plugin, &code, &grants, timeout, client, cancel,
+                            )?,
                             None,
                             0,
                         ),
                     };
                     let warm = kept.is_some();
-                    let outcome = tokio::time::timeout(grants.limits.timeout, async {
+                    let outcome = tokio::time::timeout(timeout, async {
                         let instance: Plugin = match kept {
                             Some(instance) => instance,
                             None => {
@@ -668,7 +682,8 @@ impl Runtime {
                         Ok(Err(error)) => (Ok(Err(error)), None),
                         Err(elapsed) => (Err(elapsed), None),
                     };
-                    let (settled, printed) = settle(&plugin.name, &grants, &mut store, outcome);
+                    let (settled, printed) =
+                        settle(&plugin.name, &grants, timeout, &mut store, outcome);
                     // Only an instance whose call ended well is handed on;
                     // a large one is torn down after the answer has gone.
                     match (grants.reuse_instance, instance, &settled) {
@@ -904,15 +919,29 @@ impl Runtime {
         client: CallClient,
         cancel: Cancel,
     ) -> Result<Store<Sandbox>, CallFailure> {
-        let sandbox = Sandbox::new(plugin.name.clone(), grants.clone(), client)
+        self.new_store_until(plugin, code, grants, grants.limits.timeout, client, cancel)
+    }
+
+    /// As [`Self::new_store`], for a call with its own deadline.
+    fn new_store_until(
+        &self,
+        plugin: &CompiledPlugin,
+        code: &compiler::Code,
+        grants: &Arc<Grants>,
+        timeout: Duration,
+        client: CallClient,
+        cancel: Cancel,
+    ) -> Result<Store<Sandbox>, CallFailure> {
+        let mut sandbox = Sandbox::new(plugin.name.clone(), grants.clone(), client)
             .map_err(|e| CallFailure::Host(format!("a granted directory cannot be opened: {e}")))?;
+        sandbox.outbound.start_call(timeout);
         let mut store = Store::new(code.pre.instance_pre().engine(), sandbox);
         store.limiter(|sandbox| &mut sandbox.limiter);
         let _ = store.set_fuel(grants.fuel_budget());
         // Yield every slice, so that a call started on its caller's thread
         // moves to a guest thread if it runs on (see `executor`).
         let _ = store.fuel_async_yield_interval(Some(executor::SLICE_FUEL));
-        Self::set_deadline(&mut store, grants.limits.timeout, cancel);
+        Self::set_deadline(&mut store, timeout, cancel);
         Ok(store)
     }
 
@@ -936,6 +965,7 @@ impl Runtime {
         &self,
         store: &mut Store<Sandbox>,
         grants: &Arc<Grants>,
+        timeout: Duration,
         client: CallClient,
         cancel: Cancel,
     ) {
@@ -944,9 +974,9 @@ impl Runtime {
         sandbox.limiter.start_call();
         // Outbound HTTP's deadline and counts are the call's, not the
         // instance's (a spare, or one kept between calls, was made before).
-        sandbox.outbound.start_call(grants.limits.timeout);
+        sandbox.outbound.start_call(timeout);
         let _ = store.set_fuel(grants.fuel_budget());
-        Self::set_deadline(store, grants.limits.timeout, cancel);
+        Self::set_deadline(store, timeout, cancel);
     }
 
     /// Runs `ask` (0.2.0's `read-resource`, `get-prompt`, `complete`) in
@@ -1019,7 +1049,13 @@ impl Runtime {
                     })
                     .await;
                     let usage = usage_of(&store, &grants, &code);
-                    let (settled, mut printed) = settle(&plugin.name, &grants, &mut store, outcome);
+                    let (settled, mut printed) = settle(
+                        &plugin.name,
+                        &grants,
+                        grants.limits.timeout,
+                        &mut store,
+                        outcome,
+                    );
                     printed.log();
                     Ok((settled, usage))
                 };

@@ -85,10 +85,12 @@ impl Drop for Printed {
     }
 }
 
-/// Turns wasmtime's outcome into ours, with what `plugin` printed.
+/// Turns wasmtime's outcome into ours, with what `plugin` printed;
+/// `timeout` is the deadline the call ran under.
 pub(super) fn settle<T>(
     plugin: &Arc<str>,
     grants: &Grants,
+    timeout: std::time::Duration,
     store: &mut Store<Sandbox>,
     outcome: Result<wasmtime::Result<T>, tokio::time::error::Elapsed>,
 ) -> (Result<T, CallFailure>, Printed) {
@@ -100,7 +102,7 @@ pub(super) fn settle<T>(
     };
     let refused = sandbox.limiter.refused;
     (
-        failure_of(grants, refused, &printed.stderr, outcome),
+        failure_of(grants, timeout, refused, &printed.stderr, outcome),
         printed,
     )
 }
@@ -108,20 +110,21 @@ pub(super) fn settle<T>(
 /// `refused`: whether the memory budget refused a growth in the call.
 fn failure_of<T>(
     grants: &Grants,
+    timeout: std::time::Duration,
     refused: bool,
     stderr: &(String, usize),
     outcome: Result<wasmtime::Result<T>, tokio::time::error::Elapsed>,
 ) -> Result<T, CallFailure> {
     let error = match outcome {
         Ok(Ok(value)) => return Ok(value),
-        Err(_elapsed) => return Err(CallFailure::Timeout(grants.limits.timeout)),
+        Err(_elapsed) => return Err(CallFailure::Timeout(timeout)),
         Ok(Err(error)) => error,
     };
     Err(match error.downcast_ref::<Trap>() {
         _ if refused => CallFailure::OutOfMemory {
             cap_bytes: grants.limits.memory_bytes,
         },
-        Some(Trap::Interrupt) => CallFailure::Timeout(grants.limits.timeout),
+        Some(Trap::Interrupt) => CallFailure::Timeout(timeout),
         Some(Trap::OutOfFuel) => CallFailure::OutOfFuel {
             fuel: grants.fuel_budget(),
         },

@@ -44,6 +44,10 @@ pub(crate) use self::store::{Store, StoreError};
 
 /// How long a task is kept after it was made, unless the server says.
 pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(60 * 60);
+/// How long a task's run may take, by default (`serve --task-timeout-secs`):
+/// its own deadline, not a call's (a policy's `timeout_ms`, 10 s unless
+/// it says otherwise), which a task is made to outlast.
+pub(crate) const DEFAULT_RUN_DEADLINE: Duration = Duration::from_secs(15 * 60);
 /// How often a run elsewhere is checked for a cancellation (shared store).
 pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(250);
 
@@ -145,10 +149,22 @@ pub(crate) struct Tasks {
     replica: String,
     running: Mutex<Running>,
     pub(crate) ttl: Duration,
+    /// How long one run of a task's call may take: this, or the call
+    /// deadline of its tool's policy if that is longer.
+    pub(crate) run_deadline: Duration,
 }
 
 impl Tasks {
+    #[cfg(test)]
     pub(crate) fn new(store: Store, ttl: Duration) -> Arc<Self> {
+        Self::with_run_deadline(store, ttl, DEFAULT_RUN_DEADLINE)
+    }
+
+    pub(crate) fn with_run_deadline(
+        store: Store,
+        ttl: Duration,
+        run_deadline: Duration,
+    ) -> Arc<Self> {
         let mut id = [0u8; 8];
         getrandom::fill(&mut id).expect("the system's randomness");
         Arc::new(Tasks {
@@ -156,6 +172,7 @@ impl Tasks {
             store,
             running: Mutex::default(),
             ttl,
+            run_deadline,
         })
     }
 

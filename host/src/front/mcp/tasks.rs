@@ -88,12 +88,13 @@ pub(super) async fn maybe_task(
     let keys = path.keys.clone();
     let call = {
         let (round, bound, view) = (round.clone(), bound.to_string(), view.clone());
+        let deadline = tasks.run_deadline;
         let (tool, arguments) = (
             request.name.to_string(),
             request.arguments.clone().unwrap_or_default(),
         );
         AbortOnDrop(tokio::spawn(async move {
-            let envelope = path.call(&tool, arguments, &round, &view).await;
+            let envelope = path.call(&tool, arguments, &round, &view, deadline).await;
             (envelope, round, bound, path.keys)
         }))
     };
@@ -161,7 +162,8 @@ pub(crate) struct RunPath {
 }
 
 impl RunPath {
-    /// The tool's call on the call path, its requests for input going to
+    /// The tool's call on the call path, as a run of a task with
+    /// `deadline` (`Tasks::run_deadline`), its requests for input going to
     /// `round`.
     async fn call(
         &self,
@@ -169,9 +171,10 @@ impl RunPath {
         arguments: Map<String, Value>,
         round: &Arc<InputRound>,
         view: &View,
+        deadline: std::time::Duration,
     ) -> crate::call::envelope::Envelope {
         let client: CallClient = Some(round.clone());
-        crate::call::invoke::call_tool(
+        crate::call::invoke::call_tool_as_task(
             &self.registry,
             &self.calls,
             tool,
@@ -180,6 +183,7 @@ impl RunPath {
             client,
             self.front,
             view,
+            deadline,
         )
         .await
     }
@@ -203,6 +207,7 @@ pub(crate) fn start_run(
     let capabilities: ClientCapabilities =
         serde_json::from_value(record.capabilities.clone()).unwrap_or_default();
     let bound = format!("task\0{}", record.id);
+    let deadline = tasks.run_deadline;
     let span = tracing::info_span!("task", id = %record.id, tool = %record.tool);
     tasks.run(
         record,
@@ -221,7 +226,7 @@ pub(crate) fn start_run(
                     Ok(round) => Arc::new(round),
                     Err(error) => return RunEnd::Failed(json!(error)),
                 };
-                let envelope = path.call(&tool, arguments, &round, &view).await;
+                let envelope = path.call(&tool, arguments, &round, &view, deadline).await;
                 ended(&round, &path.keys, &bound, envelope)
             }
             .instrument(span),
