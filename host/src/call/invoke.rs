@@ -231,7 +231,7 @@ async fn run_tool(
     };
     let mut run = registry
         .runtime()
-        .call_tool(
+        .call_tool_until(
             &plugin.compiled,
             &plugin.grants,
             // The plugin is called by the name it declared; clients use the

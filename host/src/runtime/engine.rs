@@ -573,11 +573,24 @@ impl Runtime {
 
     /// Runs `call-tool` in a fresh instance with the plugin's grants.
     /// `arguments` is JSON text; `client` is the client behind the call, if
-    /// there is one; `task_deadline`, a task's own deadline when the call
-    /// is a task's run (the grants' call deadline still holds if longer).
-    /// What the plugin printed comes back for the caller to log in the
-    /// call's span, which it may make only then.
+    /// there is one. What the plugin printed comes back for the caller to
+    /// log in the call's span, which it may make only then.
     pub async fn call_tool(
+        self: &Arc<Self>,
+        plugin: &CompiledPlugin,
+        grants: &Arc<Grants>,
+        tool: &str,
+        arguments: String,
+        client: CallClient,
+    ) -> ToolRun {
+        self.call_tool_until(plugin, grants, tool, arguments, client, None)
+            .await
+    }
+
+    /// As [`Self::call_tool`], with `task_deadline`, a task's own deadline
+    /// when the call is a task's run (the grants' call deadline still
+    /// holds if it is longer).
+    pub(crate) async fn call_tool_until(
         self: &Arc<Self>,
         plugin: &CompiledPlugin,
         grants: &Arc<Grants>,
