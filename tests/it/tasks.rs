@@ -334,9 +334,10 @@ fn a_task_runs_past_its_tools_call_deadline_until_its_own() {
 
     let past = ended(json!({ "seconds": 10, "label": "ten seconds" }));
     assert_eq!(past["status"], "failed", "{past}");
-    let said = past.to_string();
-    assert!(
-        said.contains("TOOL_TIMEOUT") && said.contains("3000"),
+    let error = &past["error"]["data"];
+    assert_eq!(
+        (error["code"].clone(), error["details"]["timeoutMs"].clone()),
+        (json!("TOOL_TIMEOUT"), json!(3000)),
         "{past}"
     );
 }

@@ -327,7 +327,11 @@ mod tests {
             if embedded.is_empty() {
                 continue;
             }
-            assert_eq!(kind.trim(), "zst", "the compressed copy is embedded");
+            assert_eq!(
+                kind.trim(),
+                "zst",
+                "the compressed copy is embedded (`make runtimes` writes it)"
+            );
             assert_eq!(sha256_hex(&unzstd(embedded).unwrap()), digest.trim());
         }
     }

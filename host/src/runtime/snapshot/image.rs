@@ -237,7 +237,10 @@ struct Run {
 /// page and unmapped at every fresh instance.
 static BATCHES: Mutex<Vec<Vec<u64>>> = Mutex::new(Vec::new());
 /// How many of those buffers are kept: one per core lays at a time.
-const BATCHES_KEPT: usize = 4;
+fn batches_kept() -> usize {
+    static KEPT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *KEPT.get_or_init(|| std::thread::available_parallelism().map_or(4, |cores| cores.get()))
+}
 
 /// A buffer from [`BATCHES`], given back when dropped.
 struct Batch(Vec<u64>);
@@ -267,7 +270,7 @@ impl Drop for Batch {
         let mut buffer = std::mem::take(&mut self.0);
         buffer.clear();
         let mut kept = BATCHES.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() < BATCHES_KEPT {
+        if kept.len() < batches_kept() {
             kept.push(buffer);
         }
     }
