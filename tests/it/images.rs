@@ -125,14 +125,13 @@ fn a_sources_module_runs_once_and_each_call_starts_from_its_own_copy() {
     assert_ne!(first["stamp"], answers[0]["stamp"]);
 }
 
-/// A tool whose module is quick, well under what is imaged as it loads
-/// (100 ms), yet runs longer than its image is laid: a small table, tens
-/// of milliseconds in a debug build. (A plain tool's module, about 10 ms,
-/// is rightly declined an image where laying one costs more, as it may in
-/// a debug build under load.)
+/// A tool whose module is quick, far under what is imaged as it loads
+/// (100 ms): a plain tool's, about ten milliseconds in a debug build, so
+/// that it stays under even while other tests load both cores. Whether its
+/// image, once tried, is kept or declined (laying it may cost more than
+/// the module) is a measurement, so the test below looks only at when it
+/// is tried.
 const QUICK: &str = r#"from toolhost_plugin import tool
-
-SQUARES = [n * n for n in range(30_000)]
 
 @tool(name="quick")
 def quick(text: str) -> str:
@@ -147,11 +146,13 @@ def quick(text: str) -> str:
 #[test]
 fn a_quick_modules_image_waits_until_calls_have_paid_for_it() {
     let (_dir, server) = serving("quick.py", QUICK, "quick");
+    // Taken, or declined once taken (its lay measured slower than the
+    // module): either way, tried.
     let imaged = |server: &Server| {
-        server
-            .log()
-            .lines()
-            .any(|line| line.contains("image taken") && line.contains("plugin=quick"))
+        server.log().lines().any(|line| {
+            line.contains("plugin=quick")
+                && (line.contains("image taken") || line.contains("no image of this source"))
+        })
     };
     // A source tried once (one of a burst of publishes, a step of an edit
     // loop) never pays the tens of milliseconds an image takes: its next
@@ -167,8 +168,8 @@ fn a_quick_modules_image_waits_until_calls_have_paid_for_it() {
         crate::metrics::metric_value(&server, "toolhost_image_bytes"),
         0
     );
-    // Called on, it is imaged once its calls have run its module for as
-    // long as taking the image costs.
+    // Called on, it is imaged (tried) once its calls have run its module
+    // for as long as taking the image costs.
     for n in 0..200 {
         let answer = server.call("quick", json!({"text": n.to_string()}));
         assert_eq!(
