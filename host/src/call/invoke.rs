@@ -96,42 +96,16 @@ pub async fn call_tool(
     front: Front,
     view: &View,
 ) -> Envelope {
-    call(
+    call_tool_until(
         registry, calls, name, arguments, format, client, front, view, None,
     )
     .await
 }
 
-/// A run of a task's call: as [`call_tool`], with the task's own deadline
-/// (`task_deadline`), or its tool's call deadline if that is longer.
+/// As [`call_tool`], with `task_deadline`, a task's own deadline when the
+/// call is a task's run (its tool's call deadline still holds if longer).
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn call_tool_as_task(
-    registry: &Arc<Registry>,
-    calls: &Calls,
-    name: &str,
-    arguments: Map<String, Value>,
-    format: TextFormat,
-    client: CallClient,
-    front: Front,
-    view: &View,
-    task_deadline: Duration,
-) -> Envelope {
-    call(
-        registry,
-        calls,
-        name,
-        arguments,
-        format,
-        client,
-        front,
-        view,
-        Some(task_deadline),
-    )
-    .await
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn call(
+pub(crate) async fn call_tool_until(
     registry: &Arc<Registry>,
     calls: &Calls,
     name: &str,

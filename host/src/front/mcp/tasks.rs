@@ -174,7 +174,7 @@ impl RunPath {
         deadline: std::time::Duration,
     ) -> crate::call::envelope::Envelope {
         let client: CallClient = Some(round.clone());
-        crate::call::invoke::call_tool_as_task(
+        crate::call::invoke::call_tool_until(
             &self.registry,
             &self.calls,
             tool,
@@ -183,7 +183,7 @@ impl RunPath {
             client,
             self.front,
             view,
-            deadline,
+            Some(deadline),
         )
         .await
     }
