@@ -10,6 +10,9 @@
 //! lists nothing, and its resources and prompts answer as ones that do not
 //! exist (the same code, message and details).
 //!
+//! A view (`registry/app_views.rs`) is read from what its plugin declared
+//! as it loaded, with no code run.
+//!
 //! With `--require-approval`, a fixed resource and a prompt without
 //! arguments answer what their version answered as its definitions were
 //! judged approved (`registry/pinned.rs`), with no code run; a template's
@@ -128,7 +131,13 @@ pub(crate) async fn read_resource(
         return Err(not_found());
     };
     let what = format!("resource {uri:?}");
-    let fixed = plugin.catalog.resources.iter().any(|r| r.uri == uri);
+    let fixed = plugin.catalog.resources.iter().find(|r| r.uri == uri);
+    // A view answers what it declared as its version loaded (the approved
+    // one, under approval): no code runs.
+    if let Some(view) = fixed.and_then(|r| r.view.as_ref()) {
+        return Ok(json!({ "contents": [view.contents(uri)] }));
+    }
+    let fixed = fixed.is_some();
     let pinned = if fixed {
         approved_answers(registry, &plugin, &what)?
     } else {

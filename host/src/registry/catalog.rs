@@ -19,6 +19,9 @@
 
 use serde_json::{Map, Value, json};
 
+use std::sync::Arc;
+
+use crate::registry::app_views::{self, AppView, ViewError};
 use crate::registry::invisible::{self, TextError};
 use crate::registry::tools::{ToolListLimits, is_valid_tool_name};
 use crate::runtime::{DeclaredPrompt, DeclaredResource, DeclaredTemplate, Description};
@@ -45,6 +48,8 @@ pub(crate) struct Resource {
     pub(crate) declared: String,
     /// As `resources/list` and `GET /resources` show it.
     pub(crate) listing: Map<String, Value>,
+    /// A view (`app_views.rs`): its answer, known as it loaded.
+    pub(crate) view: Option<Arc<AppView>>,
 }
 
 /// One URI template and its parts.
@@ -104,6 +109,8 @@ pub enum CatalogError {
     TooLongInNamespace { name: String, served: String },
     #[error("prompt {prompt:?} names argument {argument:?} twice, or an empty one")]
     BadArgument { prompt: String, argument: String },
+    #[error(transparent)]
+    View(#[from] ViewError),
     #[error("the plugin declares {count} {kind}, over the limit of {max}")]
     TooMany {
         kind: &'static str,
@@ -124,6 +131,7 @@ impl Catalog {
             ("resources", description.resources.len()),
             ("resource templates", description.templates.len()),
             ("prompts", description.prompts.len()),
+            ("views", description.views.len()),
         ] {
             if count > limits.max_tools {
                 return Err(CatalogError::TooMany {
@@ -146,6 +154,23 @@ impl Catalog {
                 });
             }
             catalog.resources.push(resource);
+        }
+        for declared in std::mem::take(&mut description.views) {
+            let uri = served(namespace, &declared.uri)?;
+            let declared_uri = declared.uri.clone();
+            let (view, listing) = app_views::build(declared, &uri)?;
+            if catalog.resources.iter().any(|r| r.uri == uri) {
+                return Err(CatalogError::Twice {
+                    kind: "resource URI",
+                    name: declared_uri,
+                });
+            }
+            catalog.resources.push(Resource {
+                uri,
+                declared: declared_uri,
+                listing,
+                view: Some(Arc::new(view)),
+            });
         }
         for declared in std::mem::take(&mut description.templates) {
             let template = template(declared, namespace)?;
@@ -262,6 +287,13 @@ impl Catalog {
         !self.resources.is_empty() || !self.templates.is_empty()
     }
 
+    /// The view the plugin declared as `declared`, by its served URI.
+    pub(crate) fn view_declared(&self, declared: &str) -> Option<&Resource> {
+        self.resources
+            .iter()
+            .find(|r| r.view.is_some() && r.declared == declared)
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.resources.is_empty() && self.templates.is_empty() && self.prompts.is_empty()
     }
@@ -332,6 +364,7 @@ fn resource(declared: DeclaredResource, namespace: Option<&str>) -> Result<Resou
         uri,
         declared: declared.uri,
         listing,
+        view: None,
     })
 }
 

@@ -28,6 +28,7 @@
 //!   that would take another's name is rejected, naming the holder, and is
 //!   admitted by itself once the name is free again.
 
+pub(crate) mod app_views;
 pub mod approvals;
 pub(crate) mod catalog;
 pub mod events;
@@ -44,6 +45,7 @@ pub mod report;
 pub mod shares;
 mod snapshot;
 pub(crate) mod sources;
+pub(crate) mod tool_details;
 pub mod tools;
 pub(crate) mod validators;
 mod verdict;

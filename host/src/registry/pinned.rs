@@ -1,5 +1,6 @@
 //! What an approval pins beyond a plugin's listings (`--require-approval`):
-//! the text an agent reads from it without calling a tool. When a version
+//! the text an agent reads from it without calling a tool, and each view's
+//! HTML and `_meta` (`app_views.rs`), which a person's browser runs. When a version
 //! loads, each fixed resource is read and each prompt got (every argument
 //! set to the placeholder `{name}`), and what they answer joins the
 //! definitions an admin approves (`approvals.rs`): a code-only republish
@@ -113,6 +114,15 @@ pub(crate) async fn texts(runtime: &Arc<Runtime>, plugin: &LoadedPlugin) -> Pinn
     let mut answers = Answers::default();
     let mut resources = Map::new();
     for resource in &plugin.catalog.resources {
+        // A view's answer is what it declared: its HTML and `_meta`.
+        if let Some(view) = &resource.view {
+            let mut said = json!({ "mimeType": crate::registry::app_views::MIME_TYPE, "body": text(&view.html) });
+            if let Some(meta) = &view.meta {
+                said["_meta"] = meta.clone();
+            }
+            resources.insert(resource.uri.clone(), json!([said]));
+            continue;
+        }
         let ask = Ask::ReadResource {
             uri: resource.declared.clone(),
         };

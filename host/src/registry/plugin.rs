@@ -58,6 +58,8 @@ pub enum LoadError {
     /// Its tool list breaks a rule or a limit (see `tools.rs`).
     #[error(transparent)]
     ToolList(#[from] ToolListError),
+    #[error(transparent)]
+    Details(#[from] crate::registry::tool_details::DetailError),
     /// Its OCI source gave nothing to serve (see `sources.rs`): the
     /// registry is unreachable, the artifact is not a wasm artifact, or its
     /// signature was refused.
@@ -602,6 +604,11 @@ pub(crate) async fn load(
         })?;
     let catalog = Catalog::build(&mut description, namespace_of(id), list_limits)?;
     let mut tools = tools::build_tools(std::mem::take(&mut description.tools), list_limits)?;
+    crate::registry::tool_details::apply(
+        &mut tools,
+        std::mem::take(&mut description.details),
+        &catalog,
+    )?;
     if let Some(text) = &source.policy {
         let policy_error = |reason: policy::PolicyError| LoadError::Policy {
             file: source

@@ -42,6 +42,11 @@ pub struct Tool {
     /// Whether a call asks for its input before it becomes a task
     /// (`input_first` in `[tasks]`).
     pub(crate) task_input_first: bool,
+    /// The served URI of the view its results are shown in
+    /// (`tool_details.rs`).
+    pub(crate) view: Option<String>,
+    /// Who may call it (`"model"`, `"app"`), when the plugin says.
+    pub(crate) visibility: Option<Vec<&'static str>>,
 }
 
 /// One tool's entry in a policy's `[tasks]`: `"optional"`, `"required"`,
@@ -109,6 +114,8 @@ impl Tool {
             && self.annotations == other.annotations
             && self.task_support == other.task_support
             && self.task_input_first == other.task_input_first
+            && self.view == other.view
+            && self.visibility == other.visibility
     }
 
     /// The tool as MCP's `tools/list` and REST's `GET /tools` describe it:
@@ -130,8 +137,32 @@ impl Tool {
         if let Some(support) = self.task_support {
             tool.insert("execution".into(), json!({ "taskSupport": support }));
         }
+        if let Some(meta) = ui_meta(self.view.as_deref(), self.visibility.as_deref()) {
+            tool.insert("_meta".into(), meta);
+        }
         tool
     }
+}
+
+/// A tool's `_meta` in `tools/list`, when it has a view or a visibility:
+/// the extension's `ui` object, and the flat `ui/resourceUri` key older
+/// hosts read.
+fn ui_meta(view: Option<&str>, visibility: Option<&[&'static str]>) -> Option<Value> {
+    if view.is_none() && visibility.is_none() {
+        return None;
+    }
+    let mut ui = Map::new();
+    if let Some(view) = view {
+        ui.insert("resourceUri".into(), json!(view));
+    }
+    if let Some(visibility) = visibility {
+        ui.insert("visibility".into(), json!(visibility));
+    }
+    let mut meta = json!({ "ui": ui });
+    if let Some(view) = view {
+        meta["ui/resourceUri"] = json!(view);
+    }
+    Some(meta)
 }
 
 /// Whether `name` is a valid tool name: `^[A-Za-z0-9_.-]{1,64}$`.
@@ -313,6 +344,8 @@ fn build_tool(spec: DeclaredTool) -> Result<Tool, ToolListError> {
         marks_param_headers,
         task_support: None,
         task_input_first: false,
+        view: None,
+        visibility: None,
         annotations: spec.annotations.map(annotations_json),
         declared: name.clone(),
         name,

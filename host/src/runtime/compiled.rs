@@ -9,6 +9,8 @@ use super::bindings::prompts::Prompt as DeclaredPrompt;
 use super::bindings::resources::{
     Resource as DeclaredResource, ResourceTemplate as DeclaredTemplate,
 };
+use super::bindings::tool_details::Detail as DeclaredDetail;
+use super::bindings::views::View as DeclaredView;
 use super::compiler::{Code, CodeCell, Pending, Tier};
 use super::exports::Provides;
 use super::snapshot::image::ImageSlot;
@@ -21,6 +23,9 @@ pub struct Description {
     pub resources: Vec<DeclaredResource>,
     pub templates: Vec<DeclaredTemplate>,
     pub prompts: Vec<DeclaredPrompt>,
+    pub views: Vec<DeclaredView>,
+    /// What its tools say beyond their `tool` record.
+    pub details: Vec<DeclaredDetail>,
     /// Which optional exports the component has.
     pub(crate) provides: Provides,
 }

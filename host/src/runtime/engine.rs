@@ -485,6 +485,12 @@ impl Runtime {
                     if let Some(prompts) = code.pre.prompts(&mut store, &instance)? {
                         description.prompts = prompts.call_list_prompts(&mut store).await?;
                     }
+                    if let Some(views) = code.pre.views(&mut store, &instance)? {
+                        description.views = views.call_list_views(&mut store).await?;
+                    }
+                    if let Some(details) = code.pre.tool_details(&mut store, &instance)? {
+                        description.details = details.call_list_tool_details(&mut store).await?;
+                    }
                     Ok((description, instance))
                 })
                 .await;

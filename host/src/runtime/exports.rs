@@ -1,5 +1,6 @@
 //! A component's exports, each found on its own: `tools` (0.1.0's,
-//! required) and any of 0.2.0's `resources`, `prompts` and `completion`.
+//! required) and any of 0.2.0's `resources`, `prompts`, `completion`,
+//! `views` and `tool-details`.
 //! The generated all-or-nothing world type (`bindings.rs`) is not used:
 //! [`PluginPre`] looks each export up when a component is linked, and
 //! [`Plugin`] is one instance of it.
@@ -9,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use wasmtime::AsContextMut;
 use wasmtime::component::{ComponentExportIndex, Func, Instance, InstancePre, TypedFunc};
 
-use super::bindings::{SourceRuntime, completion, prompts, resources, tools};
+use super::bindings::{SourceRuntime, completion, prompts, resources, tool_details, tools, views};
 use super::sandbox::Sandbox;
 use super::snapshot::image::StateFuncs;
 
@@ -34,6 +35,8 @@ pub(crate) struct PluginPre {
     resources: Option<resources::GuestIndices>,
     prompts: Option<prompts::GuestIndices>,
     completion: Option<completion::GuestIndices>,
+    views: Option<views::GuestIndices>,
+    tool_details: Option<tool_details::GuestIndices>,
     /// A language runtime's state functions (`snapshot/`), if it has them.
     state: Option<StateFuncs>,
 }
@@ -60,6 +63,8 @@ impl PluginPre {
             resources: resources::GuestIndices::new(&pre).ok(),
             prompts: prompts::GuestIndices::new(&pre).ok(),
             completion: completion::GuestIndices::new(&pre).ok(),
+            views: views::GuestIndices::new(&pre).ok(),
+            tool_details: tool_details::GuestIndices::new(&pre).ok(),
             state: StateFuncs::find(component),
             tools,
             pre,
@@ -132,6 +137,30 @@ impl PluginPre {
         plugin: &Plugin,
     ) -> wasmtime::Result<Option<prompts::Guest>> {
         self.prompts
+            .as_ref()
+            .map(|indices| indices.load(store, &plugin.instance))
+            .transpose()
+    }
+
+    /// The instance's `views` export, if the component has one.
+    pub(crate) fn views(
+        &self,
+        store: impl AsContextMut<Data = Sandbox>,
+        plugin: &Plugin,
+    ) -> wasmtime::Result<Option<views::Guest>> {
+        self.views
+            .as_ref()
+            .map(|indices| indices.load(store, &plugin.instance))
+            .transpose()
+    }
+
+    /// The instance's `tool-details` export, if the component has one.
+    pub(crate) fn tool_details(
+        &self,
+        store: impl AsContextMut<Data = Sandbox>,
+        plugin: &Plugin,
+    ) -> wasmtime::Result<Option<tool_details::Guest>> {
+        self.tool_details
             .as_ref()
             .map(|indices| indices.load(store, &plugin.instance))
             .transpose()

@@ -107,3 +107,7 @@ pub use self::bindings::resources::{
     Contents as ResourceContents, Resource as DeclaredResource,
     ResourceTemplate as DeclaredTemplate,
 };
+pub use self::bindings::tool_details::{
+    Audience, Detail as DeclaredDetail, TaskSupport as DeclaredTaskSupport,
+};
+pub use self::bindings::views::{Csp as DeclaredCsp, View as DeclaredView};

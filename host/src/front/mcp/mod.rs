@@ -209,6 +209,20 @@ impl ServerHandler for McpFront {
         if !view.is_all() {
             result.capabilities = self.info(&view).capabilities;
         }
+        // Views (MCP Apps), for a client that says it shows them.
+        let ui = crate::registry::app_views::EXTENSION;
+        if request
+            .capabilities
+            .extensions
+            .as_ref()
+            .is_some_and(|extensions| extensions.contains_key(ui))
+        {
+            result
+                .capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(ui.to_string(), Default::default());
+        }
         Ok(result)
     }
 
