@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import {
   tool, exportTools, ToolError, ClientError, text, image, audio, link, resource, content, result, s,
   config, log, createMessage, elicit, progress, _setWitImportsForTesting,
-  defineResource, definePrompt, exportPlugin, user, assistant,
+  defineResource, definePrompt, exportPlugin, user, assistant, view,
 } from "./toolhost.js";
 
 const NO_ARGS = { type: "object" };
@@ -310,4 +310,22 @@ test("ask says why for each key outside a component, and refuses what cannot be 
   assert.deepEqual(Object.keys(answers), ["name", "roots"]);
   assert.ok(Object.values(answers).every((answer) => answer instanceof ClientError));
   assert.throws(() => ask({ x: ["telepathy", {}] }), /not one of/);
+});
+
+test("views and a tool's details are exported", () => {
+  const chart = view({ uri: "ui://chart", html: "<p>chart</p>", csp: { connectDomains: ["https://api.example"] }, prefersBorder: true });
+  const plugin = exportPlugin({
+    tools: [tool({ name: "chart", description: "Draws", input: NO_ARGS, view: "ui://chart", task: "optional", visibility: ["app"], run: () => "ok" })],
+    views: [chart],
+  });
+  const [listed] = plugin.views.listViews();
+  assert.equal(listed.uri, "ui://chart");
+  assert.equal(listed.name, "chart");
+  assert.deepEqual(listed.csp, { connectDomains: ["https://api.example"], resourceDomains: [], frameDomains: [], baseUriDomains: [] });
+  assert.equal(listed.prefersBorder, true);
+  assert.deepEqual(plugin.toolDetails.listToolDetails(), [{ tool: "chart", view: "ui://chart", visibility: ["app"], task: "optional" }]);
+  assert.throws(() => view({ uri: "https://x", html: "" }), /starts with ui:\/\//);
+  assert.throws(() => view({ uri: "ui://x", html: "", csp: { script: [] } }), /csp has no list "script"/);
+  assert.throws(() => tool({ name: "t", description: "d", input: NO_ARGS, task: "sometimes", run: () => "" }), /task is one of/);
+  assert.throws(() => exportPlugin({ tools: [], views: [chart, chart] }), /already a view/);
 });

@@ -148,6 +148,12 @@ export interface ToolDefinition<I extends ObjectSchema, O extends ObjectSchema |
   /** JSON Schema of the structured result, when there is one. */
   output?: O;
   annotations?: Annotations;
+  /** The `ui://` URI of a `view(..)` its results are shown in (MCP Apps). */
+  view?: string;
+  /** Who may call it: the model (an agent's list), the app (its view). */
+  visibility?: readonly ("model" | "app")[];
+  /** Whether it runs as an MCP task; a policy's `[tasks]` overrides it. */
+  task?: "forbidden" | "optional" | "required";
   /** Does the work; synchronous. Throw `ToolError` for a business error. */
   run(args: FromSchema<I>, ctx: Context): RunResult<O>;
 }
@@ -194,6 +200,8 @@ export interface ToolsExport {
   listTools(): WitTool[];
   /** Returns the WIT output, or throws a `WitToolError`. */
   callTool(name: string, argumentsJson: string): WitOutput;
+  /** Each tool's view, visibility and task, as declared. */
+  listToolDetails(): object[];
 }
 
 export function exportTools(...tools: (Tool<any, any> | readonly Tool<any, any>[])[]): ToolsExport;
@@ -246,13 +254,50 @@ export function assistant(value: string | Block): Message;
 export function readResource(resources: readonly Resource[], uri: string): string | Uint8Array;
 export function getPrompt(prompts: readonly Prompt[], name: string, args?: Record<string, string>): Message[];
 
-/** Every export of the `full` world:
- * `export const { tools, resources, prompts, completion } = exportPlugin({..})`. */
+/** The origins a view may reach, by the extension's lists. */
+export interface ViewCsp {
+  connectDomains?: readonly string[];
+  resourceDomains?: readonly string[];
+  frameDomains?: readonly string[];
+  baseUriDomains?: readonly string[];
+}
+
+/** A view (MCP Apps): HTML a client shows beside a tool's result. */
+export interface ViewDefinition {
+  /** `ui://...` */
+  uri: string;
+  /** The whole HTML document. */
+  html: string;
+  name?: string;
+  title?: string;
+  description?: string;
+  csp?: ViewCsp;
+  prefersBorder?: boolean;
+  domain?: string;
+}
+
+/** A checked view. */
+export interface View extends Readonly<ViewDefinition> {
+  readonly __view: true;
+}
+
+export function view(definition: ViewDefinition | View): View;
+
+/** Every export of the `apps` world:
+ * `export const { tools, resources, prompts, completion, views, toolDetails } = exportPlugin({..})`. */
 export function exportPlugin(plugin: {
   readonly tools: readonly Tool<any, any>[];
   readonly resources?: readonly (Resource | ResourceDefinition)[];
   readonly prompts?: readonly (Prompt | PromptDefinition)[];
-}): { tools: ToolsExport; resources: object; prompts: object; completion: object };
+  readonly views?: readonly (View | ViewDefinition)[];
+}): {
+  tools: ToolsExport;
+  resources: object;
+  prompts: object;
+  completion: object;
+  views: object;
+  toolDetails: object;
+};
 
 // --- Schema builders -----------------------------------------------------------
 

@@ -64,7 +64,9 @@ export function _setWitImportsForTesting(imports) {
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const ANNOTATIONS = ["readOnly", "destructive", "idempotent", "openWorld"];
-const DEFINITION_KEYS = ["name", "title", "description", "input", "output", "annotations", "run"];
+const DEFINITION_KEYS = ["name", "title", "description", "input", "output", "annotations", "run", "view", "visibility", "task"];
+const TASKS = ["forbidden", "optional", "required"];
+const AUDIENCES = ["model", "app"];
 export const LOG_LEVELS = Object.freeze([
   "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
 ]);
@@ -305,6 +307,18 @@ export function tool(definition) {
   if (run.constructor?.name === "AsyncFunction") {
     fail(where, "run must be synchronous: the component is built with --sync and cannot await");
   }
+  const { view, visibility, task } = definition;
+  if (view !== undefined && view !== null && !(typeof view === "string" && view.startsWith("ui://"))) {
+    fail(where, "view is a view's URI, ui://...");
+  }
+  if (task !== undefined && task !== null && !TASKS.includes(task)) fail(where, `task is one of ${TASKS.join(", ")}`);
+  if (visibility !== undefined && visibility !== null
+    && !(Array.isArray(visibility) && visibility.length > 0 && visibility.every((a) => AUDIENCES.includes(a)))) {
+    fail(where, 'visibility is a list of "model" and "app"');
+  }
+  const details = view || visibility || task
+    ? { tool: name, view: view ?? null, visibility: visibility ? [...visibility] : null, task: task ?? null }
+    : null;
   return new Tool({
     name,
     title: title ?? null,
@@ -313,6 +327,7 @@ export function tool(definition) {
     output: output ?? null,
     annotations: hints,
     run,
+    details,
     listing: { name, title: title ?? null, description, inputSchema, outputSchema, annotations: hints },
   });
 }
@@ -431,10 +446,15 @@ export function exportTools(...definitions) {
   }
   if (byName.size === 0) throw new TypeError("exportTools(..): give at least one tool");
   const listing = [...byName.values()].map((t) => t.listing);
+  const details = [...byName.values()].filter((t) => t.details).map((t) => t.details);
   return Object.freeze({
     /** WIT `list-tools`. */
     listTools() {
       return listing.map((entry) => ({ ...entry, annotations: entry.annotations && { ...entry.annotations } }));
+    },
+    /** WIT `list-tool-details` (a tool's view, visibility and task). */
+    listToolDetails() {
+      return details.map((d) => ({ ...d, visibility: d.visibility && [...d.visibility] }));
     },
     /** WIT `call-tool`: returns `{ content, structured }` or throws
      * `{ code, message, details }` (what componentize-qjs maps to
@@ -546,12 +566,59 @@ export function getPrompt(prompts, name, args = {}) {
   return messagesOf(p.get(args));
 }
 
-/** Everything an app exports, for the `full` world: `export const { tools,
- * resources, prompts, completion } = exportPlugin({ tools: [..],
- * resources: [..], prompts: [..] })`. (`toolhost dev` builds an app that
- * calls `exportPlugin` for the `full` world, one that calls only
- * `exportTools` for `plugin`.) */
-export function exportPlugin({ tools = [], resources = [], prompts = [] } = {}) {
+// --- Views (MCP Apps) ------------------------------------------------------------
+
+const CSP_LISTS = ["connectDomains", "resourceDomains", "frameDomains", "baseUriDomains"];
+
+/** Declares a view (MCP Apps): `{ uri, html, name?, title?, description?,
+ * csp?, prefersBorder?, domain? }`, HTML a client shows beside a tool's
+ * result in a sandboxed frame. `uri` starts with `ui://`; `csp` names the
+ * origins it may reach (`{ connectDomains: ["https://api.example.com"],
+ * resourceDomains: [..] }`), none by default. A tool shows its results in
+ * it with `tool({ .., view: uri })`. */
+export function view(definition) {
+  if (!isPlainData(definition) && !(definition && definition.__view)) throw new TypeError("view(..) takes an object: { uri, html }");
+  if (definition.__view) return definition;
+  const { uri, html, name, title, description, csp, prefersBorder, domain } = definition;
+  const where = `view ${JSON.stringify(uri)}`;
+  if (typeof uri !== "string" || !uri.startsWith("ui://")) fail(where, "a view's URI starts with ui://");
+  if (typeof html !== "string") fail(where, "needs its HTML, a string");
+  let lists = null;
+  if (csp !== undefined && csp !== null) {
+    if (!isPlainData(csp)) fail(where, "csp is an object of origin lists");
+    for (const [key, origins] of Object.entries(csp)) {
+      if (!CSP_LISTS.includes(key)) fail(where, `csp has no list ${JSON.stringify(key)} (it has ${CSP_LISTS.join(", ")})`);
+      if (!Array.isArray(origins) || !origins.every((o) => typeof o === "string")) fail(where, `csp ${key} is a list of origins`);
+    }
+    lists = Object.fromEntries(CSP_LISTS.map((key) => [key, [...(csp[key] ?? [])]]));
+  }
+  return Object.freeze({
+    __view: true,
+    uri,
+    name: name ?? (uri.slice("ui://".length).replace(/^\/+|\/+$/g, "") || uri),
+    title: title ?? null,
+    description: description ?? null,
+    html,
+    csp: lists,
+    prefersBorder: prefersBorder ?? null,
+    domain: domain ?? null,
+  });
+}
+
+/** Everything an app exports, for the `apps` world: `export const { tools,
+ * resources, prompts, completion, views, toolDetails } = exportPlugin({
+ * tools: [..], resources: [..], prompts: [..], views: [..] })`.
+ * (`toolhost dev` builds an app that calls `exportPlugin` for the `apps`
+ * world, or `full` when it does not export `toolDetails`; one that calls
+ * only `exportTools` for `plugin`.) */
+export function exportPlugin({ tools = [], resources = [], prompts = [], views = [] } = {}) {
+  const viewList = views.map(view);
+  const seenViews = new Set();
+  for (const v of viewList) {
+    if (seenViews.has(v.uri)) throw new TypeError(`view ${JSON.stringify(v.uri)}: there is already a view with this URI`);
+    seenViews.add(v.uri);
+  }
+  const exportedTools = exportTools(...tools);
   const declared = resources.map((r) => (r.match ? r : defineResource(r)));
   const promptList = prompts.map((p) => (Object.isFrozen(p) && p.get ? p : definePrompt(p)));
   const body = (value) => (typeof value === "string"
@@ -559,7 +626,17 @@ export function exportPlugin({ tools = [], resources = [], prompts = [] } = {}) 
     : { tag: "blob", val: bytes(value, "resource body") });
   const listing = (r) => ({ name: r.name, title: r.title, description: r.description, mimeType: r.mimeType });
   return Object.freeze({
-    tools: exportTools(...tools),
+    tools: exportedTools,
+    views: Object.freeze({
+      listViews: () => viewList.map((v) => ({
+        uri: v.uri, name: v.name, title: v.title, description: v.description, html: v.html,
+        csp: v.csp && Object.fromEntries(CSP_LISTS.map((key) => [key, [...v.csp[key]]])),
+        prefersBorder: v.prefersBorder, domain: v.domain,
+      })),
+    }),
+    toolDetails: Object.freeze({
+      listToolDetails: () => exportedTools.listToolDetails(),
+    }),
     resources: Object.freeze({
       listResources: () => declared.filter((r) => !r.template).map((r) => ({ uri: r.uri, ...listing(r) })),
       listTemplates: () => declared.filter((r) => r.template).map((r) => ({ uriTemplate: r.uri, ...listing(r) })),

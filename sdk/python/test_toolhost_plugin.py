@@ -723,5 +723,53 @@ class URLOpenTest(unittest.TestCase):
         self.assertIsInstance(error.exception, tp.HTTPRequestError)
 
 
+
+class TestViews(unittest.TestCase):
+    def setUp(self):
+        tp.registry.clear()
+        tp.views.clear()
+
+    def test_a_view_and_its_tools_details(self):
+        uri = tp.view("ui://chart", "<p>chart</p>", prefers_border=True,
+                      csp={"connectDomains": ["https://api.example"]})
+        self.assertEqual(uri, "ui://chart")
+        spec = tp.views["ui://chart"]
+        self.assertEqual(spec.name, "chart")
+        self.assertEqual(spec.csp, {"connect_domains": ["https://api.example"]})
+
+        @tp.tool(view=uri, task="optional", visibility=["model", "app"])
+        def chart(n: int) -> dict:
+            """Draws.
+
+            Args:
+                n: How many
+            """
+            return {"n": n}
+
+        listed = tp.registry["chart"]
+        self.assertEqual((listed.view, listed.task, listed.visibility),
+                         ("ui://chart", "optional", ("model", "app")))
+
+    def test_mistakes_are_named(self):
+        with self.assertRaisesRegex(ValueError, "starts with ui://"):
+            tp.view("https://x", "<p>")
+        with self.assertRaisesRegex(ValueError, "give its HTML"):
+            tp.view("ui://none")
+        with self.assertRaisesRegex(ValueError, "csp has no list 'script'"):
+            tp.view("ui://x", "<p>", csp={"script": []})
+        with self.assertRaisesRegex(ValueError, "task= is one of"):
+            tp.tool(name="t", task="sometimes")(lambda: None)
+        with self.assertRaisesRegex(ValueError, "visibility="):
+            tp.tool(name="t", visibility=["everyone"])(lambda: None)
+
+    def test_a_view_from_a_file(self):
+        import tempfile, os
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "v.html")
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write("<p>from a file</p>")
+            tp.view("ui://f", file=path)
+        self.assertEqual(tp.views["ui://f"].html, "<p>from a file</p>")
+
 if __name__ == "__main__":
     unittest.main()

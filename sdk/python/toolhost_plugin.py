@@ -68,6 +68,11 @@ try:  # Contract 0.2.0's world `full` (what `toolhost dev` and `push` build).
     from wit_world.exports import resources as _wit_resources
 except ImportError:
     _wit_completion = _wit_prompts = _wit_resources = None
+try:  # Views and tool details (the world `apps`).
+    from wit_world.exports import tool_details as _wit_details
+    from wit_world.exports import views as _wit_views
+except ImportError:
+    _wit_details = _wit_views = None
 try:  # Asking several things at once, and for roots (contract 0.2.0's `input`).
     from wit_world.imports import input as _wit_input
 except ImportError:
@@ -84,6 +89,7 @@ __all__ = [
     "resource", "prompt", "Message", "user", "assistant", "Resources", "Prompts", "Completion",
     "read_resource", "get_prompt", "resources", "prompts",
     "http", "Response", "HTTPError", "HTTPRequestError", "install_urllib",
+    "view", "views", "Views", "ToolDetails",
 ]
 
 _NoneType = type(None)
@@ -440,21 +446,43 @@ class ToolSpec:
     output_schema: dict | None
     annotations: dict | None  # read_only, destructive, idempotent, open_world
     function: Any
+    view: str | None = None  # the URI of a ``view(...)``
+    visibility: tuple | None = None  # "model", "app"
+    task: str | None = None  # "forbidden", "optional", "required"
 
 
 registry: dict[str, ToolSpec] = {}
 
 
+_TASKS = ("forbidden", "optional", "required")
+_AUDIENCES = ("model", "app")
+
+
 def tool(fn=None, /, *, name: str | None = None, title: str | None = None,
          description: str | None = None, read_only: bool | None = None,
          destructive: bool | None = None, idempotent: bool | None = None,
-         open_world: bool | None = None):
-    """Registers a function as a tool: ``@tool`` or ``@tool(read_only=True, ...)``."""
+         open_world: bool | None = None, view: str | None = None,
+         visibility: cabc.Iterable[str] | None = None, task: str | None = None):
+    """Registers a function as a tool: ``@tool`` or ``@tool(read_only=True, ...)``.
+
+    ``view="ui://..."`` shows its results in that ``view(...)`` (MCP Apps);
+    ``visibility=["app"]`` leaves it out of an agent's list, callable by
+    its view only; ``task="optional"`` or ``"required"`` runs it as an MCP
+    task (a policy's ``[tasks]`` still overrides it)."""
     def register(fn):
         tool_name = name or fn.__name__
         where = f"tool {tool_name!r} ({fn.__module__}.{fn.__qualname__})"
         if not _NAME.match(tool_name):
             raise ValueError(f"{where}: a name must match {_NAME.pattern}")
+        if view is not None and not (isinstance(view, str) and view.startswith("ui://")):
+            raise ValueError(f"{where}: view= is a view's URI, ui://...")
+        if task is not None and task not in _TASKS:
+            raise ValueError(f"{where}: task= is one of {', '.join(_TASKS)}")
+        audiences = None
+        if visibility is not None:
+            audiences = tuple(visibility) if not isinstance(visibility, str) else (visibility,)
+            if not audiences or any(a not in _AUDIENCES for a in audiences):
+                raise ValueError(f"{where}: visibility= is a list of \"model\" and \"app\"")
         if tool_name in registry:
             raise ValueError(f"{where}: there is already a tool with this name")
         text_ = description or _doc(fn)[0]
@@ -469,7 +497,8 @@ def tool(fn=None, /, *, name: str | None = None, title: str | None = None,
         hints = {"read_only": read_only, "destructive": destructive,
                  "idempotent": idempotent, "open_world": open_world}
         registry[tool_name] = ToolSpec(tool_name, title, text_, input_schema, output_schema,
-                                       hints if any(v is not None for v in hints.values()) else None, fn)
+                                       hints if any(v is not None for v in hints.values()) else None, fn,
+                                       view, audiences, task)
         return fn
     return register(fn) if fn is not None else register
 
@@ -650,6 +679,60 @@ def _messages(value: Any) -> list[Message]:
     return [m if isinstance(m, Message) else user(m) for m in value]
 
 
+# --- Views (MCP Apps) ---------------------------------------------------------
+
+class ViewSpec(NamedTuple):
+    uri: str
+    name: str
+    title: str | None
+    description: str | None
+    html: str
+    csp: dict | None  # connect_domains, resource_domains, frame_domains, base_uri_domains
+    prefers_border: bool | None
+    domain: str | None
+
+
+views: dict[str, ViewSpec] = {}
+
+_CSP_LISTS = ("connect_domains", "resource_domains", "frame_domains", "base_uri_domains")
+
+
+def view(uri: str, html: str | None = None, *, file: str | None = None, name: str | None = None,
+         title: str | None = None, description: str | None = None, csp: dict | None = None,
+         prefers_border: bool | None = None, domain: str | None = None) -> str:
+    """Declares a view (MCP Apps): HTML a client shows beside a tool's result,
+    in a sandboxed frame, told the tool's input and result. Give the HTML
+    as a string or as ``file=`` (a file of the tool's folder). ``csp`` names
+    the origins it may reach: ``{"connect_domains": ["https://api.example.com"],
+    "resource_domains": [...]}`` (camelCase keys too); none by default.
+    Returns ``uri``, for ``@tool(view=...)``."""
+    where = f"view {uri!r}"
+    if not isinstance(uri, str) or not uri.startswith("ui://"):
+        raise ValueError(f"{where}: a view's URI starts with ui://")
+    if uri in views:
+        raise ValueError(f"{where}: there is already a view with this URI")
+    if (html is None) == (file is None):
+        raise ValueError(f"{where}: give its HTML, or file= naming a file of the tool's folder")
+    if file is not None:
+        with open(file, encoding="utf-8") as handle:
+            html = handle.read()
+    lists = None
+    if csp is not None:
+        camel = {"connectDomains": "connect_domains", "resourceDomains": "resource_domains",
+                 "frameDomains": "frame_domains", "baseUriDomains": "base_uri_domains"}
+        lists = {}
+        for key, origins in dict(csp).items():
+            key = camel.get(key, key)
+            if key not in _CSP_LISTS:
+                raise ValueError(f"{where}: csp has no list {key!r} (it has {', '.join(_CSP_LISTS)})")
+            if isinstance(origins, str) or not all(isinstance(o, str) for o in origins):
+                raise ValueError(f"{where}: csp {key} is a list of origins")
+            lists[key] = list(origins)
+    views[uri] = ViewSpec(uri, name or uri[len("ui://"):].strip("/") or uri, title, description,
+                          html, lists, prefers_border, domain)
+    return uri
+
+
 def _find_resource(uri: str) -> tuple[ResourceSpec, dict]:
     spec = resources.get(uri)
     if spec is not None and not _VARIABLE.search(uri):
@@ -784,12 +867,40 @@ class Completion(getattr(_exports, "Completion", object)):
         return _wit_completion.Completions(values[:100], len(values), len(values) > 100)
 
 
-# An app built for the `full` world must export all four classes; one that
-# names only ``Tools`` (written before contract 0.2.0) gets the other three
-# from here, empty unless it declares resources or prompts.
+class Views(getattr(_exports, "Views", object)):
+    """The ``views`` export: every ``view(...)``."""
+
+    def list_views(self) -> list:
+        def csp(lists: dict | None) -> Any:
+            if lists is None:
+                return None
+            return _wit_views.Csp(*(lists.get(key, []) for key in _CSP_LISTS))
+        return [_wit_views.View(v.uri, v.name, v.title, v.description, v.html, csp(v.csp),
+                                v.prefers_border, v.domain) for v in views.values()]
+
+
+class ToolDetails(getattr(_exports, "ToolDetails", object)):
+    """The ``tool-details`` export: each tool's view, visibility and task."""
+
+    def list_tool_details(self) -> list:
+        audiences = {"model": _wit_details.Audience.MODEL, "app": _wit_details.Audience.APP}
+        tasks = {"forbidden": _wit_details.TaskSupport.FORBIDDEN,
+                 "optional": _wit_details.TaskSupport.OPTIONAL,
+                 "required": _wit_details.TaskSupport.REQUIRED}
+        return [_wit_details.Detail(
+            s.name, s.view,
+            None if s.visibility is None else [audiences[a] for a in s.visibility],
+            None if s.task is None else tasks[s.task],
+        ) for s in registry.values() if s.view or s.visibility or s.task]
+
+
+# An app built for the `full` or `apps` world must export every class of it;
+# one that names only ``Tools`` (written before contract 0.2.0) gets the
+# others from here, empty unless it declares resources, prompts or views.
 if _wit_resources is not None and "app" in sys.modules:
     for _name, _export in (("Resources", Resources), ("Prompts", Prompts),
-                           ("Completion", Completion)):
+                           ("Completion", Completion), ("Views", Views),
+                           ("ToolDetails", ToolDetails)):
         if not hasattr(sys.modules["app"], _name):
             setattr(sys.modules["app"], _name, _export)
 

@@ -27,24 +27,30 @@ pub(crate) struct Sources {
     pub(crate) world: Option<&'static str>,
 }
 
-/// The world to build a project in `dir` for: `full` (tools, resources,
-/// prompts, completion) or `plugin` (tools only). `plugin` when the
-/// project's own `wit/plugin.wit` has no `full` world (a project made
-/// before contract 0.2.0 builds as it always did); for JavaScript also
-/// unless `app.js` exports with `exportPlugin(..)` (an app must export every
-/// interface of its world, and one that calls only `exportTools` exports
-/// `tools`). Python apps get the other exports from the helper library.
+/// The world to build a project in `dir` for: `apps` (tools, resources,
+/// prompts, completion, views, tool details), `full` (all but the last
+/// two) or `plugin` (tools only), as far as the project's own
+/// `wit/plugin.wit` has them (a project made before a world was added
+/// builds as it always did). For JavaScript `apps` only when `app.js`
+/// exports `toolDetails` from `exportPlugin(..)`, `full` when it calls
+/// `exportPlugin(..)`, else `plugin` (an app must export every interface
+/// of its world, and one that calls only `exportTools` exports `tools`).
+/// Python apps get the other exports from the helper library.
 pub(crate) fn world_of(language: Language, dir: &Path) -> &'static str {
-    let wit_has_full = match std::fs::read_to_string(dir.join("wit/plugin.wit")) {
-        Ok(wit) => wit.contains("world full"),
-        Err(_) => true,
+    let (wit_has_full, wit_has_apps) = match std::fs::read_to_string(dir.join("wit/plugin.wit")) {
+        Ok(wit) => (wit.contains("world full"), wit.contains("world apps")),
+        Err(_) => (true, true),
     };
-    let exports_all = match language {
-        Language::JavaScript => std::fs::read_to_string(dir.join("app.js"))
-            .is_ok_and(|app| app.contains("exportPlugin(")),
-        _ => true,
+    let (exports_all, exports_details) = match language {
+        Language::JavaScript => match std::fs::read_to_string(dir.join("app.js")) {
+            Ok(app) => (app.contains("exportPlugin("), app.contains("toolDetails")),
+            Err(_) => (false, false),
+        },
+        _ => (true, true),
     };
-    if wit_has_full && exports_all {
+    if wit_has_apps && exports_all && exports_details {
+        "apps"
+    } else if wit_has_full && exports_all {
         "full"
     } else {
         "plugin"
@@ -226,7 +232,7 @@ mod tests {
     #[test]
     fn a_project_made_before_0_2_0_builds_for_its_own_world() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(world_of(Language::Python, dir.path()), "full");
+        assert_eq!(world_of(Language::Python, dir.path()), "apps");
         assert_eq!(world_of(Language::JavaScript, dir.path()), "plugin");
         std::fs::write(
             dir.path().join("app.js"),
@@ -234,6 +240,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(world_of(Language::JavaScript, dir.path()), "full");
+        std::fs::write(
+            dir.path().join("app.js"),
+            "export const { tools, views, toolDetails } = exportPlugin({})",
+        )
+        .unwrap();
+        assert_eq!(world_of(Language::JavaScript, dir.path()), "apps");
         std::fs::create_dir(dir.path().join("wit")).unwrap();
         std::fs::write(
             dir.path().join("wit/plugin.wit"),
@@ -245,6 +257,12 @@ mod tests {
         std::fs::write(
             dir.path().join("wit/plugin.wit"),
             include_str!("../../../wit/plugin.wit"),
+        )
+        .unwrap();
+        assert_eq!(world_of(Language::Python, dir.path()), "apps");
+        std::fs::write(
+            dir.path().join("wit/plugin.wit"),
+            "package toolhost:plugin@0.2.0;\nworld full { export tools; }\n",
         )
         .unwrap();
         assert_eq!(world_of(Language::Python, dir.path()), "full");

@@ -104,6 +104,10 @@ const SDK_FILES: &[(&str, &str)] = &[
         "src/config.rs",
         include_str!("../../../sdk/rust/src/config.rs"),
     ),
+    (
+        "src/views.rs",
+        include_str!("../../../sdk/rust/src/views.rs"),
+    ),
 ];
 
 const CARGO_TOML: &str = r#"[package]
@@ -237,10 +241,10 @@ impl NewOptions {
             self.lang,
             &format!("target/{library}.wasm"),
             // The scaffold is a 0.2.0 project (a Python or JavaScript
-            // app exports every interface of the `full` world; a Rust
+            // app exports every interface of the `apps` world; a Rust
             // one, `tools` alone unless it is exported with `catalog`).
             &Sources {
-                world: Some("full"),
+                world: Some("apps"),
                 ..Sources::default()
             },
         )

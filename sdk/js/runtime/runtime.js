@@ -131,3 +131,11 @@ export const completion = {
     return load().completion?.complete(reference, argument, value, context) ?? none;
   },
 };
+
+export const views = {
+  listViews() { return load().views?.listViews() ?? []; },
+};
+
+export const toolDetails = {
+  listToolDetails() { return (load().toolDetails ?? load().tools).listToolDetails?.() ?? []; },
+};

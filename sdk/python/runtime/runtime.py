@@ -22,7 +22,9 @@ import toolhost_plugin
 from toolhost_plugin import Completion as _Completion
 from toolhost_plugin import Prompts as _Prompts
 from toolhost_plugin import Resources as _Resources
+from toolhost_plugin import ToolDetails as _ToolDetails
 from toolhost_plugin import Tools as _Tools
+from toolhost_plugin import Views as _Views
 from wit_world.imports import source as _source
 
 with open(os.path.join(os.path.dirname(__file__), "modules.txt")) as _listed:
@@ -154,3 +156,15 @@ class Completion(_Completion):
         _load()
         _begin()
         return super().complete(reference, argument, value, context)
+
+
+class Views(_Views):
+    def list_views(self):
+        _load()
+        return super().list_views()
+
+
+class ToolDetails(_ToolDetails):
+    def list_tool_details(self):
+        _load()
+        return super().list_tool_details()

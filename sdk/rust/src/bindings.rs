@@ -1,11 +1,11 @@
 //! The guest bindings of the WIT contract (`wit/plugin.wit`, embedded in
-//! this crate): the `full` world, with the 0.1.0 interfaces (tools,
+//! this crate): the `apps` world, with the 0.1.0 interfaces (tools,
 //! client, config) that are another package version in the same file.
 //! Plugins do not need them: the SDK's types cover every record; they are
 //! public for the `export!` macro.
 
 wit_bindgen::generate!({
-    world: "full",
+    world: "apps",
     path: "wit",
     // The 0.1.0 interfaces are another package version in the same file:
     // generate them here too.

@@ -374,13 +374,15 @@ pub(crate) struct Catalog {
     pub(crate) resources: Vec<Resource>,
     pub(crate) templates: Vec<Template>,
     pub(crate) prompts: Vec<Prompt>,
+    pub(crate) views: Vec<crate::views::View>,
 }
 
 /// Why a plugin with a catalog exported as tools only does not load;
 /// `tools` is the function `export!` was given.
 pub(crate) fn not_exported(tools: &str) -> String {
     format!(
-        "this plugin has resources, templates or prompts, but \
+        "this plugin has resources, templates, prompts, views or tool details \
+         (a view, a visibility or a task), but \
          `toolhost_plugin::export!({tools})` exports its tools only: write \
          `toolhost_plugin::export!({tools}, catalog)` to export them too"
     )
@@ -389,7 +391,10 @@ pub(crate) fn not_exported(tools: &str) -> String {
 impl Catalog {
     /// Whether there is nothing but tools.
     pub(crate) fn is_empty(&self) -> bool {
-        self.resources.is_empty() && self.templates.is_empty() && self.prompts.is_empty()
+        self.resources.is_empty()
+            && self.templates.is_empty()
+            && self.prompts.is_empty()
+            && self.views.is_empty()
     }
 
     pub(crate) fn list_resources(&self) -> Vec<resources::Resource> {

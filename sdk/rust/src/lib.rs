@@ -54,7 +54,8 @@
 //! [`catalog`].
 //!
 //! The modules, one concern each: [`tool`] (declaring tools and the
-//! dispatch), [`catalog`] (resources, templates, prompts, completion), [`schema`] (deriving schemas), [`content`] (results and
+//! dispatch), [`catalog`] (resources, templates, prompts, completion),
+//! [`views`] (views, and a tool's view, visibility and task), [`schema`] (deriving schemas), [`content`] (results and
 //! errors), [`client`] (what a tool may ask of the MCP client) and
 //! [`config`] (the settings a policy grants).
 
@@ -68,6 +69,7 @@ pub mod config;
 pub mod content;
 pub mod schema;
 pub mod tool;
+pub mod views;
 
 pub use catalog::{Body, Messages, Prompt, Resource, Template};
 pub use content::{Content, ResourceLink, ToolError};
@@ -75,6 +77,7 @@ pub use schemars::{self, JsonSchema};
 pub use serde::{self, Deserialize, Serialize};
 pub use serde_json::{self, Value, json};
 pub use tool::{IntoOutput, NoArguments, Structured, Tool, Tools};
+pub use views::{Audience, TaskSupport, View};
 
 /// Everything a plugin usually names, in one `use`.
 pub mod prelude {
@@ -83,6 +86,7 @@ pub mod prelude {
     pub use crate::config;
     pub use crate::content::{Content, ResourceLink, ToolError};
     pub use crate::tool::{NoArguments, Structured, Tool, Tools};
+    pub use crate::views::{Audience, TaskSupport, View};
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
     pub use serde_json::{Value, json};
@@ -116,6 +120,12 @@ pub mod __private {
         Contents as WitContents, Guest as ResourcesGuest, Resource as WitResource,
         ResourceTemplate as WitResourceTemplate,
     };
+    pub use crate::bindings::exports::toolhost::plugin0_2_0::tool_details::{
+        Detail as WitDetail, Guest as ToolDetailsGuest,
+    };
+    pub use crate::bindings::exports::toolhost::plugin0_2_0::views::{
+        Guest as ViewsGuest, View as WitView,
+    };
     pub use crate::tool::{call, list};
 
     /// `list-tools`, for `export!`. A plugin whose resources or prompts
@@ -123,7 +133,7 @@ pub mod __private {
     /// with the message saying how to export them, rather than lose them
     /// without a word.
     pub fn list_exported(tools: &crate::Tools, catalog: bool, function: &str) -> Vec<WitTool> {
-        if !catalog && !tools.catalog.is_empty() {
+        if !catalog && (!tools.catalog.is_empty() || tools.has_details()) {
             panic!("{}", crate::catalog::not_exported(function));
         }
         list(tools)
@@ -164,6 +174,16 @@ pub mod __private {
             .map_err(crate::ToolError::into_wit)
     }
 
+    /// `list-views`, for `export!`.
+    pub fn list_views(tools: &crate::Tools) -> Vec<WitView> {
+        tools.list_views()
+    }
+
+    /// `list-tool-details`, for `export!`.
+    pub fn list_tool_details(tools: &crate::Tools) -> Vec<WitDetail> {
+        tools.list_details()
+    }
+
     /// `complete`, for `export!`.
     pub fn complete(
         tools: &crate::Tools,
@@ -181,9 +201,10 @@ pub mod __private {
 /// the file (to list the tools) and once per call (every call runs in a
 /// fresh instance, so nothing is kept between calls anyway).
 ///
-/// A plugin with resources, templates or prompts (see [`catalog`]) says
+/// A plugin with resources, templates, prompts or views (see [`catalog`]
+/// and [`views`]), or a tool with a view, a visibility or a task, says
 /// so: `export!(tools, catalog)` exports those too, and completion. The
-/// component then has every export of the contract's `full` world, which
+/// component then has every export of the contract's `apps` world, which
 /// costs each call a little more (wasmtime makes a reference to each
 /// exported function, and finds its post-return, at every instantiation),
 /// so a plugin of tools only exports `tools` alone. A plugin whose
@@ -231,6 +252,18 @@ macro_rules! export {
             ) -> ::std::result::Result<$crate::__private::WitPromptResult, $crate::__private::WitToolError>
             {
                 $crate::__private::get_prompt(&$tools(), &name, arguments)
+            }
+        }
+
+        impl $crate::__private::ViewsGuest for __ToolhostPlugin {
+            fn list_views() -> ::std::vec::Vec<$crate::__private::WitView> {
+                $crate::__private::list_views(&$tools())
+            }
+        }
+
+        impl $crate::__private::ToolDetailsGuest for __ToolhostPlugin {
+            fn list_tool_details() -> ::std::vec::Vec<$crate::__private::WitDetail> {
+                $crate::__private::list_tool_details(&$tools())
             }
         }
 

@@ -11,6 +11,7 @@ use crate::bindings::exports::toolhost::plugin0_1_0::tools as wit;
 use crate::catalog::{Body, Catalog, Prompt, Resource, Template};
 use crate::content::{Content, ToolError};
 use crate::schema::{self, JsonSchema};
+use crate::views::{Audience, Details, TaskSupport, View};
 
 /// The arguments of a tool that takes none: `{}` (and nothing else).
 #[derive(serde::Deserialize, schemars::JsonSchema, Debug, Default, Clone, Copy)]
@@ -110,6 +111,7 @@ pub struct Tool {
     written: Option<Value>,
     output_schema: fn() -> Option<Value>,
     handler: Handler,
+    pub(crate) details: Details,
 }
 
 impl Tool {
@@ -138,6 +140,7 @@ impl Tool {
             standard: false,
             written: None,
             output_schema: R::output_schema,
+            details: Details::default(),
             handler: Box::new(move |arguments| {
                 let arguments: A = serde_json::from_str(arguments).map_err(|error| {
                     ToolError::new(
@@ -153,6 +156,25 @@ impl Tool {
     /// The tool's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Shows its results in the view at `uri` (one of the plugin's
+    /// [`View`]s).
+    pub fn view(mut self, uri: &str) -> Self {
+        self.details.view = Some(uri.to_string());
+        self
+    }
+
+    /// Who may call it (the model, the app); both by default.
+    pub fn visibility(mut self, audiences: &[Audience]) -> Self {
+        self.details.visibility = Some(audiences.to_vec());
+        self
+    }
+
+    /// Whether it runs as an MCP task.
+    pub fn task(mut self, support: TaskSupport) -> Self {
+        self.details.task = Some(support);
+        self
     }
 
     /// A short human-readable name for user interfaces.
@@ -258,6 +280,12 @@ impl Tools {
         self
     }
 
+    /// Adds a view (MCP Apps).
+    pub fn view(mut self, view: View) -> Self {
+        self.catalog.views.push(view);
+        self
+    }
+
     /// Adds a resource with a fixed URI.
     pub fn resource(mut self, resource: Resource) -> Self {
         self.catalog.resources.push(resource);
@@ -306,6 +334,30 @@ impl Tools {
     /// The tools, for tests.
     pub fn iter(&self) -> impl Iterator<Item = &Tool> {
         self.tools.iter()
+    }
+
+    /// Whether a tool says more than its record (a view, a visibility, a
+    /// task), which only `export!(tools, catalog)` exports.
+    pub(crate) fn has_details(&self) -> bool {
+        self.tools.iter().any(|tool| !tool.details.is_empty())
+    }
+
+    /// `list-views`, for `export!`.
+    pub(crate) fn list_views(
+        &self,
+    ) -> Vec<crate::bindings::exports::toolhost::plugin0_2_0::views::View> {
+        self.catalog.views.iter().map(View::listing).collect()
+    }
+
+    /// `list-tool-details`, for `export!`.
+    pub(crate) fn list_details(
+        &self,
+    ) -> Vec<crate::bindings::exports::toolhost::plugin0_2_0::tool_details::Detail> {
+        self.tools
+            .iter()
+            .filter(|tool| !tool.details.is_empty())
+            .map(|tool| tool.details.listing(&tool.name))
+            .collect()
     }
 }
 

@@ -38,6 +38,6 @@ const greet = tool({
 
 // What the component exports: the host lists and calls the tools through
 // these.
-export const { tools, resources, prompts, completion } = exportPlugin({
+export const { tools, resources, prompts, completion, views, toolDetails } = exportPlugin({
   tools: [greet],
 });
