@@ -43,4 +43,5 @@ mod support;
 mod tasks;
 mod tokens_cmd;
 mod traces;
+mod views;
 mod workshop;

@@ -26,8 +26,8 @@ fn post(server: &Server, path: &str, body: &str) -> (u16, Value) {
 
 /// The Rust SDK exports what a plugin has: `tools` alone for a plugin of
 /// tools only (the echo; every export costs each instantiation), and
-/// resources, prompts and completion beside them for one exported with
-/// `export!(tools, catalog)` (the conformance plugin).
+/// resources, prompts, completion, views and tool details beside them for
+/// one exported with `export!(tools, catalog)` (the conformance plugin).
 #[test]
 fn sdk_plugins_export_the_catalog_only_when_they_have_one() {
     let exports = |name: &str| -> Vec<String> {
@@ -47,6 +47,8 @@ fn sdk_plugins_export_the_catalog_only_when_they_have_one() {
     assert_eq!(
         exports("conformance"),
         [
+            "toolhost:plugin/views@0.2.0",
+            "toolhost:plugin/tool-details@0.2.0",
             "toolhost:plugin/tools@0.1.0",
             "toolhost:plugin/resources@0.2.0",
             "toolhost:plugin/prompts@0.2.0",

@@ -10,6 +10,9 @@
 //! and `wind.speed` (m/s), or 404 (unknown city), 401 (bad key) and 429
 //! (rate limited). `base_url` (default `https://api.openweathermap.org`)
 //! and `api_key` come from the policy's `[config]`.
+//!
+//! Its results are shown in a view (`ui://forecast`, `forecast.html`), for
+//! the clients that show MCP Apps.
 
 use toolhost_plugin::{prelude::*, serde_json};
 use wasi::http::outgoing_handler;
@@ -130,7 +133,15 @@ fn capitalise(text: &str) -> String {
 }
 
 fn tools() -> Tools {
-    Tools::new().tool(
+    Tools::new()
+        // A view (MCP Apps): a client that shows views draws the result
+        // with it. It reaches nothing beyond itself (no CSP origins).
+        .view(
+            View::new("ui://forecast", include_str!("forecast.html"))
+                .title("Weather forecast")
+                .prefers_border(true),
+        )
+        .tool(
         Tool::new(
             "get_weather_forecast",
             "Current weather for a location: temperature (°C), conditions, humidity (%) and wind speed (m/s).",
@@ -140,11 +151,12 @@ fn tools() -> Tools {
         .read_only(true)
         .destructive(false)
         .idempotent(true)
-        .open_world(true),
+        .open_world(true)
+        .view("ui://forecast"),
     )
 }
 
-toolhost_plugin::export!(tools);
+toolhost_plugin::export!(tools, catalog);
 
 /// One GET over wasi:http: the status and the whole body.
 fn get(base_url: &str, path: &str) -> Result<(u16, Vec<u8>), ToolError> {

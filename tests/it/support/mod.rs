@@ -746,6 +746,8 @@ const NPM_PACKAGES: &[&str] = &[
     "@modelcontextprotocol/conformance@0.2.0-alpha.12",
     "@modelcontextprotocol/sdk@1.32.2",
     "@modelcontextprotocol/inspector@2.12.0",
+    // MCP Apps: what a host uses to find and show a tool's view.
+    "@modelcontextprotocol/ext-apps@2.0.4",
     // The stdio bridge the page's Claude Desktop configuration runs.
     "mcp-remote@0.15.1",
     // Drives Debian's chromium for the dashboard tests (never downloads a
