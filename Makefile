@@ -6,7 +6,7 @@
 #   make bench-check  prove the harness runs (its short mode; needs wrk)
 # Both add the wasm32-wasip2 target first if it is missing.
 
-.PHONY: serve serve-build serve-side serve-plugins install test test-build plugins runtimes target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry redis-server bubblewrap toolchains ui-editor
+.PHONY: serve serve-build serve-side serve-plugins install test test-build plugins runtimes target lint bench bench-check wrk lighttpd chromium prometheus haproxy docker-registry redis-server bubblewrap toolchains ui-editor ui-apps
 
 # The pinned Python and JavaScript toolchains (see `toolchains` below).
 PY_TOOLCHAIN := target/toolchains/python
@@ -65,7 +65,7 @@ test-build: runtimes
 	cargo test --workspace --exclude toolhost-bench --no-run
 
 # The benchmark harness: prints one table, writes target/bench.json.
-bench: plugins wrk haproxy docker-registry redis-server target/py_echo.wasm target/sm_echo.wasm target/bench-node/ts_client.mjs $(EARLIER)/rev $(WASMTIME)
+bench: plugins wrk haproxy docker-registry redis-server chromium target/py_echo.wasm target/sm_echo.wasm target/bench-node/ts_client.mjs $(EARLIER)/rev $(WASMTIME)
 	cd tests/fixtures && cargo build --release --target wasm32-wasip2
 	cargo build --release -p toolhost -p toolhost-bench
 	target/release/toolhost-bench run --toolhost target/release/toolhost --echo plugins/echo.wasm \
@@ -79,6 +79,7 @@ bench: plugins wrk haproxy docker-registry redis-server target/py_echo.wasm targ
 	    --out target/bench.json
 	python3 bench/scripts/sources_reach.py target/release/toolhost
 	python3 bench/scripts/shared_room.py target/release/toolhost plugins/echo.wasm
+	python3 bench/scripts/views_page.py target/release/toolhost
 
 # The guard: 229c921 (2026-11-22), a fresh instance per call before
 # the shared server's guarantees, built once from this repository's history
@@ -254,6 +255,11 @@ target:
 # the binary; a test rebuilds it and compares).
 ui-editor:
 	cd host/ui/editor && npm ci --no-audit --no-fund --loglevel=error && npm run build
+
+# The page's host for views (MCP Apps): ext-apps' AppBridge, bundled into
+# host/ui/vendor/app-bridge.js from the pinned packages of host/ui/apps/.
+ui-apps:
+	cd host/ui/apps && npm ci --no-audit --no-fund --loglevel=error && npm run build
 
 # rustdoc too: an intra-doc link to what is gone (a rename, a move) fails.
 lint: target

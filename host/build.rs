@@ -9,6 +9,11 @@
 //! CPython's standard library for the Python runtime
 //! (`python-stdlib.tar.zst`) with the list of its modules.
 //!
+//! It gzips the page's bundled modules (`ui/vendor/*.js`: CodeMirror,
+//! the ext-apps bridge), which the page is served as they are
+//! (`src/front/ui.rs`): a quarter of their size, in the binary and on the
+//! wire.
+//!
 //! It also names the cargo profile the binary was built with
 //! (`TOOLHOST_BUILD_PROFILE`, shown by `toolhost --version`), so that a
 //! measurement says which build it measured: `serve` (README's first
@@ -67,6 +72,15 @@ fn main() {
             .expect("writing into OUT_DIR");
         std::fs::write(Path::new(&out).join(format!("{embedded}.sha256")), digest)
             .expect("writing into OUT_DIR");
+    }
+    // The page's bundles, gzipped (no timestamp: the same bytes each build).
+    for name in ["codemirror.js", "app-bridge.js"] {
+        let source = Path::new(&manifest).join("ui/vendor").join(name);
+        let bytes = read_watched(&source);
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut gzip, &bytes).expect("gzip into memory");
+        let gzipped = gzip.finish().expect("gzip into memory");
+        write_if_changed(&Path::new(&out).join(format!("{name}.gz")), &gzipped);
     }
     // CPython's standard library for the Python runtime, and its modules.
     for name in ["python-stdlib.tar.zst", "python-stdlib.txt"] {
