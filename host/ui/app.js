@@ -9,6 +9,7 @@ import { el, pretty } from "./dom.js";
 import { buildForm } from "./form.js";
 import { initEditor, showEditor, editSource, onBuildEvent as editorBuildEvent, onLine as editorLine } from "./editor.js";
 import { renderConnect } from "./connect.js";
+import { showView, closeView } from "./views.js";
 import { loadRoom, refresh as refreshRoom, onLine as roomLine, onPublish as roomPublish, onRemoved as roomRemoved, clearRoom, renderPeople, renderUnseen } from "./room.js";
 
 const $ = (id) => document.getElementById(id);
@@ -211,6 +212,7 @@ function selectTool(name) {
   state.readForm = buildForm(tool.inputSchema || {}, $("try-fields"));
   $("raw").value = "{}";
   $("use-raw").checked = false;
+  closeView();
   $("result").replaceChildren();
   const first = $("try-fields").querySelector("input, select, textarea");
   (first || $("call")).focus();
@@ -238,11 +240,14 @@ $("try-form").addEventListener("submit", async (event) => {
     result.replaceChildren(el("p", { class: "bad" }, `Not sent: ${error.message}`));
     return;
   }
+  await closeView();
   result.replaceChildren(el("p", {}, "Calling…"));
   const started = performance.now();
   const { status, json } = await api("POST", `/tools/${encodeURIComponent(tool.name)}`, body, "application/json");
   const took = performance.now() - started;
   showEnvelope(result, status, json, took);
+  // A tool with a view (MCP Apps): shown under the result, told the call.
+  await showView(result, { tool, args: JSON.parse(body), status, envelope: json, api, tools: () => state.tools });
 });
 
 function showEnvelope(target, status, envelope, took) {

@@ -15,7 +15,8 @@
 //!   (source the server builds); `GET /publishes`, the room's view.
 //! - [`approval_routes`]: admins' approvals and refusals of held
 //!   versions, and `GET /audit`.
-//! - [`ui`]: the dashboard at `/`, its assets embedded in the binary.
+//! - [`ui`]: the dashboard at `/`, its assets embedded in the binary;
+//!   [`view_frame`]: the frame a tool's view runs in there.
 //! - [`mcp`]: the MCP handler, served over Streamable HTTP and stdio.
 //! - [`cgi`]: one CGI/1.1 request through the REST router.
 
@@ -33,3 +34,4 @@ pub(crate) mod rest_rounds;
 pub(crate) mod source_routes;
 pub(crate) mod ui;
 pub(crate) mod uploads;
+pub(crate) mod view_frame;

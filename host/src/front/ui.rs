@@ -10,7 +10,8 @@
 //!
 //! Every answer carries a strict Content-Security-Policy: scripts, styles
 //! and connections from this origin only, no inline script or style, no
-//! frames, no plugins. The one exception is the code editor's theme, which
+//! frames but this server's (a tool's view runs in one, `view_frame.rs`),
+//! no plugins. The one exception is the code editor's theme, which
 //! CodeMirror writes into a `<style>` element: the page admits that element
 //! by a nonce drawn afresh for each `GET /` (in the CSP and in the page's
 //! `style-nonce` meta, which `ui/editor.js` hands to CodeMirror). The page sets every text a plugin or the server
@@ -22,7 +23,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
-                   img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+                   img-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; \
+                   frame-ancestors 'none'";
 
 /// Where the page's nonce goes in `ui/index.html`.
 const NONCE_SLOT: &str = "STYLE_NONCE";
@@ -64,12 +66,10 @@ const ASSETS: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
         include_str!("../../ui/room.js"),
     ),
-    // CodeMirror 6, bundled from the pinned packages of `ui/editor/`
-    // (`make ui-editor`; a test rebuilds it and compares).
     (
-        "/ui/vendor/codemirror.js",
+        "/ui/views.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../ui/vendor/codemirror.js"),
+        include_str!("../../ui/views.js"),
     ),
     // The templates `toolhost new` writes, which the editor starts from
     // (text: the page inserts them into the editor, never runs them).
@@ -101,14 +101,39 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The bundled modules, gzipped as the binary was built (`build.rs`):
+/// CodeMirror 6 from the pinned packages of `ui/editor/` (`make
+/// ui-editor`), and the ext-apps bridge that hosts a tool's view from
+/// those of `ui/apps/` (`make ui-apps`); a test rebuilds each and
+/// compares.
+const BUNDLES: &[(&str, &[u8])] = &[
+    (
+        "/ui/vendor/codemirror.js",
+        include_bytes!(concat!(env!("OUT_DIR"), "/codemirror.js.gz")),
+    ),
+    (
+        "/ui/vendor/app-bridge.js",
+        include_bytes!(concat!(env!("OUT_DIR"), "/app-bridge.js.gz")),
+    ),
+];
+
 pub(crate) fn router() -> Router {
+    let router = BUNDLES
+        .iter()
+        .fold(Router::new(), |router, &(path, gzipped)| {
+            router.route(
+                path,
+                get(move |headers: axum::http::HeaderMap| async move { bundle(&headers, gzipped) }),
+            )
+        });
     ASSETS
         .iter()
         .skip(1)
-        .fold(Router::new(), |router, &(path, kind, body)| {
+        .fold(router, |router, &(path, kind, body)| {
             router.route(path, get(move || async move { asset(kind, body) }))
         })
         .route("/", get(page))
+        .route("/ui/view-frame", get(super::view_frame::frame))
 }
 
 /// The page, with a fresh nonce for the editor's `<style>` element.
@@ -143,6 +168,42 @@ fn nonce() -> Option<String> {
     Some(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
+/// A bundle as it is embedded, to a browser that takes gzip (every one
+/// does); unpacked for a client that does not.
+fn bundle(headers: &axum::http::HeaderMap, gzipped: &'static [u8]) -> Response {
+    let kind = "text/javascript; charset=utf-8";
+    let takes_gzip = headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';');
+            let name = parts.next().unwrap_or("").trim();
+            let refused = parts.any(|param| param.trim().replace(' ', "") == "q=0");
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+        });
+    let mut response = if takes_gzip {
+        let mut response = asset(kind, gzipped);
+        response
+            .headers_mut()
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        response
+    } else {
+        let mut plain = Vec::new();
+        let unpacked =
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gzipped), &mut plain);
+        match unpacked {
+            Ok(_) => asset(kind, plain),
+            Err(_) => return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        }
+    };
+    response
+        .headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    response
+}
+
 fn asset(kind: &'static str, body: impl IntoResponse) -> Response {
     let mut response = body.into_response();
     let headers = response.headers_mut();
@@ -166,6 +227,46 @@ fn asset(kind: &'static str, body: impl IntoResponse) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bundle is served gzipped to a browser, which takes gzip, and
+    /// unpacked to a client that does not: the same module either way.
+    #[tokio::test]
+    async fn a_bundle_is_gzipped_for_who_takes_it_and_plain_for_the_rest() {
+        let (_, gzipped) = BUNDLES[1];
+        let read = |response: Response| async move {
+            let encoding = response
+                .headers()
+                .get(header::CONTENT_ENCODING)
+                .map(|value| value.to_str().unwrap().to_string());
+            let body = axum::body::to_bytes(response.into_body(), 1 << 22)
+                .await
+                .unwrap();
+            (encoding, body)
+        };
+        let mut takes = axum::http::HeaderMap::new();
+        takes.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("gzip, deflate, br"),
+        );
+        let (encoding, body) = read(bundle(&takes, gzipped)).await;
+        assert_eq!(encoding.as_deref(), Some("gzip"));
+        assert_eq!(&body[..], gzipped);
+        let mut refuses = axum::http::HeaderMap::new();
+        refuses.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("gzip;q=0"),
+        );
+        for headers in [axum::http::HeaderMap::new(), refuses] {
+            let (encoding, body) = read(bundle(&headers, gzipped)).await;
+            assert_eq!(encoding, None);
+            assert_eq!(&body[..], include_bytes!("../../ui/vendor/app-bridge.js"));
+        }
+        assert!(gzipped.len() * 3 < body_len(), "gzip saves most of it");
+    }
+
+    fn body_len() -> usize {
+        include_bytes!("../../ui/vendor/app-bridge.js").len()
+    }
 
     /// No inline script, style or event handler in the page: the CSP
     /// would block them, and none may be needed.
