@@ -21,9 +21,20 @@ fn chromium() -> PathBuf {
 
 /// Runs the browser script in `mode`; what it saw.
 fn browse(mode: &str, server: &Server, extra: &serde_json::Value) -> Value {
+    browse_with("dashboard.mjs", mode, server, extra)
+}
+
+/// Runs the browser script `name` (of `tests/clients/`) in `mode`; what
+/// it saw.
+pub(crate) fn browse_with(
+    name: &str,
+    mode: &str,
+    server: &Server,
+    extra: &serde_json::Value,
+) -> Value {
     let modules = crate::support::node_modules();
-    let script = modules.parent().unwrap().join("dashboard.mjs");
-    std::fs::copy(repo_root().join("tests/clients/dashboard.mjs"), &script).unwrap();
+    let script = modules.parent().unwrap().join(name);
+    std::fs::copy(repo_root().join("tests/clients").join(name), &script).unwrap();
     let shots = repo_root().join("target/screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let config = tempfile::NamedTempFile::new().unwrap();
@@ -530,13 +541,24 @@ fn a_publisher_writes_python_and_javascript_tools_in_chromium_and_connects_a_cli
 /// `ui/vendor/codemirror.js` byte for byte.
 #[test]
 fn the_editor_bundle_is_built_from_its_pinned_packages() {
+    assert_bundle_is_built("editor", "codemirror.js", "ui-editor");
+}
+
+/// The same for the bridge that hosts a tool's view: `ui/apps/` gives
+/// `ui/vendor/app-bridge.js`.
+#[test]
+fn the_app_bridge_bundle_is_built_from_its_pinned_packages() {
+    assert_bundle_is_built("apps", "app-bridge.js", "ui-apps");
+}
+
+fn assert_bundle_is_built(folder: &str, bundle: &str, target: &str) {
     let work = tempfile::tempdir().unwrap();
-    let editor = work.path().join("editor");
-    std::fs::create_dir_all(&editor).unwrap();
+    let packages = work.path().join(folder);
+    std::fs::create_dir_all(&packages).unwrap();
     std::fs::create_dir_all(work.path().join("vendor")).unwrap();
-    let source = repo_root().join("host/ui/editor");
+    let source = repo_root().join("host/ui").join(folder);
     for file in ["package.json", "package-lock.json", "entry.js"] {
-        std::fs::copy(source.join(file), editor.join(file)).unwrap();
+        std::fs::copy(source.join(file), packages.join(file)).unwrap();
     }
     for args in [
         &["ci", "--no-audit", "--no-fund", "--loglevel=error"][..],
@@ -544,16 +566,16 @@ fn the_editor_bundle_is_built_from_its_pinned_packages() {
     ] {
         let status = Command::new("npm")
             .args(args)
-            .current_dir(&editor)
+            .current_dir(&packages)
             .status()
             .unwrap();
         assert!(status.success(), "npm {args:?}");
     }
-    let built = std::fs::read(work.path().join("vendor/codemirror.js")).unwrap();
-    let committed = std::fs::read(repo_root().join("host/ui/vendor/codemirror.js")).unwrap();
+    let built = std::fs::read(work.path().join("vendor").join(bundle)).unwrap();
+    let committed = std::fs::read(repo_root().join("host/ui/vendor").join(bundle)).unwrap();
     assert!(
         built == committed,
-        "host/ui/vendor/codemirror.js is not what host/ui/editor builds: run `make ui-editor`"
+        "host/ui/vendor/{bundle} is not what host/ui/{folder} builds: run `make {target}`"
     );
 }
 

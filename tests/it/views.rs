@@ -287,3 +287,146 @@ fn a_changed_view_waits_for_an_admin_while_the_approved_one_serves() {
     assert_eq!(status, 200, "{audit}");
     assert!(audit.to_string().contains("ada/squares"), "{audit}");
 }
+
+/// The view the page test publishes: the extension's protocol by hand,
+/// what it is told and what its buttons get shown as text, and probes of
+/// what it can reach (`ALLOWED`, the origin its CSP names, and `OTHER`).
+const BOARD_VIEW: &str = r#"<!doctype html><html><body>
+<p id="input">no input</p><p id="result">no result</p><p id="called">not called</p>
+<p id="outside">not tried</p><p id="quietly">not tried</p><p id="probes"></p>
+<button id="more">more</button><button id="reach">outside the set</button><button id="quiet">model only</button>
+<script>
+let next = 1;
+const waiting = new Map();
+function request(method, params) {
+  const id = next++;
+  parent.postMessage({ jsonrpc: "2.0", id, method, params }, "*");
+  return new Promise((resolve, reject) => waiting.set(id, { resolve, reject }));
+}
+const show = (id, text) => { document.getElementById(id).textContent = text; };
+addEventListener("message", (event) => {
+  if (event.source !== parent) return;
+  const m = event.data;
+  if (!m || m.jsonrpc !== "2.0") return;
+  if (m.id !== undefined && waiting.has(m.id)) {
+    const w = waiting.get(m.id);
+    waiting.delete(m.id);
+    return m.error ? w.reject(m.error) : w.resolve(m.result);
+  }
+  if (m.method === "ui/notifications/tool-input") show("input", "input " + JSON.stringify(m.params.arguments));
+  if (m.method === "ui/notifications/tool-result") show("result", "result " + JSON.stringify(m.params.structuredContent));
+});
+const call = async (name, args, into, label) => {
+  try {
+    const r = await request("tools/call", { name, arguments: args });
+    show(into, label + (r.isError ? "refused " : "answered ") + JSON.stringify(r.structuredContent ?? r.content));
+  } catch (e) {
+    show(into, label + "error " + JSON.stringify(e));
+  }
+};
+document.getElementById("more").onclick = () => call("ada__more", { n: 3 }, "called", "called ");
+document.getElementById("reach").onclick = () => call("echo", { text: "hi" }, "outside", "outside ");
+document.getElementById("quiet").onclick = () => call("ada__quiet", {}, "quietly", "quiet ");
+const probes = [];
+try { probes.push("storage " + sessionStorage.getItem("toolhost-token")); } catch (e) { probes.push("storage blocked"); }
+try { probes.push("cookie " + document.cookie); } catch (e) { probes.push("cookie blocked"); }
+try { probes.push("parent " + parent.document.title); } catch (e) { probes.push("parent blocked"); }
+const reach = (url) => fetch(url, { mode: "no-cors" }).then(() => "reached", () => "blocked");
+Promise.all([reach("ALLOWED/health"), reach("OTHER/health")]).then(([allowed, other]) => {
+  probes.push("allowed " + allowed, "other " + other);
+  show("probes", probes.join("; "));
+});
+request("ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name: "board", version: "1" }, appCapabilities: {} })
+  .then(() => parent.postMessage({ jsonrpc: "2.0", method: "ui/notifications/initialized" }, "*"));
+</script></body></html>"#;
+
+/// Ada's board: a tool shown in that view, one for its button only, one
+/// for the model only.
+fn board_source(view: &str, allowed: &str) -> String {
+    format!(
+        r#"from toolhost_plugin import tool, view
+
+view("ui://board", """{view}""", csp={{"connect_domains": ["{allowed}"]}})
+
+
+@tool(view="ui://board")
+def board(n: int) -> dict:
+    """The squares of 1 to n."""
+    return {{"squares": [i * i for i in range(1, n + 1)]}}
+
+
+@tool(view="ui://board", visibility=["app"])
+def more(n: int) -> dict:
+    """The cubes of 1 to n, for the view's button."""
+    return {{"cubes": [i ** 3 for i in range(1, n + 1)]}}
+
+
+@tool(visibility=["model"])
+def quiet() -> str:
+    """Only for the model."""
+    return "shh"
+"#
+    )
+}
+
+#[test]
+fn the_page_shows_a_tools_view_in_a_sandboxed_frame_that_reaches_only_what_it_declared() {
+    let dir = plugin_dir(&[&example("echo")]);
+    let config = tempfile::tempdir().unwrap();
+    let file = config.path().join("tokens.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[token]]\nname = \"ada\"\nsecret = \"{ADA}\"\nrole = \"publisher\"\ntools = [\"{{self}}/*\"]\n"
+        ),
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &["--tokens", file.to_str().unwrap()]);
+    let allowed = server.base.trim_end_matches('/').to_string();
+    let other = allowed.replace("127.0.0.1", "localhost");
+    let view = BOARD_VIEW
+        .replace("ALLOWED", &allowed)
+        .replace("OTHER", &other);
+    let (status, report) = put_source(
+        &server,
+        "ada/board",
+        ADA,
+        "text/x-python",
+        &board_source(&view, &allowed),
+    );
+    assert_eq!(status, 201, "{report}");
+
+    let seen = crate::dashboard::browse_with(
+        "views_page.mjs",
+        "show",
+        &server,
+        &json!({ "token": ADA, "tool": "ada__board" }),
+    );
+    println!("the view on the page: {seen:#}");
+    assert_eq!(seen["sandbox"], "allow-scripts", "{seen}");
+    assert_eq!(seen["input"], r#"input {"n":4}"#);
+    assert_eq!(seen["result"], r#"result {"squares":[1,4,9,16]}"#);
+    assert_eq!(seen["called"], r#"called answered {"cubes":[1,8,27]}"#);
+    let outside = seen["outside"].as_str().unwrap();
+    assert!(
+        outside.starts_with("outside refused") && outside.contains("echo"),
+        "a tool outside ada's set answers as absent: {outside}"
+    );
+    let quiet = seen["quiet"].as_str().unwrap();
+    assert!(quiet.starts_with("quiet refused"), "{quiet}");
+    assert_eq!(
+        seen["probes"],
+        "storage blocked; cookie blocked; parent blocked; allowed reached; other blocked",
+        "the view reads nothing of the page and reaches only its declared origin"
+    );
+    assert_eq!(seen["tokenInPage"], true, "the page itself holds the token");
+    assert!(
+        seen["cspViolations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v.as_str().unwrap().contains("localhost")),
+        "the undeclared origin was refused by the CSP: {seen}"
+    );
+    assert_eq!(seen["consoleErrors"], json!([]), "{seen}");
+}
