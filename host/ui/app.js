@@ -10,6 +10,7 @@ import { buildForm } from "./form.js";
 import { initEditor, showEditor, editSource, onBuildEvent as editorBuildEvent, onLine as editorLine } from "./editor.js";
 import { renderConnect } from "./connect.js";
 import { showView, closeView } from "./views.js";
+import { callAnswering, runTask, taskSupport } from "./asks.js";
 import { loadRoom, refresh as refreshRoom, onLine as roomLine, onPublish as roomPublish, onRemoved as roomRemoved, clearRoom, renderPeople, renderUnseen } from "./room.js";
 
 const $ = (id) => document.getElementById(id);
@@ -243,11 +244,18 @@ $("try-form").addEventListener("submit", async (event) => {
   await closeView();
   result.replaceChildren(el("p", {}, "Calling…"));
   const started = performance.now();
-  const { status, json } = await api("POST", `/tools/${encodeURIComponent(tool.name)}`, body, "application/json");
+  // What the tool asks is answered here; a task tool runs as a task.
+  const args = JSON.parse(body);
+  const { status, json, task } = taskSupport(tool)
+    ? await runTask(api, tool, args, result)
+    : await callAnswering(api, tool, args, result);
   const took = performance.now() - started;
   showEnvelope(result, status, json, took);
+  if (task) {
+    result.prepend(el("p", { class: "task-ended", "data-status": task.status }, "Task ", el("code", {}, task.id), `: ${task.status}`));
+  }
   // A tool with a view (MCP Apps): shown under the result, told the call.
-  await showView(result, { tool, args: JSON.parse(body), status, envelope: json, api, tools: () => state.tools });
+  await showView(result, { tool, args, status, envelope: json, api, tools: () => state.tools });
 });
 
 function showEnvelope(target, status, envelope, took) {

@@ -9,6 +9,7 @@
 //! directory, or kills one replica of several.
 
 mod approvals;
+mod asking;
 mod auth;
 mod builds;
 mod cli;

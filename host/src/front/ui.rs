@@ -67,6 +67,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../ui/room.js"),
     ),
     (
+        "/ui/asks.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/asks.js"),
+    ),
+    (
         "/ui/views.js",
         "text/javascript; charset=utf-8",
         include_str!("../../ui/views.js"),
