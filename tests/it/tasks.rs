@@ -342,6 +342,62 @@ fn a_task_runs_past_its_tools_call_deadline_until_its_own() {
     );
 }
 
+/// A tool's policy may give its tasks a deadline of their own
+/// (`timeout_secs` in `[tasks]`), in place of the server's; one outside a
+/// second to a day refuses the policy, saying so.
+#[test]
+fn a_tools_policy_gives_its_tasks_their_own_deadline() {
+    let dir = plugin_dir(&[&example("conformance")]);
+    let policy = dir.path().join("conformance.toml");
+    std::fs::write(
+        &policy,
+        "[tasks]\nslow_compute = { support = \"optional\", timeout_secs = 2 }\n\n[limits]\ntimeout_ms = 500\n",
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let base = &server.base;
+    let as_task = [("Prefer", "respond-async")];
+    let ended = |body: Value| {
+        let (status, location, created) =
+            rest(base, "POST", "/tools/slow_compute", &as_task, Some(body));
+        assert_eq!(status, 202, "{created}");
+        let location = location.unwrap();
+        let mut task = Value::Null;
+        wait_until("the task to end", Duration::from_secs(30), || {
+            task = rest(base, "GET", &location, &[], None).2;
+            task["status"] != "working"
+        });
+        task
+    };
+    let done = ended(json!({ "seconds": 1, "label": "a second" }));
+    assert_eq!(
+        done["status"], "completed",
+        "past the call's 500 ms: {done}"
+    );
+    let past = ended(json!({ "seconds": 10, "label": "ten seconds" }));
+    let error = &past["error"]["data"];
+    assert_eq!(
+        (
+            past["status"].clone(),
+            error["code"].clone(),
+            error["details"]["timeoutMs"].clone()
+        ),
+        (json!("failed"), json!("TOOL_TIMEOUT"), json!(2000)),
+        "the tool's own deadline, not the server's 15 minutes: {past}"
+    );
+
+    std::fs::write(
+        &policy,
+        "[tasks]\nslow_compute = { support = \"optional\", timeout_secs = 0 }\n",
+    )
+    .unwrap();
+    server.wait_for("the policy refused", |server| {
+        server
+            .plugin("conformance")
+            .is_some_and(|report| format!("{report:?}").contains("timeout_secs is 0"))
+    });
+}
+
 #[test]
 fn a_restart_keeps_tasks_and_a_run_lost_with_the_server_fails_with_a_reason() {
     let dir = conformance_dir();

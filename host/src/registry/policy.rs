@@ -95,6 +95,9 @@ pub(crate) enum PolicyError {
     /// `[tasks]` names a tool the plugin does not list.
     #[error("[tasks] names {0:?}, which is not a tool of this plugin")]
     UnknownTaskTool(String),
+    /// A task's `timeout_secs` outside 1 s to a day.
+    #[error("[tasks] {0:?}: timeout_secs is {1}, not between 1 and 86400 (a day)")]
+    BadTaskTimeout(String, u64),
 }
 
 #[derive(Deserialize, Default)]

@@ -42,6 +42,9 @@ pub struct Tool {
     /// Whether a call asks for its input before it becomes a task
     /// (`input_first` in `[tasks]`).
     pub(crate) task_input_first: bool,
+    /// How long each run of its tasks may take, when its policy says
+    /// (`timeout_secs` in `[tasks]`); else the server's.
+    pub(crate) task_timeout: Option<std::time::Duration>,
     /// The served URI of the view its results are shown in
     /// (`tool_details.rs`).
     pub(crate) view: Option<String>,
@@ -50,7 +53,8 @@ pub struct Tool {
 }
 
 /// One tool's entry in a policy's `[tasks]`: `"optional"`, `"required"`,
-/// or a table with `support` and `input_first`.
+/// or a table with `support`, `input_first` and `timeout_secs` (how long
+/// each run of its tasks may take, in place of `--task-timeout-secs`).
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 #[serde(untagged)]
 pub(crate) enum TaskPolicy {
@@ -59,13 +63,27 @@ pub(crate) enum TaskPolicy {
         support: TaskSupport,
         #[serde(default)]
         input_first: bool,
+        #[serde(default)]
+        timeout_secs: Option<u64>,
     },
 }
+
+/// The longest a task's run may be given, in seconds (a day), as for
+/// `--task-timeout-secs`.
+pub(crate) const MAX_TASK_TIMEOUT_SECS: u64 = 86_400;
 
 impl TaskPolicy {
     pub(crate) fn support(self) -> TaskSupport {
         match self {
             TaskPolicy::Support(support) | TaskPolicy::Table { support, .. } => support,
+        }
+    }
+
+    /// Its runs' own deadline, when it names one.
+    pub(crate) fn timeout_secs(self) -> Option<u64> {
+        match self {
+            TaskPolicy::Table { timeout_secs, .. } => timeout_secs,
+            TaskPolicy::Support(_) => None,
         }
     }
 
@@ -344,6 +362,7 @@ fn build_tool(spec: DeclaredTool) -> Result<Tool, ToolListError> {
         marks_param_headers,
         task_support: None,
         task_input_first: false,
+        task_timeout: None,
         view: None,
         visibility: None,
         annotations: spec.annotations.map(annotations_json),

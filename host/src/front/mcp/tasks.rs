@@ -88,7 +88,7 @@ pub(super) async fn maybe_task(
     let keys = path.keys.clone();
     let call = {
         let (round, bound, view) = (round.clone(), bound.to_string(), view.clone());
-        let deadline = tasks.run_deadline;
+        let deadline = run_deadline(&path, tasks, &request.name);
         let (tool, arguments) = (
             request.name.to_string(),
             request.arguments.clone().unwrap_or_default(),
@@ -161,6 +161,16 @@ pub(crate) struct RunPath {
     pub(crate) front: crate::call::invoke::Front,
 }
 
+/// How long a run of `tool`'s task may take: its policy's `timeout_secs`
+/// in `[tasks]`, else the server's (`--task-timeout-secs`).
+fn run_deadline(path: &RunPath, tasks: &Tasks, tool: &str) -> std::time::Duration {
+    path.registry
+        .snapshot()
+        .tool(tool)
+        .and_then(|entry| entry.tool.task_timeout)
+        .unwrap_or(tasks.run_deadline)
+}
+
 impl RunPath {
     /// The tool's call on the call path, as a run of a task with
     /// `deadline` (`Tasks::run_deadline`), its requests for input going to
@@ -207,7 +217,7 @@ pub(crate) fn start_run(
     let capabilities: ClientCapabilities =
         serde_json::from_value(record.capabilities.clone()).unwrap_or_default();
     let bound = format!("task\0{}", record.id);
-    let deadline = tasks.run_deadline;
+    let deadline = run_deadline(&path, tasks, &tool);
     let span = tracing::info_span!("task", id = %record.id, tool = %record.tool);
     tasks.run(
         record,
