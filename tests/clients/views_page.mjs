@@ -7,8 +7,10 @@
 // config: {token, tool, other}. Signs in with <token>, calls <tool> in
 // try-it and finds its view's frame: how long from the call's answer to
 // the view showing the result; what the view was told (its input and
-// result); a button in the view calling a tool of the person's set, one
-// calling a tool outside it, one calling a tool only for the model; and
+// result); a button in the view calling a tool of its plugin, one a tool
+// outside the person's set, one a tool of another plugin of theirs, one a
+// tool only for the model, and one that loads another page in its frame;
+// and
 // what the view's own probes found of the page (its token in
 // sessionStorage, cookies, the parent's document) and of the network (the
 // origin its CSP names, and <other>, which it does not).
@@ -88,11 +90,18 @@ async function showMode() {
     seen.called = await frameText(frame, "#called", "called ");
     await press(frame, "reach");
     seen.outside = await frameText(frame, "#outside", "outside ");
+    await press(frame, "other");
+    seen.sibling = await frameText(frame, "#sibling", "sibling ");
     await press(frame, "quiet");
     seen.quiet = await frameText(frame, "#quietly", "quiet ");
     seen.frameUrl = frame.url();
     seen.tokenInPage = await page.evaluate(() => sessionStorage.getItem("toolhost-token") !== null);
     await page.screenshot({ path: path.join(shots, "view.png"), fullPage: true });
+    // The view takes its frame elsewhere: the page closes it.
+    await press(frame, "leave");
+    await page.waitForSelector("#result .view-left");
+    seen.left = await page.$eval("#result .view-left", (node) => node.textContent);
+    seen.framesAfterLeaving = await page.$$eval("#result iframe.view", (nodes) => nodes.length);
   } finally {
     await browser.close();
   }

@@ -8,7 +8,9 @@
 //! authority. A view outside a person's tool set does not exist for them;
 //! a view whose CSP names something other than an origin is refused with
 //! the reason; under `--require-approval` a changed view waits while the
-//! approved one serves. Shown on the page: `dashboard`.
+//! approved one serves. On the page (chromium): the view in its own
+//! sandboxed frame, told its call, reaching only its own plugin's tools
+//! and its declared origins, and closed when it loads another page.
 
 use std::path::Path;
 
@@ -293,8 +295,9 @@ fn a_changed_view_waits_for_an_admin_while_the_approved_one_serves() {
 /// what it can reach (`ALLOWED`, the origin its CSP names, and `OTHER`).
 const BOARD_VIEW: &str = r#"<!doctype html><html><body>
 <p id="input">no input</p><p id="result">no result</p><p id="called">not called</p>
-<p id="outside">not tried</p><p id="quietly">not tried</p><p id="probes"></p>
-<button id="more">more</button><button id="reach">outside the set</button><button id="quiet">model only</button>
+<p id="outside">not tried</p><p id="sibling">not tried</p><p id="quietly">not tried</p><p id="probes"></p>
+<button id="more">more</button><button id="reach">outside the set</button><button id="other">another plugin</button>
+<button id="quiet">model only</button><button id="leave">leave</button>
 <script>
 let next = 1;
 const waiting = new Map();
@@ -326,7 +329,9 @@ const call = async (name, args, into, label) => {
 };
 document.getElementById("more").onclick = () => call("ada__more", { n: 3 }, "called", "called ");
 document.getElementById("reach").onclick = () => call("echo", { text: "hi" }, "outside", "outside ");
+document.getElementById("other").onclick = () => call("ada__other_tool", {}, "sibling", "sibling ");
 document.getElementById("quiet").onclick = () => call("ada__quiet", {}, "quietly", "quiet ");
+document.getElementById("leave").onclick = () => { location = "ALLOWED/health"; };
 const probes = [];
 try { probes.push("storage " + sessionStorage.getItem("toolhost-token")); } catch (e) { probes.push("storage blocked"); }
 try { probes.push("cookie " + document.cookie); } catch (e) { probes.push("cookie blocked"); }
@@ -395,6 +400,9 @@ fn the_page_shows_a_tools_view_in_a_sandboxed_frame_that_reaches_only_what_it_de
         &board_source(&view, &allowed),
     );
     assert_eq!(status, 201, "{report}");
+    let other = "from toolhost_plugin import tool\n\n\n@tool\ndef other_tool() -> str:\n    \"\"\"Another plugin's.\"\"\"\n    return \"other\"\n";
+    let (status, report) = put_source(&server, "ada/other", ADA, "text/x-python", other);
+    assert_eq!(status, 201, "{report}");
 
     let seen = crate::dashboard::browse_with(
         "views_page.mjs",
@@ -410,8 +418,19 @@ fn the_page_shows_a_tools_view_in_a_sandboxed_frame_that_reaches_only_what_it_de
     let outside = seen["outside"].as_str().unwrap();
     assert!(
         outside.starts_with("outside refused") && outside.contains("echo"),
-        "a tool outside ada's set answers as absent: {outside}"
+        "a tool outside ada's set is refused: {outside}"
     );
+    let sibling = seen["sibling"].as_str().unwrap();
+    assert!(
+        sibling.starts_with("sibling refused")
+            && sibling.contains("not a tool of this view's plugin"),
+        "a tool of another plugin, even in ada's set, is refused: {sibling}"
+    );
+    assert_eq!(
+        seen["left"], "The view ui://ada/board loaded another page in its frame, and was closed.",
+        "{seen}"
+    );
+    assert_eq!(seen["framesAfterLeaving"], 0, "{seen}");
     let quiet = seen["quiet"].as_str().unwrap();
     assert!(quiet.starts_with("quiet refused"), "{quiet}");
     assert_eq!(

@@ -5,8 +5,9 @@
 //! as a view's are at load, `registry/app_views.rs`), and with the CSP's
 //! `sandbox`: the document runs in an opaque origin, so the view reads
 //! nothing of the page (its token, its storage, this server's cookies) and
-//! reaches only what its CSP names. The page frames it with the same
-//! sandbox (`ui/views.js`); no other site may frame it.
+//! fetches only from what its CSP names. The page frames it with the same
+//! sandbox, and closes it if it loads another page into its frame, which
+//! no CSP forbids (`ui/views.js`); no other site may frame it.
 //!
 //! The document holds no data: anyone may load it. The view's HTML is
 //! read by the page with the person's token, as any resource is.
