@@ -21,6 +21,9 @@ const state = {
   plugins: new Map(),
   selected: null,
   readForm: null,
+  // Each try-it call draws a number; one whose number is no longer the
+  // last shows nothing (another call or tool was chosen since).
+  calling: 0,
   lastEventId: null,
   events: null,
 };
@@ -207,6 +210,9 @@ function selectTool(name) {
   const tool = state.tools.find((t) => t.name === name);
   if (!tool) return;
   state.selected = tool;
+  // A call still running for the tool shown before stops showing itself.
+  state.calling += 1;
+  $("call").disabled = false;
   $("try-section").hidden = false;
   $("try-name").textContent = tool.name;
   $("try-description").textContent = tool.description || "";
@@ -241,21 +247,33 @@ $("try-form").addEventListener("submit", async (event) => {
     result.replaceChildren(el("p", { class: "bad" }, `Not sent: ${error.message}`));
     return;
   }
+  const mine = ++state.calling;
+  const alive = () => mine === state.calling;
+  $("call").disabled = true;
   await closeView();
   result.replaceChildren(el("p", {}, "Calling…"));
   const started = performance.now();
   // What the tool asks is answered here; a task tool runs as a task.
   const args = JSON.parse(body);
-  const { status, json, task } = taskSupport(tool)
-    ? await runTask(api, tool, args, result)
-    : await callAnswering(api, tool, args, result);
+  let answer;
+  try {
+    answer = taskSupport(tool)
+      ? await runTask(api, tool, args, result, alive)
+      : await callAnswering(api, tool, args, result, alive);
+  } catch (error) {
+    answer = { status: 0, json: null, failed: error };
+  } finally {
+    if (alive()) $("call").disabled = false;
+  }
+  const { status, json, task, stale } = answer;
+  if (stale || !alive()) return;
   const took = performance.now() - started;
   showEnvelope(result, status, json, took);
   if (task) {
     result.prepend(el("p", { class: "task-ended", "data-status": task.status }, "Task ", el("code", {}, task.id), `: ${task.status}`));
   }
   // A tool with a view (MCP Apps): shown under the result, told the call.
-  await showView(result, { tool, args, status, envelope: json, api, tools: () => state.tools });
+  await showView(result, { tool, args, status, envelope: json, api, tools: () => state.tools, pluginOf });
 });
 
 function showEnvelope(target, status, envelope, took) {

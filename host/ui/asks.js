@@ -24,15 +24,22 @@ export function taskSupport(tool) {
   return support === "optional" || support === "required" ? support : null;
 }
 
+/** What a call becomes once the page has moved on (another call, another
+ * tool): nothing to show. */
+const STALE = Object.freeze({ status: 0, json: null, stale: true });
+
 /** Calls `tool` with `args`, answering in `target` each round of input
- * it asks for; the last answer (`{status, json}`), or a refusal's. */
-export async function callAnswering(api, tool, args, target) {
+ * it asks for; the last answer (`{status, json}`), or a refusal's. It stops
+ * as soon as `alive()` is false. */
+export async function callAnswering(api, tool, args, target, alive) {
   let headers = { "Toolhost-Input": INPUT };
   let body = JSON.stringify(args);
   for (;;) {
     const answer = await api("POST", `/tools/${encodeURIComponent(tool.name)}`, body, "application/json", headers);
+    if (!alive()) return STALE;
     if (answer.json?.resultType !== "input_required") return answer;
     const responses = await answerRequests(answer.json.inputRequests ?? {}, target);
+    if (!alive()) return STALE;
     if (!responses) return refused("You refused what the tool asked: it was not called again.");
     headers = { "Toolhost-Request-State": answer.json.requestState };
     body = JSON.stringify({ arguments: args, inputResponses: responses });
@@ -40,10 +47,12 @@ export async function callAnswering(api, tool, args, target) {
 }
 
 /** Runs `tool` as a task, its status in `target`; its result as a call's
- * answer (`{status, json}`). */
-export async function runTask(api, tool, args, target) {
+ * answer (`{status, json}`). It stops following the task (which runs on)
+ * as soon as `alive()` is false. */
+export async function runTask(api, tool, args, target, alive) {
   const created = await api("POST", `/tools/${encodeURIComponent(tool.name)}`, JSON.stringify(args),
     "application/json", { Prefer: "respond-async" });
+  if (!alive()) return STALE;
   if (created.status !== 202 || !created.json?.taskId) return created;
   const id = created.json.taskId;
   const path = `/tasks/${encodeURIComponent(id)}`;
@@ -59,9 +68,11 @@ export async function runTask(api, tool, args, target) {
     await api("DELETE", path);
     stopAsking?.();
   });
+  const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   try {
     for (;;) {
       const read = await api("GET", path);
+      if (!alive()) return STALE;
       const task = read.json;
       if (read.status !== 200 || !task) return read;
       status.textContent = `Status: ${task.status}${task.statusMessage ? ` · ${task.statusMessage}` : ""}`;
@@ -73,16 +84,26 @@ export async function runTask(api, tool, args, target) {
         return { status: 200, json: { isError: true, error, content: [{ type: "text", text: `Error: ${error.message ?? ""}` }] }, task: ended };
       }
       if (task.status === "cancelled") return { ...refused("The task was cancelled."), task: ended };
+      const wait = Math.min(Math.max(Number(task.pollIntervalMs) || 500, 200), 2000);
       if (task.status === "input_required" && task.inputRequests) {
-        const stop = new Promise((resolve) => { stopAsking = () => resolve(null); });
+        const stop = new Promise((resolve) => { stopAsking = () => resolve(undefined); });
         const responses = await Promise.race([answerRequests(task.inputRequests, asks), stop]);
         stopAsking = null;
         asks.replaceChildren();
-        if (responses) await api("POST", path, JSON.stringify({ inputResponses: responses }), "application/json");
-        continue;
+        if (!alive()) return STALE;
+        if (responses === null) {
+          // Refused (or not answerable here): the task is cancelled, not
+          // asked again and again.
+          await api("DELETE", path);
+          status.textContent = "You refused what the task asked: it was cancelled.";
+        } else if (responses) {
+          const sent = await api("POST", path, JSON.stringify({ inputResponses: responses }), "application/json");
+          if (sent.status !== 200) {
+            asks.append(el("p", { class: "bad" }, `The answer was refused (HTTP ${sent.status}): ${sent.json?.error?.message ?? ""}`));
+          }
+        }
       }
-      const wait = Math.min(Math.max(Number(task.pollIntervalMs) || 500, 200), 2000);
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await pause(wait);
     }
   } finally {
     cancel.disabled = true;
