@@ -210,6 +210,7 @@ async fn call_inner(
                 serde_json::to_value(capabilities.clone().unwrap_or_else(answers_anything))
                     .unwrap_or_default(),
                 round.given(),
+                crate::front::mcp::run_deadline(&longer.registry, tasks, name),
             )
             .await
             .map_err(task_error)?;

@@ -44,6 +44,10 @@ pub(crate) use self::store::{Store, StoreError};
 
 /// How long a task is kept after it was made, unless the server says.
 pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(60 * 60);
+/// How long a task's result is kept at least after a run that took all
+/// its deadline (`Tasks::ttl_for`).
+const KEPT_AFTER_A_RUN: Duration = Duration::from_secs(600);
+
 /// How long a task's run may take, by default (`serve --task-timeout-secs`):
 /// its own deadline, not a call's (a policy's `timeout_ms`, 10 s unless
 /// it says otherwise), which a task is made to outlast.
@@ -179,6 +183,13 @@ impl Tasks {
     /// Makes a task, durably, before anyone hears of it: `working`, to be
     /// run here with the claim. Refused (busy), with nothing written, past
     /// the runs one person may have here or what their records may take.
+    /// How long a record lives whose runs may take `run_for`: `ttl`, or
+    /// long enough for its result to be read for ten minutes (or `ttl`, if
+    /// shorter) after a run that took all of it.
+    fn ttl_for(&self, run_for: Duration) -> Duration {
+        self.ttl.max(run_for + KEPT_AFTER_A_RUN.min(self.ttl))
+    }
+
     pub(crate) async fn create(
         self: &Arc<Self>,
         owner: Option<&str>,
@@ -186,6 +197,7 @@ impl Tasks {
         arguments: Map<String, Value>,
         capabilities: Value,
         answers: Map<String, Value>,
+        run_for: Duration,
     ) -> Result<(TaskRecord, RunClaim), TaskError> {
         let mut id = [0u8; 16];
         getrandom::fill(&mut id).expect("the system's randomness");
@@ -196,7 +208,7 @@ impl Tasks {
             arguments,
             capabilities,
             answers,
-            self.ttl,
+            self.ttl_for(run_for),
             self.replica.clone(),
         );
         // Counted as running here before anyone can read it; a refusal
@@ -470,7 +482,14 @@ mod tests {
             let tasks = tasks.clone();
             async move {
                 tasks
-                    .create(owner, "slow", Map::new(), Value::Null, Map::new())
+                    .create(
+                        owner,
+                        "slow",
+                        Map::new(),
+                        Value::Null,
+                        Map::new(),
+                        DEFAULT_RUN_DEADLINE,
+                    )
                     .await
             }
         };
@@ -526,7 +545,14 @@ mod tests {
             DEFAULT_TTL,
         );
         let (record, claim) = tasks
-            .create(Some("ada"), "slow", Map::new(), Value::Null, Map::new())
+            .create(
+                Some("ada"),
+                "slow",
+                Map::new(),
+                Value::Null,
+                Map::new(),
+                DEFAULT_RUN_DEADLINE,
+            )
             .await
             .unwrap();
         let hidden = Asker {
@@ -563,7 +589,14 @@ mod tests {
         // Cancelling one that ended changes nothing, and answers it
         // without its result while the tool is not in her set.
         let (record, claim) = tasks
-            .create(Some("ada"), "slow", Map::new(), Value::Null, Map::new())
+            .create(
+                Some("ada"),
+                "slow",
+                Map::new(),
+                Value::Null,
+                Map::new(),
+                DEFAULT_RUN_DEADLINE,
+            )
             .await
             .unwrap();
         let result = serde_json::json!({ "content": [{ "type": "text", "text": "secret" }] });
@@ -608,6 +641,7 @@ mod tests {
                     arguments_of(4 << 20),
                     Value::Null,
                     Map::new(),
+                    DEFAULT_RUN_DEADLINE,
                 )
                 .await
             {
@@ -627,6 +661,7 @@ mod tests {
                 arguments_of(1 << 20),
                 Value::Null,
                 Map::new(),
+                DEFAULT_RUN_DEADLINE,
             )
             .await
             .unwrap();
@@ -674,6 +709,7 @@ mod tests {
                 arguments_of(4 << 20),
                 Value::Null,
                 Map::new(),
+                DEFAULT_RUN_DEADLINE,
             )
             .await
             .unwrap();
@@ -789,7 +825,15 @@ mod tests {
 
     async fn make(tasks: &Arc<Tasks>, owner: &str, bytes: usize) -> Result<(), TaskError> {
         let arguments = arguments_of(bytes);
-        let made = tasks.create(Some(owner), "echo", arguments, Value::Null, Map::new());
+        // A run of no length: the record lives its `ttl`.
+        let made = tasks.create(
+            Some(owner),
+            "echo",
+            arguments,
+            Value::Null,
+            Map::new(),
+            Duration::ZERO,
+        );
         made.await.map(drop)
     }
 
@@ -824,6 +868,18 @@ mod tests {
         busy(make(&again, "ada", 0).await);
         busy(make(&again, "carol", 2_000).await);
         make(&again, "carol", 500).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_record_outlives_its_runs_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let tasks = Tasks::new(
+            Store::folder(dir.path().join("tasks")).unwrap(),
+            DEFAULT_TTL,
+        );
+        assert_eq!(tasks.ttl_for(DEFAULT_RUN_DEADLINE), DEFAULT_TTL);
+        let two_hours = Duration::from_secs(7200);
+        assert_eq!(tasks.ttl_for(two_hours), two_hours + KEPT_AFTER_A_RUN);
     }
 
     /// An expired record gives its share back, where `open` keeps records.

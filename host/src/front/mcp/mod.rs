@@ -50,7 +50,7 @@ pub(crate) use self::catalog_methods::CatalogLimits;
 pub(crate) use self::input_keys::InputKeys;
 pub(crate) use self::input_round::{InputRound, Relay, bind, overrides};
 use self::session_client::SessionClient;
-pub(crate) use self::tasks::{Caller, RunPath, answer_fits, start_run};
+pub(crate) use self::tasks::{Caller, RunPath, answer_fits, run_deadline, start_run};
 
 use crate::call::Calls;
 use crate::call::envelope::{Envelope, TextFormat};

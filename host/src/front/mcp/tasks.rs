@@ -64,6 +64,7 @@ pub(super) async fn maybe_task(
         };
     }
     let tasks = tasks?;
+    let run_for = run_deadline(&path.registry, tasks, &request.name);
     let create = |answers| {
         tasks.create(
             owner,
@@ -71,6 +72,7 @@ pub(super) async fn maybe_task(
             request.arguments.clone().unwrap_or_default(),
             serde_json::to_value(capabilities).unwrap_or_default(),
             answers,
+            run_for,
         )
     };
     if !input_first {
@@ -88,7 +90,7 @@ pub(super) async fn maybe_task(
     let keys = path.keys.clone();
     let call = {
         let (round, bound, view) = (round.clone(), bound.to_string(), view.clone());
-        let deadline = run_deadline(&path, tasks, &request.name);
+        let deadline = run_deadline(&path.registry, tasks, &request.name);
         let (tool, arguments) = (
             request.name.to_string(),
             request.arguments.clone().unwrap_or_default(),
@@ -163,8 +165,12 @@ pub(crate) struct RunPath {
 
 /// How long a run of `tool`'s task may take: its policy's `timeout_secs`
 /// in `[tasks]`, else the server's (`--task-timeout-secs`).
-fn run_deadline(path: &RunPath, tasks: &Tasks, tool: &str) -> std::time::Duration {
-    path.registry
+pub(crate) fn run_deadline(
+    registry: &crate::registry::Registry,
+    tasks: &Tasks,
+    tool: &str,
+) -> std::time::Duration {
+    registry
         .snapshot()
         .tool(tool)
         .and_then(|entry| entry.tool.task_timeout)
@@ -217,7 +223,7 @@ pub(crate) fn start_run(
     let capabilities: ClientCapabilities =
         serde_json::from_value(record.capabilities.clone()).unwrap_or_default();
     let bound = format!("task\0{}", record.id);
-    let deadline = run_deadline(&path, tasks, &tool);
+    let deadline = run_deadline(&path.registry, tasks, &tool);
     let span = tracing::info_span!("task", id = %record.id, tool = %record.tool);
     tasks.run(
         record,
