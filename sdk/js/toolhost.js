@@ -576,9 +576,11 @@ const CSP_LISTS = ["connectDomains", "resourceDomains", "frameDomains", "baseUri
  * origins it may reach (`{ connectDomains: ["https://api.example.com"],
  * resourceDomains: [..] }`), none by default. A tool shows its results in
  * it with `tool({ .., view: uri })`. */
+const MADE_VIEWS = new WeakSet();
+
 export function view(definition) {
-  if (!isPlainData(definition) && !(definition && definition.__view)) throw new TypeError("view(..) takes an object: { uri, html }");
-  if (definition.__view) return definition;
+  if (MADE_VIEWS.has(definition)) return definition;
+  if (!isPlainData(definition)) throw new TypeError("view(..) takes an object: { uri, html }");
   const { uri, html, name, title, description, csp, prefersBorder, domain } = definition;
   const where = `view ${JSON.stringify(uri)}`;
   if (typeof uri !== "string" || !uri.startsWith("ui://")) fail(where, "a view's URI starts with ui://");
@@ -592,7 +594,7 @@ export function view(definition) {
     }
     lists = Object.fromEntries(CSP_LISTS.map((key) => [key, [...(csp[key] ?? [])]]));
   }
-  return Object.freeze({
+  const made = Object.freeze({
     __view: true,
     uri,
     name: name ?? (uri.slice("ui://".length).replace(/^\/+|\/+$/g, "") || uri),
@@ -603,6 +605,8 @@ export function view(definition) {
     prefersBorder: prefersBorder ?? null,
     domain: domain ?? null,
   });
+  MADE_VIEWS.add(made);
+  return made;
 }
 
 /** Everything an app exports, for the `apps` world: `export const { tools,

@@ -725,7 +725,7 @@ def view(uri: str, html: str | None = None, *, file: str | None = None, name: st
             key = camel.get(key, key)
             if key not in _CSP_LISTS:
                 raise ValueError(f"{where}: csp has no list {key!r} (it has {', '.join(_CSP_LISTS)})")
-            if isinstance(origins, str) or not all(isinstance(o, str) for o in origins):
+            if not isinstance(origins, (list, tuple)) or not all(isinstance(o, str) for o in origins):
                 raise ValueError(f"{where}: csp {key} is a list of origins")
             lists[key] = list(origins)
     views[uri] = ViewSpec(uri, name or uri[len("ui://"):].strip("/") or uri, title, description,

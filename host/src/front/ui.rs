@@ -182,12 +182,17 @@ fn bundle(headers: &axum::http::HeaderMap, gzipped: &'static [u8]) -> Response {
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
-        .any(|coding| {
+        .filter_map(|coding| {
             let mut parts = coding.split(';');
-            let name = parts.next().unwrap_or("").trim();
-            let refused = parts.any(|param| param.trim().replace(' ', "") == "q=0");
-            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
-        });
+            let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let weight = parts
+                .find_map(|param| param.trim().strip_prefix("q="))
+                .map_or(1.0, |q| q.trim().parse::<f32>().unwrap_or(0.0));
+            (name == "gzip" || name == "*").then_some((name, weight))
+        })
+        // `gzip` itself decides over `*`.
+        .max_by_key(|(name, _)| name == "gzip")
+        .is_some_and(|(_, weight)| weight > 0.0);
     let mut response = if takes_gzip {
         let mut response = asset(kind, gzipped);
         response

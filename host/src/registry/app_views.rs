@@ -67,7 +67,9 @@ pub enum ViewError {
         list: &'static str,
         count: usize,
     },
-    #[error("view {uri:?}: domain {domain:?} is not a host name")]
+    #[error(
+        "view {uri:?}: domain {domain:?} is empty, longer than 253 characters, or holds a space"
+    )]
     BadDomain { uri: String, domain: String },
     #[error("view {uri:?}: {text}")]
     Invisible { uri: String, text: TextError },
@@ -117,7 +119,12 @@ pub(crate) fn build(
         ui.insert("prefersBorder".into(), json!(prefers_border));
     }
     if let Some(domain) = domain {
-        if !is_host(domain.strip_prefix("*.").unwrap_or(&domain)) {
+        // Its form is each host's to say (the extension): any short text
+        // without spaces or control characters is passed on.
+        if domain.is_empty()
+            || domain.len() > 253
+            || domain.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
             return Err(ViewError::BadDomain {
                 uri: declared_uri,
                 domain,
@@ -208,7 +215,9 @@ pub(crate) fn is_origin(origin: &str) -> bool {
         None => (rest, None),
     };
     let port_ok = port.is_none_or(|port| {
-        (1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit())
+        (1..=5).contains(&port.len())
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && port.parse::<u16>().is_ok_and(|port| port > 0)
     });
     port_ok && is_host(host.strip_prefix("*.").unwrap_or(host))
 }
@@ -283,6 +292,7 @@ mod tests {
             "https://",
             "https://a..b",
             "https://a.example.com:99999x",
+            "https://a.example.com:70000",
         ] {
             let refused = build(declared("ui://v", "", Some(csp(&[bad]))), "ui://v");
             assert!(

@@ -156,6 +156,9 @@ impl Catalog {
             catalog.resources.push(resource);
         }
         for declared in std::mem::take(&mut description.views) {
+            if !is_absolute_uri(&declared.uri) {
+                return Err(CatalogError::BadUri(declared.uri));
+            }
             let uri = served(namespace, &declared.uri)?;
             let declared_uri = declared.uri.clone();
             let (view, listing) = app_views::build(declared, &uri)?;

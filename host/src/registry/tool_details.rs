@@ -68,3 +68,101 @@ pub(crate) fn apply(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::tools::{ToolListLimits, build_tools, tests::spec};
+    use crate::runtime::{DeclaredView, Description};
+
+    fn plugin(views: &[&str]) -> (Vec<Tool>, Catalog) {
+        let tools = build_tools(
+            vec![spec("chart", r#"{"type":"object"}"#)],
+            &ToolListLimits::DEFAULT,
+        )
+        .unwrap();
+        let mut description = Description {
+            views: views
+                .iter()
+                .map(|uri| DeclaredView {
+                    uri: uri.to_string(),
+                    name: "v".into(),
+                    title: None,
+                    description: None,
+                    html: "<p>".into(),
+                    csp: None,
+                    prefers_border: None,
+                    domain: None,
+                })
+                .collect(),
+            ..Description::default()
+        };
+        let catalog =
+            Catalog::build(&mut description, Some("ada"), &ToolListLimits::DEFAULT).unwrap();
+        (tools, catalog)
+    }
+
+    fn detail(tool: &str, view: Option<&str>, visibility: Option<Vec<Audience>>) -> DeclaredDetail {
+        DeclaredDetail {
+            tool: tool.into(),
+            view: view.map(str::to_string),
+            visibility,
+            task: Some(DeclaredTaskSupport::Optional),
+        }
+    }
+
+    #[test]
+    fn a_tools_view_is_served_under_its_namespace_with_its_task() {
+        let (mut tools, catalog) = plugin(&["ui://chart"]);
+        apply(
+            &mut tools,
+            vec![detail(
+                "chart",
+                Some("ui://chart"),
+                Some(vec![Audience::App]),
+            )],
+            &catalog,
+        )
+        .unwrap();
+        assert_eq!(tools[0].view.as_deref(), Some("ui://ada/chart"));
+        assert_eq!(tools[0].visibility, Some(vec!["app"]));
+        assert_eq!(tools[0].task_support, Some(TaskSupport::Optional));
+    }
+
+    #[test]
+    fn what_does_not_fit_the_plugin_is_refused() {
+        let refused = |details| {
+            let (mut tools, catalog) = plugin(&["ui://chart"]);
+            apply(&mut tools, details, &catalog).unwrap_err()
+        };
+        assert!(matches!(
+            refused(vec![detail("nope", None, None)]),
+            DetailError::UnknownTool(_)
+        ));
+        assert!(matches!(
+            refused(vec![detail("chart", Some("ui://other"), None)]),
+            DetailError::UnknownView { .. }
+        ));
+        assert!(matches!(
+            refused(vec![
+                detail("chart", None, None),
+                detail("chart", None, None)
+            ]),
+            DetailError::Twice(_)
+        ));
+        assert!(matches!(
+            refused(vec![detail("chart", None, Some(Vec::new()))]),
+            DetailError::NoOne(_)
+        ));
+        // A view of the same URI in another plugin is not this one's.
+        let (mut tools, catalog) = plugin(&[]);
+        assert!(
+            apply(
+                &mut tools,
+                vec![detail("chart", Some("ui://chart"), None)],
+                &catalog
+            )
+            .is_err()
+        );
+    }
+}

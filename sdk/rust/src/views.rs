@@ -116,6 +116,12 @@ impl View {
         self
     }
 
+    /// The origins its document's `<base>` may name.
+    pub fn base_uri_domains(mut self, origins: &[&str]) -> Self {
+        self.csp_mut().base_uri_domains = owned(origins);
+        self
+    }
+
     /// Whether the host should draw a border and background around it.
     pub fn prefers_border(mut self, value: bool) -> Self {
         self.prefers_border = Some(value);
