@@ -67,8 +67,10 @@ async function showMode() {
     await page.goto(`${base}/`, { waitUntil: "load" });
     await page.type("#token", config.token);
     await page.click("#signin-button");
+    // Pressed in the list as it is now: the list is drawn again as tools
+    // change, and a handle found a moment before may be gone.
     await page.waitForSelector(`#tools li[data-tool="${config.tool}"] button`);
-    await page.click(`#tools li[data-tool="${config.tool}"] button`);
+    await page.evaluate((t) => document.querySelector(`#tools li[data-tool="${t}"] button`).click(), config.tool);
     await page.waitForFunction((n) => document.getElementById("try-name").textContent === n, {}, config.tool);
     // The arguments as JSON (the form's own field is the dashboard's test).
     await page.evaluate(() => {
