@@ -29,8 +29,8 @@ use crate::front::mcp::stdio;
 use crate::front::mcp::streamable::{self as mcp_http, McpHttpSettings};
 use crate::front::resources;
 use crate::front::rest::{self, RestSettings};
-use crate::front::ui;
 use crate::front::{approval_routes, plugin_routes};
+use crate::front::{ui, view_frame};
 use crate::ops::feed::{self, EventFeed};
 use crate::ops::metrics::{self, HttpGauges};
 use crate::publishing::publish::Publishing;
@@ -311,7 +311,10 @@ async fn serve(
         rest::health_router(registry.clone(), calls.clone(), rest_settings),
         guard.for_probes(),
     )
-    .merge(guarded(ui::router(), guard.for_the_page()))
+    .merge(guarded(
+        ui::router().merge(view_frame::router()),
+        guard.for_the_page(),
+    ))
     .merge(guarded(
         metrics::router(
             registry.clone(),

@@ -47,26 +47,37 @@ async function frameText(frame, selector, needle, timeout = 60000) {
   return frame.$eval(selector, (node) => node.textContent);
 }
 
+const launch = () => puppeteer.launch({
+  executablePath: chromium,
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+
+/** A page of `browser`, its console heard by `listen`, opened on the
+ * server and signed in with `token`. */
+async function signedIn(browser, token, listen = () => {}) {
+  const page = await browser.newPage();
+  page.setDefaultTimeout(90000);
+  await page.setViewport({ width: 1400, height: 1400 });
+  listen(page);
+  await page.goto(`${base}/`, { waitUntil: "load" });
+  await page.type("#token", token);
+  await page.click("#signin-button");
+  return page;
+}
+
 async function showMode() {
   const config = JSON.parse(fs.readFileSync(extra, "utf8"));
-  const browser = await puppeteer.launch({
-    executablePath: chromium,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-  });
+  const browser = await launch();
   try {
-    const page = await browser.newPage();
-    page.setDefaultTimeout(90000);
-    await page.setViewport({ width: 1400, height: 1400 });
-    page.on("console", (message) => {
-      const text = message.text();
-      if (text.includes("Content Security Policy")) seen.cspViolations.push(text);
-      else if (message.type() === "error" && !text.startsWith("Failed to load resource")) seen.consoleErrors.push(text);
+    const page = await signedIn(browser, config.token, (page) => {
+      page.on("console", (message) => {
+        const text = message.text();
+        if (text.includes("Content Security Policy")) seen.cspViolations.push(text);
+        else if (message.type() === "error" && !text.startsWith("Failed to load resource")) seen.consoleErrors.push(text);
+      });
+      page.on("pageerror", (error) => seen.consoleErrors.push(`pageerror: ${error.message}`));
     });
-    page.on("pageerror", (error) => seen.consoleErrors.push(`pageerror: ${error.message}`));
-    await page.goto(`${base}/`, { waitUntil: "load" });
-    await page.type("#token", config.token);
-    await page.click("#signin-button");
     // Pressed in the list as it is now: the list is drawn again as tools
     // change, and a handle found a moment before may be gone.
     await page.waitForSelector(`#tools li[data-tool="${config.tool}"] button`);
@@ -118,18 +129,9 @@ async function withControl(page, key) {
 async function benchMode() {
   const config = JSON.parse(fs.readFileSync(extra, "utf8"));
   const source = fs.readFileSync(config.file, "utf8");
-  const browser = await puppeteer.launch({
-    executablePath: chromium,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-  });
+  const browser = await launch();
   try {
-    const page = await browser.newPage();
-    page.setDefaultTimeout(90000);
-    await page.setViewport({ width: 1400, height: 1400 });
-    await page.goto(`${base}/`, { waitUntil: "load" });
-    await page.type("#token", config.token);
-    await page.click("#signin-button");
+    const page = await signedIn(browser, config.token);
     await page.waitForFunction(() => !document.getElementById("write-section").hidden);
     // The source written in the page's editor (pasted whole), published
     // with Ctrl-S, as a person does.

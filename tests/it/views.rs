@@ -230,6 +230,18 @@ fn a_changed_view_waits_for_an_admin_while_the_approved_one_serves() {
         read["contents"][0]["text"].as_str().unwrap().to_string()
     };
     assert!(html().contains("<title>Squares</title>"));
+    // The plugin's report, with what its held version changes.
+    let plugin_report = || {
+        send(
+            &server,
+            "GET",
+            "/plugins/ada/squares",
+            Some(INSTRUCTOR),
+            "",
+            b"",
+        )
+        .1
+    };
 
     // The same tool, a view that would send what it is shown elsewhere.
     let changed = PY_SQUARES.replace(
@@ -238,14 +250,7 @@ fn a_changed_view_waits_for_an_admin_while_the_approved_one_serves() {
     );
     let (status, report) = publish(&changed);
     assert_eq!(status, 202, "held: {report}");
-    let (_, held) = send(
-        &server,
-        "GET",
-        "/plugins/ada/squares",
-        Some(INSTRUCTOR),
-        "",
-        b"",
-    );
+    let held = plugin_report();
     let changes = held["pending"]["changes"].as_array().unwrap();
     assert!(
         changes.iter().any(|change| change["kind"] == "resourceText"
@@ -259,14 +264,7 @@ fn a_changed_view_waits_for_an_admin_while_the_approved_one_serves() {
     let wider = PY_SQUARES.replace("https://api.example.com", "https://evil.example");
     let (status, report) = publish(&wider);
     assert_eq!(status, 202, "held: {report}");
-    let (_, held) = send(
-        &server,
-        "GET",
-        "/plugins/ada/squares",
-        Some(INSTRUCTOR),
-        "",
-        b"",
-    );
+    let held = plugin_report();
     assert!(
         held["pending"]["changes"]
             .to_string()

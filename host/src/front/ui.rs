@@ -138,7 +138,6 @@ pub(crate) fn router() -> Router {
             router.route(path, get(move || async move { asset(kind, body) }))
         })
         .route("/", get(page))
-        .route("/ui/view-frame", get(super::view_frame::frame))
 }
 
 /// The page, with a fresh nonce for the editor's `<style>` element.
@@ -214,7 +213,7 @@ fn bundle(headers: &axum::http::HeaderMap, gzipped: &'static [u8]) -> Response {
     response
 }
 
-fn asset(kind: &'static str, body: impl IntoResponse) -> Response {
+pub(super) fn asset(kind: &'static str, body: impl IntoResponse) -> Response {
     let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));

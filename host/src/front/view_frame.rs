@@ -50,10 +50,14 @@ pub(crate) struct Lists {
     base: String,
 }
 
+/// `GET /ui/view-frame`, served beside the page's assets, under the page's
+/// guard.
+pub(crate) fn router() -> axum::Router {
+    axum::Router::new().route("/ui/view-frame", axum::routing::get(frame))
+}
+
 /// `GET /ui/view-frame?connect=…&resource=…&frame=…&base=…`.
-pub(crate) async fn frame(
-    query: Result<Query<Lists>, axum::extract::rejection::QueryRejection>,
-) -> Response {
+async fn frame(query: Result<Query<Lists>, axum::extract::rejection::QueryRejection>) -> Response {
     let Ok(Query(lists)) = query else {
         return refuse("the query names lists other than connect, resource, frame and base".into());
     };
@@ -61,22 +65,15 @@ pub(crate) async fn frame(
         Ok(policy) => policy,
         Err(reason) => return refuse(reason),
     };
-    let mut response =
-        ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], FRAME).into_response();
-    let headers = response.headers_mut();
-    match HeaderValue::from_str(&policy) {
-        Ok(policy) => headers.insert(header::CONTENT_SECURITY_POLICY, policy),
-        Err(_) => return refuse("the origins do not make a header".into()),
+    let Ok(policy) = HeaderValue::from_str(&policy) else {
+        return refuse("the origins do not make a header".into());
     };
+    // An asset as the page's others are, with the view's policy in place
+    // of the page's, and never kept.
+    let mut response = super::ui::asset("text/html; charset=utf-8", FRAME);
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_SECURITY_POLICY, policy);
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
     response
 }
 

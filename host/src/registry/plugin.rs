@@ -623,14 +623,7 @@ pub(crate) async fn load(
             };
             tool.task_support = Some(task.support());
             tool.task_input_first = task.input_first();
-            if let Some(secs) = task.timeout_secs() {
-                if !(1..=crate::registry::tools::MAX_TASK_TIMEOUT_SECS).contains(&secs) {
-                    return Err(policy_error(policy::PolicyError::BadTaskTimeout(
-                        name, secs,
-                    )));
-                }
-                tool.task_timeout = Some(std::time::Duration::from_secs(secs));
-            }
+            tool.task_timeout = task.timeout_secs().map(std::time::Duration::from_secs);
         }
     }
     tools::in_namespace(&mut tools, namespace_of(id))?;

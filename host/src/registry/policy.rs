@@ -126,7 +126,8 @@ struct PolicyFile {
 /// The `[tasks]` of policy text: which tools (by the name the plugin
 /// declares) run as tasks, `"optional"` or `"required"`, or
 /// `{ support = "required", input_first = true }` for a tool that asks
-/// for its input before it becomes a task.
+/// for its input before it becomes a task; `timeout_secs` (a second to a
+/// day) gives its runs their own deadline.
 pub(crate) fn tasks(
     text: &str,
 ) -> Result<BTreeMap<String, crate::registry::tools::TaskPolicy>, PolicyError> {
@@ -136,6 +137,13 @@ pub(crate) fn tasks(
         tasks: BTreeMap<String, crate::registry::tools::TaskPolicy>,
     }
     let file: OnlyTasks = toml::from_str(text)?;
+    for (name, task) in &file.tasks {
+        if let Some(secs) = task.timeout_secs()
+            && !(1..=crate::registry::tools::MAX_TASK_TIMEOUT_SECS).contains(&secs)
+        {
+            return Err(PolicyError::BadTaskTimeout(name.clone(), secs));
+        }
+    }
     Ok(file.tasks)
 }
 

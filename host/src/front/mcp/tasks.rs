@@ -90,7 +90,7 @@ pub(super) async fn maybe_task(
     let keys = path.keys.clone();
     let call = {
         let (round, bound, view) = (round.clone(), bound.to_string(), view.clone());
-        let deadline = run_deadline(&path.registry, tasks, &request.name);
+        let deadline = run_for;
         let (tool, arguments) = (
             request.name.to_string(),
             request.arguments.clone().unwrap_or_default(),
