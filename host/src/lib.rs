@@ -35,7 +35,7 @@
 //!     │         into the one envelope, in one tracing span per call;
 //!     │         errors: the one code table
 //!  registry/  the live set of plugins: one load path (a generation per
-//!     │         file), load events, reports, plugin files, tools, invisible
+//!     │         file), load events, reports, plugin files, tools, skills, invisible
 //!     │         (no hidden characters in definitions), portability
 //!     │         (schema warnings), policy, watcher, sources (plugins from
 //!     │         OCI registries, polled) ─→ oci/ (artifact layout, cosign
@@ -45,7 +45,9 @@
 //!     │         (knows nothing of HTTP or JSON-RPC)
 //!  languages/ what a language is, for every room above: one `Language`,
 //!               what a source imports, the author's line in what printed
-//!               it, the embedded runtimes (asks no other room)
+//!     │         it, the embedded runtimes (asks no other room but zipped)
+//!  zipped     a folder sent as a zip (a tool folder, a skill), read whole
+//!               and checked (a leaf)
 //! ```
 //!
 //! The binary (`main.rs`) parses the command line and runs
@@ -70,6 +72,7 @@ pub mod registry;
 pub mod runtime;
 pub mod server;
 mod tasks;
+mod zipped;
 
 pub use host::{Host, HostConfig, default_cache_dir};
 

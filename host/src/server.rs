@@ -29,7 +29,7 @@ use crate::front::mcp::stdio;
 use crate::front::mcp::streamable::{self as mcp_http, McpHttpSettings};
 use crate::front::resources;
 use crate::front::rest::{self, RestSettings};
-use crate::front::{approval_routes, plugin_routes};
+use crate::front::{approval_routes, plugin_routes, skill_routes};
 use crate::front::{ui, view_frame};
 use crate::ops::feed::{self, EventFeed};
 use crate::ops::metrics::{self, HttpGauges};
@@ -336,6 +336,17 @@ async fn serve(
     .merge(guarded(
         approval_routes::router(publishing.clone()),
         guard.clone(),
+    ))
+    .merge(guarded(
+        skill_routes::router(
+            publishing.clone(),
+            settings.max_plugin_bytes,
+            settings.max_uploads_per_person,
+        ),
+        GuardSettings {
+            writes_need: Some(Role::Publisher),
+            ..guard.clone()
+        },
     ))
     .merge(guarded(
         plugin_routes::router(

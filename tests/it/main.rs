@@ -39,6 +39,7 @@ mod sandbox;
 mod sets;
 mod shared;
 mod shares;
+mod skills;
 mod sources;
 mod support;
 mod tasks;

@@ -101,6 +101,16 @@ fn official_conformance_suite_passes() {
         ),
     )
     .unwrap();
+    // A skill of the room's, so that the suite's skills scenarios run.
+    let skill = dir.path().join("skills/pdf-processing");
+    std::fs::create_dir_all(skill.join("references")).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n\
+         metadata:\n  author: toolhost\n---\n\n# PDF processing\n\nSee references/FORMS.md.\n",
+    )
+    .unwrap();
+    std::fs::write(skill.join("references/FORMS.md"), "# Forms\n").unwrap();
     let server = Server::start(dir.path(), &["--timeout-ms", "30000"]);
     let url = format!("{}/mcp", server.base);
     let baseline = repo_root().join("tests/conformance-baseline.yml");

@@ -64,6 +64,11 @@ pub(crate) fn list_resources(registry: &Registry, view: &View) -> Value {
         .filter(|plugin| view.sees(&plugin.id))
         .flat_map(|plugin| plugin.catalog.resources.iter().map(|r| &r.listing))
         .collect();
+    let mut resources = json!(resources);
+    // Each skill's SKILL.md is a resource too (SEP-2640).
+    if let Some(list) = resources.as_array_mut() {
+        list.extend(crate::call::skills_path::listings(registry, view));
+    }
     json!({ "resources": resources })
 }
 
@@ -110,6 +115,7 @@ pub(crate) fn offered(registry: &Registry, view: &View) -> Offered {
         offered.completion |=
             catalog.completion && (!catalog.prompts.is_empty() || !catalog.templates.is_empty());
     }
+    offered.resources |= registry.skills().any_seen(view);
     offered
 }
 
@@ -127,6 +133,10 @@ pub(crate) async fn read_resource(
             Some(json!({ "uri": uri })),
         )
     };
+    // A skill's file is read from the skill, never from a plugin.
+    if let Some(answer) = crate::call::skills_path::read(registry, view, uri) {
+        return answer;
+    }
     let Some((plugin, declared)) = registry.snapshot().resource_seen(uri, view) else {
         return Err(not_found());
     };

@@ -112,6 +112,12 @@ error_codes! {
     /// An approval or refusal of a plugin with nothing waiting for one
     /// (`--require-approval`), or on a server that asks for none.
     NothingPending = "NOTHING_PENDING",
+    /// No skill the caller sees has that URI (or that namespace and name).
+    SkillNotFound = "SKILL_NOT_FOUND",
+    /// A published skill was refused: its `SKILL.md` or its files break a
+    /// rule (the line in `details.line` for its frontmatter); nothing was
+    /// written.
+    SkillRefused = "SKILL_REFUSED",
     /// The store replicas share publishes through (`--redis`) cannot be
     /// reached: the publish or removal was refused, and nothing changed.
     /// Calls are not affected.
@@ -141,6 +147,7 @@ impl ErrorCode {
             ErrorCode::ToolNotFound
             | ErrorCode::ResourceNotFound
             | ErrorCode::PromptNotFound
+            | ErrorCode::SkillNotFound
             | ErrorCode::NotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::QuotaExceeded | ErrorCode::BuildReplaced | ErrorCode::NothingPending => 409,
@@ -153,6 +160,7 @@ impl ErrorCode {
             ErrorCode::InvalidArguments
             | ErrorCode::PluginRejected
             | ErrorCode::ToolError
+            | ErrorCode::SkillRefused
             | ErrorCode::BuildFailed => TOOL_ERROR_HTTP_STATUS,
             ErrorCode::PluginTrapped
             | ErrorCode::InvalidPluginOutput
@@ -187,6 +195,7 @@ impl ErrorCode {
         match self {
             ErrorCode::ResourceNotFound => -32002,
             ErrorCode::PromptNotFound
+            | ErrorCode::SkillNotFound
             | ErrorCode::InvalidArguments
             | ErrorCode::InvalidJson
             | ErrorCode::InvalidRequest => -32602,

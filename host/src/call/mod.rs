@@ -19,6 +19,7 @@ pub(crate) mod errors;
 pub mod invoke;
 pub mod ledger;
 pub(crate) mod render;
+pub(crate) mod skills_path;
 pub(crate) mod slots;
 pub(crate) mod span;
 

@@ -15,6 +15,8 @@
 //!   (source the server builds); `GET /publishes`, the room's view.
 //! - [`approval_routes`]: admins' approvals and refusals of held
 //!   versions, and `GET /audit`.
+//! - [`skill_routes`]: `GET`, `PUT`, `DELETE /skills/...`: skills
+//!   listed, published, removed and approved.
 //! - [`ui`]: the dashboard at `/`, its assets embedded in the binary;
 //!   [`view_frame`]: the frame a tool's view runs in there.
 //! - [`mcp`]: the MCP handler, served over Streamable HTTP and stdio.
@@ -31,6 +33,7 @@ pub(crate) mod query;
 pub(crate) mod resources;
 pub(crate) mod rest;
 pub(crate) mod rest_rounds;
+pub(crate) mod skill_routes;
 pub(crate) mod source_routes;
 pub(crate) mod ui;
 pub(crate) mod uploads;

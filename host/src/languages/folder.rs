@@ -12,7 +12,6 @@
 //! import, and its data files open, from there.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -23,7 +22,7 @@ pub const MAX_ENTRIES: usize = 256;
 /// What they may take, unpacked.
 pub const MAX_UNPACKED: u64 = 16 << 20;
 /// The largest zip taken (its files, stored, and their headers).
-pub const MAX_ZIP: u64 = MAX_UNPACKED + (1 << 20);
+pub const MAX_ZIP: u64 = LIMITS.max_zip();
 /// Where the runtime sees the folder.
 pub const GUEST_DIR: &str = "/toolhost/app";
 
@@ -39,20 +38,8 @@ pub struct ToolFolder {
 /// Why a zip is not a tool folder: the sentence its publisher reads.
 #[derive(Debug, thiserror::Error)]
 pub enum FolderError {
-    #[error("it is not a zip: {0}")]
-    NotZip(String),
-    #[error("it holds more than {MAX_ENTRIES} files")]
-    TooMany,
-    #[error("it is a zip64 archive: a tool folder is small, zip it plainly")]
-    Zip64,
-    #[error("two of its entries have one name ({0:?})")]
-    Duplicate(String),
-    #[error("it is more than {} MiB unpacked", MAX_UNPACKED >> 20)]
-    TooLarge,
-    #[error("{0:?} is not a plain relative path (no `..`, no absolute path, no backslash)")]
-    BadPath(String),
-    #[error("{0:?} is a link or a special file: a tool folder holds regular files only")]
-    NotAFile(String),
+    #[error(transparent)]
+    Zip(#[from] crate::zipped::ZipError),
     #[error("{0:?} is not UTF-8 text")]
     NotText(String),
     #[error(
@@ -62,88 +49,16 @@ pub enum FolderError {
     NoApp,
 }
 
+/// What a tool folder may hold.
+const LIMITS: crate::zipped::Limits = crate::zipped::Limits {
+    entries: MAX_ENTRIES,
+    unpacked: MAX_UNPACKED,
+};
+
 impl ToolFolder {
     /// Reads and checks a zip.
     pub fn read(bytes: &[u8]) -> Result<ToolFolder, FolderError> {
-        if bytes.len() as u64 > MAX_ZIP {
-            return Err(FolderError::TooLarge);
-        }
-        // The count the archive declares, read before its directory is:
-        // a zip of a million entries is refused for what it says it holds.
-        let declared = declared_entries(bytes)?;
-        if declared > MAX_ENTRIES {
-            return Err(FolderError::TooMany);
-        }
-        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
-            .map_err(|error| FolderError::NotZip(error.to_string()))?;
-        if archive.len() > MAX_ENTRIES {
-            return Err(FolderError::TooMany);
-        }
-        let mut names = BTreeSet::new();
-        for name in archive.file_names() {
-            if !names.insert(name.to_string()) {
-                return Err(FolderError::Duplicate(name.to_string()));
-            }
-        }
-        if archive.len() != declared {
-            // The reader keeps one entry of a name given twice.
-            return Err(FolderError::Duplicate(String::new()));
-        }
-        let mut files = Vec::new();
-        let mut total = 0u64;
-        for index in 0..archive.len() {
-            let mut entry = archive
-                .by_index(index)
-                .map_err(|error| FolderError::NotZip(error.to_string()))?;
-            let name = entry.name().to_string();
-            if entry.is_dir() {
-                continue;
-            }
-            let safe = !name.is_empty()
-                && !name.starts_with('/')
-                && !name.contains('\\')
-                && !name.contains('\0')
-                && name
-                    .split('/')
-                    .all(|part| !part.is_empty() && part != "." && part != "..");
-            if !safe {
-                return Err(FolderError::BadPath(name));
-            }
-            // A Unix mode, when the zip has one, must be a regular file's.
-            if entry
-                .unix_mode()
-                .is_some_and(|mode| mode & 0o170000 != 0o100000 && mode & 0o170000 != 0)
-            {
-                return Err(FolderError::NotAFile(name));
-            }
-            let mut data = Vec::new();
-            (&mut entry)
-                .take(MAX_UNPACKED - total + 1)
-                .read_to_end(&mut data)
-                .map_err(|error| FolderError::NotZip(error.to_string()))?;
-            total += data.len() as u64;
-            if total > MAX_UNPACKED {
-                return Err(FolderError::TooLarge);
-            }
-            files.push((name, data));
-        }
-        // Zipping a folder puts everything under its name: that folder is
-        // the tool's.
-        let tops: BTreeSet<String> = files
-            .iter()
-            .map(|(name, _)| name.split('/').next().unwrap_or_default().to_string())
-            .collect();
-        if tops.len() == 1
-            && !files.iter().any(|(name, _)| name == "app.py")
-            && let Some(top) = tops.into_iter().next()
-        {
-            let prefix = format!("{top}/");
-            if files.iter().all(|(name, _)| name.starts_with(&prefix)) {
-                for (name, _) in &mut files {
-                    *name = name[prefix.len()..].to_string();
-                }
-            }
-        }
+        let files = crate::zipped::read(bytes, LIMITS, "app.py")?;
         let app = files
             .iter()
             .find(|(name, _)| name == "app.py")
@@ -246,44 +161,10 @@ fn sweep(root: &Path) {
     }
 }
 
-/// The number of entries a zip's end record declares (zip64 refused).
-fn declared_entries(bytes: &[u8]) -> Result<usize, FolderError> {
-    const END: &[u8] = b"PK\x05\x06";
-    let tail = bytes.len().saturating_sub(22 + u16::MAX as usize);
-    let at = bytes[tail..]
-        .windows(4)
-        .rposition(|window| window == END)
-        .map(|at| tail + at)
-        .ok_or_else(|| FolderError::NotZip("no end of central directory".into()))?;
-    let record = bytes
-        .get(at..at + 22)
-        .ok_or_else(|| FolderError::NotZip("a cut end record".into()))?;
-    let entries = u16::from_le_bytes([record[10], record[11]]);
-    let zip64_locator = at >= 20 && &bytes[at - 20..at - 16] == b"PK\x06\x07";
-    if entries == u16::MAX || zip64_locator {
-        return Err(FolderError::Zip64);
-    }
-    Ok(entries as usize)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-
-    pub(crate) fn zip_of(files: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-        for (name, data) in files {
-            out.start_file(
-                *name,
-                zip::write::SimpleFileOptions::default()
-                    .compression_method(zip::CompressionMethod::Stored),
-            )
-            .unwrap();
-            out.write_all(data).unwrap();
-        }
-        out.finish().unwrap().into_inner()
-    }
+    use crate::zipped::{ZipError, zip_of};
 
     #[test]
     fn a_folder_is_read_with_its_modules_and_its_one_top_folder_dropped() {
@@ -319,7 +200,10 @@ mod tests {
         for bad in ["../x.py", "/etc/x", "a/../../x", "a\\b"] {
             let zip = zip_of(&[("app.py", b""), (bad, b"")]);
             assert!(
-                matches!(ToolFolder::read(&zip), Err(FolderError::BadPath(_))),
+                matches!(
+                    ToolFolder::read(&zip),
+                    Err(FolderError::Zip(ZipError::BadPath(_)))
+                ),
                 "{bad}"
             );
         }
@@ -329,7 +213,7 @@ mod tests {
         ));
         assert!(matches!(
             ToolFolder::read(b"not a zip"),
-            Err(FolderError::NotZip(_))
+            Err(FolderError::Zip(ZipError::NotZip(_)))
         ));
         // The same name twice: the second file's name written over.
         let mut twice = zip_of(&[("app.py", b"x = 1\n"), ("a.py", b""), ("b.py", b"")]);
@@ -339,7 +223,10 @@ mod tests {
             index += at + 4;
         }
         assert!(
-            matches!(ToolFolder::read(&twice), Err(FolderError::Duplicate(_))),
+            matches!(
+                ToolFolder::read(&twice),
+                Err(FolderError::Zip(ZipError::Duplicate(_)))
+            ),
             "{:?}",
             ToolFolder::read(&twice).map(|folder| folder.modules())
         );
@@ -352,7 +239,7 @@ mod tests {
             .collect();
         assert!(matches!(
             ToolFolder::read(&zip_of(&many)),
-            Err(FolderError::TooMany)
+            Err(FolderError::Zip(ZipError::TooMany(_)))
         ));
     }
 }

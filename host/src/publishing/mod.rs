@@ -8,6 +8,7 @@
 //!   to what serves (the language's runtime or a build), the call every
 //!   front makes;
 //! - [`approving`]: an admin's decision on a version held for approval;
+//! - [`skills`]: a skill published, removed or approved;
 //! - [`audit`]: the folder's audit log (who changed what);
 //! - [`shared`]: publishes and removals shared by replicas through Redis
 //!   (`--redis`); [`following`]: each replica following them;
@@ -26,4 +27,5 @@ pub(crate) mod replicate;
 pub(crate) mod shared;
 pub(crate) mod shared_builds;
 pub(crate) mod shared_line;
+pub(crate) mod skills;
 pub(crate) mod source;

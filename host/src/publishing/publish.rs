@@ -293,6 +293,11 @@ impl Publishing {
         &self.registry
     }
 
+    /// What one person may hold.
+    pub(crate) fn shares(&self) -> PersonShares {
+        self.shares
+    }
+
     /// The folder's audit log, once there is a folder.
     pub(crate) fn audit(&self) -> Option<&Audit> {
         self.audit.as_ref()

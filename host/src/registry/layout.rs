@@ -347,7 +347,8 @@ pub(crate) fn file_name(path: &Path) -> String {
 /// A namespace folder's name (a person's name, as the tokens file gives
 /// it): 1 to 24 letters, digits, `_` or `-`, starting with a letter, and
 /// never `__` (which separates a namespace from a tool name) nor a trailing
-/// `_`, nor ending in [`DATA_FOLDER_SUFFIX`].
+/// `_`, nor ending in [`DATA_FOLDER_SUFFIX`], nor `skills` (the room's skills
+/// folder, beside the namespaces).
 pub(crate) fn is_valid_namespace(name: &str) -> bool {
     (1..=24).contains(&name.len())
         && name.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -357,7 +358,12 @@ pub(crate) fn is_valid_namespace(name: &str) -> bool {
         && !name.contains("__")
         && !name.ends_with('_')
         && !name.ends_with(DATA_FOLDER_SUFFIX)
+        && name != SKILLS_DIR
 }
+
+/// The folder of skills, at the top of the plugin folder (the room's) and
+/// in each namespace folder (`registry/skills/`).
+pub(crate) const SKILLS_DIR: &str = "skills";
 
 /// The suffix kept for plugins' data folders beside them (`users-data`
 /// for `users.wasm`, as docs/plugins.md shows): never a namespace, so no

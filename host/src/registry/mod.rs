@@ -43,6 +43,7 @@ pub(crate) mod policy;
 pub(crate) mod portability;
 pub mod report;
 pub mod shares;
+pub mod skills;
 mod snapshot;
 pub(crate) mod sources;
 pub(crate) mod tool_details;
@@ -108,6 +109,8 @@ pub struct Registry {
     /// With `--require-approval`, the folder's approvals: a version whose
     /// definitions are not approved is held, not served.
     approvals: std::sync::OnceLock<approvals::Approvals>,
+    /// The folder's skills (`skills/`, `<namespace>/skills/`).
+    skills: skills::Skills,
 }
 
 impl Registry {
@@ -133,6 +136,7 @@ impl Registry {
             folder: std::sync::OnceLock::new(),
             layout: std::sync::OnceLock::new(),
             approvals: std::sync::OnceLock::new(),
+            skills: skills::Skills::default(),
         })
     }
 
@@ -147,6 +151,24 @@ impl Registry {
     /// The folder's approvals, with `--require-approval`.
     pub(crate) fn approvals(&self) -> Option<&approvals::Approvals> {
         self.approvals.get()
+    }
+
+    /// The folder's skills.
+    pub(crate) fn skills(&self) -> &skills::Skills {
+        &self.skills
+    }
+
+    /// Reads `owner`'s skills again (their folder changed) and tells the
+    /// sessions whose resource list it changed; returns once swapped in.
+    pub(crate) async fn reload_skills(self: &Arc<Self>, owner: skills::Owner) {
+        let registry = self.clone();
+        let changed = tokio::task::spawn_blocking(move || registry.skills.read(&owner))
+            .await
+            .unwrap_or(false);
+        if changed {
+            self.catalog_changes
+                .send_modify(|change| change.resources += 1);
+        }
     }
 
     /// The plugin folder, once it was scanned.
@@ -430,7 +452,12 @@ impl Registry {
             .collect();
         paths.extend(known.into_iter().filter(|path| !path.exists()));
         tracing::info!(folder = %dir.display(), files = paths.len(), "loading the plugin folder");
+        self.skills
+            .open(layout.root(), self.approvals.get().is_some());
+        let (registry, namespaces) = (self.clone(), layout.namespace_dirs());
+        let skills = tokio::task::spawn_blocking(move || registry.skills.read_all(&namespaces));
         self.load(paths).await;
+        let _ = skills.await;
         self.scanned.store(true, Ordering::Release);
         self.runtime.started();
         Ok(())

@@ -95,6 +95,29 @@ impl View {
         }
     }
 
+    /// Whether the caller holds every plugin of `namespace` (of the top
+    /// level, for `None`): a pattern `namespace/*` (or a glob whose first
+    /// part matches it, such as `*/*`), `*` for the top level, or `**`.
+    /// What a namespace shares as a whole (its skills) follows this, not
+    /// any one plugin: a set of `ada/word_count` alone does not hold it.
+    pub(crate) fn holds_all_of(&self, namespace: Option<&str>) -> bool {
+        let Some(set) = &self.0 else {
+            return true;
+        };
+        set.patterns.iter().any(|pattern| {
+            let text = pattern.as_str();
+            text == "**"
+                || match namespace {
+                    None => text == "*",
+                    Some(namespace) => text.split_once('/').is_some_and(|(first, rest)| {
+                        matches!(rest, "*" | "**")
+                            && Pattern::new(first)
+                                .is_ok_and(|first| first.matches_with(namespace, OPTIONS))
+                    }),
+                }
+        })
+    }
+
     /// Whether this view sees everything.
     pub(crate) fn is_all(&self) -> bool {
         self.0.is_none()
@@ -172,6 +195,18 @@ mod tests {
         assert!(View::all().sees("anything/at_all"));
         assert!(view(&["finance/report_?", "[ab]*/x"]).sees("finance/report_1"));
         assert!(view(&["[ab]*/x"]).sees("bob/x"));
+    }
+
+    #[test]
+    fn a_namespace_is_held_whole_or_not_at_all() {
+        assert!(View::all().holds_all_of(Some("ada")) && View::all().holds_all_of(None));
+        let ada = view(&["ada/*"]);
+        assert!(ada.holds_all_of(Some("ada")) && !ada.holds_all_of(Some("bob")));
+        assert!(!ada.holds_all_of(None));
+        assert!(!view(&["ada/word_count", "ada/w*", "ada/?"]).holds_all_of(Some("ada")));
+        assert!(view(&["*/*"]).holds_all_of(Some("bob")));
+        assert!(view(&["*"]).holds_all_of(None) && !view(&["*"]).holds_all_of(Some("ada")));
+        assert!(view(&["**"]).holds_all_of(Some("ada")));
     }
 
     #[test]

@@ -40,6 +40,7 @@ use tokio::time::Instant;
 
 use crate::registry::Registry;
 use crate::registry::layout;
+use crate::registry::skills;
 
 /// How long a file that is still open for writing must be quiet before it
 /// is read anyway.
@@ -105,14 +106,25 @@ pub(crate) fn watch(
     let layout = layout::Layout::new(dir);
     for namespace in layout.namespace_dirs() {
         watcher.watch(&namespace, RecursiveMode::NonRecursive)?;
+        watch_skills(
+            &mut watcher,
+            &skills::Owner::Namespace(namespace_name(&namespace)).dir(dir),
+        );
     }
+    watch_skills(&mut watcher, &skills::Owner::Room.dir(dir));
     let watcher = Arc::new(std::sync::Mutex::new(watcher));
     let adder = Arc::downgrade(&watcher);
 
     tokio::spawn(async move {
         let mut pending: HashMap<PathBuf, PendingFile> = HashMap::new();
+        // Skills folders changed, by owner, and when last.
+        let mut skills_changed: HashMap<skills::Owner, Instant> = HashMap::new();
         loop {
-            let next_due = pending.values().map(|p| p.due(debounce)).min();
+            let next_due = pending
+                .values()
+                .map(|p| p.due(debounce))
+                .chain(skills_changed.values().map(|at| *at + debounce))
+                .min();
             let event = match next_due {
                 None => receiver.recv().await,
                 Some(due) => tokio::select! {
@@ -130,6 +142,14 @@ pub(crate) fn watch(
                             !due
                         });
                         registry.reload(settled);
+                        skills_changed.retain(|owner, at| {
+                            let due = *at + debounce <= now;
+                            if due {
+                                let (registry, owner) = (registry.clone(), owner.clone());
+                                tokio::spawn(async move { registry.reload_skills(owner).await });
+                            }
+                            !due
+                        });
                         continue;
                     }
                 },
@@ -154,6 +174,19 @@ pub(crate) fn watch(
                     let Some(change) = classify(&event.kind) else {
                         continue;
                     };
+                    for path in &event.paths {
+                        let Some(owner) = skills::Owner::of_path(layout.root(), path) else {
+                            continue;
+                        };
+                        // A skills folder made now is watched from now on.
+                        if *path == owner.dir(layout.root())
+                            && let Some(watcher) = adder.upgrade()
+                        {
+                            let mut watcher = watcher.lock().unwrap_or_else(|e| e.into_inner());
+                            watch_skills(&mut watcher, path);
+                        }
+                        skills_changed.insert(owner, Instant::now());
+                    }
                     // A namespace folder made (or moved in) while serving:
                     // watch it, and look at what it already holds.
                     for folder in event
@@ -166,6 +199,9 @@ pub(crate) fn watch(
                             if let Err(error) = watcher.watch(folder, RecursiveMode::NonRecursive) {
                                 tracing::warn!(folder = %folder.display(), %error, "cannot watch a namespace folder");
                             }
+                            let owner = skills::Owner::Namespace(namespace_name(folder));
+                            watch_skills(&mut watcher, &owner.dir(layout.root()));
+                            skills_changed.insert(owner, Instant::now());
                         }
                         if let Ok(entries) = std::fs::read_dir(folder) {
                             for entry in entries.filter_map(Result::ok) {
@@ -202,6 +238,23 @@ fn is_projected_swap(path: &Path) -> bool {
 
 /// Starts a load job for every plugin file in the folder and every known
 /// one that is gone.
+/// Watches a skills folder and everything below it, if it is there.
+fn watch_skills(watcher: &mut notify::RecommendedWatcher, folder: &Path) {
+    if !folder.is_dir() {
+        return;
+    }
+    if let Err(error) = watcher.watch(folder, RecursiveMode::Recursive) {
+        tracing::warn!(folder = %folder.display(), %error, "cannot watch a skills folder");
+    }
+}
+
+fn namespace_name(folder: &Path) -> String {
+    folder
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 async fn rescan(registry: &Arc<Registry>, layout: &layout::Layout) {
     let mut paths: Vec<PathBuf> = registry
         .snapshot()
@@ -211,6 +264,16 @@ async fn rescan(registry: &Arc<Registry>, layout: &layout::Layout) {
     paths.extend(layout.files().await.unwrap_or_default());
     paths.retain(|path| layout.plugin_id(path).is_some());
     registry.reload(paths);
+    let mut owners = vec![skills::Owner::Room];
+    owners.extend(
+        layout
+            .namespace_dirs()
+            .iter()
+            .map(|dir| skills::Owner::Namespace(namespace_name(dir))),
+    );
+    for owner in owners {
+        registry.reload_skills(owner).await;
+    }
 }
 
 #[cfg(test)]

@@ -16,9 +16,10 @@ use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode as RpcErrorCode, GetPromptRequestParams,
-    GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    PromptsCapability, ReadResourceRequestParams, ReadResourceResult, Reference,
-    ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities,
+    GetPromptResult, GetSkillResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListSkillsResult, PromptsCapability, ReadResourceRequestParams,
+    ReadResourceResult, Reference, ResourceUpdatedNotificationParam, ResourcesCapability,
+    ServerCapabilities,
 };
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Value, json};
@@ -150,13 +151,15 @@ impl Drop for SessionCatalog {
 /// remembers it for the session.
 pub(crate) fn offer(
     registry: &Registry,
-    session: &SessionCatalog,
+    session: Option<&SessionCatalog>,
     capabilities: &mut ServerCapabilities,
     view: &View,
 ) {
     let offered = catalog_path::offered(registry, view);
-    *session.offered.lock().unwrap_or_else(|e| e.into_inner()) =
-        (offered.resources, offered.prompts);
+    if let Some(session) = session {
+        *session.offered.lock().unwrap_or_else(|e| e.into_inner()) =
+            (offered.resources, offered.prompts);
+    }
     if offered.resources {
         let mut resources = ResourcesCapability::default();
         resources.subscribe = Some(true);
@@ -207,6 +210,27 @@ pub(crate) async fn read_resource(
             .await
             .map_err(rpc_error)?,
     )
+}
+
+/// `skills/list` (SEP-2640): one page of the skills the caller sees.
+pub(crate) fn list_skills(
+    registry: &Registry,
+    cursor: Option<&str>,
+    view: &View,
+) -> Result<ListSkillsResult, McpError> {
+    typed(crate::call::skills_path::list(registry, view, cursor).map_err(rpc_error)?)
+}
+
+/// `skills/get` (SEP-2640): one skill's entry; -32602 for a URI that names
+/// no skill the caller sees.
+pub(crate) fn get_skill(
+    registry: &Registry,
+    session: &SessionCatalog,
+    uri: &str,
+    view: &View,
+) -> Result<GetSkillResult, McpError> {
+    catalog_path::check_uri(uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
+    typed(crate::call::skills_path::get(registry, view, uri).map_err(rpc_error)?)
 }
 
 pub(crate) async fn get_prompt(

@@ -33,11 +33,12 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    LoggingLevel, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -167,8 +168,9 @@ impl McpFront {
 }
 
 impl McpFront {
-    /// What the server offers a caller who sees `view`.
-    fn info(&self, view: &View) -> ServerConfig {
+    /// What the server offers a caller who sees `view`; with `session`,
+    /// remembered as what that session was offered (`initialize`).
+    fn info(&self, view: &View, session: Option<&catalog_methods::SessionCatalog>) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_tools()
@@ -180,7 +182,18 @@ impl McpFront {
                 .build()
                 .extensions;
         }
-        catalog_methods::offer(&self.registry, &self.catalog, &mut capabilities, view);
+        catalog_methods::offer(&self.registry, session, &mut capabilities, view);
+        // Skills (SEP-2640), for a caller who sees one: declaring the
+        // extension commits the server to `skills/list` and `skills/get`.
+        if self.registry.skills().any_seen(view) {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    crate::registry::skills::EXTENSION.to_string(),
+                    Default::default(),
+                );
+        }
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -192,7 +205,7 @@ impl McpFront {
 
 impl ServerHandler for McpFront {
     fn get_info(&self) -> ServerConfig {
-        self.info(&View::all())
+        self.info(&View::all(), None)
     }
 
     /// `initialize`, with the resources, prompts and completion offered
@@ -206,9 +219,7 @@ impl ServerHandler for McpFront {
         context.peer.set_peer_info(request.clone());
         let mut result = self.negotiate_initialize(&request)?;
         let view = view_in(&context);
-        if !view.is_all() {
-            result.capabilities = self.info(&view).capabilities;
-        }
+        result.capabilities = self.info(&view, Some(&self.catalog)).capabilities;
         // Views (MCP Apps), for a client that says it shows them.
         let ui = crate::registry::app_views::EXTENSION;
         if request
@@ -332,6 +343,34 @@ impl ServerHandler for McpFront {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let mut result = catalog_methods::list_templates(&self.registry, &view_in(&context))?;
+        result.cache_scope = Some(CacheScope::Private);
+        Ok(result)
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        let cursor = request.as_ref().and_then(|params| params.cursor.as_deref());
+        let mut result = catalog_methods::list_skills(&self.registry, cursor, &view_in(&context))?;
+        result.ttl_ms = Some(0);
+        result.cache_scope = Some(CacheScope::Private);
+        Ok(result)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        let mut result = catalog_methods::get_skill(
+            &self.registry,
+            &self.catalog,
+            &request.uri,
+            &view_in(&context),
+        )?;
+        result.ttl_ms = Some(0);
         result.cache_scope = Some(CacheScope::Private);
         Ok(result)
     }

@@ -1,0 +1,98 @@
+//! Skills (SEP-2640) on the one call path: every front (MCP, REST, the
+//! page) lists, gets and reads skills here, with the caller's [`View`],
+//! and gets the extension's JSON or an [`Envelope`] error whose code the
+//! front maps. A skill outside the view answers as one that is not there
+//! (the same code and message). No plugin code runs: a skill is files.
+
+use serde_json::{Value, json};
+
+use crate::call::envelope::Envelope;
+use crate::call::errors::ErrorCode;
+use crate::registry::Registry;
+use crate::registry::view::View;
+
+/// Skills per page of `skills/list`.
+pub(crate) const PAGE: usize = 100;
+
+/// `skills/list`: one page of the skills the caller sees, after `cursor`
+/// (what the page before answered as `nextCursor`).
+pub(crate) fn list(
+    registry: &Registry,
+    view: &View,
+    cursor: Option<&str>,
+) -> Result<Value, Envelope> {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let after = match cursor {
+        None => None,
+        Some(cursor) => Some(
+            engine
+                .decode(cursor)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .ok_or_else(|| {
+                    Envelope::host_error(
+                        ErrorCode::InvalidRequest,
+                        "the cursor is not one skills/list gave",
+                        None,
+                    )
+                })?,
+        ),
+    };
+    let (page, next) = registry.skills().page(view, after.as_deref(), PAGE);
+    let mut answer =
+        json!({ "skills": page.iter().map(|skill| skill.entry()).collect::<Vec<_>>() });
+    if let Some(next) = next {
+        answer["nextCursor"] = json!(engine.encode(next));
+    }
+    Ok(answer)
+}
+
+/// `skills/get`: the entry of the skill whose `SKILL.md` is at `uri`.
+pub(crate) fn get(registry: &Registry, view: &View, uri: &str) -> Result<Value, Envelope> {
+    let skill = registry
+        .skills()
+        .get(uri, view)
+        .ok_or_else(|| not_found(uri))?;
+    Ok(json!({ "skill": skill.entry() }))
+}
+
+/// `resources/read` of a skill's file, if `uri` is one (`None`: it is not
+/// a skill's URI, and the plugins' resources answer).
+pub(crate) fn read(registry: &Registry, view: &View, uri: &str) -> Option<Result<Value, Envelope>> {
+    if !uri.starts_with("skill://") {
+        return None;
+    }
+    let answer = registry
+        .skills()
+        .holding(uri, view)
+        .and_then(|skill| skill.file(uri).map(|file| file.contents()))
+        .map(|contents| json!({ "contents": [contents] }))
+        .ok_or_else(|| {
+            Envelope::host_error(
+                ErrorCode::ResourceNotFound,
+                format!("no resource at {uri:?}"),
+                Some(json!({ "uri": uri })),
+            )
+        });
+    Some(answer)
+}
+
+/// Each `SKILL.md` the caller sees, as `resources/list` lists it.
+pub(crate) fn listings(registry: &Registry, view: &View) -> Vec<Value> {
+    registry
+        .skills()
+        .seen(view)
+        .iter()
+        .map(|skill| skill.listing())
+        .collect()
+}
+
+/// The answer for a skill that is not there (or not for this caller).
+pub(crate) fn not_found(uri: &str) -> Envelope {
+    Envelope::host_error(
+        ErrorCode::SkillNotFound,
+        format!("no skill at {uri:?}"),
+        Some(json!({ "uri": uri })),
+    )
+}

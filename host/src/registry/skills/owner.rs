@@ -1,0 +1,95 @@
+//! Whose a skill is: the room's (the plugin folder's own `skills/`) or a
+//! namespace's (`<namespace>/skills/`); where its skills live, the URIs
+//! they are served under, and who sees them.
+
+use std::path::{Path, PathBuf};
+
+use crate::registry::view::View;
+
+use crate::registry::layout::SKILLS_DIR;
+
+/// Whose a skill is.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Owner {
+    /// The room's: `skills/` at the top of the plugin folder.
+    Room,
+    /// A namespace's: `<namespace>/skills/`.
+    Namespace(String),
+}
+
+impl Owner {
+    /// The owner whose skills folder holds `path` (anything below it), if
+    /// one does.
+    pub(crate) fn of_path(root: &Path, path: &Path) -> Option<Owner> {
+        let relative = path.strip_prefix(root).ok()?;
+        let mut parts = relative.components().map(|part| part.as_os_str().to_str());
+        match (parts.next()??, parts.next()) {
+            (SKILLS_DIR, _) => Some(Owner::Room),
+            (namespace, Some(Some(SKILLS_DIR)))
+                if crate::registry::layout::is_valid_namespace(namespace) =>
+            {
+                Some(Owner::Namespace(namespace.to_string()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Its skills folder in the plugin folder `root`.
+    pub(crate) fn dir(&self, root: &Path) -> PathBuf {
+        match self {
+            Owner::Room => root.join(SKILLS_DIR),
+            Owner::Namespace(namespace) => root.join(namespace).join(SKILLS_DIR),
+        }
+    }
+
+    /// The URI of the folder of its skill `name`, ending in `/`.
+    pub(crate) fn skill_root(&self, name: &str) -> String {
+        match self {
+            Owner::Room => format!("skill://{name}/"),
+            Owner::Namespace(namespace) => format!("skill://{namespace}/{name}/"),
+        }
+    }
+
+    /// Its namespace, `None` for the room.
+    pub(crate) fn namespace(&self) -> Option<&str> {
+        match self {
+            Owner::Room => None,
+            Owner::Namespace(namespace) => Some(namespace),
+        }
+    }
+
+    /// Whether a caller who sees `view` sees its skills: the view holds
+    /// every plugin of the namespace (or of the top level, for the room's).
+    pub(crate) fn seen_by(&self, view: &View) -> bool {
+        view.holds_all_of(self.namespace())
+    }
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Owner::Room => f.write_str("the room"),
+            Owner::Namespace(namespace) => write!(f, "namespace {namespace:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_below_a_skills_folder_has_its_owner() {
+        let root = Path::new("/p");
+        let of = |path: &str| Owner::of_path(root, Path::new(path));
+        assert_eq!(of("/p/skills/x/SKILL.md"), Some(Owner::Room));
+        assert_eq!(of("/p/skills"), Some(Owner::Room));
+        assert_eq!(
+            of("/p/ada/skills/x/a/b.md"),
+            Some(Owner::Namespace("ada".into()))
+        );
+        assert_eq!(of("/p/ada/x.wasm"), None);
+        assert_eq!(of("/p/.toolhost/skills/x"), None);
+        assert_eq!(of("/q/skills/x"), None);
+    }
+}
