@@ -1,7 +1,8 @@
 // The dashboard: tools with try-it, plugins live from /events, activity
 // from the call ledger's summaries, publishing by drop or file input,
 // writing a tool in the page (editor.js), connecting a client
-// (connect.js) and the room's view (room.js).
+// (connect.js), the room's view (room.js) and the person's skills
+// (skills.js).
 // Everything goes through the same REST routes as curl, with the token
 // the person signs in with (kept in sessionStorage: this tab only).
 
@@ -11,6 +12,7 @@ import { initEditor, showEditor, editSource, onBuildEvent as editorBuildEvent, o
 import { renderConnect } from "./connect.js";
 import { showView, closeView } from "./views.js";
 import { callAnswering, runTask, taskSupport } from "./asks.js";
+import { loadSkills } from "./skills.js";
 import { loadRoom, refresh as refreshRoom, onLine as roomLine, onPublish as roomPublish, onRemoved as roomRemoved, clearRoom, renderPeople, renderUnseen } from "./room.js";
 
 const $ = (id) => document.getElementById(id);
@@ -423,6 +425,7 @@ function onEvent(name, data) {
     state.plugins = new Map((data.plugins || []).map((p) => [p.id, p]));
     renderPlugins();
     loadTools();
+    loadSkills(api);
     // Files the server refused before this page opened.
     for (const plugin of state.plugins.values()) {
       if (plugin.state !== "rejected" || $("rejections").querySelector(`li[data-plugin="${CSS.escape(plugin.id)}"]`)) continue;
@@ -444,6 +447,10 @@ function onEvent(name, data) {
   }
   if (name === "publish") {
     roomPublish(data);
+    return;
+  }
+  if (name === "skills") {
+    loadSkills(api);
     return;
   }
   if (name === "line") {
@@ -625,6 +632,7 @@ async function start() {
     return;
   }
   await loadTools();
+  loadSkills(api);
   follow(state.events);
 }
 

@@ -453,3 +453,57 @@ fn under_approval_a_changed_skill_waits_while_the_approved_one_serves() {
         ]
     );
 }
+
+/// In chromium: the page lists the person's skills, shows a `SKILL.md` as
+/// text, hears of one published meanwhile, and shows another person
+/// none of them.
+#[test]
+fn the_page_lists_a_persons_skills_and_nobody_elses() {
+    let (_dir, _config, server) = room(&[]);
+    let text = CSV.replace("summarise each column", "summarise each <b>column</b>");
+    let (status, _) = send(
+        &server,
+        "PUT",
+        "/skills/ada/csv-report",
+        Some(ADA),
+        "text/markdown",
+        text.as_bytes(),
+    );
+    assert_eq!(status, 201);
+    let seen = crate::dashboard::browse_with(
+        "skills_page.mjs",
+        "show",
+        &server,
+        &json!({
+            "token": ADA,
+            "other": BOB,
+            "skill": "skill://ada/csv-report/SKILL.md",
+            "text": "<b>column</b>",
+            "publish": {
+                "path": "/skills/ada/pdf-forms",
+                "uri": "skill://ada/pdf-forms/SKILL.md",
+                "body": "---\nname: pdf-forms\ndescription: Fill PDF forms\n---\nBody.\n",
+            },
+        }),
+    );
+    assert_eq!(
+        seen["description"], "Turn a CSV file into a short report",
+        "{seen}"
+    );
+    assert_eq!(seen["text"], text, "{seen}");
+    assert_eq!(
+        seen["elementsInText"], 0,
+        "the SKILL.md is text, never HTML: {seen}"
+    );
+    assert_eq!(seen["published"], 201, "{seen}");
+    assert_eq!(
+        seen["mine"],
+        json!([
+            "skill://ada/csv-report/SKILL.md",
+            "skill://ada/pdf-forms/SKILL.md"
+        ]),
+        "{seen}"
+    );
+    assert_eq!(seen["others"], json!([]), "bob sees none of ada's: {seen}");
+    assert_eq!(seen["consoleErrors"], json!([]), "{seen}");
+}

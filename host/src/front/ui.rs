@@ -76,6 +76,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
         include_str!("../../ui/views.js"),
     ),
+    (
+        "/ui/skills.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/skills.js"),
+    ),
     // The templates `toolhost new` writes, which the editor starts from
     // (text: the page inserts them into the editor, never runs them).
     (

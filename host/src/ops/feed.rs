@@ -27,6 +27,8 @@
 //!   publisher and the admins only. No `id`: they are not replayed.
 //! - A `publish` event for each publish's outcome as the room's view
 //!   keeps it (`GET /publishes`' entries, filtered the same way).
+//! - A `skills` event (`{}`) when a skills folder was read again: each
+//!   listener reads what it sees of them from `GET /skills`.
 //! - A keep-alive comment every 15 s, below common proxy timeouts.
 //!
 //! One person holds at most `--max-streams-per-person` streams, this one
@@ -225,6 +227,8 @@ struct Stream {
     moves_elsewhere: tokio::sync::watch::Receiver<crate::builds::line::LineView>,
     /// Publishes' outcomes as they are noted (the room's view).
     noted: broadcast::Receiver<Noted>,
+    /// Bumped when a skills folder was read again (a `skills` event).
+    skills: tokio::sync::watch::Receiver<u64>,
     /// Events to send before listening (a replay, or a snapshot).
     queued: VecDeque<Event>,
     /// The id of the last load event sent (the feed's, never told).
@@ -266,6 +270,7 @@ async fn events(
         builds,
         moves_elsewhere,
         noted,
+        skills: state.registry.skills_changes(),
         queued: VecDeque::new(),
         last_id: 0,
         count: asked.map_or(0, |(_, count)| count),
@@ -361,6 +366,11 @@ impl Stream {
                     Err(RecvError::Lagged(_)) => {}
                     Err(RecvError::Closed) => return None,
                 },
+                changed = self.skills.changed() => {
+                    changed.ok()?;
+                    // Only that they changed: each reads its own `GET /skills`.
+                    return Some(Event::default().event("skills").data("{}"));
+                }
                 _ = self.summaries.tick() => {
                     let version = self.state.calls.ledger().version();
                     if version != self.summarised {

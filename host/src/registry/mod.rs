@@ -111,6 +111,8 @@ pub struct Registry {
     approvals: std::sync::OnceLock<approvals::Approvals>,
     /// The folder's skills (`skills/`, `<namespace>/skills/`).
     skills: skills::Skills,
+    /// Bumped each time a skills folder is read again.
+    skills_version: tokio::sync::watch::Sender<u64>,
 }
 
 impl Registry {
@@ -137,6 +139,7 @@ impl Registry {
             layout: std::sync::OnceLock::new(),
             approvals: std::sync::OnceLock::new(),
             skills: skills::Skills::default(),
+            skills_version: tokio::sync::watch::Sender::new(0),
         })
     }
 
@@ -169,6 +172,12 @@ impl Registry {
             self.catalog_changes
                 .send_modify(|change| change.resources += 1);
         }
+        self.skills_version.send_modify(|version| *version += 1);
+    }
+
+    /// A receiver that wakes each time a skills folder was read again.
+    pub(crate) fn skills_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.skills_version.subscribe()
     }
 
     /// The plugin folder, once it was scanned.
