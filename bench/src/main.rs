@@ -39,6 +39,8 @@
 //!     thirty people at once beside the instructor's calls.
 //! 17. Earlier: REST req/s and server CPU per request beside an earlier
 //!     build of toolhost (229c921 in `make bench`), alternating rounds.
+//! 18. Skills: 1,000 skills over 300 namespaces, `skills/list` walked and
+//!     its first page's p50, seen whole and through a set of one namespace.
 //!
 //! It runs the real `toolhost` binary for every server (in-process rows use
 //! the library), and needs `wrk` on the PATH.
@@ -61,6 +63,7 @@ mod reload;
 mod replicas;
 mod report;
 mod scale;
+mod skills;
 mod startup;
 mod wire;
 mod workshop;
@@ -148,6 +151,9 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
     }
     if options.runs(Section::Replicas) {
         replicas::section(&options, &work, &benchtool, duration, &mut report)?;
+    }
+    if options.runs(Section::Skills) {
+        skills::section(&options, &work, duration, &mut report)?;
     }
     if options.runs(Section::Sources) {
         builds::section(&options, &work, &mut report)?;

@@ -182,7 +182,6 @@ fn tool_sets(
     }
     Ok(())
 }
-
 /// Starts a server on `dir` and waits until `/health` counts `tools`.
 fn start_listed(dir: &Path, cache: &Path, tools: usize) -> anyhow::Result<(Duration, Spawned)> {
     start_listed_with(dir, cache, tools, &[])
