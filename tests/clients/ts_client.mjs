@@ -30,6 +30,11 @@
 // until <tool-to-wait-for> is listed (the test edits the tokens file to
 // give it), counting the notifications after which nothing it sees had
 // changed (`spurious`).
+// `tasks` connects with a bearer token, lists tools, and runs <tool> with
+// <arguments> (JSON) through `client.experimental.tasks.callToolStream`
+// asking for a task (`{task: {ttl}}`, the 2025-11-25 revision's tasks):
+// the kinds of message the stream gave, each status it saw, the server's
+// tasks capability and the result; then makes another and cancels it.
 // Each prints one JSON line and exits non-zero on any failure.
 
 import { copyFileSync, renameSync, writeFileSync } from "node:fs";
@@ -286,6 +291,57 @@ async function sees(url, token, awaited) {
   return { first, after: now, heard, spurious };
 }
 
+async function tasks(url, token, tool, argumentsJson) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  const client = new Client({ name: "toolhost-tasks", version: "1.0.0" });
+  await client.connect(transport);
+  const listed = (await client.listTools()).tools.find((t) => t.name === tool);
+  const args = JSON.parse(argumentsJson);
+  const kinds = [];
+  const statuses = [];
+  let result = null;
+  let taskId = null;
+  let error = null;
+  const started = Date.now();
+  const stream = client.experimental.tasks.callToolStream(
+    { name: tool, arguments: args },
+    undefined,
+    { task: { ttl: 600000 } },
+  );
+  for await (const message of stream) {
+    kinds.push(message.type);
+    if (message.type === "taskCreated") taskId = message.task.taskId;
+    if (message.type === "taskStatus") statuses.push(message.task.status);
+    if (message.type === "result") result = message.result;
+    if (message.type === "error") error = String(message.error);
+  }
+  const seconds = (Date.now() - started) / 1000;
+  // Another, cancelled while it works.
+  const created = await client.experimental.tasks.requestStream(
+    { method: "tools/call", params: { name: tool, arguments: args } },
+    undefined,
+    { task: { ttl: 600000 } },
+  ).next();
+  const other = created.value?.task?.taskId;
+  const cancelled = other ? await client.experimental.tasks.cancelTask(other) : null;
+  const after = other ? await client.experimental.tasks.getTask(other) : null;
+  await client.close();
+  return {
+    taskSupport: listed?.execution?.taskSupport ?? null,
+    capability: client.getServerCapabilities()?.tasks ?? null,
+    kinds: [...new Set(kinds)],
+    statuses: [...new Set(statuses)],
+    taskId,
+    result,
+    error,
+    seconds,
+    cancelled: cancelled?.status ?? null,
+    afterCancel: after?.status ?? null,
+  };
+}
+
 const [mode, ...args] = process.argv.slice(2);
 let report;
 if (mode === "http") {
@@ -307,6 +363,8 @@ if (mode === "http") {
   report = await oauth(args[0], args[1], args[2], args[3]);
 } else if (mode === "sees") {
   report = await sees(args[0], args[1], args[2]);
+} else if (mode === "tasks") {
+  report = await tasks(args[0], args[1], args[2], args[3]);
 } else if (mode === "latency") {
   report = await latency(args[0], Number(args[1] ?? 200));
 } else {

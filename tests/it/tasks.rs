@@ -890,3 +890,105 @@ fn an_owner_cancels_their_task_after_its_tool_left_their_set() {
     });
     assert_eq!(task["status"], "cancelled", "{task}");
 }
+
+/// A Python source that declares itself a task in its own code
+/// (`@tool(task="optional")`), run as a task by the SDKs' own task
+/// helpers for the 2025-11-25 revision: the TypeScript SDK 1.32.2's
+/// `callToolStream` and the Python SDK 1.x's `call_tool_as_task`, each
+/// past the call deadline (`--timeout-ms 1500`, the tool sleeping 3 s);
+/// and a cancel through the TypeScript SDK.
+#[test]
+fn the_sdks_task_helpers_run_a_task_declared_in_a_sources_own_code() {
+    const ADA: &str = "ada-secret-0123456789";
+    const SLOW: &str = r#"import time
+from toolhost_plugin import tool
+
+
+@tool(task="optional")
+def slow_report(seconds: float) -> str:
+    """A report that takes its time."""
+    time.sleep(seconds)
+    return f"report ready after {seconds} s"
+"#;
+    let dir = plugin_dir(&[]);
+    let config = tempfile::tempdir().unwrap();
+    let tokens = config.path().join("tokens.toml");
+    std::fs::write(
+        &tokens,
+        format!("[[token]]\nname = \"ada\"\nsecret = \"{ADA}\"\nrole = \"publisher\"\n"),
+    )
+    .unwrap();
+    let server = Server::start(
+        dir.path(),
+        &["--tokens", tokens.to_str().unwrap(), "--timeout-ms", "1500"],
+    );
+    let (status, report) = crate::support::send(
+        &server,
+        "PUT",
+        "/plugins/ada/slow",
+        Some(ADA),
+        "text/x-python",
+        SLOW.as_bytes(),
+    );
+    assert_eq!(status, 201, "{report}");
+    let url = format!("{}/mcp", server.base);
+    let arguments = r#"{"seconds": 3}"#;
+
+    // An ordinary call is cut at the call deadline.
+    let (status, cut) = crate::support::call_as(&server, "ada__slow_report", ADA, arguments);
+    assert_eq!(
+        (status, cut["error"]["code"].as_str()),
+        (504, Some("TOOL_TIMEOUT")),
+        "{cut}"
+    );
+
+    let mut command = crate::clients::ts_client();
+    command.args(["tasks", &url, ADA, "ada__slow_report", arguments]);
+    let seen = crate::clients::run(command, "the TypeScript SDK's callToolStream");
+    assert_eq!(seen["taskSupport"], "optional", "{seen}");
+    assert_eq!(
+        seen["capability"]["requests"]["tools"]["call"],
+        json!({}),
+        "{seen}"
+    );
+    assert_eq!(seen["error"], Value::Null, "{seen}");
+    assert_eq!(
+        seen["kinds"],
+        json!(["taskCreated", "taskStatus", "result"]),
+        "{seen}"
+    );
+    assert_eq!(seen["statuses"], json!(["working", "completed"]), "{seen}");
+    assert_eq!(
+        seen["result"]["content"][0]["text"], "report ready after 3.0 s",
+        "{seen}"
+    );
+    assert_eq!(
+        seen["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], seen["taskId"],
+        "{seen}"
+    );
+    assert!(seen["seconds"].as_f64().unwrap() >= 3.0, "{seen}");
+    assert_eq!(seen["cancelled"], "cancelled", "{seen}");
+    assert_eq!(seen["afterCancel"], "cancelled", "{seen}");
+
+    let output = Command::new(crate::support::python_venv().join("python"))
+        .arg(crate::support::repo_root().join("tests/clients/python_tasks.py"))
+        .args([&url, ADA, "ada__slow_report", arguments])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the Python SDK's call_tool_as_task:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(seen["protocolVersion"], "2025-11-25", "{seen}");
+    assert_eq!(seen["created"], "working", "{seen}");
+    assert_eq!(
+        seen["statuses"].as_array().unwrap().last().unwrap(),
+        "completed",
+        "{seen}"
+    );
+    assert_eq!(seen["text"], "report ready after 3.0 s", "{seen}");
+    assert!(seen["seconds"].as_f64().unwrap() >= 3.0, "{seen}");
+}

@@ -175,6 +175,13 @@ impl Registry {
         self.skills_version.send_modify(|version| *version += 1);
     }
 
+    /// Whether any tool serving now runs as a task.
+    pub(crate) fn has_task_tools(&self) -> bool {
+        self.peek()
+            .serving()
+            .any(|plugin| plugin.tools.iter().any(|tool| tool.task_support.is_some()))
+    }
+
     /// A receiver that wakes each time a skills folder was read again.
     pub(crate) fn skills_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.skills_version.subscribe()

@@ -22,6 +22,7 @@ mod fast;
 mod input_keys;
 mod input_round;
 pub(crate) mod jsonrpc;
+mod legacy_tasks;
 mod session_client;
 mod sessions;
 pub(crate) mod stdio;

@@ -55,6 +55,7 @@ use crate::front::mcp::McpFront;
 use crate::front::mcp::catalog_methods::CatalogLimits;
 use crate::front::mcp::fast::FastPath;
 use crate::front::mcp::jsonrpc::{self, INVALID_REQUEST};
+use crate::front::mcp::legacy_tasks::{self, LegacyTasks};
 use crate::front::mcp::sessions::{SESSION_HEADER, Sessions};
 use crate::registry::Registry;
 use crate::registry::view::View;
@@ -84,6 +85,8 @@ struct Services {
     /// Each person's open streams (`--max-streams-per-person`): the GET
     /// stream and `subscriptions/listen`, with `/events`.
     holds: Arc<Holds>,
+    /// Tasks as the 2025-11-25 revision has them (`legacy_tasks.rs`).
+    legacy: LegacyTasks,
 }
 
 pub(crate) struct McpHttpSettings {
@@ -209,6 +212,12 @@ pub(crate) fn router(
         max_body_bytes: settings.max_body_bytes,
         max_sessions: settings.max_sessions,
         holds: settings.holds.clone(),
+        legacy: LegacyTasks {
+            registry: registry.clone(),
+            calls: calls.clone(),
+            text_format: settings.text_format,
+            rounds: settings.rounds.clone(),
+        },
     });
     let router = Router::new()
         .route("/mcp", any(dispatch))
@@ -311,6 +320,30 @@ async fn post(services: &Services, request: Request) -> Response {
             Err(full) => return refuse(full.to_string()),
         }
     }
+    // Tasks as the 2025-11-25 revision has them are answered in front of
+    // rmcp; a `tasks/result`, which waits, is a stream of its person's.
+    if legacy_tasks::speaks_legacy(&parts.headers) {
+        let waiting = match legacy_tasks::waits(&message) {
+            true => match open_stream(services, &parts.extensions) {
+                Ok(open) => Some(open),
+                Err(refused) => return crate::edge::guard::busy(true, &refused),
+            },
+            false => None,
+        };
+        if let Some(answer) = services.legacy.answer(&message, requester.as_ref()).await {
+            drop(waiting);
+            return answer;
+        }
+    }
+    let legacy_list = legacy_tasks::speaks_legacy(&parts.headers)
+        && message.get("method").and_then(Value::as_str) == Some("tools/list");
+    let legacy_initialize = initialize
+        && services.legacy.rounds.tasks.is_some()
+        && message
+            .get("params")
+            .and_then(|params| params.get("protocolVersion"))
+            .and_then(Value::as_str)
+            == Some(legacy_tasks::REVISION);
     // A `subscriptions/listen` answer is a stream: counted for its person.
     let stream = match message.get("method").and_then(Value::as_str) {
         Some("subscriptions/listen") => match open_stream(services, &parts.extensions) {
@@ -326,7 +359,16 @@ async fn post(services: &Services, request: Request) -> Response {
     } else {
         &services.sessions
     };
-    let response = forward(target, request).await;
+    let mut response = forward(target, request).await;
+    if legacy_initialize {
+        response = rewritten(response, legacy_tasks::declare_in);
+    }
+    if legacy_list {
+        let registry = services.legacy.registry.clone();
+        response = rewritten(response, move |body| {
+            legacy_tasks::mark_task_tools(body, &registry)
+        });
+    }
     if let Some(opening) = opening
         && let Some(opened) = response
             .headers()
@@ -339,6 +381,21 @@ async fn post(services: &Services, request: Request) -> Response {
         Some(open) => held_until_sent(response, open),
         None => response,
     }
+}
+
+/// `response` with each frame that carries its answer (a JSON body, or
+/// the SSE event) rewritten by `change` (`legacy_tasks.rs`: what the
+/// 2025-11-25 revision's tasks add to `initialize` and `tools/list`).
+fn rewritten(
+    mut response: Response,
+    change: impl Fn(&[u8]) -> Option<Vec<u8>> + Send + Sync + 'static,
+) -> Response {
+    response.headers_mut().remove(header::CONTENT_LENGTH);
+    response.map(|body| {
+        Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+            frame.map_data(|bytes| change(&bytes).map_or(bytes, axum::body::Bytes::from))
+        }))
+    })
 }
 
 /// A stream for the request's person (`edge/holds.rs`), or its refusal.

@@ -94,6 +94,14 @@ impl FastPath {
         {
             return None;
         }
+        // 2025-11-25's list marks its task tools (`legacy_tasks.rs`), which
+        // this path does not: rmcp's path answers it, and the mark is added.
+        if matches!(lone, Lone::List(_))
+            && version.as_str() == super::legacy_tasks::REVISION
+            && self.registry.has_task_tools()
+        {
+            return None;
+        }
         self.answered.fetch_add(1, Ordering::Relaxed);
         let modern = version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
         match lone {
