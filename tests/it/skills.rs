@@ -272,7 +272,7 @@ fn a_namespaces_skills_are_served_to_who_holds_it_and_to_nobody_else() {
             all["skills"].as_array().is_some_and(|skills| {
                 skills
                     .iter()
-                    .any(|skill| skill["uri"] == "skill://house-style/SKILL.md")
+                    .any(|skill| skill["uri"] == "skill://skills/house-style/SKILL.md")
             })
         },
     );
@@ -436,6 +436,23 @@ fn under_approval_a_changed_skill_waits_while_the_approved_one_serves() {
         served["result"]["contents"][0]["text"], CSV,
         "the approved one serves"
     );
+    // The admin reads what waits before deciding; bob reads nothing of it.
+    let (_, shown) = send(
+        &server,
+        "GET",
+        "/skills/ada/csv-report",
+        Some(ADMIN),
+        "",
+        b"",
+    );
+    assert_eq!(
+        (shown["state"].as_str(), shown["text"].as_str()),
+        (Some("serving"), Some(CSV))
+    );
+    assert_eq!(shown["pending"]["text"], changed, "{shown}");
+    assert_eq!(shown["pending"]["digest"], held["digest"], "{shown}");
+    let (status, _) = send(&server, "GET", "/skills/ada/csv-report", Some(BOB), "", b"");
+    assert_eq!(status, 404);
     let (_, audit) = send(&server, "GET", "/audit", Some(ADMIN), "", b"");
     let actions: Vec<&str> = audit["entries"]
         .as_array()

@@ -208,16 +208,40 @@ fn show(
     let view = requester
         .as_ref()
         .map_or_else(crate::registry::view::View::all, Requester::view);
-    match state.publishing.registry().skills().get(&uri, &view) {
-        Some(skill) => {
-            let text = String::from_utf8_lossy(&skill.files[0].bytes).into_owned();
-            let mut answer = summary(&skill);
+    let skills = state.publishing.registry().skills();
+    // The version that waits for approval, to its namespace's publisher
+    // and the admins: what an admin reads before approving it.
+    let pending = requester
+        .as_ref()
+        .is_none_or(|requester| requester.may_publish(owner.namespace()))
+        .then(|| {
+            skills
+                .not_serving(Some(&owner))
+                .into_iter()
+                .find_map(|(_, of, why)| match why {
+                    NotServing::Held { candidate, .. } if of == name => Some(candidate),
+                    _ => None,
+                })
+        })
+        .flatten();
+    let serving = skills.get(&uri, &view);
+    let mut answer = match (&serving, &pending) {
+        (Some(skill), _) => {
+            let mut answer = summary(skill);
             answer["entry"] = skill.entry();
-            answer["text"] = json!(text);
-            json_response(200, &answer)
+            answer["text"] = json!(String::from_utf8_lossy(&skill.files[0].bytes));
+            answer["state"] = json!("serving");
+            answer
         }
-        None => crate::call::skills_path::not_found(&uri).into_response(),
+        (None, Some(_)) => json!({ "uri": uri, "name": name, "state": "pending" }),
+        (None, None) => return crate::call::skills_path::not_found(&uri).into_response(),
+    };
+    if let Some(pending) = pending {
+        let mut held = summary(&pending);
+        held["text"] = json!(String::from_utf8_lossy(&pending.files[0].bytes));
+        answer["pending"] = held;
     }
+    json_response(200, &answer)
 }
 
 async fn publish_room(

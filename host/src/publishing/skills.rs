@@ -62,14 +62,23 @@ impl Publishing {
         bytes: Vec<u8>,
         by: &str,
     ) -> Result<SkillPublished, SkillPublishError> {
-        let skill = match form {
-            SkillForm::Zip => Skill::from_zip(owner.clone(), name, &bytes)?,
-            SkillForm::Markdown => Skill::new(
-                owner.clone(),
-                name,
-                vec![("SKILL.md".into(), bytes.clone())],
-            )?,
-        };
+        // Unpacked, hashed and parsed off the async workers.
+        let (checked_owner, checked_name) = (owner.clone(), name.to_string());
+        let (skill, bytes) = tokio::task::spawn_blocking(move || {
+            let skill = match form {
+                SkillForm::Zip => Skill::from_zip(checked_owner, &checked_name, &bytes),
+                SkillForm::Markdown => Skill::new(
+                    checked_owner,
+                    &checked_name,
+                    vec![("SKILL.md".into(), bytes.clone())],
+                ),
+            };
+            skill.map(|skill| (skill, bytes))
+        })
+        .await
+        .map_err(|error| SkillPublishError::Io(error.to_string()))??;
+        // What it takes on disk: the zip as sent, or its files.
+        let stored = (bytes.len() as u64).max(skill.size());
         let skills = self.registry().skills();
         let root = skills
             .root()
@@ -80,7 +89,7 @@ impl Publishing {
         if let Owner::Namespace(namespace) = owner {
             let others = skills.held_by(owner, Some(name));
             let count = others.0 + 1;
-            let size = others.1 + skill.size();
+            let size = others.1 + stored;
             let shares = self.shares();
             let over = |what, would, limit| SkillPublishError::OverShare {
                 namespace: namespace.clone(),
@@ -110,13 +119,19 @@ impl Publishing {
                     remove_folder(&folder)?;
                 }
                 SkillForm::Markdown => {
-                    // The folder is written whole beside, then renamed in.
+                    // The folder is written whole beside, the old one
+                    // moved aside, the new one renamed in, the old removed.
                     let making = dir.join(format!(".{name}.publishing"));
+                    let old = dir.join(format!(".{name}.replaced"));
                     remove_folder(&making)?;
+                    remove_folder(&old)?;
                     std::fs::create_dir_all(&making)?;
                     std::fs::write(making.join("SKILL.md"), &bytes)?;
-                    remove_folder(&folder)?;
+                    if std::fs::symlink_metadata(&folder).is_ok() {
+                        std::fs::rename(&folder, &old)?;
+                    }
                     std::fs::rename(&making, &folder)?;
+                    remove_folder(&old)?;
                     remove_file(&zip)?;
                 }
             }

@@ -44,6 +44,10 @@ const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// How often `tasks/result` looks at a task that has not ended.
 const WAIT_STEP: Duration = Duration::from_millis(200);
 
+/// How long one `tasks/result` waits before it answers that the task is
+/// still working (the client asks again).
+const MAX_WAIT: Duration = Duration::from_secs(300);
+
 /// JSON-RPC's codes.
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
@@ -54,6 +58,8 @@ pub(crate) struct LegacyTasks {
     pub(crate) calls: Arc<Calls>,
     pub(crate) text_format: TextFormat,
     pub(crate) rounds: Rounds,
+    /// The server's shutdown: a waiting `tasks/result` answers then.
+    pub(crate) shutdown: tokio_util::sync::CancellationToken,
 }
 
 /// Whether a request speaks the 2025-11-25 revision (its header says so).
@@ -210,12 +216,43 @@ impl LegacyTasks {
             _ => {
                 // Waits for it to end (its run has its own deadline), then
                 // answers what its call answered.
+                let waited = std::time::Instant::now();
                 let record = loop {
                     let record = tasks.get(id, &asker).await.map_err(task_error)?;
                     if record.status.is_terminal() {
                         break record;
                     }
-                    tokio::time::sleep(WAIT_STEP).await;
+                    if record.status == crate::tasks::Status::InputRequired {
+                        return Err((
+                            INTERNAL_ERROR,
+                            "the task waits for input, which a 2025-11-25 session cannot \
+                             give: answer it with tasks/update (2026-07-28) or over REST \
+                             (POST /tasks/{id})"
+                                .to_string(),
+                            None,
+                        ));
+                    }
+                    if waited.elapsed() > MAX_WAIT {
+                        return Err((
+                            INTERNAL_ERROR,
+                            format!(
+                                "the task is still working after {} s: ask for its result again",
+                                MAX_WAIT.as_secs()
+                            ),
+                            None,
+                        ));
+                    }
+                    tokio::select! {
+                        () = tokio::time::sleep(WAIT_STEP) => {}
+                        () = self.shutdown.cancelled() => {
+                            return Err((
+                                INTERNAL_ERROR,
+                                "the server is shutting down: ask for the task's result again"
+                                    .to_string(),
+                                None,
+                            ));
+                        }
+                    }
                 };
                 return result_of(&record);
             }

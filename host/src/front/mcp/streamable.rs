@@ -217,6 +217,7 @@ pub(crate) fn router(
             calls: calls.clone(),
             text_format: settings.text_format,
             rounds: settings.rounds.clone(),
+            shutdown: settings.shutdown.clone(),
         },
     });
     let router = Router::new()
@@ -336,6 +337,7 @@ async fn post(services: &Services, request: Request) -> Response {
         }
     }
     let legacy_list = legacy_tasks::speaks_legacy(&parts.headers)
+        && services.legacy.rounds.tasks.is_some()
         && message.get("method").and_then(Value::as_str) == Some("tools/list");
     let legacy_initialize = initialize
         && services.legacy.rounds.tasks.is_some()

@@ -66,12 +66,37 @@ pub(crate) fn read(text: &str, folder_name: &str) -> Result<Map<String, Value>, 
         ));
     }
     // Line n of the block is line n + 1 of the file.
-    let value: Value = serde_saphyr::from_str(&block).map_err(|error| {
+    // Bounded as the block is: no aliases (which would expand it), a few
+    // thousand nodes, one document, shallow.
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_aliases = 0;
+    budget.max_anchors = 0;
+    budget.max_documents = 1;
+    budget.max_nodes = 4_096;
+    budget.max_depth = 16;
+    budget.max_events = 16_384;
+    budget.max_total_scalar_bytes = MAX_BLOCK;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    let value: Value = serde_saphyr::from_str_with_options(&block, options).map_err(|error| {
         let line = error.location().map_or(1, |at| at.line() as usize + 1);
         let reason = error.to_string();
         let reason = reason.lines().next().unwrap_or("not YAML").trim();
+        // The parser's own place is the block's, not the file's: left out.
+        let reason = reason.strip_prefix("error: ").unwrap_or(reason);
+        let reason = match reason.strip_prefix("line ") {
+            Some(rest) => rest.split_once(": ").map_or(rest, |(_, why)| why),
+            None => reason,
+        };
         fault(line, format!("the frontmatter is not valid YAML: {reason}"))
     })?;
+    // What is served of it is bounded as the block is.
+    if serde_json::to_vec(&value).map_or(usize::MAX, |json| json.len()) > MAX_BLOCK {
+        return Err(fault(
+            1,
+            format!("the frontmatter is over {MAX_BLOCK} bytes as JSON"),
+        ));
+    }
     let Value::Object(fields) = value else {
         return Err(fault(
             2,
@@ -217,6 +242,11 @@ mod tests {
                 "MCP's own",
             ),
             ("---\n- a list\n---\n", 2, "not a mapping"),
+            (
+                "---\nname: x\ndescription: d\na: &a [1, 2]\nb: [*a, *a]\n---\n",
+                4,
+                "not valid YAML",
+            ),
         ];
         for (text, line, says) in cases {
             let error = read(text, "x").unwrap_err();

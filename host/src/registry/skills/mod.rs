@@ -98,7 +98,11 @@ impl Skills {
                 .iter()
                 .filter_map(|dir| Some(Owner::Namespace(dir.file_name()?.to_str()?.to_string()))),
         );
+        let Some(root) = self.root() else {
+            return;
+        };
         for owner in owners {
+            remove_publish_leftovers(&owner.dir(root));
             self.read(&owner);
         }
     }
@@ -136,6 +140,13 @@ impl Skills {
                     let uri = format!("{}{}", owner.skill_root(&name), skill::SKILL_MD);
                     if let Some(serving) = old.serving.get(&uri) {
                         state.serving.insert(uri, serving.clone());
+                    } else if let Some(Ok(approved)) = self
+                        .approvals
+                        .get()
+                        .and_then(|approvals| approvals.skill(owner, &name))
+                    {
+                        // After a restart: the approved one serves on.
+                        state.serving.insert(uri, Arc::new(approved));
                     }
                 }
                 Ok(skill) => {
@@ -229,23 +240,8 @@ impl Skills {
 
     /// The skill one of whose files is at `uri`, if `view` sees it.
     pub(crate) fn holding(&self, uri: &str, view: &View) -> Option<Arc<Skill>> {
-        let state = self.state.load();
-        // The skill's own root is a prefix of the URI: the entry at or
-        // before it whose root that is.
-        let skill = state
-            .serving
-            .range(..=format!("{uri}\u{10ffff}"))
-            .rev()
-            .take(2)
-            .map(|(_, skill)| skill)
-            .find(|skill| skill.file(uri).is_some())
-            .or_else(|| {
-                state
-                    .serving
-                    .values()
-                    .find(|skill| skill.file(uri).is_some())
-            })?;
-        skill.owner.seen_by(view).then(|| skill.clone())
+        let skill = self.get(&owner::skill_md_of(uri)?, view)?;
+        skill.file(uri).is_some().then_some(skill)
     }
 
     /// How many skills `owner` holds and their bytes together (what serves
@@ -362,18 +358,33 @@ fn read_folder(owner: &Owner, dir: &Path) -> BTreeMap<String, Result<Skill, Stri
     found
 }
 
+/// What a publish stopped half-way left in a skills folder (a folder
+/// being written, or the one it replaced): removed at start-up.
+fn remove_publish_leftovers(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') && (name.ends_with(".publishing") || name.ends_with(".replaced")) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// A zip in a skills folder: a regular file (no link followed), bounded.
 fn read_zip_file(path: &Path) -> Result<Vec<u8>, SkillError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let io = |error: std::io::Error| SkillError::Io(error.to_string());
+    let shown = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let io = |error: std::io::Error| SkillError::Io(format!("{shown}: {}", error.kind()));
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(io)?;
     if !file.metadata().map_err(io)?.is_file() {
-        return Err(SkillError::NotAFile(path.display().to_string()));
+        return Err(SkillError::NotAFile(shown));
     }
     let limit = skill::LIMITS.max_zip();
     let mut bytes = Vec::new();
@@ -449,7 +460,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("SKILL.md"), md("notes")).unwrap();
         skills.read(&Owner::Room);
-        let uri = "skill://notes/SKILL.md";
+        let uri = "skill://skills/notes/SKILL.md";
         assert!(skills.get(uri, &View::all()).is_none(), "new: held");
         skills
             .approve(&Owner::Room, "notes", None, "admin")

@@ -1,6 +1,7 @@
 //! Whose a skill is: the room's (the plugin folder's own `skills/`) or a
 //! namespace's (`<namespace>/skills/`); where its skills live, the URIs
-//! they are served under, and who sees them.
+//! they are served under (`skill://<namespace>/<name>/…`, the room's
+//! `skill://skills/<name>/…`), and who sees them.
 
 use std::path::{Path, PathBuf};
 
@@ -42,11 +43,18 @@ impl Owner {
         }
     }
 
-    /// The URI of the folder of its skill `name`, ending in `/`.
+    /// The URI of the folder of its skill `name`, ending in `/`: under the
+    /// namespace's authority, or `skills` for the room's (a name no
+    /// namespace may take), so that no two skills' files share a URI.
     pub(crate) fn skill_root(&self, name: &str) -> String {
+        format!("skill://{}/{name}/", self.authority())
+    }
+
+    /// The first part of its skills' URIs.
+    fn authority(&self) -> &str {
         match self {
-            Owner::Room => format!("skill://{name}/"),
-            Owner::Namespace(namespace) => format!("skill://{namespace}/{name}/"),
+            Owner::Room => SKILLS_DIR,
+            Owner::Namespace(namespace) => namespace,
         }
     }
 
@@ -74,9 +82,40 @@ impl std::fmt::Display for Owner {
     }
 }
 
+/// The `SKILL.md` URI of the skill a file's `uri` would belong to: its
+/// first two parts (the authority and the skill's name), as
+/// [`Owner::skill_root`] writes them.
+pub(crate) fn skill_md_of(uri: &str) -> Option<String> {
+    let rest = uri.strip_prefix("skill://")?;
+    let mut parts = rest.splitn(3, '/');
+    let (authority, name) = (parts.next()?, parts.next()?);
+    parts.next()?;
+    Some(format!("skill://{authority}/{name}/SKILL.md"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_two_owners_share_a_uri_and_a_file_names_its_skill() {
+        assert_eq!(Owner::Room.skill_root("pdf"), "skill://skills/pdf/");
+        assert_eq!(
+            Owner::Namespace("pdf".into()).skill_root("forms"),
+            "skill://pdf/forms/"
+        );
+        assert_eq!(
+            skill_md_of("skill://pdf/forms/guide.md").as_deref(),
+            Some("skill://pdf/forms/SKILL.md")
+        );
+        assert_eq!(
+            skill_md_of("skill://skills/pdf/a/b.md").as_deref(),
+            Some("skill://skills/pdf/SKILL.md")
+        );
+        assert_eq!(skill_md_of("skill://pdf"), None);
+        assert_eq!(skill_md_of("skill://pdf/forms"), None);
+        assert_eq!(skill_md_of("ui://pdf/forms/x"), None);
+    }
 
     #[test]
     fn a_path_below_a_skills_folder_has_its_owner() {

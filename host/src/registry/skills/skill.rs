@@ -254,7 +254,12 @@ fn read_dir_into(
     files: &mut Vec<(String, Vec<u8>)>,
     total: &mut u64,
 ) -> Result<(), SkillError> {
-    let io = |error: std::io::Error| SkillError::Io(error.to_string());
+    let shown = if prefix.is_empty() {
+        "the skill's folder"
+    } else {
+        prefix
+    };
+    let io = |error: std::io::Error| SkillError::Io(format!("{shown}: {}", error.kind()));
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .map_err(io)?
         .filter_map(Result::ok)
@@ -274,7 +279,7 @@ fn read_dir_into(
             if files.len() >= LIMITS.entries {
                 return Err(SkillError::TooMany);
             }
-            let bytes = read_regular(&entry.path(), LIMITS.unpacked - *total)?;
+            let bytes = read_regular(&entry.path(), &path, LIMITS.unpacked - *total)?;
             *total += bytes.len() as u64;
             files.push((path, bytes));
         } else {
@@ -287,17 +292,18 @@ fn read_dir_into(
 /// A regular file's bytes, at most `room` of them: opened without
 /// following a link and without blocking on a FIFO, checked to be a
 /// regular file once open.
-fn read_regular(path: &Path, room: u64) -> Result<Vec<u8>, SkillError> {
+fn read_regular(path: &Path, shown: &str, room: u64) -> Result<Vec<u8>, SkillError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let io = |error: std::io::Error| SkillError::Io(error.to_string());
+    // An error names the file as the skill does, never the server's path.
+    let io = |error: std::io::Error| SkillError::Io(format!("{shown}: {}", error.kind()));
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(io)?;
     if !file.metadata().map_err(io)?.is_file() {
-        return Err(SkillError::NotAFile(path.display().to_string()));
+        return Err(SkillError::NotAFile(shown.to_string()));
     }
     let mut bytes = Vec::new();
     file.take(room + 1).read_to_end(&mut bytes).map_err(io)?;
@@ -353,7 +359,7 @@ mod tests {
         let typed: rmcp::model::Skill = serde_json::from_value(entry).unwrap();
         typed.validate().unwrap();
         let room = of(Owner::Room, "csv-report", &[("SKILL.md", MD)]).unwrap();
-        assert_eq!(room.uri, "skill://csv-report/SKILL.md");
+        assert_eq!(room.uri, "skill://skills/csv-report/SKILL.md");
     }
 
     #[test]
