@@ -431,14 +431,7 @@ pub(crate) fn bind(
         &mut bytes,
     );
     let digest = sha2::Sha256::digest(&bytes);
-    format!(
-        "{method}\0{name}\0{}\0{}",
-        person.unwrap_or(""),
-        digest
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    )
+    format!("{method}\0{name}\0{}\0{digest:x}", person.unwrap_or(""))
 }
 
 /// `value` as JSON with every object's keys in order, so that equal

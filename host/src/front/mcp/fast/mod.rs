@@ -88,7 +88,7 @@ impl FastPath {
         if let Lone::Call(params) = &lone
             && self
                 .registry
-                .snapshot()
+                .peek()
                 .tool(&params.name)
                 .is_some_and(|entry| entry.tool.task_support.is_some())
         {
@@ -312,8 +312,8 @@ impl FastPath {
                 if single(headers, NAME_HEADER) != Ok(Some(params.name.as_ref())) {
                     return false;
                 }
-                let snapshot = self.registry.snapshot();
-                snapshot
+                self.registry
+                    .peek()
                     .tool(&params.name)
                     .is_none_or(|entry| !entry.tool.marks_param_headers)
             }
