@@ -87,22 +87,21 @@ impl Publishing {
         let lock = self.publish_lock(&lock_key(owner));
         let _held = lock.lock().await;
         if let Owner::Namespace(namespace) = owner {
-            let others = skills.held_by(owner, Some(name));
-            let count = others.0 + 1;
-            let size = others.1 + stored;
-            let shares = self.shares();
-            let over = |what, would, limit| SkillPublishError::OverShare {
-                namespace: namespace.clone(),
-                what,
-                would,
-                limit,
-            };
-            if count > shares.max_plugins as u64 {
-                return Err(over("a count", count, shares.max_plugins as u64));
-            }
-            if size > shares.max_bytes {
-                return Err(over("bytes", size, shares.max_bytes));
-            }
+            // As many skills as plugins, and as many bytes: a share of
+            // its own beside the plugins'.
+            let (others, bytes) = skills.held_by(owner, Some(name));
+            self.shares()
+                .check(namespace, others + 1, bytes + stored)
+                .map_err(|over| SkillPublishError::OverShare {
+                    namespace: over.namespace,
+                    what: if over.what == "plugins" {
+                        "a count"
+                    } else {
+                        "bytes"
+                    },
+                    would: over.would,
+                    limit: over.limit,
+                })?;
         }
         let replaced = skills
             .get(&skill.uri, &crate::registry::view::View::all())

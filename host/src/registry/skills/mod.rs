@@ -371,28 +371,11 @@ fn remove_publish_leftovers(dir: &Path) {
 
 /// A zip in a skills folder: a regular file (no link followed), bounded.
 fn read_zip_file(path: &Path) -> Result<Vec<u8>, SkillError> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let shown = path
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let io = |error: std::io::Error| SkillError::Io(format!("{shown}: {}", error.kind()));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(io)?;
-    if !file.metadata().map_err(io)?.is_file() {
-        return Err(SkillError::NotAFile(shown));
-    }
-    let limit = skill::LIMITS.max_zip();
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 > limit {
-        return Err(SkillError::TooLarge);
-    }
-    Ok(bytes)
+    skill::read_regular(path, &shown, skill::LIMITS.max_zip())
 }
 
 #[cfg(test)]

@@ -292,7 +292,7 @@ fn read_dir_into(
 /// A regular file's bytes, at most `room` of them: opened without
 /// following a link and without blocking on a FIFO, checked to be a
 /// regular file once open.
-fn read_regular(path: &Path, shown: &str, room: u64) -> Result<Vec<u8>, SkillError> {
+pub(super) fn read_regular(path: &Path, shown: &str, room: u64) -> Result<Vec<u8>, SkillError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     // An error names the file as the skill does, never the server's path.
