@@ -18,7 +18,9 @@ use super::benchtool::patched;
 use super::options::BenchOptions;
 use super::probes::{Spawned, percentile, resident_mib, wrk, wrk_as};
 use super::report::Report;
-use super::wire::{call_status, drop_file, exchange, request, wait_until, wait_until_for};
+use super::wire::{
+    call_status, drop_file, exchange, request, request_with, wait_until, wait_until_for,
+};
 
 const SECTION: &str = "1,000 plugins";
 
@@ -97,9 +99,12 @@ pub(super) fn section(
     )?;
     report.latency(SECTION, "MCP tools/list first page p50/p99 ms", &page);
     let walks: Vec<f64> = (0..if options.quick { 2 } else { 20 })
-        .map(|_| walk_pages(server.address, tools).map(|(elapsed, _)| ms(elapsed)))
+        .map(|_| {
+            walk_pages(server.address, "tools/list", "tools", "", tools)
+                .map(|(elapsed, _)| ms(elapsed))
+        })
         .collect::<anyhow::Result<_>>()?;
-    let (_, pages) = walk_pages(server.address, tools)?;
+    let (_, pages) = walk_pages(server.address, "tools/list", "tools", "", tools)?;
     report.record(
         SECTION,
         "MCP tools/list, every page (pages) p50 ms",
@@ -205,19 +210,25 @@ fn start_listed_with(
     Ok((started.elapsed(), server))
 }
 
-/// Lists every tool over MCP one-shot requests, following `nextCursor`:
-/// how long it took and how many pages it made.
-fn walk_pages(address: SocketAddr, tools: usize) -> anyhow::Result<(Duration, usize)> {
+/// Lists everything a list `method` (`tools/list`, `skills/list`) holds
+/// over MCP one-shot requests with `headers`, following `nextCursor`
+/// through the pages' `key`: how long it took and how many pages it made.
+pub(super) fn walk_pages(
+    address: SocketAddr,
+    method: &str,
+    key: &str,
+    headers: &str,
+    expected: usize,
+) -> anyhow::Result<(Duration, usize)> {
     let started = Instant::now();
     let (mut cursor, mut listed, mut pages) = (None::<String>, 0, 0);
     loop {
         let params = cursor.map_or(json!({}), |cursor| json!({ "cursor": cursor }));
-        let message =
-            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params });
-        let (status, body) = request(address, "POST", "/mcp", &message.to_string())?;
-        anyhow::ensure!(status == 200, "tools/list answered {status}: {body}");
+        let message = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+        let (status, body) = request_with(address, "POST", "/mcp", &message.to_string(), headers)?;
+        anyhow::ensure!(status == 200, "{method} answered {status}: {body}");
         let answer: Value = serde_json::from_str(&body)?;
-        listed += answer["result"]["tools"].as_array().map_or(0, Vec::len);
+        listed += answer["result"][key].as_array().map_or(0, Vec::len);
         pages += 1;
         cursor = answer["result"]["nextCursor"].as_str().map(str::to_string);
         if cursor.is_none() {
@@ -225,8 +236,8 @@ fn walk_pages(address: SocketAddr, tools: usize) -> anyhow::Result<(Duration, us
         }
     }
     anyhow::ensure!(
-        listed == tools,
-        "the pages held {listed} tools, not {tools}"
+        listed == expected,
+        "the pages held {listed} {key}, not {expected}"
     );
     Ok((started.elapsed(), pages))
 }

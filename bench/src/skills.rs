@@ -6,9 +6,8 @@
 //! sees every skill and for one whose set holds one namespace.
 
 use std::path::Path;
-use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::options::BenchOptions;
 use super::probes::{Spawned, wrk_as};
@@ -69,33 +68,13 @@ pub(super) fn section(
         )
         .is_ok_and(|answer| answer.matches("\"uri\":\"skill://").count() >= count.min(100))
     })?;
-    let started = Instant::now();
-    let (mut cursor, mut listed, mut pages) = (None::<String>, 0, 0);
-    loop {
-        let params = cursor.map_or(json!({}), |cursor| json!({ "cursor": cursor }));
-        let message =
-            json!({ "jsonrpc": "2.0", "id": 1, "method": "skills/list", "params": params });
-        let answer = exchange(
-            server.address,
-            "POST",
-            "/mcp",
-            &message.to_string(),
-            &format!("Authorization: Bearer {ALL}\r\n"),
-        )?;
-        let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
-        let answer: Value = serde_json::from_str(body)?;
-        listed += answer["result"]["skills"].as_array().map_or(0, Vec::len);
-        pages += 1;
-        cursor = answer["result"]["nextCursor"].as_str().map(str::to_string);
-        if cursor.is_none() {
-            break;
-        }
-    }
-    let walk = started.elapsed();
-    anyhow::ensure!(
-        listed == count,
-        "the pages held {listed} skills, not {count}"
-    );
+    let (walk, pages) = super::scale::walk_pages(
+        server.address,
+        "skills/list",
+        "skills",
+        &format!("Authorization: Bearer {ALL}\r\n"),
+        count,
+    )?;
     let section = "Skills";
     report.record(
         section,

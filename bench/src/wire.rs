@@ -69,7 +69,18 @@ pub(crate) fn request(
     path: &str,
     body: &str,
 ) -> anyhow::Result<(u16, String)> {
-    let answer = exchange(address, method, path, body, "")?;
+    request_with(address, method, path, body, "")
+}
+
+/// [`request`] with more header lines (each ending in `\r\n`).
+pub(crate) fn request_with(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    body: &str,
+    headers: &str,
+) -> anyhow::Result<(u16, String)> {
+    let answer = exchange(address, method, path, body, headers)?;
     let status = answer
         .split_whitespace()
         .nth(1)
