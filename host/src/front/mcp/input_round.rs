@@ -173,6 +173,15 @@ impl InputRound {
         })
     }
 
+    /// Whether the round stopped (to ask, or on a bad answer): what
+    /// [`InputRound::stopped`] would take.
+    pub(super) fn asked(&self) -> bool {
+        self.stop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
     /// Every answer known to this round (earlier rounds' and the new).
     pub(crate) fn given(&self) -> serde_json::Map<String, Value> {
         self.given.clone().into_iter().collect()
@@ -402,10 +411,25 @@ pub(crate) fn overrides(
     bound_to: &str,
     failed: bool,
 ) -> Option<Result<rmcp::model::InputRequiredResult, McpError>> {
-    if let Some(stopped) = round.stopped(keys, bound_to) {
-        return Some(stopped.map(|Stopped { requests, state }| {
-            rmcp::model::InputRequiredResult::new(Some(requests), Some(state))
-        }));
+    overrides_binding(round, keys, || bound_to.to_string(), failed)
+}
+
+/// [`overrides`], with what the new `requestState` is bound to made only
+/// when the round stopped to ask (a lone call that asked nothing never
+/// hashes its arguments).
+pub(crate) fn overrides_binding(
+    round: &InputRound,
+    keys: &InputKeys,
+    bound_to: impl FnOnce() -> String,
+    failed: bool,
+) -> Option<Result<rmcp::model::InputRequiredResult, McpError>> {
+    if round.asked() {
+        let bound_to = bound_to();
+        if let Some(stopped) = round.stopped(keys, &bound_to) {
+            return Some(stopped.map(|Stopped { requests, state }| {
+                rmcp::model::InputRequiredResult::new(Some(requests), Some(state))
+            }));
+        }
     }
     if failed {
         return round.missing_capability().map(Err);
@@ -426,10 +450,10 @@ pub(crate) fn bind(
     use sha2::Digest;
     // No arguments and `{}` are one call.
     let mut bytes = Vec::new();
-    canonical(
-        &Value::Object(arguments.cloned().unwrap_or_default()),
-        &mut bytes,
-    );
+    match arguments {
+        Some(arguments) => canonical_object(arguments, &mut bytes),
+        None => bytes.extend_from_slice(b"{}"),
+    }
     let digest = sha2::Sha256::digest(&bytes);
     format!("{method}\0{name}\0{}\0{digest:x}", person.unwrap_or(""))
 }
@@ -438,20 +462,7 @@ pub(crate) fn bind(
 /// arguments sent in another order bind the same.
 fn canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push(b'{');
-            for (at, key) in keys.into_iter().enumerate() {
-                if at > 0 {
-                    out.push(b',');
-                }
-                out.extend(Value::String(key.clone()).to_string().into_bytes());
-                out.push(b':');
-                canonical(&map[key], out);
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => canonical_object(map, out),
         Value::Array(items) => {
             out.push(b'[');
             for (at, item) in items.iter().enumerate() {
@@ -462,8 +473,26 @@ fn canonical(value: &Value, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
-        other => out.extend(other.to_string().into_bytes()),
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
+}
+
+/// An object as [`canonical`] writes it: its keys in order.
+fn canonical_object(map: &serde_json::Map<String, Value>, out: &mut Vec<u8>) {
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort();
+    out.push(b'{');
+    for (at, key) in keys.into_iter().enumerate() {
+        if at > 0 {
+            out.push(b',');
+        }
+        let _ = serde_json::to_writer(&mut *out, key);
+        out.push(b':');
+        canonical(&map[key], out);
+    }
+    out.push(b'}');
 }
 
 #[cfg(test)]

@@ -50,7 +50,7 @@ use crate::registry::view::View;
 use self::read::{Lone, MetaKeys, read};
 use super::answer_stream::{StatelessClient, json_response, respond};
 use super::call_answer::call_answer;
-use super::input_round::{InputRound, Relay, bind, overrides};
+use super::input_round::{InputRound, Relay, bind, overrides_binding};
 use crate::runtime::ClientChannel;
 
 mod read;
@@ -132,19 +132,28 @@ impl FastPath {
                             .get::<crate::edge::guard::Requester>()
                             .and_then(|requester| requester.0.as_ref())
                             .map(|identity| identity.name.clone());
-                        let bound = bind(
-                            "tools/call",
-                            &params.name,
-                            person.as_deref(),
-                            params.arguments.as_ref(),
-                        );
+                        // What a requestState would be bound to, made only
+                        // if the tool asks (from the request, read again):
+                        // a lone call that asks nothing hashes nothing.
+                        let request = body.to_vec();
+                        let bound = move || {
+                            let (name, arguments) = match read(&request) {
+                                Some((_, _, Lone::Call(params), _)) => {
+                                    (params.name.to_string(), params.arguments)
+                                }
+                                _ => (String::new(), None),
+                            };
+                            bind("tools/call", &name, person.as_deref(), arguments.as_ref())
+                        };
                         let relay = Relay {
                             log_level,
                             to: notes.clone(),
                         };
+                        // A fresh round opens no requestState: its binding
+                        // is not read.
                         let round = InputRound::open(
                             &self.input_keys,
-                            &bound,
+                            "",
                             Some(capabilities.map(|c| *c).unwrap_or_default()),
                             None,
                             None,
@@ -189,8 +198,9 @@ impl FastPath {
                         &view,
                     )
                     .await;
-                    if let Some((round, bound)) = &round
-                        && let Some(answer) = overrides(round, &keys, bound, envelope.is_error)
+                    if let Some((round, bound)) = round
+                        && let Some(answer) =
+                            overrides_binding(&round, &keys, bound, envelope.is_error)
                     {
                         if answer.as_ref().is_err_and(|error| {
                             error.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
