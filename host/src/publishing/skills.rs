@@ -115,23 +115,23 @@ impl Publishing {
             match form {
                 SkillForm::Zip => {
                     crate::registry::layout::write_by_rename(&zip, &bytes)?;
-                    remove_folder(&folder)?;
+                    remove_path(&folder)?;
                 }
                 SkillForm::Markdown => {
                     // The folder is written whole beside, the old one
                     // moved aside, the new one renamed in, the old removed.
                     let making = dir.join(format!(".{name}.publishing"));
                     let old = dir.join(format!(".{name}.replaced"));
-                    remove_folder(&making)?;
-                    remove_folder(&old)?;
+                    remove_path(&making)?;
+                    remove_path(&old)?;
                     std::fs::create_dir_all(&making)?;
                     std::fs::write(making.join("SKILL.md"), &bytes)?;
                     if std::fs::symlink_metadata(&folder).is_ok() {
                         std::fs::rename(&folder, &old)?;
                     }
                     std::fs::rename(&making, &folder)?;
-                    remove_folder(&old)?;
-                    remove_file(&zip)?;
+                    remove_path(&old)?;
+                    remove_path(&zip)?;
                 }
             }
             Ok(())
@@ -199,8 +199,8 @@ impl Publishing {
             return Err(SkillPublishError::NotThere(name.to_string()));
         }
         tokio::task::spawn_blocking(move || {
-            remove_folder(&folder)?;
-            remove_file(&zip)
+            remove_path(&folder)?;
+            remove_path(&zip)
         })
         .await
         .map_err(|error| SkillPublishError::Io(error.to_string()))?
@@ -266,15 +266,13 @@ fn lock_key(owner: &Owner) -> String {
     }
 }
 
-fn remove_folder(path: &std::path::Path) -> std::io::Result<()> {
+/// Removes what is at `path` (a folder whole, a file, or a link itself),
+/// if anything is.
+fn remove_path(path: &std::path::Path) -> std::io::Result<()> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
         Ok(_) => std::fs::remove_file(path),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(error) => Err(error),
     }
-}
-
-fn remove_file(path: &std::path::Path) -> std::io::Result<()> {
-    remove_folder(path)
 }
