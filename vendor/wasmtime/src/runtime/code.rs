@@ -428,6 +428,12 @@ impl<'a> ModuleWithCode<'a> {
         self.module
     }
 
+    /// (toolhost patch) Where the store's copy of the text section starts.
+    #[inline]
+    pub fn text_start(&self) -> usize {
+        self.store_code.text().as_ptr().addr()
+    }
+
     /// Returns the slice in the text section of the function that
     /// `key` points to.
     #[inline]

@@ -21,10 +21,10 @@ pub struct CompiledModule {
     unique_id: CompiledModuleId,
     engine_code: Arc<EngineCode>,
     module: Arc<Module>,
-    meta: Metadata,
+    meta: Arc<Metadata>,
     index: Arc<CompiledFunctionsTable>,
     /// Sorted list, by function index, of names we have for this module.
-    func_names: Vec<FunctionName>,
+    func_names: Arc<Vec<FunctionName>>,
 }
 
 impl CompiledModule {
@@ -55,9 +55,9 @@ impl CompiledModule {
             unique_id: CompiledModuleId::new(),
             engine_code,
             module: try_new::<Arc<_>>(info.module)?,
-            meta: info.meta,
+            meta: try_new::<Arc<_>>(info.meta)?,
             index,
-            func_names: info.func_names,
+            func_names: try_new::<Arc<_>>(info.func_names)?,
         };
         ret.register_profiling(profiler)?;
 
@@ -77,6 +77,21 @@ impl CompiledModule {
             Some(demangled)
         });
         Ok(())
+    }
+
+    /// (toolhost patch) The same compiled code and metadata described by
+    /// `module`, under a unique ID of its own: `module` must be this one's
+    /// with nothing changed but what the code does not depend on (a
+    /// defined memory's minimum).
+    pub fn with_module(&self, module: Module) -> Result<Self> {
+        Ok(Self {
+            unique_id: CompiledModuleId::new(),
+            engine_code: self.engine_code.clone(),
+            module: try_new::<Arc<_>>(module)?,
+            meta: self.meta.clone(),
+            index: self.index.clone(),
+            func_names: self.func_names.clone(),
+        })
     }
 
     /// Get this module's unique ID. It is unique with respect to a

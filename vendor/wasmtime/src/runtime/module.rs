@@ -151,6 +151,11 @@ struct ModuleInner {
     /// instantiated.
     memory_images: OnceLock<Option<ModuleMemoryImages>>,
 
+    /// (toolhost patch) Each defined function's array-to-wasm trampoline
+    /// and body, as offsets in the text section, packed in one word once
+    /// found (`u64::MAX` until then): see `Module::func_ref_offsets`.
+    func_ref_offsets: Box<[core::sync::atomic::AtomicU64]>,
+
     /// Flag indicating whether this module can be serialized or not.
     #[cfg(any(feature = "cranelift", feature = "winch"))]
     serializable: bool,
@@ -553,6 +558,7 @@ impl Module {
                 engine: engine.clone(),
                 code,
                 memory_images: OnceLock::new(),
+                func_ref_offsets: func_ref_offsets_of(module.module()),
                 module,
                 #[cfg(any(feature = "cranelift", feature = "winch"))]
                 serializable,
@@ -1170,6 +1176,123 @@ impl Module {
         Some(NonNull::new(ptr).unwrap())
     }
 
+    /// (toolhost patch) A module that shares this one's compiled code and
+    /// differs in one thing: its defined memory `memory` starts from
+    /// `image` in place of what its data segments write, and its minimum
+    /// size is `min_bytes`. Instances map `image` copy-on-write as they map
+    /// a module's own; each starts from its own copy, and the pooling
+    /// allocator keeps it mapped in a slot between instances of this
+    /// module, as it does a module's own. The module's data segments must
+    /// be laid by copy-on-write images (a module whose segments need
+    /// running, or an engine without such images, is refused).
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub(crate) fn with_memory_image(
+        &self,
+        memory: wasmtime_environ::MemoryIndex,
+        image: Arc<crate::runtime::vm::MemoryImage>,
+        min_bytes: u64,
+    ) -> Result<Module> {
+        let env = self.env_module();
+        let Some(defined) = env.defined_memory_index(memory) else {
+            bail!("the memory is imported");
+        };
+        ensure!(
+            matches!(
+                env.memory_initialization,
+                wasmtime_environ::MemoryInitialization::Static { .. }
+            ),
+            "the module's memory is not laid by images"
+        );
+        let Some(base) = self.memory_images()? else {
+            bail!("the engine makes no copy-on-write images");
+        };
+        let mut copy: wasmtime_environ::Module =
+            postcard::from_bytes(&postcard::to_allocvec(&**env)?)?;
+        let ty = &mut copy.memories[memory];
+        let page = ty.page_size();
+        ensure!(
+            min_bytes % page == 0,
+            "the minimum is not a whole number of pages"
+        );
+        let min = min_bytes / page;
+        ensure!(
+            min >= ty.limits.min && ty.limits.max.map_or(true, |max| min <= max),
+            "the minimum is outside the memory's limits"
+        );
+        ensure!(
+            u64::try_from(image.end()).unwrap() <= min_bytes,
+            "the image is larger than the memory's minimum"
+        );
+        ty.limits.min = min;
+        let images = base.with_image(defined, image)?;
+        let module = self.inner.module.with_module(copy)?;
+        let offsets = VMOffsets::new(HostPtr, module.module());
+        self.inner
+            .engine
+            .allocator()
+            .validate_module(module.module(), &offsets)?;
+        let memory_images = OnceLock::new();
+        memory_images.get_or_init(|| Some(images));
+        Ok(Self {
+            inner: try_new::<Arc<_>>(ModuleInner {
+                engine: self.inner.engine.clone(),
+                code: self.inner.code.clone(),
+                memory_images,
+                func_ref_offsets: func_ref_offsets_of(module.module()),
+                module,
+                #[cfg(any(feature = "cranelift", feature = "winch"))]
+                serializable: false,
+                offsets,
+                checksum: self.inner.checksum,
+            })?,
+        })
+    }
+
+    /// (toolhost patch) The image and minimum size of this module's
+    /// defined memory `memory`, if it has an image.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub(crate) fn memory_image_of(
+        &self,
+        memory: wasmtime_environ::MemoryIndex,
+    ) -> Result<Option<(Arc<crate::runtime::vm::MemoryImage>, u64)>> {
+        let env = self.env_module();
+        let Some(defined) = env.defined_memory_index(memory) else {
+            return Ok(None);
+        };
+        let Some(images) = self.memory_images()? else {
+            return Ok(None);
+        };
+        let min_bytes = env.memories[memory].minimum_byte_size().unwrap_or(u64::MAX);
+        Ok(images
+            .get_memory_image(defined)
+            .map(|image| (image.clone(), min_bytes)))
+    }
+
+    /// (toolhost patch) Where defined function `index`'s array-to-wasm
+    /// trampoline and body start in the text section: looked up in the
+    /// compiled functions' table once, then kept.
+    #[inline]
+    pub(crate) fn func_ref_offsets(&self, index: wasmtime_environ::DefinedFuncIndex) -> (u32, u32) {
+        use core::sync::atomic::Ordering;
+        use wasmtime_environ::EntityRef;
+        let cell = &self.inner.func_ref_offsets[index.index()];
+        let known = cell.load(Ordering::Relaxed);
+        if known != u64::MAX {
+            return ((known >> 32) as u32, known as u32);
+        }
+        let compiled = self.compiled_module();
+        let module_index = self.env_module().module_index;
+        let array = compiled
+            .function_range(FuncKey::ArrayToWasmTrampoline(module_index, index))
+            .start;
+        let wasm = compiled
+            .function_range(FuncKey::DefinedWasmFunction(module_index, index))
+            .start;
+        let (array, wasm) = (u32::try_from(array).unwrap(), u32::try_from(wasm).unwrap());
+        cell.store((u64::from(array) << 32) | u64::from(wasm), Ordering::Relaxed);
+        (array, wasm)
+    }
+
     pub(crate) fn memory_images(&self) -> Result<Option<&ModuleMemoryImages>> {
         let images = self
             .inner
@@ -1244,6 +1367,13 @@ pub struct ModuleExport {
 fn _assert_send_sync() {
     fn _assert<T: Send + Sync>() {}
     _assert::<Module>();
+}
+
+/// (toolhost patch) A cell per defined function of `module`, none found.
+fn func_ref_offsets_of(module: &wasmtime_environ::Module) -> Box<[core::sync::atomic::AtomicU64]> {
+    (0..module.num_defined_funcs())
+        .map(|_| core::sync::atomic::AtomicU64::new(u64::MAX))
+        .collect()
 }
 
 /// Helper method to construct a `ModuleMemoryImages` for an associated

@@ -85,8 +85,9 @@ struct ComponentInner {
     /// modules.
     code: Arc<EngineCode>,
 
-    /// Metadata produced during compilation.
-    info: CompiledComponentInfo,
+    /// Metadata produced during compilation (shared with the components
+    /// made by `with_memory_image`).
+    info: Arc<CompiledComponentInfo>,
 
     /// The index of compiled functions and their locations in the text section
     /// for this component.
@@ -478,10 +479,117 @@ impl Component {
                 ty,
                 static_modules,
                 code,
-                info,
+                info: Arc::new(info),
                 index,
                 realloc_func_type,
                 checksum,
+            }),
+        })
+    }
+
+    /// (toolhost patch) The core module that defines the memory it exports
+    /// as `export`, and that memory's index in it.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    fn memory_exported_as(
+        &self,
+        export: &str,
+    ) -> Result<(StaticModuleIndex, wasmtime_environ::MemoryIndex)> {
+        let mut found = None;
+        for (index, module) in self.inner.static_modules.iter() {
+            let env = module.env_module();
+            let exported = env
+                .strings
+                .get_atom(export)
+                .and_then(|atom| env.exports.get(&atom));
+            if let Some(wasmtime_environ::EntityIndex::Memory(memory)) = exported {
+                if env.defined_memory_index(*memory).is_some() {
+                    ensure!(
+                        found.is_none(),
+                        "more than one module defines a memory exported as `{export}`"
+                    );
+                    found = Some((index, *memory));
+                }
+            }
+        }
+        found.ok_or_else(|| format_err!("no module defines a memory exported as `{export}`"))
+    }
+
+    /// (toolhost patch) A component that shares this one's compiled code,
+    /// exports and export indices, and differs in one thing: the linear
+    /// memory that one of its core modules defines and exports as `export`
+    /// starts from `memory` (its whole contents, a whole number of pages),
+    /// and its minimum size is that length. What differs from the image the
+    /// memory starts from in this component is held in a file of its own,
+    /// in at most `max_runs` runs of pages (see `MemoryImage::layered`). An
+    /// instance of it starts from its own copy-on-write view of both, as an
+    /// instance of this one starts from its data segments. Returns it, and
+    /// the bytes the image's file holds.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub fn with_memory_image(
+        &self,
+        export: &str,
+        memory: &[u8],
+        max_runs: usize,
+    ) -> Result<(Component, usize)> {
+        let (index, defined) = self.memory_exported_as(export)?;
+        let Some((base, _)) = self.inner.static_modules[index].memory_image_of(defined)? else {
+            bail!("the memory has no copy-on-write image to lay another over");
+        };
+        let (image, held) = crate::runtime::vm::MemoryImage::layered(&base, memory, max_runs)?;
+        let component = self.with_module_image(
+            index,
+            defined,
+            try_new::<Arc<_>>(image)?,
+            u64::try_from(memory.len()).unwrap(),
+        )?;
+        Ok((component, held))
+    }
+
+    /// (toolhost patch) This component with the memory image that `from`
+    /// (made by `with_memory_image` from a component of the same wasm,
+    /// compiled by this engine or another) gives its memory exported as
+    /// `export`: the image is held once, by both.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub fn with_memory_image_of(&self, export: &str, from: &Component) -> Result<Component> {
+        let (index, memory) = self.memory_exported_as(export)?;
+        let (from_index, from_memory) = from.memory_exported_as(export)?;
+        ensure!(
+            index == from_index && memory == from_memory,
+            "the two components are not of the same wasm"
+        );
+        let Some((image, min_bytes)) = from.inner.static_modules[index].memory_image_of(memory)?
+        else {
+            bail!("`from` has no image for that memory");
+        };
+        self.with_module_image(index, memory, image, min_bytes)
+    }
+
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    fn with_module_image(
+        &self,
+        index: StaticModuleIndex,
+        memory: wasmtime_environ::MemoryIndex,
+        image: Arc<crate::runtime::vm::MemoryImage>,
+        min_bytes: u64,
+    ) -> Result<Component> {
+        let module = self.inner.static_modules[index].with_memory_image(memory, image, min_bytes)?;
+        let static_modules = self
+            .inner
+            .static_modules
+            .iter()
+            .map(|(i, m)| if i == index { module.clone() } else { m.clone() })
+            .collect();
+        Ok(Component {
+            inner: Arc::new(ComponentInner {
+                id: self.inner.id,
+                engine: self.inner.engine.clone(),
+                ty: self.inner.ty,
+                static_modules,
+                code: self.inner.code.clone(),
+                info: self.inner.info.clone(),
+                index: self.inner.index.clone(),
+                realloc_func_type: self.inner.realloc_func_type.clone(),
+                checksum: self.inner.checksum,
             }),
         })
     }

@@ -1109,6 +1109,25 @@ impl<T: 'static> InstancePre<T> {
         }
     }
 
+    /// (toolhost patch) This, for `component`: one made from this one's
+    /// component by `Component::with_memory_image(_of)`, whose imports are
+    /// this one's, so the imports resolved here serve it as they are.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub fn for_imaged(&self, component: Component) -> Result<InstancePre<T>> {
+        ensure!(
+            component.id() == self.component.id()
+                && Arc::ptr_eq(component.engine_code(), self.component.engine_code()),
+            "not an image of this component"
+        );
+        Ok(InstancePre {
+            component,
+            imports: self.imports.clone(),
+            resource_types: self.resource_types.clone(),
+            asyncness: self.asyncness,
+            _marker: marker::PhantomData,
+        })
+    }
+
     /// Returns the underlying component that will be instantiated.
     pub fn component(&self) -> &Component {
         &self.component

@@ -24,6 +24,23 @@ pub struct ModuleMemoryImages {
 }
 
 impl ModuleMemoryImages {
+    /// (toolhost patch) These images, with `memory`'s replaced by `image`.
+    pub fn with_image(
+        &self,
+        memory: DefinedMemoryIndex,
+        image: Arc<MemoryImage>,
+    ) -> Result<ModuleMemoryImages> {
+        let mut memories = TryPrimaryMap::with_capacity(self.memories.len())?;
+        for (index, existing) in self.memories.iter() {
+            memories.push(if index == memory {
+                Some(image.clone())
+            } else {
+                existing.clone()
+            })?;
+        }
+        Ok(ModuleMemoryImages { memories })
+    }
+
     /// Get the MemoryImage for a given memory.
     pub fn get_memory_image(&self, defined_index: DefinedMemoryIndex) -> Option<&Arc<MemoryImage>> {
         self.memories[defined_index].as_ref()
@@ -71,6 +88,18 @@ pub struct MemoryImage {
     /// The offset, within `module_source.wasm_data()`, that this image starts
     /// at.
     module_source_offset: usize,
+
+    /// (toolhost patch) For an image laid over another (`MemoryImage::layered`):
+    /// that image, and the runs of pages mapped over it from `source`.
+    layered: Option<Layered>,
+}
+
+/// (toolhost patch) What a layered image maps: its base image, then its runs
+/// of pages from its own file, where each sits in linear memory (its file
+/// holds each page at its place in linear memory).
+struct Layered {
+    base: Arc<MemoryImage>,
+    runs: Vec<(HostAlignedByteCount, HostAlignedByteCount)>,
 }
 
 impl MemoryImage {
@@ -124,6 +153,7 @@ impl MemoryImage {
                             len,
                             module_source: module_source.clone(),
                             module_source_offset: data_range.start,
+                            layered: None,
                         }));
                     }
                 }
@@ -140,13 +170,182 @@ impl MemoryImage {
                 len,
                 module_source: module_source.clone(),
                 module_source_offset: data_range.start,
+                layered: None,
             }));
         }
 
         Ok(None)
     }
 
+    /// (toolhost patch) An image of `memory`, a linear memory's whole
+    /// contents, laid over `base`, the image that memory started from: the
+    /// pages that differ from `base` (and those past it that are not zeros)
+    /// are held in an anonymous sealed file of their own, in runs of at most
+    /// `max_runs` (unchanged pages between two changed ones are taken with
+    /// them), and mapped over `base` where they go. The pages `base` holds
+    /// are not held again. Returns the image and the bytes its file holds.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub fn layered(
+        base: &Arc<MemoryImage>,
+        memory: &[u8],
+        max_runs: usize,
+    ) -> Result<(MemoryImage, usize)> {
+        use std::os::unix::fs::FileExt;
+
+        let page = host_page_size();
+        ensure!(
+            memory.len() % page == 0 && max_runs > 0,
+            "an image's memory is a whole number of pages"
+        );
+        ensure!(base.layered.is_none(), "an image is laid over a module's own");
+        let base_start = base.linear_memory_offset.byte_count();
+        let base_end = base.end();
+        ensure!(base_end <= memory.len(), "the memory is smaller than its base image");
+        let base_bytes = &base.module_source.wasm_data()[base.module_source_offset..][..base.len.byte_count()];
+        let zero = |bytes: &[u8]| bytes.iter().all(|b| *b == 0);
+
+        // The pages that differ, in runs joined across small gaps, and
+        // across larger ones until there are few enough.
+        let changed: Vec<usize> = (0..memory.len())
+            .step_by(page)
+            .filter(|at| {
+                let now = &memory[*at..*at + page];
+                if (base_start..base_end).contains(at) {
+                    now != &base_bytes[at - base_start..][..page]
+                } else {
+                    !zero(now)
+                }
+            })
+            .collect();
+        let mut gap = 4 * page;
+        let runs = loop {
+            let mut runs: Vec<(usize, usize)> = Vec::new();
+            for at in &changed {
+                match runs.last_mut() {
+                    Some((_, end)) if *end + gap >= *at => *end = at + page,
+                    _ => runs.push((*at, at + page)),
+                }
+            }
+            if runs.len() <= max_runs {
+                break runs;
+            }
+            gap *= 2;
+        };
+
+        let start = runs.first().map_or(base_start, |(s, _)| (*s).min(base_start));
+        let end = runs.last().map_or(base_end, |(_, e)| (*e).max(base_end));
+        let memfd = memfd::MemfdOptions::new()
+            .allow_sealing(true)
+            .create("wasm-memory-image-layer")?;
+        let file = memfd.as_file();
+        file.set_len(u64::try_from(end).unwrap())?;
+        let mut held = 0;
+        for (run_start, run_end) in &runs {
+            let mut at = *run_start;
+            while at < *run_end {
+                if zero(&memory[at..at + page]) {
+                    at += page;
+                    continue;
+                }
+                let from = at;
+                while at < *run_end && !zero(&memory[at..at + page]) {
+                    at += page;
+                }
+                file.write_all_at(&memory[from..at], u64::try_from(from).unwrap())?;
+                held += at - from;
+            }
+        }
+        memfd.add_seals(&[
+            memfd::FileSeal::SealGrow,
+            memfd::FileSeal::SealShrink,
+            memfd::FileSeal::SealWrite,
+            memfd::FileSeal::SealSeal,
+        ])?;
+        let file = Arc::new(memfd.into_file());
+        let view = ReadOnlyView::new(&file, end)?;
+        let aligned = |n: usize| HostAlignedByteCount::new(n).expect("page-aligned");
+        Ok((
+            MemoryImage {
+                source: MemoryImageSource::from_file(&file).unwrap(),
+                len: aligned(end - start),
+                source_offset: u64::try_from(start).unwrap(),
+                linear_memory_offset: aligned(start),
+                module_source: Arc::new(view),
+                module_source_offset: start,
+                layered: Some(Layered {
+                    base: base.clone(),
+                    runs: runs
+                        .iter()
+                        .map(|(s, e)| (aligned(*s), aligned(e - s)))
+                        .collect(),
+                }),
+            },
+            held,
+        ))
+    }
+
+    /// (toolhost patch) The bytes this image holds at `at` (in linear
+    /// memory, within the image), into `into`: for a layered image, from
+    /// its runs, its base, or zeros.
+    fn copy_out(&self, at: usize, into: &mut [u8]) {
+        let start = self.linear_memory_offset.byte_count();
+        let Some(layered) = &self.layered else {
+            let bytes = &self.module_source.wasm_data()[self.module_source_offset..];
+            into.copy_from_slice(&bytes[at - start..][..into.len()]);
+            return;
+        };
+        let page = host_page_size();
+        let view = self.module_source.wasm_data();
+        let base = &layered.base;
+        let base_start = base.linear_memory_offset.byte_count();
+        let base_end = base.end();
+        let base_bytes = &base.module_source.wasm_data()[base.module_source_offset..];
+        let mut done = 0;
+        while done < into.len() {
+            let here = at + done;
+            let len = (page - here % page).min(into.len() - done);
+            let out = &mut into[done..done + len];
+            let run = layered
+                .runs
+                .partition_point(|(s, _)| s.byte_count() <= here)
+                .checked_sub(1)
+                .map(|i| layered.runs[i])
+                .filter(|(s, l)| here < s.byte_count() + l.byte_count());
+            if run.is_some() {
+                // The file, and so the view, holds each page at its place
+                // in linear memory.
+                out.copy_from_slice(&view[here..][..len]);
+            } else if (base_start..base_end).contains(&here) {
+                out.copy_from_slice(&base_bytes[here - base_start..][..len]);
+            } else {
+                out.fill(0);
+            }
+            done += len;
+        }
+    }
+
+    /// (toolhost patch) Where the image ends in linear memory.
+    pub fn end(&self) -> usize {
+        self.linear_memory_offset.byte_count() + self.len.byte_count()
+    }
+
     unsafe fn map_at(&self, mmap_base: &MmapOffset) -> Result<()> {
+        if let Some(layered) = &self.layered {
+            unsafe {
+                if !layered.base.len.is_zero() {
+                    layered.base.map_at(mmap_base)?;
+                }
+                for (at, len) in &layered.runs {
+                    mmap_base.map_image_at(
+                        &self.source,
+                        u64::try_from(at.byte_count()).unwrap(),
+                        *at,
+                        *len,
+                    )?;
+                }
+            }
+            return Ok(());
+        }
         unsafe {
             mmap_base.map_image_at(
                 &self.source,
@@ -165,6 +364,77 @@ impl MemoryImage {
             )?;
         }
         Ok(())
+    }
+}
+
+/// (toolhost patch) A file's bytes, mapped shared and read-only.
+#[cfg(all(target_os = "linux", feature = "std"))]
+struct ReadOnlyView {
+    ptr: *const u8,
+    len: usize,
+    _file: Arc<std::fs::File>,
+}
+
+// SAFETY: the mapping is read-only and lives as long as the view.
+#[cfg(all(target_os = "linux", feature = "std"))]
+unsafe impl Send for ReadOnlyView {}
+#[cfg(all(target_os = "linux", feature = "std"))]
+unsafe impl Sync for ReadOnlyView {}
+
+#[cfg(all(target_os = "linux", feature = "std"))]
+impl ReadOnlyView {
+    fn new(file: &Arc<std::fs::File>, len: usize) -> Result<ReadOnlyView> {
+        use std::os::fd::AsRawFd;
+        if len == 0 {
+            return Ok(ReadOnlyView {
+                ptr: core::ptr::NonNull::<u8>::dangling().as_ptr(),
+                len,
+                _file: file.clone(),
+            });
+        }
+        // SAFETY: a fresh shared read-only mapping of a sealed file.
+        let ptr = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        Ok(ReadOnlyView {
+            ptr: ptr.cast(),
+            len,
+            _file: file.clone(),
+        })
+    }
+}
+
+#[cfg(all(target_os = "linux", feature = "std"))]
+impl Drop for ReadOnlyView {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: the mapping made in `new`, unmapped once.
+            unsafe {
+                libc::munmap(self.ptr.cast_mut().cast(), self.len);
+            }
+        }
+    }
+}
+
+#[cfg(all(target_os = "linux", feature = "std"))]
+impl ModuleMemoryImageSource for ReadOnlyView {
+    fn wasm_data(&self) -> &[u8] {
+        // SAFETY: the mapping made in `new`, alive while `self` is.
+        unsafe { core::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    fn mmap(&self) -> Option<&crate::runtime::vm::MmapVec> {
+        None
     }
 }
 
@@ -636,8 +906,6 @@ impl MemoryImageSlot {
             let image_end = image_start + image.len.byte_count();
             let mut region_start = region.as_ptr().addr() - base_addr;
             let region_end = region_start + region.len();
-            let image_bytes = image.module_source.wasm_data();
-            let image_bytes = &image_bytes[image.module_source_offset..][..image.len.byte_count()];
 
             // 1. Zero out the part before the image (if any).
             if let Some(len_before_image) = image_start.checked_sub(region_start) {
@@ -660,7 +928,7 @@ impl MemoryImageSlot {
             if let Some(len_in_image) = image_end.checked_sub(region_start) {
                 let len = len_in_image.min(region.len());
                 let (a, b) = region.split_at_mut(len);
-                a.copy_from_slice(&image_bytes[region_start - image_start..][..len]);
+                image.copy_out(region_start, a);
                 region = b;
                 region_start += len;
 
@@ -800,6 +1068,7 @@ mod test {
             linear_memory_offset,
             module_source: Arc::new(source),
             module_source_offset: 0,
+            layered: None,
         });
 
         struct TestDataSource {
