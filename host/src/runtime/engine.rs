@@ -131,7 +131,8 @@ impl Runtime {
             live: Default::default(),
             compiling: Default::default(),
             held: Default::default(),
-            images: ImageStore::new(snapshot::IMAGES_MAX_BYTES),
+            // Both engines' pools: images may be mapped in either's slots.
+            images: ImageStore::new(snapshot::IMAGES_MAX_BYTES, 4 * max_calls.max(1)),
         }))
     }
 
@@ -551,7 +552,8 @@ impl Runtime {
                         .await
                         .unwrap_or(Err(ImageError::PastDeadline)),
                     ),
-                    (image, _) => image,
+                    (Some(Err(declined)), _) => Some(Err(declined)),
+                    (_, _) => None,
                 };
                 plugin.release_resident(&code);
                 Ok((description, image, module_ran))
@@ -675,14 +677,7 @@ impl Runtime {
                         let instance: Plugin = match kept {
                             Some(instance) => instance,
                             None => {
-                                let instance = code
-                                    .pre
-                                    .instantiate_async(&mut store)
-                                    .instrument(tracing::debug_span!("instantiate"))
-                                    .await?;
-                                Self::lay_image(&plugin, &code, &grants, &mut store, &instance)
-                                    .await?;
-                                instance
+                                Self::fresh_instance(&plugin, &code, &grants, &mut store).await?
                             }
                         };
                         let answer = instance
@@ -851,20 +846,12 @@ impl Runtime {
                         maker.new_store(&plugin, &code, &grants, None, cancel.clone())?;
                     let made = tokio::time::timeout(
                         grants.limits.timeout,
-                        code.pre.instantiate_async(&mut store),
+                        Self::fresh_instance(&plugin, &code, &grants, &mut store),
                     )
                     .await;
                     let Ok(Ok(instance)) = made else {
                         return Ok(());
                     };
-                    let laid = tokio::time::timeout(
-                        grants.limits.timeout,
-                        Self::lay_image(&plugin, &code, &grants, &mut store, &instance),
-                    )
-                    .await;
-                    if !matches!(laid, Ok(Ok(()))) {
-                        return Ok(());
-                    }
                     if plugin.spare.warms() {
                         // The listing has a budget and a deadline of its own.
                         let _ = store.set_fuel(grants.fuel_budget());
@@ -1023,8 +1010,8 @@ impl Runtime {
                         wasmtime::Error::msg(format!("the plugin does not export {what}"))
                     };
                     let outcome = tokio::time::timeout(grants.limits.timeout, async {
-                        let instance = code.pre.instantiate_async(&mut store).await?;
-                        Self::lay_image(&plugin, &code, &grants, &mut store, &instance).await?;
+                        let instance =
+                            Self::fresh_instance(&plugin, &code, &grants, &mut store).await?;
                         Ok(match ask {
                             Ask::ReadResource { uri } => {
                                 let resources = code

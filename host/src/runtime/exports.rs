@@ -90,9 +90,20 @@ impl PluginPre {
 
     pub(crate) async fn instantiate_async(
         &self,
+        store: impl AsContextMut<Data = Sandbox>,
+    ) -> wasmtime::Result<Plugin> {
+        self.instantiate_from(&self.pre, store).await
+    }
+
+    /// An instance of `pre`: this code, or this code with a source's
+    /// image mapped into its memory (`snapshot/image.rs`), whose exports
+    /// are this code's.
+    pub(crate) async fn instantiate_from(
+        &self,
+        pre: &InstancePre<Sandbox>,
         mut store: impl AsContextMut<Data = Sandbox>,
     ) -> wasmtime::Result<Plugin> {
-        let instance = self.pre.instantiate_async(&mut store).await?;
+        let instance = pre.instantiate_async(&mut store).await?;
         let call_tool = if self.checked.load(Ordering::Acquire) {
             instance.get_func(&mut store, self.call_tool)
         } else {

@@ -16,7 +16,7 @@ use crate::runtime::executor::Cancel;
 use crate::runtime::exports::Plugin;
 use crate::runtime::grants::Grants;
 use crate::runtime::sandbox::Sandbox;
-use crate::runtime::snapshot::image::{FreshPages, Image, ImageError, StateFuncs};
+use crate::runtime::snapshot::image::{FreshPages, Image, ImageError, Lay, StateFuncs};
 
 /// A source whose module ran this long as it was described has its image
 /// taken then, before it serves (reading the runtime's memory costs a few
@@ -118,14 +118,26 @@ impl Runtime {
     pub(super) async fn verified(
         &self,
         taking: &Taking<'_>,
-        image: Image,
+        (mut image, memory): (Image, Vec<u8>),
         module_ran: Duration,
     ) -> Result<Image, ImageError> {
+        if let Err(why) = image.map(&self.images, taking.code.pre.instance_pre(), &memory) {
+            tracing::info!(plugin = %taking.plugin.name, %why, "a source's image is not mapped: it is written into each instance");
+        }
+        drop(memory);
         let started = Instant::now();
-        let (mut given, instance) = taking.instance(self).await?;
-        image
-            .apply(taking.funcs, &mut given, instance.instance())
-            .await?;
+        let mut given = self
+            .new_store(
+                taking.plugin,
+                taking.code,
+                taking.grants,
+                None,
+                taking.cancel.clone(),
+            )
+            .map_err(|failure| wasmtime::format_err!("{failure}"))?;
+        let instance = Self::imaged_instance(taking.code, taking.funcs, &image, &mut given)
+            .await?
+            .ok_or_else(|| wasmtime::format_err!("the image could not be mapped"))?;
         taking.code.pre.list_tools(&mut given, &instance).await?;
         let laid = started.elapsed();
         if laid >= module_ran {
@@ -153,6 +165,7 @@ impl Runtime {
                     plugin = %plugin.name,
                     bytes = image.bytes(),
                     runs = image.runs(),
+                    mapped = image.is_mapped(),
                     all_images_hold = self.images.held(),
                     seconds = started.elapsed().as_secs_f64(),
                     "image taken: calls start where its module left off"
@@ -248,21 +261,64 @@ impl Runtime {
         });
     }
 
-    /// Lays a source's image, if one is taken for `grants`, over a fresh
-    /// instance of its runtime.
-    pub(super) async fn lay_image(
+    /// A fresh instance of `plugin`'s code for a call with `grants`: given
+    /// the source's image if one is taken for them, or running the
+    /// source's module itself.
+    pub(super) async fn fresh_instance(
         plugin: &CompiledPlugin,
         code: &Code,
         grants: &Arc<Grants>,
         store: &mut Store<Sandbox>,
-        instance: &Plugin,
-    ) -> wasmtime::Result<()> {
+    ) -> wasmtime::Result<Plugin> {
         if let (Some(funcs), Some(image)) = (code.pre.state(), plugin.image.ready(grants)) {
-            image
-                .apply(funcs, store, instance.instance())
-                .instrument(tracing::debug_span!("image"))
-                .await?;
+            match Self::imaged_instance(code, funcs, &image, store).await? {
+                Some(instance) => return Ok(instance),
+                // Mapped for code no longer served, and not for this one:
+                // taken again, as for new grants.
+                None => plugin.image.clear(),
+            }
         }
-        Ok(())
+        code.pre
+            .instantiate_async(store)
+            .instrument(tracing::debug_span!("instantiate"))
+            .await
+    }
+
+    /// A fresh instance of `code` given `image`: made from the code with
+    /// the image mapped into its memory, then its globals set; or made
+    /// from the code, then the image's bytes written. `None` when the
+    /// image is mapped for other code and cannot be for this.
+    async fn imaged_instance(
+        code: &Code,
+        funcs: &StateFuncs,
+        image: &Image,
+        store: &mut Store<Sandbox>,
+    ) -> wasmtime::Result<Option<Plugin>> {
+        Ok(Some(match image.lay_for(code.pre.instance_pre()) {
+            Lay::Mapped(pre) => {
+                let instance = code
+                    .pre
+                    .instantiate_from(&pre, &mut *store)
+                    .instrument(tracing::debug_span!("instantiate"))
+                    .await?;
+                image
+                    .set_globals(funcs, &mut *store, instance.instance())
+                    .await?;
+                instance
+            }
+            Lay::Written => {
+                let instance = code
+                    .pre
+                    .instantiate_async(&mut *store)
+                    .instrument(tracing::debug_span!("instantiate"))
+                    .await?;
+                image
+                    .apply(funcs, &mut *store, instance.instance())
+                    .instrument(tracing::debug_span!("image"))
+                    .await?;
+                instance
+            }
+            Lay::Not => return Ok(None),
+        }))
     }
 }

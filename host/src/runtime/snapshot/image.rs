@@ -2,9 +2,17 @@
 //! the author's module (imports included) and listed its tools, and
 //! nothing of a caller's. Taken once per version and grants, off the call
 //! path, by comparing that instance's memory with a fresh instance's page
-//! by page; laid over each fresh instance before its call, so the module's
+//! by page; given to each fresh instance before its call, so the module's
 //! work is not paid again. Every call still starts from its own copy: an
 //! image is read, never written.
+//!
+//! Given how: mapped (`Image::map`), the runtime's code made into a
+//! component whose memory starts from the image, wasmtime mapping the
+//! pages that differ from the runtime's own image copy-on-write over it
+//! (vendor/wasmtime/PATCHED.md), so a fresh instance costs one mapping
+//! and a call faults in only what it touches; or, where that cannot be
+//! (the bound), written: the pages that differ copied into each fresh
+//! instance through the runtime's state functions.
 //!
 //! What an image holds is the runtime's memory (the pages that differ from
 //! a fresh instance's, and those it grew) and every mutable global. The
@@ -20,10 +28,11 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use wasmtime::AsContextMut;
-use wasmtime::component::{Component, ComponentExportIndex, Instance, TypedFunc};
+use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre, TypedFunc};
 
-use super::instrument::STATE;
+use super::instrument::{MEMORY_EXPORT, STATE};
 use crate::runtime::grants::Grants;
+use crate::runtime::sandbox::Sandbox;
 
 /// The page an image compares and keeps by.
 const PAGE: usize = 4096;
@@ -87,6 +96,9 @@ type RunsHeld = HashMap<RunKey, Vec<Weak<Run>>>;
 pub(crate) struct ImageStore {
     held: AtomicUsize,
     max: usize,
+    /// The most runs of pages one mapped image lays over the runtime's own
+    /// (each a mapping in every pool slot that holds the image).
+    max_runs: usize,
     /// Every run held now, by where it goes and a hash of its bytes; and
     /// how many entries there were when those no image holds were last
     /// forgotten.
@@ -98,10 +110,15 @@ pub(crate) struct ImageStore {
 }
 
 impl ImageStore {
-    pub(crate) fn new(max: usize) -> Arc<ImageStore> {
+    /// A store of at most `max` bytes, for a pool of `instances`.
+    pub(crate) fn new(max: usize, instances: usize) -> Arc<ImageStore> {
         Arc::new(ImageStore {
             held: AtomicUsize::new(0),
             max,
+            // A process may hold 65,530 mappings (Linux's default
+            // `vm.max_map_count`): the images' runs in every slot together
+            // stay within a quarter of them.
+            max_runs: (16_384 / instances.max(1)).clamp(1, 64),
             runs: Mutex::new((HashMap::new(), 0)),
             fresh: Mutex::new(Vec::new()),
         })
@@ -280,7 +297,37 @@ impl Drop for Batch {
 pub(crate) struct Image {
     globals: Vec<u64>,
     pages: u32,
+    /// The changed bytes, written into each fresh instance; none once the
+    /// image is mapped.
     runs: Vec<Arc<Run>>,
+    /// The image mapped copy-on-write, if it could be (see [`Image::map`]).
+    mapped: Mutex<Option<Mapped>>,
+}
+
+/// A source's image as wasmtime maps a module's own data: the runtime's
+/// code whose memory starts from the whole of the taken instance's
+/// memory, held once in an anonymous sealed file. A fresh instance of it
+/// is given its own copy-on-write view of that file by one mapping (kept
+/// in its pool slot between instances of the same source), and only the
+/// pages a call touches are ever read or copied.
+struct Mapped {
+    /// The code mapped, linked; made again for the code that serves, once
+    /// it changes (the optimised code replacing the baseline).
+    pre: InstancePre<Sandbox>,
+    /// The file's share of the images' bound.
+    _claim: Claim,
+}
+
+/// How a fresh instance is given an image.
+pub(crate) enum Lay {
+    /// Made from this code, whose memory starts from the image: only the
+    /// globals are set.
+    Mapped(InstancePre<Sandbox>),
+    /// Made from the runtime's code, then the changed bytes written.
+    Written,
+    /// Not at all: the image is mapped for code no longer served and could
+    /// not be for this one, so the instance runs the module itself.
+    Not,
 }
 
 /// Why an image was not kept.
@@ -357,7 +404,7 @@ impl Image {
         store: &Arc<ImageStore>,
         mut taken: (impl AsContextMut<Data = S>, &Instance),
         fresh: &FreshPages,
-    ) -> Result<Image, ImageError> {
+    ) -> Result<(Image, Vec<u8>), ImageError> {
         let reset: TypedFunc<(), ()> = taken.1.get_typed_func(&mut taken.0, funcs.reset)?;
         reset.call_async(&mut taken.0, ()).await?;
         let globals: TypedFunc<(), (Vec<u64>,)> =
@@ -375,9 +422,11 @@ impl Image {
         let mut shared = Vec::new();
         let mut kept = 0usize;
         let mut offset = 0u64;
+        let mut memory = Vec::with_capacity(end as usize);
         while offset < end {
             let len = (end - offset).min(u64::from(CHUNK)) as u32;
             let now = read(funcs, &mut taken.0, taken.1, offset as u32, len).await?;
+            memory.extend_from_slice(&now);
             let first_page = offset as usize / PAGE;
             // The changed pages of this chunk, in runs: joined across a few
             // unchanged pages, cut where a shared piece ends.
@@ -418,11 +467,97 @@ impl Image {
             }
             offset += u64::from(len);
         }
-        Ok(Image {
-            globals,
-            pages,
-            runs: shared,
-        })
+        Ok((
+            Image {
+                globals,
+                pages,
+                runs: shared,
+                mapped: Mutex::new(None),
+            },
+            memory,
+        ))
+    }
+
+    /// Maps the image copy-on-write (see [`Mapped`]) for `pre`, the
+    /// runtime's code linked, from `memory`, the whole of the taken
+    /// instance's memory: its runs are let go. Unchanged on an error. The file holds the memory's
+    /// pages that are not all zeros, and claims them from `store`'s bound.
+    /// Where the image cannot be mapped (the bound, a runtime whose memory
+    /// is not laid by images), it is written into each instance, as before.
+    pub(crate) fn map(
+        &mut self,
+        store: &Arc<ImageStore>,
+        pre: &InstancePre<Sandbox>,
+        memory: &[u8],
+    ) -> Result<(), String> {
+        let (component, held) = pre
+            .component()
+            .with_memory_image(MEMORY_EXPORT, memory, store.max_runs)
+            .map_err(|error| format!("{error:#}"))?;
+        let pre = pre
+            .for_imaged(component)
+            .map_err(|error| format!("{error:#}"))?;
+        // Its runs go as the file comes: the two are not held at once
+        // against the bound.
+        let runs = std::mem::take(&mut self.runs);
+        let Some(claim) = store.claim(held) else {
+            self.runs = runs;
+            return Err(format!(
+                "all images together would pass their bound of {} MiB",
+                store.max >> 20
+            ));
+        };
+        drop(runs);
+        self.mapped = Mutex::new(Some(Mapped { pre, _claim: claim }));
+        Ok(())
+    }
+
+    /// How a fresh instance of `pre`, the code served now, is given this
+    /// image.
+    pub(crate) fn lay_for(&self, pre: &InstancePre<Sandbox>) -> Lay {
+        let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(mapped) = mapped.as_mut() else {
+            return Lay::Written;
+        };
+        if mapped.pre.component().image_range() == pre.component().image_range() {
+            return Lay::Mapped(mapped.pre.clone());
+        }
+        match pre
+            .component()
+            .with_memory_image_of(MEMORY_EXPORT, mapped.pre.component())
+            .and_then(|component| pre.for_imaged(component))
+        {
+            Ok(pre) => {
+                mapped.pre = pre.clone();
+                Lay::Mapped(pre)
+            }
+            Err(error) => {
+                tracing::warn!(error = %format!("{error:#}"), "a source's image could not be mapped for the code now served: its calls run its module");
+                Lay::Not
+            }
+        }
+    }
+
+    /// Whether it is mapped copy-on-write.
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.mapped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Sets every global of `instance`, made from the mapped code.
+    pub(crate) async fn set_globals<S: Send>(
+        &self,
+        funcs: &StateFuncs,
+        mut store: impl AsContextMut<Data = S>,
+        instance: &Instance,
+    ) -> wasmtime::Result<()> {
+        let set_globals: TypedFunc<(&[u64],), ()> =
+            instance.get_typed_func(&mut store, funcs.set_globals)?;
+        set_globals
+            .call_async(&mut store, (self.globals.as_slice(),))
+            .await
     }
 
     /// Lays the image over `instance`, fresh: its memory grown to the
@@ -470,9 +605,12 @@ impl Image {
         self.runs.len()
     }
 
-    /// The bytes it holds.
+    /// The bytes it holds: its runs, or the mapped file's pages.
     pub(crate) fn bytes(&self) -> usize {
-        self.runs.iter().map(|run| run.words.len() * 8).sum()
+        match &*self.mapped.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(mapped) => mapped._claim.bytes,
+            None => self.runs.iter().map(|run| run.words.len() * 8).sum(),
+        }
     }
 }
 
@@ -635,7 +773,7 @@ mod tests {
 
     #[test]
     fn a_run_two_images_write_alike_is_held_once_and_the_bound_holds() {
-        let store = ImageStore::new(3 * PAGE);
+        let store = ImageStore::new(3 * PAGE, 128);
         let page = vec![7u8; PAGE];
         let first = store.share(0, &page).unwrap();
         let again = store.share(0, &page).unwrap();

@@ -31,10 +31,13 @@ use wasmparser as wp;
 use super::accessor::{FUNCS, Global};
 
 /// Which rewrite this is: part of the rewritten runtime's cache key.
-pub(crate) const VERSION: u32 = 4;
+pub(crate) const VERSION: u32 = 5;
 
 /// libc's reset of its table of preopened folders (wasi-libc).
 const PREOPENS_RESET: &str = "__wasilibc_reset_preopens";
+
+/// The name the module that defines the runtime's memory exports it as.
+pub(crate) const MEMORY_EXPORT: &str = "toolhost-memory";
 
 /// The instance the rewritten component exports.
 pub(crate) const STATE: &str = "toolhost:snapshot/state";
@@ -129,14 +132,15 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
             if memory.is_some() {
                 return Err(InstrumentError::Unsupported("more than one memory"));
             }
-            let name = match state.exported(wp::ExternalKind::Memory, *index) {
-                Some(name) => name,
-                None => {
-                    let name = "toolhost-memory".to_string();
-                    added.push((name.clone(), enc::ExportKind::Memory, *index));
-                    name
-                }
-            };
+            // Exported under a name of its own (as well as any it has),
+            // by which the host finds the module that defines it to map
+            // a source's image into it (`image.rs`).
+            let name = MEMORY_EXPORT.to_string();
+            if !state.exports.iter().any(|(n, kind, i)| {
+                n == MEMORY_EXPORT && *kind == wp::ExternalKind::Memory && i == index
+            }) {
+                added.push((name.clone(), enc::ExportKind::Memory, *index));
+            }
             memory = Some((instance, name, *ty));
         }
         if state

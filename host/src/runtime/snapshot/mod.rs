@@ -7,6 +7,8 @@
 mod accessor;
 pub(crate) mod image;
 pub(crate) mod instrument;
+#[cfg(test)]
+mod mapping_tests;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
