@@ -34,7 +34,7 @@ use super::snapshot::{
     image::{Image, ImageError, ImageStore},
 };
 use super::usage::CallUsage;
-use super::warm::{Filling, KeptInstances, Shelf, Spare, Taken};
+use super::warm::{Filling, KeptInstances, SPARE_WAIT, Shelf, Spare, Taken};
 
 pub struct Runtime {
     /// Both compilers and the cache, shared with the optimiser.
@@ -627,11 +627,21 @@ impl Runtime {
         // the guest code took on a machine otherwise idle (a workshop's
         // pace). A spare of replaced code or older grants is torn down on
         // a guest thread, and the call goes there to make its own.
+        // One being made, when the call comes (a caller right behind its
+        // last call), is waited for: it is ready sooner than an instance
+        // the call would make.
         let spare = match grants.reuse_instance {
             None if !plugin.inline => {
-                plugin
-                    .spare
-                    .take(&plugin.code.load(), &grants, self.executor.guests())
+                let take = || {
+                    plugin
+                        .spare
+                        .take(&plugin.code.load(), &grants, self.executor.guests())
+                };
+                match take() {
+                    Some(taken) => Some(taken),
+                    None if plugin.spare.wait_while_filling(SPARE_WAIT).await => take(),
+                    None => None,
+                }
             }
             _ => None,
         };

@@ -30,8 +30,10 @@
 //! references, `ref.func`, and the page faults of a fresh memory;
 //! bench/README.md, "Big components" and "Sixth pass"), so a caller who is
 //! not right behind another call of the same plugin gets an answer in the
-//! time of the call alone. Calls that follow each other
-//! faster than a spare is made instantiate their own, as before.
+//! time of the call alone. A call that comes while its spare is being
+//! made (right behind the call before) waits for it, up to
+//! [`SPARE_WAIT`]: it is ready sooner than an instance the call would
+//! make; past that, the call makes its own.
 //!
 //! Kept instances, spares and instances being torn down hold pool slots, so their number over all plugins is
 //! capped (the pool has room for that many beside `max_calls` running
@@ -260,6 +262,9 @@ struct SpareSlot {
     /// while a spare waits for them, so its next spare may take the place
     /// of one no call has taken yet (`KeptInstances::claim_spare`).
     used: AtomicBool,
+    /// Told when a fill ends, filled or not: a call that found the spare
+    /// being made waits for it (`Spare::wait_while_filling`).
+    filled: tokio::sync::Notify,
 }
 
 /// An instance no call has used, with its store.
@@ -285,8 +290,16 @@ pub(crate) struct Filling(Spare);
 impl Drop for Filling {
     fn drop(&mut self) {
         (self.0).0.filling.store(false, Ordering::Release);
+        (self.0).0.filled.notify_waiters();
     }
 }
+
+/// The longest a call that finds its plugin's spare being made waits for
+/// it, rather than making its own instance. A spare being made is most of
+/// the way there (it began as the call before answered), so the wait is
+/// shorter than making an instance; should the fill be held up (no free
+/// slot), the call makes its own after this.
+pub(crate) const SPARE_WAIT: Duration = Duration::from_millis(3);
 
 impl Prepared {
     /// The code it was made of.
@@ -363,6 +376,18 @@ impl Spare {
             guests.spawn_blocking(move || drop(prepared));
             None
         }
+    }
+
+    /// Waits, at most `bound`, for the spare being made, if one is: true
+    /// if one was, and its fill has ended (filled or not) since.
+    pub(crate) async fn wait_while_filling(&self, bound: Duration) -> bool {
+        let notified = self.0.filled.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if !self.0.filling.load(Ordering::Acquire) {
+            return false;
+        }
+        tokio::time::timeout(bound, notified).await.is_ok()
     }
 
     /// The right to fill this spare: `None` while it is full or another
