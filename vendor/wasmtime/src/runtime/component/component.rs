@@ -522,19 +522,19 @@ impl Component {
     /// memory starts from in this component is held in a file of its own,
     /// in at most `max_runs` runs of pages (see `MemoryImage::layered`). An
     /// instance of it starts from its own copy-on-write view of both, as an
-    /// instance of this one starts from its data segments. Returns it, and
-    /// the bytes the image's file holds.
+    /// instance of this one starts from its data segments. Laid `over`
+    /// another such component's image (one of the same wasm, itself laid
+    /// over the module's own), only what differs from that one is held.
+    /// Returns it, and the bytes the image's file holds.
     #[cfg(all(target_os = "linux", feature = "std"))]
     pub fn with_memory_image(
         &self,
         export: &str,
         memory: &[u8],
         max_runs: usize,
+        over: Option<&Component>,
     ) -> Result<(Component, usize)> {
-        let (index, defined) = self.memory_exported_as(export)?;
-        let Some((base, _)) = self.inner.static_modules[index].memory_image_of(defined)? else {
-            bail!("the memory has no copy-on-write image to lay another over");
-        };
+        let (index, defined, base) = self.image_beneath(export, over)?;
         let (image, held) = crate::runtime::vm::MemoryImage::layered(&base, memory, max_runs)?;
         let component = self.with_module_image(
             index,
@@ -543,6 +543,54 @@ impl Component {
             u64::try_from(memory.len()).unwrap(),
         )?;
         Ok((component, held))
+    }
+
+    /// (toolhost patch) The bytes in which `memory` differs from the image
+    /// `with_memory_image` would lay it over (`over`'s, or this
+    /// component's own): the least its image would hold.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub fn memory_image_cost(
+        &self,
+        export: &str,
+        memory: &[u8],
+        over: Option<&Component>,
+    ) -> Result<usize> {
+        let (_, _, base) = self.image_beneath(export, over)?;
+        ensure!(
+            base.end() <= memory.len(),
+            "the memory is smaller than that image"
+        );
+        Ok(base.bytes_differing(memory))
+    }
+
+    /// (toolhost patch) The module and memory `export` names, and the image
+    /// an image of it is laid over: `over`'s (a component made by
+    /// `with_memory_image` from this wasm), or the module's own.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    fn image_beneath(
+        &self,
+        export: &str,
+        over: Option<&Component>,
+    ) -> Result<(
+        StaticModuleIndex,
+        wasmtime_environ::MemoryIndex,
+        Arc<crate::runtime::vm::MemoryImage>,
+    )> {
+        let (index, defined) = self.memory_exported_as(export)?;
+        let beneath = match over {
+            Some(over) => {
+                ensure!(
+                    over.memory_exported_as(export)? == (index, defined),
+                    "the two components are not of the same wasm"
+                );
+                over.inner.static_modules[index].memory_image_of(defined)?
+            }
+            None => self.inner.static_modules[index].memory_image_of(defined)?,
+        };
+        let Some((base, _)) = beneath else {
+            bail!("the memory has no copy-on-write image to lay another over");
+        };
+        Ok((index, defined, base))
     }
 
     /// (toolhost patch) This component with the memory image that `from`

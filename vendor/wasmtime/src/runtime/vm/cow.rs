@@ -197,26 +197,11 @@ impl MemoryImage {
             memory.len() % page == 0 && max_runs > 0,
             "an image's memory is a whole number of pages"
         );
-        ensure!(base.layered.is_none(), "an image is laid over a module's own");
-        let base_start = base.linear_memory_offset.byte_count();
-        let base_end = base.end();
-        ensure!(base_end <= memory.len(), "the memory is smaller than its base image");
-        let base_bytes = &base.module_source.wasm_data()[base.module_source_offset..][..base.len.byte_count()];
+        ensure!(base.depth() < 2, "an image is laid over at most one other layer");
+        ensure!(base.end() <= memory.len(), "the memory is smaller than its base image");
         let zero = |bytes: &[u8]| bytes.iter().all(|b| *b == 0);
-
-        // The pages that differ, in runs joined across small gaps, and
-        // across larger ones until there are few enough.
-        let changed: Vec<usize> = (0..memory.len())
-            .step_by(page)
-            .filter(|at| {
-                let now = &memory[*at..*at + page];
-                if (base_start..base_end).contains(at) {
-                    now != &base_bytes[at - base_start..][..page]
-                } else {
-                    !zero(now)
-                }
-            })
-            .collect();
+        let changed = base.changed_pages(memory);
+        let (base_start, base_end) = (base.linear_memory_offset.byte_count(), base.end());
         let mut gap = 4 * page;
         let runs = loop {
             let mut runs: Vec<(usize, usize)> = Vec::new();
@@ -284,6 +269,41 @@ impl MemoryImage {
         ))
     }
 
+    /// (toolhost patch) How many layers this image is: 0 for a module's
+    /// own, 1 for one laid over it, 2 for one laid over that.
+    fn depth(&self) -> usize {
+        self.layered.as_ref().map_or(0, |layered| 1 + layered.base.depth())
+    }
+
+    /// (toolhost patch) Where `memory` (a linear memory's whole contents, a
+    /// whole number of pages) differs from this image, page by page: the
+    /// offset of each page that differs, or that is past the image and
+    /// not zeros.
+    fn changed_pages(&self, memory: &[u8]) -> Vec<usize> {
+        let page = host_page_size();
+        let (start, end) = (self.linear_memory_offset.byte_count(), self.end());
+        let mut was = vec![0u8; page];
+        (0..memory.len() - memory.len() % page)
+            .step_by(page)
+            .filter(|at| {
+                let now = &memory[*at..*at + page];
+                if (start..end).contains(at) {
+                    self.copy_out(*at, &mut was);
+                    now != &was[..]
+                } else {
+                    now.iter().any(|b| *b != 0)
+                }
+            })
+            .collect()
+    }
+
+    /// (toolhost patch) The bytes that differ between `memory` and this
+    /// image, in whole pages: what an image of `memory` laid over this one
+    /// would hold at least.
+    pub fn bytes_differing(&self, memory: &[u8]) -> usize {
+        self.changed_pages(memory).len() * host_page_size()
+    }
+
     /// (toolhost patch) The bytes this image holds at `at` (in linear
     /// memory, within the image), into `into`: for a layered image, from
     /// its runs, its base, or zeros.
@@ -299,7 +319,6 @@ impl MemoryImage {
         let base = &layered.base;
         let base_start = base.linear_memory_offset.byte_count();
         let base_end = base.end();
-        let base_bytes = &base.module_source.wasm_data()[base.module_source_offset..];
         let mut done = 0;
         while done < into.len() {
             let here = at + done;
@@ -316,7 +335,7 @@ impl MemoryImage {
                 // in linear memory.
                 out.copy_from_slice(&view[here..][..len]);
             } else if (base_start..base_end).contains(&here) {
-                out.copy_from_slice(&base_bytes[here - base_start..][..len]);
+                base.copy_out(here, out);
             } else {
                 out.fill(0);
             }
