@@ -107,6 +107,9 @@ pub(crate) struct ImageStore {
     /// every source of that runtime (a source is read only once it runs),
     /// so read once per code, while that code lives.
     fresh: Mutex<Vec<FreshOf>>,
+    /// The layers laid over the runtime's own image, most recent last:
+    /// what another may be laid over.
+    layers: Mutex<Vec<Weak<Layer>>>,
 }
 
 impl ImageStore {
@@ -121,7 +124,28 @@ impl ImageStore {
             max_runs: (16_384 / instances.max(1)).clamp(1, 64),
             runs: Mutex::new((HashMap::new(), 0)),
             fresh: Mutex::new(Vec::new()),
+            layers: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The most recent layers laid over the runtime's own image, live.
+    fn layers(&self) -> Vec<Arc<Layer>> {
+        let mut layers = self.layers.lock().unwrap_or_else(|e| e.into_inner());
+        layers.retain(|layer| layer.strong_count() > 0);
+        layers
+            .iter()
+            .rev()
+            .filter_map(Weak::upgrade)
+            .take(LAYERS_TRIED)
+            .collect()
+    }
+
+    fn keep_layer(&self, layer: &Arc<Layer>) {
+        let mut layers = self.layers.lock().unwrap_or_else(|e| e.into_inner());
+        layers.push(Arc::downgrade(layer));
+        if layers.len() > 4 * LAYERS_TRIED {
+            layers.remove(0);
+        }
     }
 
     /// What a fresh instance of `code` holds, if it was read.
@@ -305,18 +329,35 @@ pub(crate) struct Image {
 }
 
 /// A source's image as wasmtime maps a module's own data: the runtime's
-/// code whose memory starts from the whole of the taken instance's
-/// memory, held once in an anonymous sealed file. A fresh instance of it
-/// is given its own copy-on-write view of that file by one mapping (kept
-/// in its pool slot between instances of the same source), and only the
-/// pages a call touches are ever read or copied.
+/// code whose memory starts from the taken instance's memory, laid over
+/// the runtime's own image or over another source's (see [`Layer`]). A
+/// fresh instance of it is given its own copy-on-write view by a few
+/// mappings (kept in its pool slot between instances of the same source),
+/// and only the pages a call touches are ever read or copied.
 struct Mapped {
     /// The code mapped, linked; made again for the code that serves, once
     /// it changes (the optimised code replacing the baseline).
     pre: InstancePre<Sandbox>,
-    /// The file's share of the images' bound.
-    _claim: Claim,
+    layer: Arc<Layer>,
 }
+
+/// The pages of one mapped image that differ from what it is laid over,
+/// in a sealed file of their own: over the runtime's own image, or over
+/// another source's layer where that one is nearer (thirty sources that
+/// import the same packages differ from each other in a few pages, and
+/// from the runtime in megabytes). Held while any image laid over it is.
+pub(crate) struct Layer {
+    /// The runtime's code with the image (what another is laid over).
+    component: Component,
+    /// The file's share of the images' bound.
+    claim: Claim,
+    /// The layer beneath, whose file is mapped under this one's.
+    _over: Option<Arc<Layer>>,
+}
+
+/// How many layers laid over the runtime's own image are tried as what a
+/// new image is laid over: the most recent.
+const LAYERS_TRIED: usize = 4;
 
 /// How a fresh instance is given an image.
 pub(crate) enum Lay {
@@ -490,13 +531,43 @@ impl Image {
         pre: &InstancePre<Sandbox>,
         memory: &[u8],
     ) -> Result<(), String> {
-        let (component, held) = pre
-            .component()
-            .with_memory_image(MEMORY_EXPORT, memory, store.max_runs)
-            .map_err(|error| format!("{error:#}"))?;
-        let pre = pre
-            .for_imaged(component)
-            .map_err(|error| format!("{error:#}"))?;
+        let runtime = pre.component();
+        let why = |error: wasmtime::Error| format!("{error:#}");
+        // Laid over whichever is nearest: the runtime's own image, or a
+        // recent layer over it.
+        let mut over: Option<Arc<Layer>> = None;
+        let mut least = runtime
+            .memory_image_cost(MEMORY_EXPORT, memory, None)
+            .map_err(why)?;
+        for layer in store.layers() {
+            if let Ok(cost) =
+                runtime.memory_image_cost(MEMORY_EXPORT, memory, Some(&layer.component))
+                && cost < least
+            {
+                (least, over) = (cost, Some(layer));
+            }
+        }
+        // Each layer's runs are mappings in every pool slot that holds the
+        // image: two layers share the budget.
+        let max_runs = (store.max_runs / 2).max(1);
+        let laid = |over: Option<&Arc<Layer>>| {
+            runtime.with_memory_image(
+                MEMORY_EXPORT,
+                memory,
+                max_runs,
+                over.map(|layer| &layer.component),
+            )
+        };
+        let (component, held) = match laid(over.as_ref()) {
+            Ok(laid) => laid,
+            // Over the runtime's own, then.
+            Err(_) if over.is_some() => {
+                over = None;
+                laid(None).map_err(why)?
+            }
+            Err(error) => return Err(why(error)),
+        };
+        let mapped = pre.for_imaged(component.clone()).map_err(why)?;
         // Its runs go as the file comes: the two are not held at once
         // against the bound.
         let runs = std::mem::take(&mut self.runs);
@@ -508,7 +579,16 @@ impl Image {
             ));
         };
         drop(runs);
-        self.mapped = Mutex::new(Some(Mapped { pre, _claim: claim }));
+        let first = over.is_none();
+        let layer = Arc::new(Layer {
+            component,
+            claim,
+            _over: over,
+        });
+        if first {
+            store.keep_layer(&layer);
+        }
+        self.mapped = Mutex::new(Some(Mapped { pre: mapped, layer }));
         Ok(())
     }
 
@@ -608,7 +688,7 @@ impl Image {
     /// The bytes it holds: its runs, or the mapped file's pages.
     pub(crate) fn bytes(&self) -> usize {
         match &*self.mapped.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(mapped) => mapped._claim.bytes,
+            Some(mapped) => mapped.layer.claim.bytes,
             None => self.runs.iter().map(|run| run.words.len() * 8).sum(),
         }
     }

@@ -3,8 +3,9 @@
 //! component small enough to compile twice in a test: an instance of the
 //! imaged component starts from the image (pages changed, zeroed and
 //! grown past the module's own), never from what an instance before it in
-//! the same pool slot wrote; the image serves another compile of the same
-//! wasm (the optimised code, once it replaces the baseline code); and the
+//! the same pool slot wrote; an image laid over another holds only what
+//! differs from it; the image serves another compile of the same wasm
+//! (the optimised code, once it replaces the baseline code); and the
 //! runtime's own component, in the same pool, still starts from its own
 //! data.
 
@@ -98,7 +99,7 @@ fn an_imaged_instance_starts_from_the_image_however_its_slot_was_left() {
     let (component, pre) = linked(&engine);
     for max_runs in [8, 1] {
         let (imaged, held) = component
-            .with_memory_image(MEMORY_EXPORT, &memory(), max_runs)
+            .with_memory_image(MEMORY_EXPORT, &memory(), max_runs, None)
             .unwrap();
         // Three host pages differ from the module's own (or are grown),
         // and only they are held: the rest maps the module's own image,
@@ -123,7 +124,7 @@ fn an_image_serves_another_compile_of_the_same_wasm_and_no_other() {
     let engine = engine();
     let (component, pre) = linked(&engine);
     let (imaged, _) = component
-        .with_memory_image(MEMORY_EXPORT, &memory(), 8)
+        .with_memory_image(MEMORY_EXPORT, &memory(), 8, None)
         .unwrap();
     // The optimised code, in the runtime, is another compile of the same
     // wasm: the image is given to it as it is.
@@ -137,11 +138,66 @@ fn an_image_serves_another_compile_of_the_same_wasm_and_no_other() {
     assert!(again_pre.for_imaged(imaged.clone()).is_err());
     assert!(pre.for_imaged(imaged).is_ok());
     // Only a memory a module defines and exports by that name.
-    assert!(component.with_memory_image("memory", &memory(), 8).is_err());
+    assert!(
+        component
+            .with_memory_image("memory", &memory(), 8, None)
+            .is_err()
+    );
     // An image smaller than the module's own memory is refused.
     assert!(
         component
-            .with_memory_image(MEMORY_EXPORT, &memory()[..PAGE], 8)
+            .with_memory_image(MEMORY_EXPORT, &memory()[..PAGE], 8, None)
+            .is_err()
+    );
+}
+
+#[test]
+fn an_image_laid_over_another_holds_only_what_differs_from_it() {
+    let engine = engine();
+    let (component, pre) = linked(&engine);
+    let (first, _) = component
+        .with_memory_image(MEMORY_EXPORT, &memory(), 8, None)
+        .unwrap();
+    let mut near = memory();
+    near[200] = b'Z';
+    // One page differs from the first image, three from the module's own.
+    assert_eq!(
+        component
+            .memory_image_cost(MEMORY_EXPORT, &near, Some(&first))
+            .unwrap(),
+        4096
+    );
+    assert_eq!(
+        component
+            .memory_image_cost(MEMORY_EXPORT, &near, None)
+            .unwrap(),
+        3 * 4096
+    );
+    let (second, held) = component
+        .with_memory_image(MEMORY_EXPORT, &near, 8, Some(&first))
+        .unwrap();
+    assert_eq!(held, 4096);
+    let second_pre = pre.for_imaged(second.clone()).unwrap();
+    let first_pre = pre.for_imaged(first.clone()).unwrap();
+    let at = [0, 4, 200, 70001, 150_000];
+    for _ in 0..4 {
+        let (read, pages) = read_then_write(&engine, &second_pre, &at);
+        assert_eq!(
+            (read, pages),
+            ([b'M', b'-', b'Z', b'a', b'g'].map(u32::from).to_vec(), 3)
+        );
+        expect_image(read_then_write(&engine, &first_pre, &AT));
+    }
+    // Not over an image larger than the memory.
+    assert!(
+        component
+            .memory_image_cost(MEMORY_EXPORT, &memory()[..2 * PAGE], Some(&first))
+            .is_err()
+    );
+    // Two layers at most.
+    assert!(
+        component
+            .with_memory_image(MEMORY_EXPORT, &memory(), 8, Some(&second))
             .is_err()
     );
 }
