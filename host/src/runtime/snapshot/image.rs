@@ -626,7 +626,8 @@ impl Image {
             .is_some()
     }
 
-    /// Sets every global of `instance`, made from the mapped code.
+    /// Sets every global of `instance`: made from the mapped code, or
+    /// written (`apply`).
     pub(crate) async fn set_globals<S: Send>(
         &self,
         funcs: &StateFuncs,
@@ -672,12 +673,7 @@ impl Image {
                 .call_async(&mut store, (batch.as_slice(),))
                 .await?;
         }
-        let set_globals: TypedFunc<(&[u64],), ()> =
-            instance.get_typed_func(&mut store, funcs.set_globals)?;
-        set_globals
-            .call_async(&mut store, (self.globals.as_slice(),))
-            .await?;
-        Ok(())
+        self.set_globals(funcs, store, instance).await
     }
 
     /// How many runs of bytes it writes.
