@@ -36,16 +36,21 @@ pub(super) struct Taking<'a> {
 }
 
 impl Taking<'_> {
-    /// A fresh instance of the runtime, with these grants, in a store of
-    /// its own.
-    async fn instance(&self, runtime: &Runtime) -> wasmtime::Result<(Store<Sandbox>, Plugin)> {
-        let mut store = runtime.new_store(
+    /// A store of its own, with these grants.
+    fn store(&self, runtime: &Runtime) -> wasmtime::Result<Store<Sandbox>> {
+        Ok(runtime.new_store(
             self.plugin,
             self.code,
             self.grants,
             None,
             self.cancel.clone(),
-        )?;
+        )?)
+    }
+
+    /// A fresh instance of the runtime, with these grants, in a store of
+    /// its own.
+    async fn instance(&self, runtime: &Runtime) -> wasmtime::Result<(Store<Sandbox>, Plugin)> {
+        let mut store = self.store(runtime)?;
         let instance = self.code.pre.instantiate_async(&mut store).await?;
         Ok((store, instance))
     }
@@ -127,15 +132,7 @@ impl Runtime {
         }
         drop(memory);
         let started = Instant::now();
-        let mut given = self
-            .new_store(
-                taking.plugin,
-                taking.code,
-                taking.grants,
-                None,
-                taking.cancel.clone(),
-            )
-            .map_err(|failure| wasmtime::format_err!("{failure}"))?;
+        let mut given = taking.store(self)?;
         let instance = Self::imaged_instance(taking.code, taking.funcs, &image, &mut given)
             .await?
             .ok_or_else(|| wasmtime::format_err!("the image could not be mapped"))?;

@@ -521,10 +521,11 @@ impl Image {
 
     /// Maps the image copy-on-write (see [`Mapped`]) for `pre`, the
     /// runtime's code linked, from `memory`, the whole of the taken
-    /// instance's memory: its runs are let go. Unchanged on an error. The file holds the memory's
-    /// pages that are not all zeros, and claims them from `store`'s bound.
-    /// Where the image cannot be mapped (the bound, a runtime whose memory
-    /// is not laid by images), it is written into each instance, as before.
+    /// instance's memory: its runs are let go. Its [`Layer`] holds the
+    /// pages that differ from what it is laid over, and claims them from
+    /// `store`'s bound. Unchanged on an error: where the image cannot be
+    /// mapped (the bound, a runtime whose memory is not laid by images),
+    /// it is written into each instance, as before.
     pub(crate) fn map(
         &mut self,
         store: &Arc<ImageStore>,

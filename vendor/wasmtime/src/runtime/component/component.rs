@@ -534,7 +534,7 @@ impl Component {
         max_runs: usize,
         over: Option<&Component>,
     ) -> Result<(Component, usize)> {
-        let (index, defined, base) = self.image_beneath(export, over)?;
+        let (index, defined, base, _) = self.image_beneath(export, over)?;
         let (image, held) = crate::runtime::vm::MemoryImage::layered(&base, memory, max_runs)?;
         let component = self.with_module_image(
             index,
@@ -555,7 +555,7 @@ impl Component {
         memory: &[u8],
         over: Option<&Component>,
     ) -> Result<usize> {
-        let (_, _, base) = self.image_beneath(export, over)?;
+        let (_, _, base, _) = self.image_beneath(export, over)?;
         ensure!(
             base.end() <= memory.len(),
             "the memory is smaller than that image"
@@ -564,8 +564,10 @@ impl Component {
     }
 
     /// (toolhost patch) The module and memory `export` names, and the image
-    /// an image of it is laid over: `over`'s (a component made by
-    /// `with_memory_image` from this wasm), or the module's own.
+    /// an image of it is laid over, with the memory's minimum size in the
+    /// component it is taken from: `over`'s (a component made by
+    /// `with_memory_image` from this wasm, compiled by this engine or
+    /// another), or the module's own.
     #[cfg(all(target_os = "linux", feature = "std"))]
     fn image_beneath(
         &self,
@@ -575,6 +577,7 @@ impl Component {
         StaticModuleIndex,
         wasmtime_environ::MemoryIndex,
         Arc<crate::runtime::vm::MemoryImage>,
+        u64,
     )> {
         let (index, defined) = self.memory_exported_as(export)?;
         let beneath = match over {
@@ -587,10 +590,10 @@ impl Component {
             }
             None => self.inner.static_modules[index].memory_image_of(defined)?,
         };
-        let Some((base, _)) = beneath else {
+        let Some((base, min_bytes)) = beneath else {
             bail!("the memory has no copy-on-write image to lay another over");
         };
-        Ok((index, defined, base))
+        Ok((index, defined, base, min_bytes))
     }
 
     /// (toolhost patch) This component with the memory image that `from`
@@ -599,16 +602,7 @@ impl Component {
     /// `export`: the image is held once, by both.
     #[cfg(all(target_os = "linux", feature = "std"))]
     pub fn with_memory_image_of(&self, export: &str, from: &Component) -> Result<Component> {
-        let (index, memory) = self.memory_exported_as(export)?;
-        let (from_index, from_memory) = from.memory_exported_as(export)?;
-        ensure!(
-            index == from_index && memory == from_memory,
-            "the two components are not of the same wasm"
-        );
-        let Some((image, min_bytes)) = from.inner.static_modules[index].memory_image_of(memory)?
-        else {
-            bail!("`from` has no image for that memory");
-        };
+        let (index, memory, image, min_bytes) = self.image_beneath(export, Some(from))?;
         self.with_module_image(index, memory, image, min_bytes)
     }
 

@@ -253,10 +253,12 @@ impl MemoryImage {
             MemoryImage {
                 source: MemoryImageSource::from_file(&file).unwrap(),
                 len: aligned(end - start),
-                source_offset: u64::try_from(start).unwrap(),
+                // Unused for a layered image: its runs map and read at
+                // their places in linear memory, which are their file's.
+                source_offset: 0,
                 linear_memory_offset: aligned(start),
                 module_source: Arc::new(view),
-                module_source_offset: start,
+                module_source_offset: 0,
                 layered: Some(Layered {
                     base: base.clone(),
                     runs: runs

@@ -886,12 +886,16 @@ impl Instance {
         let func = &module.functions[index];
         let type_index = func.signature.unwrap_engine_type_index();
         let vmctx_offset = self.offsets().vmctx_func_ref(func.func_ref);
-        // (toolhost patch) The fast way: the function's two places in the
-        // text section, found once per module, and the text section, found
-        // once per instance. A dynamically linked runtime makes thousands
-        // of function references as each instance starts, and looking both
-        // up for each was a third of its instantiation.
-        let fast = self.runtime_module().map(|runtime_module| {
+        // (toolhost patch) The function's two places in the text section,
+        // found once per module, and the text section, found once per
+        // instance. A dynamically linked runtime makes thousands of
+        // function references as each instance starts, and looking both up
+        // for each (`initialize_and_return_funcref`'s way, still the start
+        // function's) was a third of its instantiation.
+        let (array_call, wasm_call, text) = {
+            let runtime_module = self
+                .runtime_module()
+                .expect("funcref impossible in fake module");
             let (array_call, wasm_call) = runtime_module.func_ref_offsets(def_index);
             let text = match self.func_ref_text {
                 0 => ModuleWithCode::in_store(registry, runtime_module)
@@ -900,43 +904,28 @@ impl Instance {
                 text => text,
             };
             (array_call, wasm_call, text)
-        });
-        if let Some((array_call, wasm_call, text)) = fast {
-            if self.func_ref_text == 0 {
-                // SAFETY: only this field is written; the instance stays
-                // where it is.
-                unsafe { self.as_mut().get_unchecked_mut().func_ref_text = text };
-            }
-            let vmctx = VMOpaqueContext::from_vmcontext(self.vmctx()).into();
-            // SAFETY: the offset calculated here should be correct with
-            // `self.offsets`, and both places are within the text section
-            // that `text` starts.
-            unsafe {
-                let func_ref_ptr = self.vmctx_plus_offset_raw::<VMFuncRef>(vmctx_offset);
-                let at = |offset: u32| (text as *mut u8).add(usize::try_from(offset).unwrap());
-                func_ref_ptr.write(VMFuncRef {
-                    array_call: VmPtr::from(NonNull::new(at(array_call)).unwrap().cast()),
-                    wasm_call: Some(VmPtr::from(
-                        NonNull::new(at(wasm_call).cast::<VMWasmCallFunction>()).unwrap(),
-                    )),
-                    vmctx,
-                    type_index,
-                });
-                return Some(func_ref_ptr);
-            }
+        };
+        if self.func_ref_text == 0 {
+            // SAFETY: only this field is written; the instance stays where
+            // it is.
+            unsafe { self.as_mut().get_unchecked_mut().func_ref_text = text };
         }
-        let array_to_wasm_key = FuncKey::ArrayToWasmTrampoline(module.module_index, def_index);
-        let wasm_key = FuncKey::DefinedWasmFunction(module.module_index, def_index);
-        // SAFETY: the type/offset/keys here are all valid for the defined
-        // function at `def_index`.
+        let vmctx = VMOpaqueContext::from_vmcontext(self.vmctx()).into();
+        // SAFETY: the offset calculated here should be correct with
+        // `self.offsets`, and both places are within the text section that
+        // `text` starts.
         unsafe {
-            self.initialize_and_return_funcref(
-                registry,
+            let func_ref_ptr = self.vmctx_plus_offset_raw::<VMFuncRef>(vmctx_offset);
+            let at = |offset: u32| (text as *mut u8).add(usize::try_from(offset).unwrap());
+            func_ref_ptr.write(VMFuncRef {
+                array_call: VmPtr::from(NonNull::new(at(array_call)).unwrap().cast()),
+                wasm_call: Some(VmPtr::from(
+                    NonNull::new(at(wasm_call).cast::<VMWasmCallFunction>()).unwrap(),
+                )),
+                vmctx,
                 type_index,
-                vmctx_offset,
-                array_to_wasm_key,
-                wasm_key,
-            )
+            });
+            Some(func_ref_ptr)
         }
     }
 
