@@ -119,8 +119,22 @@ impl Runtime {
             }
         });
         let executor = Executor::new(max_calls, &[&optimized.engine, &baseline.engine])?;
+        let tiers = Arc::new(Tiers::new(optimized, baseline, cache));
+        // Both engines' pools: images may be mapped in either's slots.
+        let images = ImageStore::new(snapshot::IMAGES_MAX_BYTES, 4 * max_calls.max(1));
+        let mut replaced = tiers.optimised.subscribe();
+        let layers = Arc::downgrade(&images);
+        executor.guests().spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            while let Ok(_) | Err(RecvError::Lagged(_)) = replaced.recv().await {
+                let Some(images) = layers.upgrade() else {
+                    return;
+                };
+                images.layers.code_replaced();
+            }
+        });
         Ok(Arc::new(Runtime {
-            tiers: Arc::new(Tiers::new(optimized, baseline, cache)),
+            tiers,
             tier_up,
             started: Default::default(),
             optimizer: Optimizer::default(),
@@ -131,8 +145,7 @@ impl Runtime {
             live: Default::default(),
             compiling: Default::default(),
             held: Default::default(),
-            // Both engines' pools: images may be mapped in either's slots.
-            images: ImageStore::new(snapshot::IMAGES_MAX_BYTES, 4 * max_calls.max(1)),
+            images,
         }))
     }
 

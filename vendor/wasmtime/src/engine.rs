@@ -790,6 +790,18 @@ impl Engine {
         crate::runtime::vm::PoolingAllocatorMetrics::new(self)
     }
 
+    /// (toolhost patch) With the pooling allocator, gives back to the kernel
+    /// the pages of every linear-memory slot not in use (see
+    /// `MemoryPool::trim_unused`), keeping each slot's image mapped for its
+    /// next instance. Returns how many slots were trimmed; 0 without the
+    /// pooling allocator.
+    #[cfg(all(feature = "pooling-allocator", target_os = "linux", feature = "std"))]
+    pub fn trim_unused_memories(&self) -> usize {
+        self.allocator()
+            .as_pooling()
+            .map_or(0, |pooling| pooling.trim_unused_memories())
+    }
+
     pub(crate) fn allocator(&self) -> &dyn crate::runtime::vm::InstanceAllocator {
         let r: &(dyn crate::runtime::vm::InstanceAllocator + Send + Sync) =
             self.inner.allocator.as_ref();

@@ -23,14 +23,17 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use wasmtime::AsContextMut;
 use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre, TypedFunc};
 
-use super::instrument::{MEMORY_EXPORT, STATE};
+use super::bound::{Bound, Claim};
+use super::instrument::STATE;
+pub(crate) use super::mapped::Lay;
+use super::mapped::{Laid, Layers, Mapped};
 use crate::runtime::grants::Grants;
 use crate::runtime::sandbox::Sandbox;
 
@@ -94,11 +97,10 @@ type RunsHeld = HashMap<RunKey, Vec<Weak<Run>>>;
 /// same pages at the same places), and their bound. A run is at most
 /// `SHARED` bytes, within one multiple of it.
 pub(crate) struct ImageStore {
-    held: AtomicUsize,
-    max: usize,
+    bound: Bound,
     /// The most runs of pages one mapped image lays over the runtime's own
     /// (each a mapping in every pool slot that holds the image).
-    max_runs: usize,
+    pub(super) max_runs: usize,
     /// Every run held now, by where it goes and a hash of its bytes; and
     /// how many entries there were when those no image holds were last
     /// forgotten.
@@ -107,45 +109,23 @@ pub(crate) struct ImageStore {
     /// every source of that runtime (a source is read only once it runs),
     /// so read once per code, while that code lives.
     fresh: Mutex<Vec<FreshOf>>,
-    /// The layers laid over the runtime's own image, most recent last:
-    /// what another may be laid over.
-    layers: Mutex<Vec<Weak<Layer>>>,
+    /// The layers images may be laid over, and their linked code.
+    pub(crate) layers: Layers,
 }
 
 impl ImageStore {
     /// A store of at most `max` bytes, for a pool of `instances`.
     pub(crate) fn new(max: usize, instances: usize) -> Arc<ImageStore> {
         Arc::new(ImageStore {
-            held: AtomicUsize::new(0),
-            max,
+            bound: Bound::new(max),
             // A process may hold 65,530 mappings (Linux's default
             // `vm.max_map_count`): the images' runs in every slot together
             // stay within a quarter of them.
             max_runs: (16_384 / instances.max(1)).clamp(1, 64),
             runs: Mutex::new((HashMap::new(), 0)),
             fresh: Mutex::new(Vec::new()),
-            layers: Mutex::new(Vec::new()),
+            layers: Layers::default(),
         })
-    }
-
-    /// The most recent layers laid over the runtime's own image, live.
-    fn layers(&self) -> Vec<Arc<Layer>> {
-        let mut layers = self.layers.lock().unwrap_or_else(|e| e.into_inner());
-        layers.retain(|layer| layer.strong_count() > 0);
-        layers
-            .iter()
-            .rev()
-            .filter_map(Weak::upgrade)
-            .take(LAYERS_TRIED)
-            .collect()
-    }
-
-    fn keep_layer(&self, layer: &Arc<Layer>) {
-        let mut layers = self.layers.lock().unwrap_or_else(|e| e.into_inner());
-        layers.push(Arc::downgrade(layer));
-        if layers.len() > 4 * LAYERS_TRIED {
-            layers.remove(0);
-        }
     }
 
     /// What a fresh instance of `code` holds, if it was read.
@@ -223,44 +203,13 @@ impl ImageStore {
         Some(run)
     }
 
-    fn claim(self: &Arc<Self>, bytes: usize) -> Option<Claim> {
-        let mut held = self.held.load(Ordering::Relaxed);
-        loop {
-            if held + bytes > self.max {
-                return None;
-            }
-            match self.held.compare_exchange_weak(
-                held,
-                held + bytes,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    return Some(Claim {
-                        store: self.clone(),
-                        bytes,
-                    });
-                }
-                Err(now) => held = now,
-            }
-        }
+    pub(super) fn claim(&self, bytes: usize) -> Option<Claim> {
+        self.bound.claim(bytes)
     }
 
     /// The bytes held now, shared runs once.
     pub(crate) fn held(&self) -> usize {
-        self.held.load(Ordering::Relaxed)
-    }
-}
-
-/// A run's share of the bound, given back when it goes.
-struct Claim {
-    store: Arc<ImageStore>,
-    bytes: usize,
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        self.store.held.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.bound.held()
     }
 }
 
@@ -326,49 +275,6 @@ pub(crate) struct Image {
     runs: Vec<Arc<Run>>,
     /// The image mapped copy-on-write, if it could be (see [`Image::map`]).
     mapped: Mutex<Option<Mapped>>,
-}
-
-/// A source's image as wasmtime maps a module's own data: the runtime's
-/// code whose memory starts from the taken instance's memory, laid over
-/// the runtime's own image or over another source's (see [`Layer`]). A
-/// fresh instance of it is given its own copy-on-write view by a few
-/// mappings (kept in its pool slot between instances of the same source),
-/// and only the pages a call touches are ever read or copied.
-struct Mapped {
-    /// The code mapped, linked; made again for the code that serves, once
-    /// it changes (the optimised code replacing the baseline).
-    pre: InstancePre<Sandbox>,
-    layer: Arc<Layer>,
-}
-
-/// The pages of one mapped image that differ from what it is laid over,
-/// in a sealed file of their own: over the runtime's own image, or over
-/// another source's layer where that one is nearer (thirty sources that
-/// import the same packages differ from each other in a few pages, and
-/// from the runtime in megabytes). Held while any image laid over it is.
-pub(crate) struct Layer {
-    /// The runtime's code with the image (what another is laid over).
-    component: Component,
-    /// The file's share of the images' bound.
-    claim: Claim,
-    /// The layer beneath, whose file is mapped under this one's.
-    _over: Option<Arc<Layer>>,
-}
-
-/// How many layers laid over the runtime's own image are tried as what a
-/// new image is laid over: the most recent.
-const LAYERS_TRIED: usize = 4;
-
-/// How a fresh instance is given an image.
-pub(crate) enum Lay {
-    /// Made from this code, whose memory starts from the image: only the
-    /// globals are set.
-    Mapped(InstancePre<Sandbox>),
-    /// Made from the runtime's code, then the changed bytes written.
-    Written,
-    /// Not at all: the image is mapped for code no longer served and could
-    /// not be for this one, so the instance runs the module itself.
-    Not,
 }
 
 /// Why an image was not kept.
@@ -503,7 +409,7 @@ impl Image {
                 shared.push(
                     store
                         .share(at, &now[start..end])
-                        .ok_or(ImageError::OverBound(store.max >> 20))?,
+                        .ok_or(ImageError::OverBound(store.bound.max >> 20))?,
                 );
             }
             offset += u64::from(len);
@@ -521,8 +427,8 @@ impl Image {
 
     /// Maps the image copy-on-write (see [`Mapped`]) for `pre`, the
     /// runtime's code linked, from `memory`, the whole of the taken
-    /// instance's memory: its runs are let go. Its [`Layer`] holds the
-    /// pages that differ from what it is laid over, and claims them from
+    /// instance's memory: its runs are let go. Its layer holds the pages
+    /// that differ from what it is laid over, and claims them from
     /// `store`'s bound. Unchanged on an error: where the image cannot be
     /// mapped (the bound, a runtime whose memory is not laid by images),
     /// it is written into each instance, as before.
@@ -532,90 +438,28 @@ impl Image {
         pre: &InstancePre<Sandbox>,
         memory: &[u8],
     ) -> Result<(), String> {
-        let runtime = pre.component();
-        let why = |error: wasmtime::Error| format!("{error:#}");
-        // Laid over whichever is nearest: the runtime's own image, or a
-        // recent layer over it.
-        let mut over: Option<Arc<Layer>> = None;
-        let mut least = runtime
-            .memory_image_cost(MEMORY_EXPORT, memory, None)
-            .map_err(why)?;
-        for layer in store.layers() {
-            if let Ok(cost) =
-                runtime.memory_image_cost(MEMORY_EXPORT, memory, Some(&layer.component))
-                && cost < least
-            {
-                (least, over) = (cost, Some(layer));
-            }
-        }
-        // Each layer's runs are mappings in every pool slot that holds the
-        // image: two layers share the budget.
-        let max_runs = (store.max_runs / 2).max(1);
-        let laid = |over: Option<&Arc<Layer>>| {
-            runtime.with_memory_image(
-                MEMORY_EXPORT,
-                memory,
-                max_runs,
-                over.map(|layer| &layer.component),
-            )
-        };
-        let (component, held) = match laid(over.as_ref()) {
-            Ok(laid) => laid,
-            // Over the runtime's own, then.
-            Err(_) if over.is_some() => {
-                over = None;
-                laid(None).map_err(why)?
-            }
-            Err(error) => return Err(why(error)),
-        };
-        let mapped = pre.for_imaged(component.clone()).map_err(why)?;
+        let laid = Laid::new(&store.layers, store.max_runs, pre, memory)?;
         // Its runs go as the file comes: the two are not held at once
         // against the bound.
         let runs = std::mem::take(&mut self.runs);
-        let Some(claim) = store.claim(held) else {
+        let Some(claim) = store.claim(laid.held) else {
             self.runs = runs;
             return Err(format!(
                 "all images together would pass their bound of {} MiB",
-                store.max >> 20
+                store.bound.max >> 20
             ));
         };
         drop(runs);
-        let first = over.is_none();
-        let layer = Arc::new(Layer {
-            component,
-            claim,
-            _over: over,
-        });
-        if first {
-            store.keep_layer(&layer);
-        }
-        self.mapped = Mutex::new(Some(Mapped { pre: mapped, layer }));
+        self.mapped = Mutex::new(Some(laid.claimed(&store.layers, claim)));
         Ok(())
     }
 
     /// How a fresh instance of `pre`, the code served now, is given this
     /// image.
     pub(crate) fn lay_for(&self, pre: &InstancePre<Sandbox>) -> Lay {
-        let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(mapped) = mapped.as_mut() else {
-            return Lay::Written;
-        };
-        if mapped.pre.component().image_range() == pre.component().image_range() {
-            return Lay::Mapped(mapped.pre.clone());
-        }
-        match pre
-            .component()
-            .with_memory_image_of(MEMORY_EXPORT, mapped.pre.component())
-            .and_then(|component| pre.for_imaged(component))
-        {
-            Ok(pre) => {
-                mapped.pre = pre.clone();
-                Lay::Mapped(pre)
-            }
-            Err(error) => {
-                tracing::warn!(error = %format!("{error:#}"), "a source's image could not be mapped for the code now served: its calls run its module");
-                Lay::Not
-            }
+        match &*self.mapped.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(mapped) => mapped.lay_for(pre),
+            None => Lay::Written,
         }
     }
 
@@ -685,7 +529,7 @@ impl Image {
     /// The bytes it holds: its runs, or the mapped file's pages.
     pub(crate) fn bytes(&self) -> usize {
         match &*self.mapped.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(mapped) => mapped.layer.claim.bytes,
+            Some(mapped) => mapped.bytes(),
             None => self.runs.iter().map(|run| run.words.len() * 8).sum(),
         }
     }

@@ -86,6 +86,10 @@ fn memory() -> Vec<u8> {
     memory
 }
 
+fn image_of(component: &Component) -> wasmtime::component::ExportedMemoryImage {
+    component.exported_memory_image(MEMORY_EXPORT).unwrap()
+}
+
 const AT: [u32; 5] = [0, 4, 70000, 70001, 150_000];
 
 fn expect_image(read: (Vec<u32>, u32)) {
@@ -120,6 +124,36 @@ fn an_imaged_instance_starts_from_the_image_however_its_slot_was_left() {
 }
 
 #[test]
+fn trimming_unused_slots_keeps_what_every_instance_reads() {
+    let engine = engine();
+    let (component, pre) = linked(&engine);
+    let (imaged, _) = component
+        .with_memory_image(MEMORY_EXPORT, &memory(), 8, None)
+        .unwrap();
+    let imaged = pre.for_imaged(imaged).unwrap();
+    // A live instance's own writes survive a trim: its slot is in use.
+    let mut store = Store::new(&engine, ());
+    let live = imaged.instantiate(&mut store).unwrap();
+    let set = live
+        .get_typed_func::<(u32, u32), ()>(&mut store, "set")
+        .unwrap();
+    let get = live
+        .get_typed_func::<(u32,), (u32,)>(&mut store, "get")
+        .unwrap();
+    set.call(&mut store, (70001, u32::from(b'L'))).unwrap();
+    for round in 0..4 {
+        expect_image(read_then_write(&engine, &imaged, &AT));
+        let (own, _) = read_then_write(&engine, &pre, &AT[..4]);
+        assert_eq!(own, [b'b', b'-', b'b', b'a'].map(u32::from).to_vec());
+        // The freed slot (the two took the same one in turn) is clean and
+        // trimmed, and keeps its image; the live instance's is not.
+        assert_eq!(engine.trim_unused_memories(), 1, "round {round}");
+        assert_eq!(get.call(&mut store, (70001,)).unwrap().0, u32::from(b'L'));
+    }
+    expect_image(read_then_write(&engine, &imaged, &AT));
+}
+
+#[test]
 fn an_image_serves_another_compile_of_the_same_wasm_and_no_other() {
     let engine = engine();
     let (component, pre) = linked(&engine);
@@ -127,13 +161,33 @@ fn an_image_serves_another_compile_of_the_same_wasm_and_no_other() {
         .with_memory_image(MEMORY_EXPORT, &memory(), 8, None)
         .unwrap();
     // The optimised code, in the runtime, is another compile of the same
-    // wasm: the image is given to it as it is.
+    // wasm: the image is given to it as it is, and outlives the code it
+    // was made with (which goes once the optimised code serves).
+    let image = imaged.exported_memory_image(MEMORY_EXPORT).unwrap();
     let (again, again_pre) = linked(&engine);
-    let derived = again.with_memory_image_of(MEMORY_EXPORT, &imaged).unwrap();
+    let derived = again.with_memory_image_of(MEMORY_EXPORT, &image).unwrap();
     let derived = again_pre.for_imaged(derived).unwrap();
     for _ in 0..3 {
         expect_image(read_then_write(&engine, &derived, &AT));
     }
+    {
+        let (gone, gone_pre) = linked(&engine);
+        let (made, _) = gone
+            .with_memory_image(MEMORY_EXPORT, &memory(), 8, None)
+            .unwrap();
+        let kept = made.exported_memory_image(MEMORY_EXPORT).unwrap();
+        drop((gone, gone_pre, made));
+        let derived = again.with_memory_image_of(MEMORY_EXPORT, &kept).unwrap();
+        let derived = again_pre.for_imaged(derived).unwrap();
+        expect_image(read_then_write(&engine, &derived, &AT));
+    }
+    // Not for another wasm.
+    let other = Component::new(
+        &engine,
+        wat::parse_str(COMPONENT.replace("base-page-zero", "base-page-ZERO")).unwrap(),
+    )
+    .unwrap();
+    assert!(other.with_memory_image_of(MEMORY_EXPORT, &image).is_err());
     // A pre serves only components made from its own.
     assert!(again_pre.for_imaged(imaged.clone()).is_err());
     assert!(pre.for_imaged(imaged).is_ok());
@@ -163,7 +217,7 @@ fn an_image_laid_over_another_holds_only_what_differs_from_it() {
     // One page differs from the first image, three from the module's own.
     assert_eq!(
         component
-            .memory_image_cost(MEMORY_EXPORT, &near, Some(&first))
+            .memory_image_cost(MEMORY_EXPORT, &near, Some(&image_of(&first)))
             .unwrap(),
         4096
     );
@@ -174,7 +228,7 @@ fn an_image_laid_over_another_holds_only_what_differs_from_it() {
         3 * 4096
     );
     let (second, held) = component
-        .with_memory_image(MEMORY_EXPORT, &near, 8, Some(&first))
+        .with_memory_image(MEMORY_EXPORT, &near, 8, Some(&image_of(&first)))
         .unwrap();
     assert_eq!(held, 4096);
     let second_pre = pre.for_imaged(second.clone()).unwrap();
@@ -191,13 +245,17 @@ fn an_image_laid_over_another_holds_only_what_differs_from_it() {
     // Not over an image larger than the memory.
     assert!(
         component
-            .memory_image_cost(MEMORY_EXPORT, &memory()[..2 * PAGE], Some(&first))
+            .memory_image_cost(
+                MEMORY_EXPORT,
+                &memory()[..2 * PAGE],
+                Some(&image_of(&first))
+            )
             .is_err()
     );
     // Two layers at most.
     assert!(
         component
-            .with_memory_image(MEMORY_EXPORT, &memory(), 8, Some(&second))
+            .with_memory_image(MEMORY_EXPORT, &memory(), 8, Some(&image_of(&second)))
             .is_err()
     );
 }

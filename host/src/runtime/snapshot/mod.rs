@@ -5,8 +5,10 @@
 //! (`instrument.rs`).
 
 mod accessor;
+mod bound;
 pub(crate) mod image;
 pub(crate) mod instrument;
+mod mapped;
 #[cfg(test)]
 mod mapping_tests;
 

@@ -113,6 +113,20 @@ pub(crate) struct AllCallFuncPointers {
     pub array_call: NonNull<VMArrayCallFunction>,
 }
 
+/// (toolhost patch) The image a memory that a component exports starts
+/// from, held apart from that component's compiled code (see
+/// `Component::exported_memory_image`).
+#[cfg(all(target_os = "linux", feature = "std"))]
+#[derive(Clone)]
+pub struct ExportedMemoryImage {
+    /// The module's own image it is laid over, by `MemoryImage::root_digest`.
+    root: u64,
+    index: StaticModuleIndex,
+    memory: wasmtime_environ::MemoryIndex,
+    image: Arc<crate::runtime::vm::MemoryImage>,
+    min_bytes: u64,
+}
+
 impl Component {
     /// Compiles a new WebAssembly component from the in-memory list of bytes
     /// provided.
@@ -514,6 +528,23 @@ impl Component {
         found.ok_or_else(|| format_err!("no module defines a memory exported as `{export}`"))
     }
 
+    /// (toolhost patch) The image that the memory exported as `export`
+    /// starts from (the module's own, or one given by `with_memory_image`),
+    /// held apart from this component: it holds none of its compiled code,
+    /// so that an image laid over it, or given to another compile of the
+    /// same wasm, outlives this compile's code.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub fn exported_memory_image(&self, export: &str) -> Result<ExportedMemoryImage> {
+        let (index, memory, image, min_bytes) = self.image_beneath(export, None)?;
+        Ok(ExportedMemoryImage {
+            root: image.root_digest(),
+            index,
+            memory,
+            image: image.detached()?,
+            min_bytes,
+        })
+    }
+
     /// (toolhost patch) A component that shares this one's compiled code,
     /// exports and export indices, and differs in one thing: the linear
     /// memory that one of its core modules defines and exports as `export`
@@ -523,16 +554,17 @@ impl Component {
     /// in at most `max_runs` runs of pages (see `MemoryImage::layered`). An
     /// instance of it starts from its own copy-on-write view of both, as an
     /// instance of this one starts from its data segments. Laid `over`
-    /// another such component's image (one of the same wasm, itself laid
-    /// over the module's own), only what differs from that one is held.
-    /// Returns it, and the bytes the image's file holds.
+    /// another image of the same wasm (from `exported_memory_image` of a
+    /// component made this way, itself laid over the module's own), only
+    /// what differs from that one is held. Returns it, and the bytes the
+    /// image's file holds.
     #[cfg(all(target_os = "linux", feature = "std"))]
     pub fn with_memory_image(
         &self,
         export: &str,
         memory: &[u8],
         max_runs: usize,
-        over: Option<&Component>,
+        over: Option<&ExportedMemoryImage>,
     ) -> Result<(Component, usize)> {
         let (index, defined, base, _) = self.image_beneath(export, over)?;
         let (image, held) = crate::runtime::vm::MemoryImage::layered(&base, memory, max_runs)?;
@@ -546,14 +578,14 @@ impl Component {
     }
 
     /// (toolhost patch) The bytes in which `memory` differs from the image
-    /// `with_memory_image` would lay it over (`over`'s, or this
-    /// component's own): the least its image would hold.
+    /// `with_memory_image` would lay it over (`over`, or this component's
+    /// own): the least its image would hold.
     #[cfg(all(target_os = "linux", feature = "std"))]
     pub fn memory_image_cost(
         &self,
         export: &str,
         memory: &[u8],
-        over: Option<&Component>,
+        over: Option<&ExportedMemoryImage>,
     ) -> Result<usize> {
         let (_, _, base, _) = self.image_beneath(export, over)?;
         ensure!(
@@ -565,14 +597,13 @@ impl Component {
 
     /// (toolhost patch) The module and memory `export` names, and the image
     /// an image of it is laid over, with the memory's minimum size in the
-    /// component it is taken from: `over`'s (a component made by
-    /// `with_memory_image` from this wasm, compiled by this engine or
-    /// another), or the module's own.
+    /// component it is taken from: `over` (an image of the same wasm,
+    /// compiled by this engine or another), or the module's own.
     #[cfg(all(target_os = "linux", feature = "std"))]
     fn image_beneath(
         &self,
         export: &str,
-        over: Option<&Component>,
+        over: Option<&ExportedMemoryImage>,
     ) -> Result<(
         StaticModuleIndex,
         wasmtime_environ::MemoryIndex,
@@ -580,28 +611,30 @@ impl Component {
         u64,
     )> {
         let (index, defined) = self.memory_exported_as(export)?;
-        let beneath = match over {
-            Some(over) => {
-                ensure!(
-                    over.memory_exported_as(export)? == (index, defined),
-                    "the two components are not of the same wasm"
-                );
-                over.inner.static_modules[index].memory_image_of(defined)?
-            }
-            None => self.inner.static_modules[index].memory_image_of(defined)?,
-        };
-        let Some((base, min_bytes)) = beneath else {
+        let Some((own, min_bytes)) = self.inner.static_modules[index].memory_image_of(defined)?
+        else {
             bail!("the memory has no copy-on-write image to lay another over");
         };
-        Ok((index, defined, base, min_bytes))
+        if let Some(over) = over {
+            ensure!(
+                (over.index, over.memory) == (index, defined) && over.root == own.root_digest(),
+                "the image is not of this component's wasm and memory"
+            );
+            return Ok((index, defined, over.image.clone(), over.min_bytes));
+        }
+        Ok((index, defined, own, min_bytes))
     }
 
-    /// (toolhost patch) This component with the memory image that `from`
-    /// (made by `with_memory_image` from a component of the same wasm,
-    /// compiled by this engine or another) gives its memory exported as
-    /// `export`: the image is held once, by both.
+    /// (toolhost patch) This component with the image `from` (an image of
+    /// the same wasm's memory exported as `export`, from a component
+    /// compiled by this engine or another) as that memory's: the image is
+    /// held once, by both.
     #[cfg(all(target_os = "linux", feature = "std"))]
-    pub fn with_memory_image_of(&self, export: &str, from: &Component) -> Result<Component> {
+    pub fn with_memory_image_of(
+        &self,
+        export: &str,
+        from: &ExportedMemoryImage,
+    ) -> Result<Component> {
         let (index, memory, image, min_bytes) = self.image_beneath(export, Some(from))?;
         self.with_module_image(index, memory, image, min_bytes)
     }

@@ -117,6 +117,9 @@ pub(crate) mod store;
 pub mod types;
 mod values;
 pub use self::component::{Component, ComponentExportIndex, ExportLookup};
+/// (toolhost patch)
+#[cfg(all(target_os = "linux", feature = "std"))]
+pub use self::component::ExportedMemoryImage;
 #[cfg(feature = "component-model-async")]
 pub use self::concurrent::{
     Access, Accessor, AccessorTask, AsAccessor, Destination, DirectDestination, DirectSource,

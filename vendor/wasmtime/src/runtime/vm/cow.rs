@@ -92,6 +92,16 @@ pub struct MemoryImage {
     /// (toolhost patch) For an image laid over another (`MemoryImage::layered`):
     /// that image, and the runs of pages mapped over it from `source`.
     layered: Option<Layered>,
+
+    /// (toolhost patch) This image read from its file rather than from
+    /// `module_source` (`MemoryImage::detached`), made once.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    detached: std::sync::OnceLock<Arc<MemoryImage>>,
+
+    /// (toolhost patch) A hash of where this image lies in linear memory
+    /// and of its bytes (`MemoryImage::root_digest`), made once.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    digest: std::sync::OnceLock<u64>,
 }
 
 /// (toolhost patch) What a layered image maps: its base image, then its runs
@@ -154,6 +164,10 @@ impl MemoryImage {
                             module_source: module_source.clone(),
                             module_source_offset: data_range.start,
                             layered: None,
+                            #[cfg(all(target_os = "linux", feature = "std"))]
+                            detached: Default::default(),
+            #[cfg(all(target_os = "linux", feature = "std"))]
+            digest: Default::default(),
                         }));
                     }
                 }
@@ -171,6 +185,10 @@ impl MemoryImage {
                 module_source: module_source.clone(),
                 module_source_offset: data_range.start,
                 layered: None,
+                #[cfg(all(target_os = "linux", feature = "std"))]
+                detached: Default::default(),
+            #[cfg(all(target_os = "linux", feature = "std"))]
+            digest: Default::default(),
             }));
         }
 
@@ -198,6 +216,8 @@ impl MemoryImage {
             "an image's memory is a whole number of pages"
         );
         ensure!(base.depth() < 2, "an image is laid over at most one other layer");
+        // Read through, and laid over, the image that holds no code.
+        let base = &base.detached()?;
         ensure!(base.end() <= memory.len(), "the memory is smaller than its base image");
         let zero = |bytes: &[u8]| bytes.iter().all(|b| *b == 0);
         let changed = base.changed_pages(memory);
@@ -247,7 +267,7 @@ impl MemoryImage {
             memfd::FileSeal::SealSeal,
         ])?;
         let file = Arc::new(memfd.into_file());
-        let view = ReadOnlyView::new(&file, end)?;
+        let view = ReadOnlyView::new(&file, 0, end)?;
         let aligned = |n: usize| HostAlignedByteCount::new(n).expect("page-aligned");
         Ok((
             MemoryImage {
@@ -266,9 +286,81 @@ impl MemoryImage {
                         .map(|(s, e)| (aligned(*s), aligned(e - s)))
                         .collect(),
                 }),
+                detached: Default::default(),
+            #[cfg(all(target_os = "linux", feature = "std"))]
+            digest: Default::default(),
             },
             held,
         ))
+    }
+
+    /// (toolhost patch) This image as one that reads its bytes from its
+    /// own file (a mapped `*.cwasm`, or a memfd) rather than from the
+    /// compiled module it was made from, made once per image: what a
+    /// layered image is laid over, so that it never holds that module's
+    /// code (the baseline code of a runtime whose optimised code has
+    /// replaced it, say). A layered image is already so.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub(crate) fn detached(self: &Arc<Self>) -> Result<Arc<MemoryImage>> {
+        if self.layered.is_some() {
+            return Ok(self.clone());
+        }
+        if let Some(detached) = self.detached.get() {
+            return Ok(detached.clone());
+        }
+        let file = self.source.shared_file()?;
+        let view = ReadOnlyView::new(&file, self.source_offset, self.len.byte_count())?;
+        let detached = Arc::new(MemoryImage {
+            source: MemoryImageSource::from_file(&file).unwrap(),
+            len: self.len,
+            source_offset: self.source_offset,
+            linear_memory_offset: self.linear_memory_offset,
+            module_source: Arc::new(view),
+            module_source_offset: 0,
+            layered: None,
+            detached: Default::default(),
+            #[cfg(all(target_os = "linux", feature = "std"))]
+            digest: Default::default(),
+        });
+        Ok(self.detached.get_or_init(|| detached).clone())
+    }
+
+    /// (toolhost patch) A hash of the module's own image this one is laid
+    /// over (or of this one, a module's own): where it lies in linear
+    /// memory and its bytes, made once per image. Two compiles of the same
+    /// wasm give the same; what an image is laid over, or given to, is
+    /// checked by it.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub(crate) fn root_digest(&self) -> u64 {
+        if let Some(layered) = &self.layered {
+            return layered.base.root_digest();
+        }
+        *self.digest.get_or_init(|| {
+            use core::hash::{Hash, Hasher};
+            use std::os::unix::fs::FileExt;
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            self.linear_memory_offset.byte_count().hash(&mut hasher);
+            self.len.byte_count().hash(&mut hasher);
+            // Read from the file, not through a mapping: a mapping would
+            // keep every page it read counted in the process's RSS.
+            let mut chunk = vec![0u8; 1 << 20];
+            let mut done = 0;
+            let read = self.source.shared_file().and_then(|file| {
+                while done < self.len.byte_count() {
+                    let len = chunk.len().min(self.len.byte_count() - done);
+                    let at = self.source_offset + u64::try_from(done).unwrap();
+                    file.read_exact_at(&mut chunk[..len], at)?;
+                    chunk[..len].hash(&mut hasher);
+                    done += len;
+                }
+                Ok(())
+            });
+            // Unreadable: an image that matches nothing else.
+            if read.is_err() {
+                (self as *const MemoryImage).addr().hash(&mut hasher);
+            }
+            hasher.finish()
+        })
     }
 
     /// (toolhost patch) How many layers this image is: 0 for a module's
@@ -388,7 +480,8 @@ impl MemoryImage {
     }
 }
 
-/// (toolhost patch) A file's bytes, mapped shared and read-only.
+/// (toolhost patch) A file's bytes (from a page-aligned offset), mapped
+/// shared and read-only.
 #[cfg(all(target_os = "linux", feature = "std"))]
 struct ReadOnlyView {
     ptr: *const u8,
@@ -404,7 +497,7 @@ unsafe impl Sync for ReadOnlyView {}
 
 #[cfg(all(target_os = "linux", feature = "std"))]
 impl ReadOnlyView {
-    fn new(file: &Arc<std::fs::File>, len: usize) -> Result<ReadOnlyView> {
+    fn new(file: &Arc<std::fs::File>, offset: u64, len: usize) -> Result<ReadOnlyView> {
         use std::os::fd::AsRawFd;
         if len == 0 {
             return Ok(ReadOnlyView {
@@ -421,7 +514,7 @@ impl ReadOnlyView {
                 libc::PROT_READ,
                 libc::MAP_SHARED,
                 file.as_raw_fd(),
-                0,
+                libc::off_t::try_from(offset)?,
             )
         };
         if ptr == libc::MAP_FAILED {
@@ -1036,6 +1129,19 @@ impl MemoryImageSlot {
         self.dirty
     }
 
+    /// (toolhost patch) Where this slot's memory is accessible, if it holds
+    /// pages an instance may have touched and it is clean (as its image, or
+    /// zeros, left it): giving those pages back to the kernel changes
+    /// nothing an instance can read, since each maps its image's page (or
+    /// a zero page) again when touched.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub(crate) fn clean_resident_range(&self) -> Option<(*mut u8, usize)> {
+        if self.dirty || self.accessible.is_zero() {
+            return None;
+        }
+        Some((self.base.as_mut_ptr(), self.accessible.byte_count()))
+    }
+
     /// Map anonymous zeroed memory across the whole slot,
     /// inaccessible. Used both during instantiate and during drop.
     pub(crate) fn reset_with_anon_memory(&mut self) -> Result<()> {
@@ -1090,6 +1196,10 @@ mod test {
             module_source: Arc::new(source),
             module_source_offset: 0,
             layered: None,
+            #[cfg(all(target_os = "linux", feature = "std"))]
+            detached: Default::default(),
+            #[cfg(all(target_os = "linux", feature = "std"))]
+            digest: Default::default(),
         });
 
         struct TestDataSource {

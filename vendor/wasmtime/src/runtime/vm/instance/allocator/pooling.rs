@@ -268,6 +268,12 @@ impl Drop for PoolingInstanceAllocator {
 }
 
 impl PoolingInstanceAllocator {
+    /// (toolhost patch) See `Engine::trim_unused_memories`.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub(crate) fn trim_unused_memories(&self) -> usize {
+        self.memories.trim_unused()
+    }
+
     /// Creates a new pooling instance allocator with the given strategy and limits.
     pub fn new(config: &PoolingAllocationConfig, tunables: &Tunables) -> Result<Self> {
         Ok(Self {

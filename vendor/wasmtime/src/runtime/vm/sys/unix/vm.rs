@@ -172,6 +172,16 @@ impl MemoryImageSource {
         Ok(Some(MemoryImageSource::Memfd(memfd)))
     }
 
+    /// (toolhost patch) The file this image maps, shared: this one's own
+    /// handle, or a new one for a memfd.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub(crate) fn shared_file(&self) -> io::Result<Arc<File>> {
+        match self {
+            MemoryImageSource::Mmap(file) => Ok(file.clone()),
+            MemoryImageSource::Memfd(memfd) => Ok(Arc::new(memfd.as_file().try_clone()?)),
+        }
+    }
+
     pub(super) fn as_file(&self) -> &File {
         match *self {
             #[cfg(feature = "std")]

@@ -670,6 +670,42 @@ impl MemoryPool {
         assert!(matches!(prev, ImageSlot::Unknown));
     }
 
+    /// (toolhost patch) Gives back to the kernel the pages of every memory
+    /// slot not in use, with one batched `madvise(MADV_DONTNEED)`: the
+    /// pages a reset kept resident, and the image pages the last instance
+    /// read, which stay mapped (counted in the process's RSS once per slot)
+    /// until the slot is next used. Each slot keeps its image mapped, so
+    /// that its next instance starts as before, faulting in what it
+    /// touches. A slot being taken or returned meanwhile is skipped.
+    /// Returns how many slots were trimmed.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub fn trim_unused(&self) -> usize {
+        use crate::runtime::vm::sys::vm::{decommit_pages, iovec};
+        let mut held = Vec::new();
+        let mut ranges = Vec::new();
+        for slot in &self.image_slots {
+            let Ok(guard) = slot.try_lock() else {
+                continue;
+            };
+            if let ImageSlot::PreviouslyUsed(state) = &*guard {
+                if let Some((base, len)) = state.clean_resident_range() {
+                    ranges.push(iovec {
+                        iov_base: base.cast(),
+                        iov_len: len,
+                    });
+                    held.push(guard);
+                }
+            }
+        }
+        // SAFETY: each range is a clean slot's accessible memory, which no
+        // instance uses while its lock is held here; giving its pages back
+        // leaves what it reads unchanged (see `clean_resident_range`).
+        match unsafe { decommit_pages(&ranges) } {
+            Ok(()) => held.len(),
+            Err(_) => 0,
+        }
+    }
+
     pub fn unused_warm_slots(&self) -> u32 {
         self.stripes
             .iter()
