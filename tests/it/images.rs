@@ -253,7 +253,8 @@ fn stamps_alike(server: &Server, tool: &str, square: i64) -> serde_json::Value {
 /// Two imaged sources called in turn, back to back: each fresh instance
 /// maps its own source's image (a pool slot that held the other's is
 /// mapped again, and reset between), and starts from nothing a call of
-/// either left. (That an image serves the optimised code once it replaces
+/// either left; so again after the quiet server gave back its unused
+/// slots' pages. (That an image serves the optimised code once it replaces
 /// the baseline code is `snapshot::mapping_tests`': the optimised compile
 /// of the Python runtime takes a debug build far too long for a test.)
 #[test]
@@ -284,6 +285,15 @@ fn two_images_called_in_turn_each_start_from_their_own() {
     );
     assert_ne!(first.0, first.1);
     for _ in 0..15 {
+        assert_eq!(stamps_alike(&server, "stamp", mine), first.0);
+        assert_eq!(stamps_alike(&server, "other", theirs), first.1);
+    }
+    // Once the server is quiet, the unused slots' pages are given back;
+    // each slot keeps its image, and the next calls start from it still.
+    server.wait_for("the unused pool slots trimmed", |s| {
+        crate::metrics::metric_value(s, "toolhost_pool_slots_trimmed_total") >= 1
+    });
+    for _ in 0..3 {
         assert_eq!(stamps_alike(&server, "stamp", mine), first.0);
         assert_eq!(stamps_alike(&server, "other", theirs), first.1);
     }

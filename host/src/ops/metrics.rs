@@ -29,6 +29,7 @@
 //! | `toolhost_http_connections` | | open HTTP connections |
 //! | `toolhost_mcp_sessions` | | open MCP sessions |
 //! | `toolhost_spare_instances_used_total` | | calls of large plugins served by a fresh instance made ahead of them |
+//! | `toolhost_pool_slots_trimmed_total` | | unused pool memory slots whose pages were given back once no call had run for 5 s |
 //! | `toolhost_instances_held` | | instances held between calls over every plugin: spares made ahead or being made, ones a policy's `reuse_instance` keeps, large plugins' ones being torn down |
 //! | `toolhost_image_bytes` | | bytes all Python sources' images hold (`runtime/snapshot/`), shared pieces once |
 //! | `toolhost_mcp_stateless_fast_total` | | lone stateless `tools/call` and `tools/list` answered by the MCP front's fast path |
@@ -364,6 +365,11 @@ impl Collector for HostCollector {
                 "toolhost_spare_instances_used",
                 "Calls of large plugins served by a fresh instance made ahead of them",
                 runtime.spares_used(),
+            ),
+            (
+                "toolhost_pool_slots_trimmed",
+                "Unused instance-pool memory slots whose pages were given back, once no call had run for 5 s",
+                runtime.slots_trimmed(),
             ),
         ] {
             let counter = ConstCounter::new(value);

@@ -386,6 +386,11 @@ impl Runtime {
         self.spares_used.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// How many unused pool slots have been trimmed (`executor.rs`).
+    pub(crate) fn slots_trimmed(&self) -> u64 {
+        self.executor.slots_trimmed()
+    }
+
     /// How many instances are held between calls now, over every plugin
     /// (`warm.rs`).
     pub(crate) fn instances_held(&self) -> usize {

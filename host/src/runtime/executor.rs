@@ -39,7 +39,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -79,6 +79,8 @@ pub(crate) struct Executor {
     running: Arc<Running>,
     /// Calls waiting for a slot now.
     waiting: AtomicUsize,
+    /// Unused pool slots trimmed so far.
+    trimmed: Arc<AtomicU64>,
 }
 
 /// Set when the caller of a job has gone away; the job's epoch callback
@@ -114,13 +116,15 @@ impl Executor {
             .enable_all()
             .build()?;
         let running = Arc::new(Running::default());
-        spawn_epoch_ticker(engines, running.clone());
+        let trimmed = Arc::new(AtomicU64::new(0));
+        spawn_epoch_ticker(engines, running.clone(), trimmed.clone());
         Ok(Executor {
             guests: Some(guests),
             slots: Arc::new(tokio::sync::Semaphore::new(max_calls)),
             max_calls,
             running,
             waiting: AtomicUsize::new(0),
+            trimmed,
         })
     }
 
@@ -138,6 +142,11 @@ impl Executor {
 
     pub(crate) fn max_calls(&self) -> usize {
         self.max_calls
+    }
+
+    /// How many unused pool slots have been trimmed so far.
+    pub(crate) fn slots_trimmed(&self) -> u64 {
+        self.trimmed.load(Ordering::Relaxed)
     }
 
     pub(crate) fn calls_waiting(&self) -> usize {
@@ -339,7 +348,7 @@ impl Drop for RunningGuard {
 /// Advances the engines' epochs while calls run, and sleeps otherwise.
 /// Once calls have run and then none for [`QUIET_BEFORE_TRIM`], gives the
 /// pages of the pool's unused memory slots back to the kernel, once.
-fn spawn_epoch_ticker(engines: &[&Engine], running: Arc<Running>) {
+fn spawn_epoch_ticker(engines: &[&Engine], running: Arc<Running>, trimmed: Arc<AtomicU64>) {
     let weak: Vec<_> = engines.iter().map(|engine| engine.weak()).collect();
     std::thread::Builder::new()
         .name("toolhost-epoch".into())
@@ -350,7 +359,7 @@ fn spawn_epoch_ticker(engines: &[&Engine], running: Arc<Running>) {
                     Waited::Closed => return,
                     Waited::Quiet => {
                         ran = false;
-                        trim_unused_memories(&weak);
+                        trimmed.fetch_add(trim_unused_memories(&weak), Ordering::Relaxed);
                     }
                     Waited::Work => {
                         ran = true;
@@ -384,7 +393,7 @@ const QUIET_BEFORE_TRIM: Duration = Duration::from_secs(5);
 /// their slots had read, over 50 MiB of images). Kept while calls run
 /// (the next instance in the slot would fault them in again); given back
 /// once the server is quiet. A slot keeps its image mapped either way.
-fn trim_unused_memories(engines: &[wasmtime::EngineWeak]) {
+fn trim_unused_memories(engines: &[wasmtime::EngineWeak]) -> u64 {
     let started = std::time::Instant::now();
     let trimmed: usize = engines
         .iter()
@@ -396,6 +405,7 @@ fn trim_unused_memories(engines: &[wasmtime::EngineWeak]) {
         ms = started.elapsed().as_secs_f64() * 1e3,
         "unused pool slots trimmed, the server being quiet"
     );
+    trimmed as u64
 }
 
 /// Lowers the calling thread's priority to `nice`, once per thread (Linux:
