@@ -5,8 +5,9 @@
 //! each file's digest what its bytes hash to; a `SKILL.md` without valid
 //! frontmatter refused with its line and nothing written; under
 //! `--require-approval`, a changed skill held while the approved one
-//! serves. The official conformance suite's skills scenarios run in
-//! `mcp.rs`, on a folder with a skill.
+//! serves; a skill's folders read one level at a time
+//! (`resources/directory/read`). The official conformance suite's skills
+//! scenarios run in `mcp.rs`, on a folder with a skill.
 
 use std::io::Write;
 
@@ -282,6 +283,140 @@ fn a_namespaces_skills_are_served_to_who_holds_it_and_to_nobody_else() {
     assert_eq!(
         uris(&skills_list(&server, ADA, &session)),
         ["skill://ada/pdf-forms/SKILL.md"]
+    );
+}
+
+fn directory(server: &Server, token: &str, session: &str, params: Value) -> Value {
+    rpc(
+        server,
+        token,
+        Some(session),
+        &json!({"jsonrpc": "2.0", "id": 6, "method": "resources/directory/read", "params": params}),
+    )
+    .2
+}
+
+/// `(uri, mimeType)` of each entry a directory read answered with.
+fn children(answer: &Value) -> Vec<(String, String)> {
+    answer["result"]["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no resources: {answer}"))
+        .iter()
+        .map(|child| {
+            (
+                child["uri"].as_str().unwrap().to_string(),
+                child["mimeType"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `resources/directory/read`, declared by the extension's
+/// `directoryRead`: a skill's folder lists its direct children (a folder
+/// in it as `inode/directory`, read in turn), a file or a folder that is
+/// not there is -32602, and a skill outside the caller's set answers as
+/// one that is not there.
+#[test]
+fn a_skills_folders_are_read_one_level_at_a_time_by_who_holds_it() {
+    let (_dir, _config, server) = room(&[]);
+    let (status, published) = put_zip(&server, "/skills/ada/pdf-forms", ADA, &forms_zip());
+    assert_eq!(status, 201, "{published}");
+    let (_, _, initialized) = rpc(
+        &server,
+        ADA,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "skills", "version": "1"}}}),
+    );
+    assert_eq!(
+        initialized["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/skills"]["directoryRead"],
+        true,
+        "{initialized}"
+    );
+    let session = open_session(&server, ADA).unwrap();
+    let root = directory(
+        &server,
+        ADA,
+        &session,
+        json!({"uri": "skill://ada/pdf-forms"}),
+    );
+    assert_eq!(
+        children(&root),
+        [
+            (
+                "skill://ada/pdf-forms/SKILL.md".into(),
+                "text/markdown".into()
+            ),
+            (
+                "skill://ada/pdf-forms/references".into(),
+                "inode/directory".into()
+            ),
+        ],
+        "{root}"
+    );
+    assert!(root["result"].get("nextCursor").is_none(), "{root}");
+    let references = directory(
+        &server,
+        ADA,
+        &session,
+        json!({"uri": "skill://ada/pdf-forms/references"}),
+    );
+    assert_eq!(
+        children(&references),
+        [(
+            "skill://ada/pdf-forms/references/FORMS.md".into(),
+            "text/markdown".into()
+        )],
+        "{references}"
+    );
+    assert_eq!(references["result"]["resources"][0]["name"], "FORMS.md");
+    // What each child names reads as a resource.
+    let forms = read(
+        &server,
+        ADA,
+        &session,
+        "skill://ada/pdf-forms/references/FORMS.md",
+    );
+    assert_eq!(
+        forms["result"]["contents"][0]["text"], "# Forms\nField by field.\n",
+        "{forms}"
+    );
+    for not_a_folder in [
+        "skill://ada/pdf-forms/SKILL.md",
+        "skill://ada/pdf-forms/nothing",
+        "skill://ada/pdf-forms/references/../references",
+        "skill://ada/no-such",
+        "skill://ada",
+    ] {
+        let answer = directory(&server, ADA, &session, json!({"uri": not_a_folder}));
+        assert_eq!(answer["error"]["code"], -32602, "{not_a_folder}: {answer}");
+    }
+    // bob's set does not hold ada's namespace: her folder is not there
+    // for him, as one that does not exist.
+    let session = open_session(&server, BOB).unwrap();
+    let hidden = directory(
+        &server,
+        BOB,
+        &session,
+        json!({"uri": "skill://ada/pdf-forms"}),
+    );
+    let missing = directory(
+        &server,
+        BOB,
+        &session,
+        json!({"uri": "skill://ada/no-such"}),
+    );
+    assert_eq!(
+        hidden["error"]["code"], missing["error"]["code"],
+        "{hidden}"
+    );
+    assert_eq!(
+        hidden["error"]["message"]
+            .as_str()
+            .unwrap()
+            .replace("pdf-forms", "no-such"),
+        missing["error"]["message"].as_str().unwrap()
     );
 }
 

@@ -57,6 +57,59 @@ pub(crate) fn get(registry: &Registry, view: &View, uri: &str) -> Result<Value, 
     Ok(json!({ "skill": skill.entry() }))
 }
 
+/// `resources/directory/read`: one page of the direct children of the
+/// folder at `uri` (a skill's, or one in it) after `cursor` (what the page
+/// before answered as `nextCursor`); a URI that names no folder of a skill
+/// the caller sees answers as a skill that is not there.
+pub(crate) fn directory(
+    registry: &Registry,
+    view: &View,
+    uri: &str,
+    cursor: Option<&str>,
+) -> Result<Value, Envelope> {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let children = registry.skills().directory(uri, view).ok_or_else(|| {
+        Envelope::host_error(
+            ErrorCode::SkillNotFound,
+            format!("no skill's folder at {uri:?}"),
+            Some(json!({ "uri": uri })),
+        )
+    })?;
+    let after = match cursor {
+        None => None,
+        Some(cursor) => Some(
+            engine
+                .decode(cursor)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .ok_or_else(|| {
+                    Envelope::host_error(
+                        ErrorCode::InvalidRequest,
+                        "the cursor is not one resources/directory/read gave",
+                        None,
+                    )
+                })?,
+        ),
+    };
+    // Children come by URI: a page starts past the last one before it.
+    let rest: Vec<Value> = children
+        .into_iter()
+        .filter(|child| {
+            after
+                .as_deref()
+                .is_none_or(|after| child["uri"].as_str().unwrap_or_default() > after)
+        })
+        .collect();
+    let more = rest.len() > PAGE;
+    let page: Vec<Value> = rest.into_iter().take(PAGE).collect();
+    let mut answer = json!({ "resources": page });
+    if more && let Some(last) = page.last().and_then(|child| child["uri"].as_str()) {
+        answer["nextCursor"] = json!(engine.encode(last));
+    }
+    Ok(answer)
+}
+
 /// `resources/read` of a skill's file, if `uri` is one (`None`: it is not
 /// a skill's URI, and the plugins' resources answer).
 pub(crate) fn read(registry: &Registry, view: &View, uri: &str) -> Option<Result<Value, Envelope>> {

@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex, Weak};
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorCode as RpcErrorCode, GetPromptRequestParams,
     GetPromptResult, GetSkillResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListSkillsResult, PromptsCapability, ReadResourceRequestParams,
-    ReadResourceResult, Reference, ResourceUpdatedNotificationParam, ResourcesCapability,
-    ServerCapabilities,
+    ListResourcesResult, ListSkillsResult, PromptsCapability, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResult, Reference,
+    ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities,
 };
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Value, json};
@@ -231,6 +231,27 @@ pub(crate) fn get_skill(
 ) -> Result<GetSkillResult, McpError> {
     catalog_path::check_uri(uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
     typed(crate::call::skills_path::get(registry, view, uri).map_err(rpc_error)?)
+}
+
+/// `resources/directory/read` (SEP-2640): the children of a skill's
+/// folder; -32602 for a URI that names no folder of a skill the caller
+/// sees.
+pub(crate) fn read_skill_directory(
+    registry: &Registry,
+    session: &SessionCatalog,
+    request: &ReadResourceDirectoryRequestParams,
+    view: &View,
+) -> Result<ReadResourceDirectoryResult, McpError> {
+    catalog_path::check_uri(&request.uri, session.limits.max_uri_bytes).map_err(rpc_error)?;
+    typed(
+        crate::call::skills_path::directory(
+            registry,
+            view,
+            &request.uri,
+            request.cursor.as_deref(),
+        )
+        .map_err(rpc_error)?,
+    )
 }
 
 pub(crate) async fn get_prompt(

@@ -37,8 +37,9 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
     Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
-    LoggingLevel, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    LoggingLevel, PaginatedRequestParams, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse, ResultType,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
     SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
@@ -185,15 +186,15 @@ impl McpFront {
         }
         catalog_methods::offer(&self.registry, session, &mut capabilities, view);
         // Skills (SEP-2640), for a caller who sees one: declaring the
-        // extension commits the server to `skills/list` and `skills/get`.
+        // extension commits the server to `skills/list` and `skills/get`,
+        // and `directoryRead` to `resources/directory/read`.
         if self.registry.skills().any_seen(view) {
+            let mut settings = rmcp::model::JsonObject::new();
+            settings.insert("directoryRead".into(), serde_json::Value::Bool(true));
             capabilities
                 .extensions
                 .get_or_insert_with(Default::default)
-                .insert(
-                    crate::registry::skills::EXTENSION.to_string(),
-                    Default::default(),
-                );
+                .insert(crate::registry::skills::EXTENSION.to_string(), settings);
         }
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
@@ -372,6 +373,21 @@ impl ServerHandler for McpFront {
             &view_in(&context),
         )?;
         result.ttl_ms = Some(0);
+        result.cache_scope = Some(CacheScope::Private);
+        Ok(result)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, McpError> {
+        let mut result = catalog_methods::read_skill_directory(
+            &self.registry,
+            &self.catalog,
+            &request,
+            &view_in(&context),
+        )?;
         result.cache_scope = Some(CacheScope::Private);
         Ok(result)
     }

@@ -244,6 +244,13 @@ impl Skills {
         skill.file(uri).is_some().then_some(skill)
     }
 
+    /// The direct children of the folder at `uri` (a skill's, or one in
+    /// it), if `view` sees its skill (`Skill::directory`).
+    pub(crate) fn directory(&self, uri: &str, view: &View) -> Option<Vec<serde_json::Value>> {
+        self.get(&owner::skill_md_of_folder(uri)?, view)?
+            .directory(uri)
+    }
+
     /// How many skills `owner` holds and their bytes together (what serves
     /// and what waits for approval), leaving out `except`'s.
     pub(crate) fn held_by(&self, owner: &Owner, except: Option<&str>) -> (u64, u64) {

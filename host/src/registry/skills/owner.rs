@@ -93,6 +93,16 @@ pub(crate) fn skill_md_of(uri: &str) -> Option<String> {
     Some(format!("skill://{authority}/{name}/SKILL.md"))
 }
 
+/// The `SKILL.md` URI of the skill whose folder, or a folder in it, is at
+/// `uri` (`skill://<authority>/<name>[/<path>]`, no trailing slash).
+pub(crate) fn skill_md_of_folder(uri: &str) -> Option<String> {
+    let rest = uri.strip_prefix("skill://")?;
+    let mut parts = rest.splitn(3, '/');
+    let (authority, name) = (parts.next()?, parts.next()?);
+    (!authority.is_empty() && !name.is_empty())
+        .then(|| format!("skill://{authority}/{name}/SKILL.md"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +125,16 @@ mod tests {
         assert_eq!(skill_md_of("skill://pdf"), None);
         assert_eq!(skill_md_of("skill://pdf/forms"), None);
         assert_eq!(skill_md_of("ui://pdf/forms/x"), None);
+        assert_eq!(
+            skill_md_of_folder("skill://pdf/forms").as_deref(),
+            Some("skill://pdf/forms/SKILL.md")
+        );
+        assert_eq!(
+            skill_md_of_folder("skill://pdf/forms/references").as_deref(),
+            Some("skill://pdf/forms/SKILL.md")
+        );
+        assert_eq!(skill_md_of_folder("skill://pdf"), None);
+        assert_eq!(skill_md_of_folder("skill://pdf/"), None);
     }
 
     #[test]

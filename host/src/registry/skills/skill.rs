@@ -17,6 +17,8 @@ use crate::zipped::{self, ZipError};
 pub(crate) const SKILL_MD: &str = "SKILL.md";
 /// The MIME type `SKILL.md` is served with.
 pub(crate) const MARKDOWN: &str = "text/markdown";
+/// What `resources/directory/read` gives a folder as its MIME type.
+const DIRECTORY: &str = "inode/directory";
 
 /// What a skill may hold (the extension's limits: 512 files, 16 MiB).
 pub(crate) const LIMITS: zipped::Limits = zipped::Limits {
@@ -231,6 +233,57 @@ impl Skill {
     /// The file at `uri`, if it is one of this skill's.
     pub(crate) fn file(&self, uri: &str) -> Option<&SkillFile> {
         self.files.iter().find(|file| file.uri == uri)
+    }
+
+    /// Its folder's URI (`skill://<namespace>/<name>`, no trailing slash).
+    pub(crate) fn root(&self) -> &str {
+        self.uri.strip_suffix("/SKILL.md").unwrap_or(&self.uri)
+    }
+
+    /// The direct children of its folder, or of a folder in it, at `uri`
+    /// (no trailing slash), as `resources/directory/read` lists them, by
+    /// URI: its files with their MIME types and sizes, its folders as
+    /// `inode/directory`. `None` if `uri` names no folder of this skill.
+    pub(crate) fn directory(&self, uri: &str) -> Option<Vec<Value>> {
+        let inside = if uri == self.root() {
+            ""
+        } else {
+            let inside = uri.strip_prefix(self.root())?.strip_prefix('/')?;
+            if !is_plain_path(inside) || inside.split('/').any(|part| part.starts_with('.')) {
+                return None;
+            }
+            inside
+        };
+        let mut children: std::collections::BTreeMap<String, Value> = Default::default();
+        for file in &self.files {
+            let rest = if inside.is_empty() {
+                file.path.as_str()
+            } else {
+                match file
+                    .path
+                    .strip_prefix(inside)
+                    .and_then(|rest| rest.strip_prefix('/'))
+                {
+                    Some(rest) => rest,
+                    None => continue,
+                }
+            };
+            let child = match rest.split_once('/') {
+                Some((folder, _)) => {
+                    let child = format!("{uri}/{folder}");
+                    json!({ "uri": child, "name": folder, "mimeType": DIRECTORY })
+                }
+                None => json!({
+                    "uri": file.uri,
+                    "name": rest,
+                    "mimeType": file.mime_type(),
+                    "size": file.bytes.len(),
+                }),
+            };
+            let key = child["uri"].as_str().unwrap_or_default().to_string();
+            children.insert(key, child);
+        }
+        (!children.is_empty()).then(|| children.into_values().collect())
     }
 
     /// All its files' bytes, together.
