@@ -126,15 +126,7 @@ fn a_namespaces_skills_are_served_to_who_holds_it_and_to_nobody_else() {
 
     // ada, over MCP: the extension declared, both listed, each file's
     // digest what its bytes hash to, SKILL.md served as markdown.
-    let (status, _, initialized) = rpc(
-        &server,
-        ADA,
-        None,
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "skills", "version": "1"}}}),
-    );
-    assert_eq!(status, 200);
+    let initialized = initialize(&server, ADA);
     assert!(
         initialized["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/skills"]
             .is_object(),
@@ -207,14 +199,7 @@ fn a_namespaces_skills_are_served_to_who_holds_it_and_to_nobody_else() {
 
     // bob's set holds one of ada's plugins, not her namespace: he sees no
     // skill of hers, and each answers as one that is not there.
-    let (_, _, initialized) = rpc(
-        &server,
-        BOB,
-        None,
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "skills", "version": "1"}}}),
-    );
+    let initialized = initialize(&server, BOB);
     assert!(
         initialized["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/skills"]
             .is_null(),
@@ -286,6 +271,20 @@ fn a_namespaces_skills_are_served_to_who_holds_it_and_to_nobody_else() {
     );
 }
 
+/// `initialize` as `token`, outside a session.
+fn initialize(server: &Server, token: &str) -> Value {
+    let (status, _, initialized) = rpc(
+        server,
+        token,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "skills", "version": "1"}}}),
+    );
+    assert_eq!(status, 200, "{initialized}");
+    initialized
+}
+
 fn directory(server: &Server, token: &str, session: &str, params: Value) -> Value {
     rpc(
         server,
@@ -321,14 +320,7 @@ fn a_skills_folders_are_read_one_level_at_a_time_by_who_holds_it() {
     let (_dir, _config, server) = room(&[]);
     let (status, published) = put_zip(&server, "/skills/ada/pdf-forms", ADA, &forms_zip());
     assert_eq!(status, 201, "{published}");
-    let (_, _, initialized) = rpc(
-        &server,
-        ADA,
-        None,
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "skills", "version": "1"}}}),
-    );
+    let initialized = initialize(&server, ADA);
     assert_eq!(
         initialized["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/skills"]["directoryRead"],
         true,

@@ -21,31 +21,40 @@ pub(crate) fn list(
     view: &View,
     cursor: Option<&str>,
 ) -> Result<Value, Envelope> {
-    use base64::Engine as _;
-    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let after = match cursor {
-        None => None,
-        Some(cursor) => Some(
-            engine
-                .decode(cursor)
-                .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok())
-                .ok_or_else(|| {
-                    Envelope::host_error(
-                        ErrorCode::InvalidRequest,
-                        "the cursor is not one skills/list gave",
-                        None,
-                    )
-                })?,
-        ),
-    };
+    let after = after_cursor(cursor, "skills/list")?;
     let (page, next) = registry.skills().page(view, after.as_deref(), PAGE);
     let mut answer =
         json!({ "skills": page.iter().map(|skill| skill.entry()).collect::<Vec<_>>() });
     if let Some(next) = next {
-        answer["nextCursor"] = json!(engine.encode(next));
+        answer["nextCursor"] = json!(cursor_after(&next));
     }
     Ok(answer)
+}
+
+/// What a cursor `method` gave says: the key a page ends at.
+fn after_cursor(cursor: Option<&str>, method: &str) -> Result<Option<String>, Envelope> {
+    use base64::Engine as _;
+    let Some(cursor) = cursor else {
+        return Ok(None);
+    };
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            Envelope::host_error(
+                ErrorCode::InvalidRequest,
+                format!("the cursor is not one {method} gave"),
+                None,
+            )
+        })
+}
+
+/// The cursor of the page after the one ending at `last`.
+fn cursor_after(last: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(last)
 }
 
 /// `skills/get`: the entry of the skill whose `SKILL.md` is at `uri`.
@@ -67,8 +76,6 @@ pub(crate) fn directory(
     uri: &str,
     cursor: Option<&str>,
 ) -> Result<Value, Envelope> {
-    use base64::Engine as _;
-    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let children = registry.skills().directory(uri, view).ok_or_else(|| {
         Envelope::host_error(
             ErrorCode::SkillNotFound,
@@ -76,22 +83,7 @@ pub(crate) fn directory(
             Some(json!({ "uri": uri })),
         )
     })?;
-    let after = match cursor {
-        None => None,
-        Some(cursor) => Some(
-            engine
-                .decode(cursor)
-                .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok())
-                .ok_or_else(|| {
-                    Envelope::host_error(
-                        ErrorCode::InvalidRequest,
-                        "the cursor is not one resources/directory/read gave",
-                        None,
-                    )
-                })?,
-        ),
-    };
+    let after = after_cursor(cursor, "resources/directory/read")?;
     // Children come by URI: a page starts past the last one before it.
     let rest: Vec<Value> = children
         .into_iter()
@@ -105,7 +97,7 @@ pub(crate) fn directory(
     let page: Vec<Value> = rest.into_iter().take(PAGE).collect();
     let mut answer = json!({ "resources": page });
     if more && let Some(last) = page.last().and_then(|child| child["uri"].as_str()) {
-        answer["nextCursor"] = json!(engine.encode(last));
+        answer["nextCursor"] = json!(cursor_after(last));
     }
     Ok(answer)
 }
