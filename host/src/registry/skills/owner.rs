@@ -86,11 +86,9 @@ impl std::fmt::Display for Owner {
 /// first two parts (the authority and the skill's name), as
 /// [`Owner::skill_root`] writes them.
 pub(crate) fn skill_md_of(uri: &str) -> Option<String> {
-    let rest = uri.strip_prefix("skill://")?;
-    let mut parts = rest.splitn(3, '/');
-    let (authority, name) = (parts.next()?, parts.next()?);
-    parts.next()?;
-    Some(format!("skill://{authority}/{name}/SKILL.md"))
+    // A file: a path past the skill's name.
+    let in_skill = uri.strip_prefix("skill://")?.splitn(3, '/').count() == 3;
+    in_skill.then(|| skill_md_of_folder(uri)).flatten()
 }
 
 /// The `SKILL.md` URI of the skill whose folder, or a folder in it, is at

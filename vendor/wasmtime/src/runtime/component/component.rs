@@ -537,7 +537,7 @@ impl Component {
     pub fn exported_memory_image(&self, export: &str) -> Result<ExportedMemoryImage> {
         let (index, memory, image, min_bytes) = self.image_beneath(export, None)?;
         Ok(ExportedMemoryImage {
-            root: image.root_digest(),
+            root: image.root_digest()?,
             index,
             memory,
             image: image.detached()?,
@@ -617,7 +617,7 @@ impl Component {
         };
         if let Some(over) = over {
             ensure!(
-                (over.index, over.memory) == (index, defined) && over.root == own.root_digest(),
+                (over.index, over.memory) == (index, defined) && over.root == own.root_digest()?,
                 "the image is not of this component's wasm and memory"
             );
             return Ok((index, defined, over.image.clone(), over.min_bytes));

@@ -93,15 +93,12 @@ pub struct MemoryImage {
     /// that image, and the runs of pages mapped over it from `source`.
     layered: Option<Layered>,
 
-    /// (toolhost patch) This image read from its file rather than from
-    /// `module_source` (`MemoryImage::detached`), made once.
+    /// (toolhost patch) For a module's own image: this image read from its
+    /// file rather than from `module_source`, and a hash of where it lies
+    /// in linear memory and of its bytes (`MemoryImage::detached`), made
+    /// once.
     #[cfg(all(target_os = "linux", feature = "std"))]
-    detached: std::sync::OnceLock<Arc<MemoryImage>>,
-
-    /// (toolhost patch) A hash of where this image lies in linear memory
-    /// and of its bytes (`MemoryImage::root_digest`), made once.
-    #[cfg(all(target_os = "linux", feature = "std"))]
-    digest: std::sync::OnceLock<u64>,
+    detached: std::sync::OnceLock<(Arc<MemoryImage>, u64)>,
 }
 
 /// (toolhost patch) What a layered image maps: its base image, then its runs
@@ -110,6 +107,9 @@ pub struct MemoryImage {
 struct Layered {
     base: Arc<MemoryImage>,
     runs: Vec<(HostAlignedByteCount, HostAlignedByteCount)>,
+    /// The module's own image's hash, beneath every layer
+    /// (`MemoryImage::root_digest`).
+    root: u64,
 }
 
 impl MemoryImage {
@@ -166,8 +166,6 @@ impl MemoryImage {
                             layered: None,
                             #[cfg(all(target_os = "linux", feature = "std"))]
                             detached: Default::default(),
-            #[cfg(all(target_os = "linux", feature = "std"))]
-            digest: Default::default(),
                         }));
                     }
                 }
@@ -187,8 +185,6 @@ impl MemoryImage {
                 layered: None,
                 #[cfg(all(target_os = "linux", feature = "std"))]
                 detached: Default::default(),
-            #[cfg(all(target_os = "linux", feature = "std"))]
-            digest: Default::default(),
             }));
         }
 
@@ -216,6 +212,7 @@ impl MemoryImage {
             "an image's memory is a whole number of pages"
         );
         ensure!(base.depth() < 2, "an image is laid over at most one other layer");
+        let root = base.root_digest()?;
         // Read through, and laid over, the image that holds no code.
         let base = &base.detached()?;
         ensure!(base.end() <= memory.len(), "the memory is smaller than its base image");
@@ -285,10 +282,9 @@ impl MemoryImage {
                         .iter()
                         .map(|(s, e)| (aligned(*s), aligned(e - s)))
                         .collect(),
+                    root,
                 }),
                 detached: Default::default(),
-            #[cfg(all(target_os = "linux", feature = "std"))]
-            digest: Default::default(),
             },
             held,
         ))
@@ -305,62 +301,55 @@ impl MemoryImage {
         if self.layered.is_some() {
             return Ok(self.clone());
         }
-        if let Some(detached) = self.detached.get() {
-            return Ok(detached.clone());
+        Ok(self.detached_and_digest()?.0.clone())
+    }
+
+    /// (toolhost patch) A hash of the module's own image this one is laid
+    /// over (or of this one, a module's own): where it lies in linear
+    /// memory and its bytes. Two compiles of the same wasm give the same;
+    /// what an image is laid over, or given to, is checked by it.
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    pub(crate) fn root_digest(&self) -> Result<u64> {
+        match &self.layered {
+            Some(layered) => Ok(layered.root),
+            None => Ok(self.detached_and_digest()?.1),
+        }
+    }
+
+    /// (toolhost patch) A module's own image detached, and its hash, made
+    /// once: the hash read from the file, not through a mapping (a mapping
+    /// would keep every page it read counted in the process's RSS).
+    #[cfg(all(target_os = "linux", feature = "std"))]
+    fn detached_and_digest(&self) -> Result<&(Arc<MemoryImage>, u64)> {
+        use core::hash::{Hash, Hasher};
+        use std::os::unix::fs::FileExt;
+        if let Some(done) = self.detached.get() {
+            return Ok(done);
         }
         let file = self.source.shared_file()?;
-        let view = ReadOnlyView::new(&file, self.source_offset, self.len.byte_count())?;
+        let len = self.len.byte_count();
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.linear_memory_offset.byte_count().hash(&mut hasher);
+        len.hash(&mut hasher);
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut done = 0;
+        while done < len {
+            let n = chunk.len().min(len - done);
+            file.read_exact_at(&mut chunk[..n], self.source_offset + u64::try_from(done)?)?;
+            chunk[..n].hash(&mut hasher);
+            done += n;
+        }
         let detached = Arc::new(MemoryImage {
             source: MemoryImageSource::from_file(&file).unwrap(),
             len: self.len,
             source_offset: self.source_offset,
             linear_memory_offset: self.linear_memory_offset,
-            module_source: Arc::new(view),
+            module_source: Arc::new(ReadOnlyView::new(&file, self.source_offset, len)?),
             module_source_offset: 0,
             layered: None,
             detached: Default::default(),
-            #[cfg(all(target_os = "linux", feature = "std"))]
-            digest: Default::default(),
         });
-        Ok(self.detached.get_or_init(|| detached).clone())
-    }
-
-    /// (toolhost patch) A hash of the module's own image this one is laid
-    /// over (or of this one, a module's own): where it lies in linear
-    /// memory and its bytes, made once per image. Two compiles of the same
-    /// wasm give the same; what an image is laid over, or given to, is
-    /// checked by it.
-    #[cfg(all(target_os = "linux", feature = "std"))]
-    pub(crate) fn root_digest(&self) -> u64 {
-        if let Some(layered) = &self.layered {
-            return layered.base.root_digest();
-        }
-        *self.digest.get_or_init(|| {
-            use core::hash::{Hash, Hasher};
-            use std::os::unix::fs::FileExt;
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            self.linear_memory_offset.byte_count().hash(&mut hasher);
-            self.len.byte_count().hash(&mut hasher);
-            // Read from the file, not through a mapping: a mapping would
-            // keep every page it read counted in the process's RSS.
-            let mut chunk = vec![0u8; 1 << 20];
-            let mut done = 0;
-            let read = self.source.shared_file().and_then(|file| {
-                while done < self.len.byte_count() {
-                    let len = chunk.len().min(self.len.byte_count() - done);
-                    let at = self.source_offset + u64::try_from(done).unwrap();
-                    file.read_exact_at(&mut chunk[..len], at)?;
-                    chunk[..len].hash(&mut hasher);
-                    done += len;
-                }
-                Ok(())
-            });
-            // Unreadable: an image that matches nothing else.
-            if read.is_err() {
-                (self as *const MemoryImage).addr().hash(&mut hasher);
-            }
-            hasher.finish()
-        })
+        Ok(self.detached.get_or_init(|| (detached, hasher.finish())))
     }
 
     /// (toolhost patch) How many layers this image is: 0 for a module's
@@ -1198,8 +1187,6 @@ mod test {
             layered: None,
             #[cfg(all(target_os = "linux", feature = "std"))]
             detached: Default::default(),
-            #[cfg(all(target_os = "linux", feature = "std"))]
-            digest: Default::default(),
         });
 
         struct TestDataSource {
