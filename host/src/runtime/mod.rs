@@ -56,6 +56,8 @@ mod cache;
 mod client;
 mod compiled;
 mod compiler;
+#[cfg(test)]
+mod compiler_tests;
 mod engine;
 mod executor;
 mod exports;

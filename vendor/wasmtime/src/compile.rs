@@ -290,6 +290,9 @@ struct InlineHeuristicParams<'a> {
 #[derive(Default)]
 struct CompileInputs<'a> {
     inputs: Vec<CompileInput<'a>>,
+    /// (toolhost patch) Each input's size (a function body's bytes; 0 for
+    /// a trampoline), so that the largest are compiled first.
+    weights: Vec<usize>,
 }
 
 impl<'a> CompileInputs<'a> {
@@ -297,7 +300,31 @@ impl<'a> CompileInputs<'a> {
         &mut self,
         f: impl FnOnce(&dyn Compiler) -> Result<CompileOutput<'a>> + Send + 'a,
     ) {
+        self.push_weighted_input(0, f);
+    }
+
+    fn push_weighted_input(
+        &mut self,
+        weight: usize,
+        f: impl FnOnce(&dyn Compiler) -> Result<CompileOutput<'a>> + Send + 'a,
+    ) {
         self.inputs.push(Box::new(f));
+        self.weights.push(weight);
+    }
+
+    /// (toolhost patch) Puts the largest inputs first. The compiling
+    /// threads take inputs in order and steal what is left, so a huge
+    /// function taken last ran alone at the end: CPython's interpreter
+    /// loop kept one core busy for the last fifth of the runtime's
+    /// baseline compile while the other waited. The outputs are sorted
+    /// by key afterwards, so the order changes nothing else.
+    fn largest_first(&mut self) {
+        let mut inputs: Vec<_> = mem::take(&mut self.weights)
+            .into_iter()
+            .zip(mem::take(&mut self.inputs))
+            .collect();
+        inputs.sort_by_key(|(weight, _)| core::cmp::Reverse(*weight));
+        self.inputs = inputs.into_iter().map(|(_, input)| input).collect();
     }
 
     /// Create the `CompileInputs` for a core Wasm module.
@@ -306,7 +333,10 @@ impl<'a> CompileInputs<'a> {
         translation: &'a ModuleTranslation<'a>,
         functions: PrimaryMap<DefinedFuncIndex, FunctionBodyData<'a>>,
     ) -> Self {
-        let mut ret = CompileInputs { inputs: vec![] };
+        let mut ret = CompileInputs {
+            inputs: vec![],
+            weights: vec![],
+        };
 
         let module_index = StaticModuleIndex::from_u32(0);
         ret.collect_inputs_in_translations(types, [(module_index, translation, functions)]);
@@ -331,7 +361,10 @@ impl<'a> CompileInputs<'a> {
         use wasmtime_environ::Abi;
         use wasmtime_environ::component::UnsafeIntrinsic;
 
-        let mut ret = CompileInputs { inputs: vec![] };
+        let mut ret = CompileInputs {
+            inputs: vec![],
+            weights: vec![],
+        };
 
         ret.collect_inputs_in_translations(types.module_types_builder(), module_translations);
         let tunables = engine.tunables();
@@ -476,8 +509,29 @@ impl<'a> CompileInputs<'a> {
         >,
     ) {
         for (module, translation, functions) in translations {
+            // (toolhost patch) Only a function its module exports gets an
+            // array-to-wasm trampoline: the host calls a core function only
+            // through an export (a component's lifts, `realloc`,
+            // `post-return`, callbacks and destructors are all core
+            // instances' exports), and wasm calls a function reference
+            // through its wasm entry. A function that escapes only through
+            // a table or `ref.func` has none; its reference's array entry is
+            // `vm::no_array_entry`. CPython's runtime has 8,900 escaping
+            // functions and exports 3,300: the trampolines were a third of
+            // its baseline compile, and most of its allocator's lock waits
+            // (Cranelift's contexts move between the compiling threads).
+            let exported: HashSet<wasmtime_environ::FuncIndex> = translation
+                .module
+                .exports
+                .values()
+                .filter_map(|e| match e {
+                    wasmtime_environ::EntityIndex::Function(f) => Some(*f),
+                    _ => None,
+                })
+                .collect();
             for (def_func_index, func_body_data) in functions {
-                self.push_input(move |compiler| {
+                let weight = func_body_data.body.range().len();
+                self.push_weighted_input(weight, move |compiler| {
                     let key = FuncKey::DefinedWasmFunction(module, def_func_index);
                     let func_index = translation.module.func_index(def_func_index);
                     let symbol = match translation
@@ -517,7 +571,9 @@ impl<'a> CompileInputs<'a> {
                 });
 
                 let func_index = translation.module.func_index(def_func_index);
-                if translation.module.functions[func_index].is_escaping() {
+                if translation.module.functions[func_index].is_escaping()
+                    && exported.contains(&func_index)
+                {
                     self.push_input(move |compiler| {
                         let key = FuncKey::ArrayToWasmTrampoline(module, def_func_index);
                         let func_index = translation.module.func_index(def_func_index);
@@ -592,11 +648,12 @@ impl<'a> CompileInputs<'a> {
     /// Compile these `CompileInput`s (maybe in parallel) and return the
     /// resulting `UnlinkedCompileOutput`s.
     fn compile(
-        self,
+        mut self,
         engine: &Engine,
         types: &'a ModuleTypesBuilder,
     ) -> Result<UnlinkedCompileOutputs<'a>> {
         let compiler = engine.try_compiler()?;
+        self.largest_first();
 
         if self.inputs.len() > 0 && cfg!(miri) {
             bail!(

@@ -862,5 +862,10 @@ impl std::hash::Hash for HashedEngineCompileEnv<'_> {
 
         // Catch accidental bugs of reusing across crate versions.
         config.module_version.hash(hasher);
+
+        // (toolhost patch) Artifacts hold array-to-wasm trampolines only
+        // for exported functions (`compile.rs`); one from before could be
+        // loaded by this build, but not the other way round.
+        "toolhost: array entries for exports only".hash(hasher);
     }
 }

@@ -136,6 +136,15 @@ impl CompiledModule {
         })
     }
 
+    /// (toolhost patch) [`Self::function_range`], or `None` if `key` was
+    /// not compiled.
+    pub fn function_range_if_any(&self, key: FuncKey) -> Option<Range<usize>> {
+        let loc = self.index.func_loc(key)?;
+        let start = usize::try_from(loc.start).unwrap();
+        let end = usize::try_from(loc.start + loc.length).unwrap();
+        Some(start..end)
+    }
+
     /// Returns the offset in the text section of the function that `key`
     /// points to.
     #[inline]

@@ -1270,7 +1270,9 @@ impl Module {
 
     /// (toolhost patch) Where defined function `index`'s array-to-wasm
     /// trampoline and body start in the text section: looked up in the
-    /// compiled functions' table once, then kept.
+    /// compiled functions' table once, then kept. A function its module
+    /// does not export has no trampoline (`compile.rs`): its array offset
+    /// is [`NO_ARRAY_ENTRY`].
     #[inline]
     pub(crate) fn func_ref_offsets(&self, index: wasmtime_environ::DefinedFuncIndex) -> (u32, u32) {
         use core::sync::atomic::Ordering;
@@ -1282,12 +1284,12 @@ impl Module {
         }
         let compiled = self.compiled_module();
         let module_index = self.env_module().module_index;
-        let array = compiled
-            .function_range(FuncKey::ArrayToWasmTrampoline(module_index, index))
-            .start;
         let wasm = compiled
             .function_range(FuncKey::DefinedWasmFunction(module_index, index))
             .start;
+        let array = compiled
+            .function_range_if_any(FuncKey::ArrayToWasmTrampoline(module_index, index))
+            .map_or(NO_ARRAY_ENTRY as usize, |range| range.start);
         let (array, wasm) = (u32::try_from(array).unwrap(), u32::try_from(wasm).unwrap());
         cell.store((u64::from(array) << 32) | u64::from(wasm), Ordering::Relaxed);
         (array, wasm)
@@ -1370,6 +1372,10 @@ fn _assert_send_sync() {
 }
 
 /// (toolhost patch) A cell per defined function of `module`, none found.
+/// (toolhost patch) The array offset [`Module::func_ref_offsets`] gives a
+/// function without an array-to-wasm trampoline.
+pub(crate) const NO_ARRAY_ENTRY: u32 = u32::MAX;
+
 fn func_ref_offsets_of(module: &wasmtime_environ::Module) -> Box<[core::sync::atomic::AtomicU64]> {
     (0..module.num_defined_funcs())
         .map(|_| core::sync::atomic::AtomicU64::new(u64::MAX))

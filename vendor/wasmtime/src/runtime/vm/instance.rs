@@ -917,8 +917,13 @@ impl Instance {
         unsafe {
             let func_ref_ptr = self.vmctx_plus_offset_raw::<VMFuncRef>(vmctx_offset);
             let at = |offset: u32| (text as *mut u8).add(usize::try_from(offset).unwrap());
+            let array_call = if array_call == crate::module::NO_ARRAY_ENTRY {
+                NonNull::new(no_array_entry as *mut u8).unwrap()
+            } else {
+                NonNull::new(at(array_call)).unwrap()
+            };
             func_ref_ptr.write(VMFuncRef {
-                array_call: VmPtr::from(NonNull::new(at(array_call)).unwrap().cast()),
+                array_call: VmPtr::from(array_call.cast()),
                 wasm_call: Some(VmPtr::from(
                     NonNull::new(at(wasm_call).cast::<VMWasmCallFunction>()).unwrap(),
                 )),
@@ -1936,4 +1941,26 @@ impl PassiveElementSegment {
     pub(crate) fn elements_mut(&mut self) -> &mut [ValRaw] {
         &mut self.elements
     }
+}
+
+/// (toolhost patch) The array entry of a function reference to a function
+/// its module does not export, which has no array-to-wasm trampoline
+/// (`compile.rs`). The host calls core functions only through exports, so
+/// nothing calls this; if something ever did, the process stops here with
+/// the reason, instead of running wasm code under the wrong convention.
+unsafe extern "C" fn no_array_entry(
+    _callee: NonNull<VMOpaqueContext>,
+    _caller: NonNull<VMContext>,
+    _values: NonNull<ValRaw>,
+    _len: usize,
+) -> bool {
+    #[cfg(feature = "std")]
+    std::eprintln!(
+        "wasmtime (toolhost patch): the host called a function its module does not export \
+         through a function reference; such functions have no array-call entry"
+    );
+    #[cfg(feature = "std")]
+    std::process::abort();
+    #[cfg(not(feature = "std"))]
+    loop {}
 }
