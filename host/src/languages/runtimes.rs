@@ -209,14 +209,15 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// `bytes`, zstd-decompressed.
+/// `bytes`, zstd-decompressed (one frame, its size in its header, as
+/// `zstd` writes it: decoded straight into a buffer of that size).
 fn unzstd(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut decoder = ruzstd::decoding::StreamingDecoder::new(bytes)
-        .map_err(|error| std::io::Error::other(error.to_string()))?;
-    let mut out = Vec::new();
-    decoder.read_to_end(&mut out)?;
-    Ok(out)
+    let size = zstd::zstd_safe::get_frame_content_size(bytes)
+        .ok()
+        .flatten()
+        .and_then(|size| usize::try_from(size).ok())
+        .ok_or_else(|| std::io::Error::other("a zstd frame without its size"))?;
+    zstd::bulk::decompress(bytes, size)
 }
 
 /// The standard library's top-level modules (empty without it).
