@@ -10,8 +10,9 @@ use wasmtime::{Config, Engine, Store, Strategy};
 const FUNCTIONS: u32 = 512;
 
 /// A component whose export adds up what `FUNCTIONS` functions return,
-/// each called through the table; `exported` has the core module export
-/// them too.
+/// each called through the table, and has a post-return the host calls
+/// after it (through its array entry, as it calls the export); `exported`
+/// has the core module export the table's functions too.
 fn component_wat(exported: bool) -> String {
     let mut functions = String::new();
     let mut names = String::new();
@@ -39,9 +40,11 @@ fn component_wat(exported: bool) -> String {
         (local.set $sum (i32.add (local.get $sum) (call_indirect (type $t) (local.get $i))))
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br_if $next (i32.lt_u (local.get $i) (i32.const {FUNCTIONS}))))
-      (local.get $sum)))
+      (local.get $sum))
+    (func (export "post") (param i32)))
   (core instance $i (instantiate $m))
-  (func (export "sum") (result u32) (canon lift (core func $i "sum"))))"#
+  (func (export "sum") (result u32)
+    (canon lift (core func $i "sum") (post-return (core func $i "post")))))"#
     )
 }
 

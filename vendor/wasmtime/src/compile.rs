@@ -88,7 +88,7 @@ pub(crate) fn build_module_artifacts<T: FinishedObject>(
     prepare_translation(engine, compiler, &mut translation, &mut types);
     let functions = mem::take(&mut translation.function_body_inputs);
 
-    let compile_inputs = CompileInputs::for_module(&types, &translation, functions);
+    let compile_inputs = CompileInputs::for_module(engine, &types, &translation, functions);
     let unlinked_compile_outputs = compile_inputs.compile(engine, &types)?;
     let PreLinkOutput {
         needs_gc_heap,
@@ -293,6 +293,10 @@ struct CompileInputs<'a> {
     /// (toolhost patch) Each input's size (a function body's bytes; 0 for
     /// a trampoline), so that the largest are compiled first.
     weights: Vec<usize>,
+    /// (toolhost patch) Whether every escaping function gets an
+    /// array-to-wasm trampoline, as upstream does, rather than only the
+    /// exported ones: see [`CompileInputs::every_escaping_function_needs_array_entry`].
+    all_escaping: bool,
 }
 
 impl<'a> CompileInputs<'a> {
@@ -327,8 +331,25 @@ impl<'a> CompileInputs<'a> {
         self.inputs = inputs.into_iter().map(|(_, input)| input).collect();
     }
 
+    /// (toolhost patch) Whether the host could be handed a reference to a
+    /// function its module does not export and call it: with stack
+    /// switching (`cont.new`), the component model's threads
+    /// (`thread.new-indirect`) or GC types (references in objects and
+    /// exceptions the host reads; only with the `gc` crate feature) a
+    /// guest chooses what the host calls; and Pulley would read the native
+    /// `no_array_entry` as bytecode. None is enabled here; each brings
+    /// every trampoline back.
+    fn every_escaping_function_needs_array_entry(engine: &Engine) -> bool {
+        use wasmparser::WasmFeatures;
+        engine.is_pulley()
+            || engine.features().intersects(
+                WasmFeatures::STACK_SWITCHING | WasmFeatures::CM_THREADING | WasmFeatures::GC_TYPES,
+            )
+    }
+
     /// Create the `CompileInputs` for a core Wasm module.
     fn for_module(
+        engine: &Engine,
         types: &'a ModuleTypesBuilder,
         translation: &'a ModuleTranslation<'a>,
         functions: PrimaryMap<DefinedFuncIndex, FunctionBodyData<'a>>,
@@ -336,6 +357,7 @@ impl<'a> CompileInputs<'a> {
         let mut ret = CompileInputs {
             inputs: vec![],
             weights: vec![],
+            all_escaping: Self::every_escaping_function_needs_array_entry(engine),
         };
 
         let module_index = StaticModuleIndex::from_u32(0);
@@ -364,6 +386,7 @@ impl<'a> CompileInputs<'a> {
         let mut ret = CompileInputs {
             inputs: vec![],
             weights: vec![],
+            all_escaping: Self::every_escaping_function_needs_array_entry(engine),
         };
 
         ret.collect_inputs_in_translations(types.module_types_builder(), module_translations);
@@ -572,7 +595,7 @@ impl<'a> CompileInputs<'a> {
 
                 let func_index = translation.module.func_index(def_func_index);
                 if translation.module.functions[func_index].is_escaping()
-                    && exported.contains(&func_index)
+                    && (self.all_escaping || exported.contains(&func_index))
                 {
                     self.push_input(move |compiler| {
                         let key = FuncKey::ArrayToWasmTrampoline(module, def_func_index);

@@ -116,7 +116,10 @@ impl ModuleVersionStrategy {
     /// Get the string-encoding version of the module.
     pub fn as_str(&self) -> &str {
         match &self {
-            Self::WasmtimeVersion => env!("CARGO_PKG_VERSION_MAJOR"),
+            // (toolhost patch) Its artifacts differ from a stock build's
+            // (array entries for exports only, `compile.rs`): a stock
+            // wasmtime refuses them rather than run them.
+            Self::WasmtimeVersion => concat!(env!("CARGO_PKG_VERSION_MAJOR"), "+toolhost"),
             Self::Custom(c) => c,
             Self::None => "",
         }

@@ -1371,11 +1371,11 @@ fn _assert_send_sync() {
     _assert::<Module>();
 }
 
-/// (toolhost patch) A cell per defined function of `module`, none found.
 /// (toolhost patch) The array offset [`Module::func_ref_offsets`] gives a
 /// function without an array-to-wasm trampoline.
 pub(crate) const NO_ARRAY_ENTRY: u32 = u32::MAX;
 
+/// (toolhost patch) A cell per defined function of `module`, none found.
 fn func_ref_offsets_of(module: &wasmtime_environ::Module) -> Box<[core::sync::atomic::AtomicU64]> {
     (0..module.num_defined_funcs())
         .map(|_| core::sync::atomic::AtomicU64::new(u64::MAX))
