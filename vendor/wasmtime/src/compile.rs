@@ -331,6 +331,15 @@ impl<'a> CompileInputs<'a> {
         self.inputs = inputs.into_iter().map(|(_, input)| input).collect();
     }
 
+    /// (toolhost patch) No inputs yet, for `engine`.
+    fn new(engine: &Engine) -> Self {
+        CompileInputs {
+            inputs: vec![],
+            weights: vec![],
+            all_escaping: Self::every_escaping_function_needs_array_entry(engine),
+        }
+    }
+
     /// (toolhost patch) Whether the host could be handed a reference to a
     /// function its module does not export and call it: with stack
     /// switching (`cont.new`), the component model's threads
@@ -354,11 +363,7 @@ impl<'a> CompileInputs<'a> {
         translation: &'a ModuleTranslation<'a>,
         functions: PrimaryMap<DefinedFuncIndex, FunctionBodyData<'a>>,
     ) -> Self {
-        let mut ret = CompileInputs {
-            inputs: vec![],
-            weights: vec![],
-            all_escaping: Self::every_escaping_function_needs_array_entry(engine),
-        };
+        let mut ret = CompileInputs::new(engine);
 
         let module_index = StaticModuleIndex::from_u32(0);
         ret.collect_inputs_in_translations(types, [(module_index, translation, functions)]);
@@ -383,11 +388,7 @@ impl<'a> CompileInputs<'a> {
         use wasmtime_environ::Abi;
         use wasmtime_environ::component::UnsafeIntrinsic;
 
-        let mut ret = CompileInputs {
-            inputs: vec![],
-            weights: vec![],
-            all_escaping: Self::every_escaping_function_needs_array_entry(engine),
-        };
+        let mut ret = CompileInputs::new(engine);
 
         ret.collect_inputs_in_translations(types.module_types_builder(), module_translations);
         let tunables = engine.tunables();

@@ -105,7 +105,9 @@ impl Default for ModuleVersionStrategy {
 impl core::hash::Hash for ModuleVersionStrategy {
     fn hash<H: core::hash::Hasher>(&self, hasher: &mut H) {
         match self {
-            Self::WasmtimeVersion => env!("CARGO_PKG_VERSION").hash(hasher),
+            // (toolhost patch) See `as_str`: neither this build nor a stock
+            // one finds the other's artifacts under its compatibility key.
+            Self::WasmtimeVersion => concat!(env!("CARGO_PKG_VERSION"), "+toolhost").hash(hasher),
             Self::Custom(s) => s.hash(hasher),
             Self::None => {}
         };

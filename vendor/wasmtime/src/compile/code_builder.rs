@@ -862,11 +862,5 @@ impl std::hash::Hash for HashedEngineCompileEnv<'_> {
 
         // Catch accidental bugs of reusing across crate versions.
         config.module_version.hash(hasher);
-
-        // (toolhost patch) Artifacts hold array-to-wasm trampolines only
-        // for exported functions (`compile.rs`): neither this build nor a
-        // stock one finds the other's cache entries under its key (and
-        // `config.rs` gives these artifacts a version of their own).
-        "toolhost: array entries for exports only".hash(hasher);
     }
 }
