@@ -299,6 +299,117 @@ struct CompileInputs<'a> {
     all_escaping: bool,
 }
 
+/// (toolhost patch) Every function a core module exports.
+fn exported_functions(module: &wasmtime_environ::Module) -> HashSet<wasmtime_environ::FuncIndex> {
+    module
+        .exports
+        .values()
+        .filter_map(|e| match e {
+            wasmtime_environ::EntityIndex::Function(f) => Some(*f),
+            _ => None,
+        })
+        .collect()
+}
+
+/// (toolhost patch) The functions, per core module of `component`, that
+/// the host can be handed and call through their array entry: those the
+/// component lifts or names as `realloc`, `callback`, `post-return` or a
+/// resource's destructor, each followed through the imports it was
+/// passed in as to the module that defines it; every export of a core
+/// module the component exports; and whatever is passed to a module the
+/// host provides (compiled elsewhere, it may export it). What one core
+/// instance passes to another is called from wasm, through wasm entries.
+/// Start functions and trampolines have entries of their own.
+#[cfg(feature = "component-model")]
+fn host_called_functions(
+    component: &wasmtime_environ::component::ComponentTranslation,
+    modules: &HashMap<StaticModuleIndex, &ModuleTranslation<'_>>,
+) -> HashMap<StaticModuleIndex, HashSet<wasmtime_environ::FuncIndex>> {
+    use wasmtime_environ::component::{
+        CoreDef, Export, ExportItem, GlobalInitializer, InstantiateModule,
+    };
+    use wasmtime_environ::{EntityIndex, Initializer};
+
+    let info = &component.component;
+    let mut out: HashMap<StaticModuleIndex, HashSet<wasmtime_environ::FuncIndex>> =
+        HashMap::new();
+    let mut instances = Vec::new();
+    let mut roots: Vec<&CoreDef> = Vec::new();
+    for init in &info.initializers {
+        match init {
+            GlobalInitializer::InstantiateModule(instance, _) => {
+                if let InstantiateModule::Import(_, args) = instance {
+                    roots.extend(args.values().flat_map(|names| names.values()));
+                }
+                instances.push(instance);
+            }
+            GlobalInitializer::ExtractRealloc(e) => roots.push(&e.def),
+            GlobalInitializer::ExtractCallback(e) => roots.push(&e.def),
+            GlobalInitializer::ExtractPostReturn(e) => roots.push(&e.def),
+            GlobalInitializer::Resource(r) => roots.extend(r.dtor.as_ref()),
+            // A table's functions are called by the host only with the
+            // component model's threads, which bring every entry back.
+            GlobalInitializer::ExtractTable(_)
+            | GlobalInitializer::ExtractMemory(_)
+            | GlobalInitializer::LowerImport { .. } => {}
+        }
+    }
+    for export in info.export_items.values() {
+        match export {
+            Export::LiftedFunction { func, .. } => roots.push(func),
+            Export::ModuleStatic { index, .. } => {
+                if let Some(translation) = modules.get(index) {
+                    out.entry(*index)
+                        .or_default()
+                        .extend(exported_functions(&translation.module));
+                }
+            }
+            Export::ModuleImport { .. } | Export::Instance { .. } | Export::Type(_) => {}
+        }
+    }
+    while let Some(def) = roots.pop() {
+        // Trampolines, flags and intrinsics have array entries of their own.
+        let CoreDef::Export(export) = def else {
+            continue;
+        };
+        // A module the host provides was compiled on its own: every export
+        // has an entry.
+        let Some(InstantiateModule::Static(index, args)) =
+            instances.get(export.instance.as_u32() as usize)
+        else {
+            continue;
+        };
+        let Some(translation) = modules.get(index) else {
+            continue;
+        };
+        let module = &translation.module;
+        let func = match &export.item {
+            ExportItem::Index(EntityIndex::Function(f)) => *f,
+            ExportItem::Index(_) => continue,
+            ExportItem::Name(name) => match module
+                .exports
+                .iter()
+                .find(|(atom, _)| &module.strings[*atom] == name.as_str())
+            {
+                Some((_, EntityIndex::Function(f))) => *f,
+                _ => continue,
+            },
+        };
+        if module.is_imported_function(func) {
+            // Re-exported: the array entry is the one of what it was given.
+            let given = module.initializers.iter().position(|init| match init {
+                Initializer::Import { index, .. } => *index == EntityIndex::Function(func),
+            });
+            if let Some(arg) = given.and_then(|position| args.get(position)) {
+                roots.push(arg);
+            }
+        } else {
+            out.entry(*index).or_default().insert(func);
+        }
+    }
+    out
+}
+
 impl<'a> CompileInputs<'a> {
     fn push_input(
         &mut self,
@@ -366,7 +477,7 @@ impl<'a> CompileInputs<'a> {
         let mut ret = CompileInputs::new(engine);
 
         let module_index = StaticModuleIndex::from_u32(0);
-        ret.collect_inputs_in_translations(types, [(module_index, translation, functions)]);
+        ret.collect_inputs_in_translations(types, [(module_index, translation, functions)], None);
 
         ret
     }
@@ -390,7 +501,21 @@ impl<'a> CompileInputs<'a> {
 
         let mut ret = CompileInputs::new(engine);
 
-        ret.collect_inputs_in_translations(types.module_types_builder(), module_translations);
+        // (toolhost patch) Which functions the host can be handed, known
+        // from the component's structure (`host_called_functions`).
+        let module_translations: Vec<_> = module_translations.into_iter().collect();
+        let host_called = host_called_functions(
+            component,
+            &module_translations
+                .iter()
+                .map(|(index, translation, _)| (*index, *translation))
+                .collect(),
+        );
+        ret.collect_inputs_in_translations(
+            types.module_types_builder(),
+            module_translations,
+            Some(&host_called),
+        );
         let tunables = engine.tunables();
 
         for i in component
@@ -531,28 +656,31 @@ impl<'a> CompileInputs<'a> {
                 PrimaryMap<DefinedFuncIndex, FunctionBodyData<'a>>,
             ),
         >,
+        host_called: Option<&HashMap<StaticModuleIndex, HashSet<wasmtime_environ::FuncIndex>>>,
     ) {
         for (module, translation, functions) in translations {
-            // (toolhost patch) Only a function its module exports gets an
-            // array-to-wasm trampoline: the host calls a core function only
-            // through an export (a component's lifts, `realloc`,
-            // `post-return`, callbacks and destructors are all core
-            // instances' exports), and wasm calls a function reference
-            // through its wasm entry. A function that escapes only through
-            // a table or `ref.func` has none; its reference's array entry is
-            // `vm::no_array_entry`. CPython's runtime has 8,900 escaping
-            // functions and exports 3,300: the trampolines were a third of
-            // its baseline compile, and most of its allocator's lock waits
-            // (Cranelift's contexts move between the compiling threads).
-            let exported: HashSet<wasmtime_environ::FuncIndex> = translation
-                .module
-                .exports
-                .values()
-                .filter_map(|e| match e {
-                    wasmtime_environ::EntityIndex::Function(f) => Some(*f),
-                    _ => None,
-                })
-                .collect();
+            // (toolhost patch) Only a function the host can be handed gets
+            // an array-to-wasm trampoline; wasm calls a function reference
+            // through its wasm entry. In a component, that is what it lifts
+            // or uses as `realloc`, `post-return`, a callback or a resource
+            // destructor, and every export of a core module it exports
+            // (`host_called_functions`); a core module compiled alone,
+            // everything it exports. Any other function has none: its
+            // reference's array entry is `vm::no_array_entry`. CPython's
+            // runtime has 8,900 escaping functions, 3,300 exports that its
+            // libraries link one another with, and a few dozen the host
+            // calls: the trampolines were a third of its baseline compile,
+            // and most of its allocator's lock waits (Cranelift's contexts
+            // move between the compiling threads).
+            let empty = HashSet::new();
+            let exported: HashSet<wasmtime_environ::FuncIndex>;
+            let hands_out = match host_called {
+                Some(host_called) => host_called.get(&module).unwrap_or(&empty),
+                None => {
+                    exported = exported_functions(&translation.module);
+                    &exported
+                }
+            };
             for (def_func_index, func_body_data) in functions {
                 let weight = func_body_data.body.range().len();
                 self.push_weighted_input(weight, move |compiler| {
@@ -596,7 +724,7 @@ impl<'a> CompileInputs<'a> {
 
                 let func_index = translation.module.func_index(def_func_index);
                 if translation.module.functions[func_index].is_escaping()
-                    && (self.all_escaping || exported.contains(&func_index))
+                    && (self.all_escaping || hands_out.contains(&func_index))
                 {
                     self.push_input(move |compiler| {
                         let key = FuncKey::ArrayToWasmTrampoline(module, def_func_index);

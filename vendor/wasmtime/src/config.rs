@@ -119,7 +119,7 @@ impl ModuleVersionStrategy {
     pub fn as_str(&self) -> &str {
         match &self {
             // (toolhost patch) Its artifacts differ from a stock build's
-            // (array entries for exports only, `compile.rs`): a stock
+            // (array entries for what the host calls, `compile.rs`): a stock
             // wasmtime refuses them rather than run them.
             Self::WasmtimeVersion => concat!(env!("CARGO_PKG_VERSION_MAJOR"), "+toolhost"),
             Self::Custom(c) => c,

@@ -1944,23 +1944,32 @@ impl PassiveElementSegment {
 }
 
 /// (toolhost patch) The array entry of a function reference to a function
-/// its module does not export, which has no array-to-wasm trampoline
-/// (`compile.rs`). The host calls core functions only through exports, so
-/// nothing calls this; if something ever did, the process stops here with
-/// the reason, instead of running wasm code under the wrong convention.
+/// that has no array-to-wasm trampoline (`compile.rs`: only the functions
+/// the host can be handed get one). Nothing calls this; if something ever
+/// did, the call fails with the reason as a trap, instead of running wasm
+/// code under the wrong convention. Outside any call (no trap to record)
+/// the process stops.
 unsafe extern "C" fn no_array_entry(
     _callee: NonNull<VMOpaqueContext>,
     _caller: NonNull<VMContext>,
     _values: NonNull<ValRaw>,
     _len: usize,
 ) -> bool {
-    #[cfg(feature = "std")]
-    std::eprintln!(
-        "wasmtime (toolhost patch): the host called a function its module does not export \
-         through a function reference; such functions have no array-call entry"
-    );
-    #[cfg(feature = "std")]
-    std::process::abort();
-    #[cfg(not(feature = "std"))]
-    loop {}
+    let recorded = crate::runtime::vm::record_trap_of_call_in_progress(crate::Error::msg(
+        "wasmtime (toolhost patch): the host called a function that has no array-call entry \
+         (only the functions a component lifts, or uses as realloc, post-return, callback or \
+         destructor, and a core module's exports, have one)",
+    ));
+    if !recorded {
+        #[cfg(feature = "std")]
+        std::eprintln!(
+            "wasmtime (toolhost patch): a function without an array-call entry was called \
+             outside any wasm call"
+        );
+        #[cfg(feature = "std")]
+        std::process::abort();
+        #[cfg(not(feature = "std"))]
+        loop {}
+    }
+    false
 }

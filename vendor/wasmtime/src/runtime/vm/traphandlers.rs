@@ -140,6 +140,20 @@ where
     ret
 }
 
+/// (toolhost patch) Records `error` as the trap of the wasm call in
+/// progress on this thread, for an entry that is about to return `false`
+/// to its caller without running any wasm (`vm::instance::no_array_entry`).
+/// Whether there was a call to record it in.
+pub(crate) fn record_trap_of_call_in_progress(error: Error) -> bool {
+    tls::with(|info| match info {
+        Some(info) => {
+            info.record_unwind(UnwindReason::from(error));
+            true
+        }
+        None => false,
+    })
+}
+
 /// A trait used in conjunction with `catch_unwind_and_record_trap` to convert a
 /// Rust-based type to a specific ABI while handling traps/unwinds.
 ///
