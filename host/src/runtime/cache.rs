@@ -17,6 +17,10 @@
 //! 274 MB of entries: SHA-256 (the first format) was 17 % of its CPU,
 //! XXH3 runs at memory speed.
 //!
+//! A fresh compile's entry is served from the file as soon as it is
+//! written, mapped through the descriptor that wrote it, with no reading
+//! back (`store_and_map`); an entry found on disk is checked first.
+//!
 //! A verified entry is mapped, not read: the code is then the page cache's,
 //! resident only in the pages a call runs and shared with the file, instead
 //! of a private copy of every plugin's whole artifact (at 1,000 plugins,
@@ -160,14 +164,55 @@ impl ArtifactCache {
 
     /// Stores an artifact compiled by `engine`'s settings. A failure to
     /// write is logged, never fatal: the caller has the artifact either way.
+    #[cfg(test)]
     pub(crate) fn store(&self, engine: &Engine, content_hash: &str, artifact: &[u8]) {
+        self.write(engine, content_hash, artifact);
+    }
+
+    /// Stores an artifact compiled by `engine`'s settings (a failure to
+    /// write is logged, never fatal) and maps the entry just written,
+    /// without reading it back to check it: what is mapped is the file
+    /// this call wrote and still holds open, whatever is renamed over its
+    /// name meanwhile. None if it could not be written or mapped (the
+    /// caller has the artifact either way).
+    pub(crate) fn store_and_map(
+        &self,
+        engine: &Engine,
+        content_hash: &str,
+        artifact: &[u8],
+    ) -> Option<(Component, Image)> {
+        let (file, path) = self.write(engine, content_hash, artifact)?;
+        // SAFETY: `file` holds byte for byte what `Engine::precompile_component`
+        // of `engine` made (`artifact`), and this process never changes an
+        // entry in place (module docs); wasmtime additionally checks the
+        // header and engine settings, and ignores the trailer after the
+        // artifact's sections.
+        match unsafe { Component::deserialize_file(engine, same_file(&file, &path)) } {
+            Ok(component) => Some((component, Image::Mapped)),
+            Err(error) => {
+                tracing::debug!(path = %path.display(), error = %format!("{error:#}"), "cache entry not mapped: it is served from memory");
+                None
+            }
+        }
+    }
+
+    /// Writes the entry; the file written, still open, and its name.
+    fn write(
+        &self,
+        engine: &Engine,
+        content_hash: &str,
+        artifact: &[u8],
+    ) -> Option<(std::fs::File, PathBuf)> {
         let engine_key = engine_key(engine);
         let path = self.entry_path(&engine_key, content_hash);
         let trailer = trailer(&engine_key, content_hash, artifact);
-        if let Err(error) = write_atomically(&path, &[artifact, &trailer]) {
-            tracing::warn!(path = %path.display(), %error, "could not write cache entry");
-        }
+        let written = write_atomically(&path, &[artifact, &trailer])
+            .inspect_err(|error| {
+                tracing::warn!(path = %path.display(), %error, "could not write cache entry");
+            })
+            .ok();
         self.keep_under(MAX_BYTES);
+        written.map(|file| (file, path))
     }
 
     /// Removes every entry of these components (both compilers', any
@@ -314,8 +359,9 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Write to a temporary file and rename it over the entry, so a reader never
-/// sees half an entry, even when two processes share the cache.
-fn write_atomically(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
+/// sees half an entry, even when two processes share the cache. The file
+/// written, still open.
+fn write_atomically(path: &Path, parts: &[&[u8]]) -> std::io::Result<std::fs::File> {
     use std::io::Write as _;
     // Unique per writer, in this process too: two loads of the same bytes
     // may store one entry at once.
@@ -326,10 +372,10 @@ fn write_atomically(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
     for part in parts {
         file.write_all(part)?;
     }
-    drop(file);
     std::fs::rename(&temp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&temp);
-    })
+    })?;
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -418,6 +464,34 @@ mod tests {
         cache.store(&engine, "abc", &artifact);
         let mut file = std::fs::File::open(&path).unwrap();
         assert!(verify(&mut file, &engine_key(&engine), "abc").unwrap());
+    }
+
+    #[test]
+    fn a_fresh_artifact_is_stored_then_served_from_the_file_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ArtifactCache::open(dir.path()).unwrap();
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        let engine = Engine::new(&config).unwrap();
+        let artifact = engine.precompile_component(b"\0asm\x0d\0\x01\0").unwrap();
+        let (component, image) = cache
+            .store_and_map(&engine, "abc", &artifact)
+            .expect("stored and mapped");
+        assert_eq!(image, Image::Mapped);
+        // What is mapped is the file written, whatever replaces its name.
+        let path = cache.entry_path(&engine_key(&engine), "abc");
+        std::fs::remove_file(&path).unwrap();
+        let range = component.image_range();
+        let len = range.end.addr() - range.start.addr();
+        // SAFETY: the component's image, alive while `component` is.
+        let mapped = unsafe { std::slice::from_raw_parts(range.start, len) };
+        let compared = len.min(artifact.len());
+        assert_eq!(&mapped[..compared], &artifact[..compared]);
+        // And the entry it wrote is one a later start checks and loads.
+        cache.store_and_map(&engine, "abc", &artifact).unwrap();
+        let mut file = std::fs::File::open(&path).unwrap();
+        assert!(verify(&mut file, &engine_key(&engine), "abc").unwrap());
+        assert!(cache.load(&engine, "abc").is_some());
     }
 
     #[test]

@@ -171,11 +171,11 @@ impl Compiler {
         cache: Option<&ArtifactCache>,
         content_hash: &str,
     ) -> Result<Code, CompileError> {
-        if let Some(cache) = cache {
-            cache.store(&self.engine, content_hash, artifact);
-            if let Some((component, image)) = cache.load(&self.engine, content_hash) {
-                return self.link(&component, image);
-            }
+        if let Some(cache) = cache
+            && let Some((component, image)) =
+                cache.store_and_map(&self.engine, content_hash, artifact)
+        {
+            return self.link(&component, image);
         }
         self.link_artifact(artifact)
     }
