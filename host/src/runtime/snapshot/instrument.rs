@@ -105,10 +105,12 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
     let mut memory: Option<(u32, String, wp::MemoryType)> = None;
     let mut reset: Option<(u32, String)> = None;
     let mut preopens_reset: Option<(u32, String)> = None;
-    let mut rewritten = Vec::with_capacity(modules.len());
+    // Unchanged modules are borrowed: the runtime is tens of MB, copied
+    // once into the result and no more.
+    let mut rewritten: Vec<std::borrow::Cow<'_, [u8]>> = Vec::with_capacity(modules.len());
     for (module, instance) in modules.iter().zip(&instance_of) {
         let Some(instance) = *instance else {
-            rewritten.push(module.to_vec());
+            rewritten.push(std::borrow::Cow::Borrowed(module));
             continue;
         };
         let state = module_state(module)?;
@@ -160,9 +162,9 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
             preopens_reset = Some((instance, PREOPENS_RESET.to_string()));
         }
         rewritten.push(if added.is_empty() {
-            module.to_vec()
+            std::borrow::Cow::Borrowed(module)
         } else {
-            with_exports(module, &added)?
+            std::borrow::Cow::Owned(with_exports(module, &added)?)
         });
     }
     if reset.is_none() {
@@ -191,25 +193,26 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
         ));
     }
 
-    let mut out = enc::Component::new();
+    // The component's own sections, as they are but for the rewritten
+    // modules, into one buffer of the size they need; the added sections
+    // follow (`out`, appended without its header at the end).
+    let mut bytes = Vec::with_capacity(
+        component.len() + rewritten.iter().map(|m| m.len()).sum::<usize>()
+            - modules.iter().map(|m| m.len()).sum::<usize>()
+            + 64 * 1024,
+    );
+    bytes.extend_from_slice(&component[..8]);
     let mut modules = rewritten.iter();
     for section in &sections {
-        match section.id {
-            1 => {
-                let module = modules.next().expect("one rewritten module per module");
-                out.section(&enc::RawSection {
-                    id: enc::ComponentSectionId::CoreModule as u8,
-                    data: module,
-                });
-            }
-            id => {
-                out.section(&enc::RawSection {
-                    id,
-                    data: section.data,
-                });
-            }
-        }
+        let data = match section.id {
+            1 => modules.next().expect("one rewritten module per module"),
+            _ => section.data,
+        };
+        bytes.push(section.id);
+        leb(&mut bytes, data.len() as u32);
+        bytes.extend_from_slice(data);
     }
+    let mut out = enc::Component::new();
 
     let resets: Vec<(u32, String)> = reset.iter().chain(&preopens_reset).cloned().collect();
     let accessor = super::accessor::accessor(&globals, &memory, &resets);
@@ -316,7 +319,8 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
         None,
     );
     out.section(&export);
-    Ok(out.finish())
+    bytes.extend_from_slice(&out.finish()[8..]);
+    Ok(bytes)
 }
 
 /// The component's index spaces, from validating everything but function
@@ -439,7 +443,8 @@ fn with_exports(
     added: &[(String, enc::ExportKind, u32)],
 ) -> Result<Vec<u8>, InstrumentError> {
     let sections = split(module)?;
-    let mut out = module[..8].to_vec();
+    let mut out = Vec::with_capacity(module.len() + 64 * 1024);
+    out.extend_from_slice(&module[..8]);
     let mut exports = enc::ExportSection::new();
     let mut placed = false;
     let emit = |out: &mut Vec<u8>, id: u8, data: &[u8]| {
