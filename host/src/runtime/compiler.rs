@@ -424,11 +424,19 @@ fn optimize_all(tiers: Weak<Tiers>, jobs: mpsc::Receiver<Job>) {
 /// large one compiling beside it. Made only when there is something to
 /// compile: a load from the cache needs no threads (a warm restart of
 /// 1,000 plugins started and ended 2,000 of them).
+/// Inside [`ahead_of_time`], the pool's threads run at the optimiser's
+/// priority.
 pub(crate) fn on_own_threads<T: Send>(compile: impl FnOnce() -> T + Send) -> T {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let background = AHEAD.with(std::cell::Cell::get);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("toolhost-compile-{i}"))
+        .start_handler(move |_| {
+            if background {
+                lower_thread_priority(OPTIMIZER_NICE);
+            }
+        })
         .build();
     match pool {
         Ok(pool) => pool.install(compile),
@@ -437,6 +445,27 @@ pub(crate) fn on_own_threads<T: Send>(compile: impl FnOnce() -> T + Send) -> T {
             compile()
         }
     }
+}
+
+thread_local!(static AHEAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+
+/// Runs `prepare` with whatever it compiles on threads of the lowest
+/// priority, as the optimiser's: work for publishes to come (the language
+/// runtimes compiled as a server starts) gives way to calls and to the
+/// loads of plugins already published (guest threads run at nice 10: the
+/// first source's load, on a fresh server, ran at a tenth of a core while
+/// the JavaScript runtime compiled beside it). With nothing else to run,
+/// it runs as fast.
+pub(crate) fn ahead_of_time<T>(prepare: impl FnOnce() -> T) -> T {
+    /// Puts the thread's mark back however `prepare` ends.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            AHEAD.with(|ahead| ahead.set(self.0));
+        }
+    }
+    let _restore = Restore(AHEAD.with(|ahead| ahead.replace(true)));
+    prepare()
 }
 
 /// Checks the 8-byte preamble first, because wasmtime's own error for a core

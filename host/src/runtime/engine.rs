@@ -162,7 +162,7 @@ impl Runtime {
         content_hash: &str,
     ) -> Result<(), CompileError> {
         let started = std::time::Instant::now();
-        let compiled = self.compile_runtime(name, wasm, content_hash)?;
+        let compiled = compiler::ahead_of_time(|| self.compile_runtime(name, wasm, content_hash))?;
         self.read_fresh_ahead(&compiled);
         tracing::info!(
             seconds = started.elapsed().as_secs_f64(),
