@@ -382,15 +382,21 @@ fn write_atomically(path: &Path, parts: &[&[u8]]) -> std::io::Result<std::fs::Fi
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_entry_is_checked_then_mapped_and_a_damaged_one_discarded() {
+    /// A cache in a folder of its own, an engine, and that engine's
+    /// artifact of an empty component.
+    fn a_cache_and_an_artifact() -> (tempfile::TempDir, ArtifactCache, Engine, Vec<u8>) {
         let dir = tempfile::tempdir().unwrap();
         let cache = ArtifactCache::open(dir.path()).unwrap();
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true);
         let engine = Engine::new(&config).unwrap();
-        let empty_component = b"\0asm\x0d\0\x01\0";
-        let artifact = engine.precompile_component(empty_component).unwrap();
+        let artifact = engine.precompile_component(b"\0asm\x0d\0\x01\0").unwrap();
+        (dir, cache, engine, artifact)
+    }
+
+    #[test]
+    fn an_entry_is_checked_then_mapped_and_a_damaged_one_discarded() {
+        let (dir, cache, engine, artifact) = a_cache_and_an_artifact();
         cache.store(&engine, "abc", &artifact);
         let path = cache.entry_path(&engine_key(&engine), "abc");
 
@@ -468,12 +474,7 @@ mod tests {
 
     #[test]
     fn a_fresh_artifact_is_stored_then_served_from_the_file_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = ArtifactCache::open(dir.path()).unwrap();
-        let mut config = wasmtime::Config::new();
-        config.wasm_component_model(true);
-        let engine = Engine::new(&config).unwrap();
-        let artifact = engine.precompile_component(b"\0asm\x0d\0\x01\0").unwrap();
+        let (_dir, cache, engine, artifact) = a_cache_and_an_artifact();
         let (component, image) = cache
             .store_and_map(&engine, "abc", &artifact)
             .expect("stored and mapped");
