@@ -162,13 +162,6 @@ impl ArtifactCache {
         Some(loaded)
     }
 
-    /// Stores an artifact compiled by `engine`'s settings. A failure to
-    /// write is logged, never fatal: the caller has the artifact either way.
-    #[cfg(test)]
-    pub(crate) fn store(&self, engine: &Engine, content_hash: &str, artifact: &[u8]) {
-        self.write(engine, content_hash, artifact);
-    }
-
     /// Stores an artifact compiled by `engine`'s settings (a failure to
     /// write is logged, never fatal) and maps the entry just written,
     /// without reading it back to check it: what is mapped is the file
@@ -196,7 +189,9 @@ impl ArtifactCache {
         }
     }
 
-    /// Writes the entry; the file written, still open, and its name.
+    /// Writes the entry of an artifact compiled by `engine`'s settings; the
+    /// file written, still open, and its name. A failure to write is
+    /// logged, never fatal: the caller has the artifact either way.
     fn write(
         &self,
         engine: &Engine,
@@ -397,7 +392,7 @@ mod tests {
     #[test]
     fn an_entry_is_checked_then_mapped_and_a_damaged_one_discarded() {
         let (dir, cache, engine, artifact) = a_cache_and_an_artifact();
-        cache.store(&engine, "abc", &artifact);
+        cache.write(&engine, "abc", &artifact);
         let path = cache.entry_path(&engine_key(&engine), "abc");
 
         let (component, image) = cache.load(&engine, "abc").expect("a stored entry loads");
@@ -467,7 +462,7 @@ mod tests {
         );
         assert!(path.to_str().unwrap().ends_with(".v2.cwasm"), "{path:?}");
         // The current format, stored again, is sound.
-        cache.store(&engine, "abc", &artifact);
+        cache.write(&engine, "abc", &artifact);
         let mut file = std::fs::File::open(&path).unwrap();
         assert!(verify(&mut file, &engine_key(&engine), "abc").unwrap());
     }

@@ -424,6 +424,7 @@ fn optimize_all(tiers: Weak<Tiers>, jobs: mpsc::Receiver<Job>) {
 /// large one compiling beside it. Made only when there is something to
 /// compile: a load from the cache needs no threads (a warm restart of
 /// 1,000 plugins started and ended 2,000 of them).
+///
 /// Inside [`ahead_of_time`], the pool's threads run at the optimiser's
 /// priority.
 pub(crate) fn on_own_threads<T: Send>(compile: impl FnOnce() -> T + Send) -> T {

@@ -196,11 +196,7 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
     // The component's own sections, as they are but for the rewritten
     // modules, into one buffer of the size they need; the added sections
     // follow (`out`, appended without its header at the end).
-    let mut bytes = Vec::with_capacity(
-        component.len() + rewritten.iter().map(|m| m.len()).sum::<usize>()
-            - modules.iter().map(|m| m.len()).sum::<usize>()
-            + 64 * 1024,
-    );
+    let mut bytes = Vec::with_capacity(component.len() + 64 * 1024);
     bytes.extend_from_slice(&component[..8]);
     let mut modules = rewritten.iter();
     for section in &sections {
@@ -208,9 +204,7 @@ pub(crate) fn instrument(component: &[u8]) -> Result<Vec<u8>, InstrumentError> {
             1 => modules.next().expect("one rewritten module per module"),
             _ => section.data,
         };
-        bytes.push(section.id);
-        leb(&mut bytes, data.len() as u32);
-        bytes.extend_from_slice(data);
+        emit(&mut bytes, section.id, data);
     }
     let mut out = enc::Component::new();
 
@@ -447,11 +441,6 @@ fn with_exports(
     out.extend_from_slice(&module[..8]);
     let mut exports = enc::ExportSection::new();
     let mut placed = false;
-    let emit = |out: &mut Vec<u8>, id: u8, data: &[u8]| {
-        out.push(id);
-        leb(out, data.len() as u32);
-        out.extend_from_slice(data);
-    };
     // Sections after the export section in the binary format's order.
     let after_exports = |id: u8| matches!(id, 8..=12);
     let finish = |exports: &mut enc::ExportSection| {
@@ -501,6 +490,14 @@ fn kind(kind: wp::ExternalKind) -> enc::ExportKind {
         wp::ExternalKind::Global => enc::ExportKind::Global,
         wp::ExternalKind::Tag => enc::ExportKind::Tag,
     }
+}
+
+/// Appends a section, of a module or a component: its id, its size, its
+/// contents.
+fn emit(out: &mut Vec<u8>, id: u8, data: &[u8]) {
+    out.push(id);
+    leb(out, data.len() as u32);
+    out.extend_from_slice(data);
 }
 
 fn leb(out: &mut Vec<u8>, mut value: u32) {

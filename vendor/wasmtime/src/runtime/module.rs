@@ -1270,8 +1270,8 @@ impl Module {
 
     /// (toolhost patch) Where defined function `index`'s array-to-wasm
     /// trampoline and body start in the text section: looked up in the
-    /// compiled functions' table once, then kept. A function its module
-    /// does not export has no trampoline (`compile.rs`): its array offset
+    /// compiled functions' table once, then kept. A function the host
+    /// cannot be handed has no trampoline (`compile.rs`): its array offset
     /// is [`NO_ARRAY_ENTRY`].
     #[inline]
     pub(crate) fn func_ref_offsets(&self, index: wasmtime_environ::DefinedFuncIndex) -> (u32, u32) {
