@@ -209,15 +209,61 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// `bytes`, zstd-decompressed (one frame, its size in its header, as
-/// `zstd` writes it: decoded straight into a buffer of that size).
+/// `bytes`, zstd-decompressed: frames one after another, each with its
+/// size in its header, as `zstd` and `make runtimes` write them (a runtime
+/// in several frames, then a skippable one holding its digest:
+/// `sdk/python/runtime/pack.py`). Each frame is decoded straight into its
+/// own part of one buffer, the frames on threads of their own, so that a
+/// runtime is unpacked on every core at once.
 fn unzstd(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-    let size = zstd::zstd_safe::get_frame_content_size(bytes)
-        .ok()
-        .flatten()
-        .and_then(|size| usize::try_from(size).ok())
-        .ok_or_else(|| std::io::Error::other("a zstd frame without its size"))?;
-    zstd::bulk::decompress(bytes, size)
+    const SKIPPABLE: u32 = 0x184D_2A50;
+    let damaged = || std::io::Error::other("a damaged zstd frame, or one without its size");
+    let mut frames = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let length = zstd::zstd_safe::find_frame_compressed_size(rest).map_err(|_| damaged())?;
+        let (frame, after) = rest.split_at_checked(length).ok_or_else(damaged)?;
+        rest = after;
+        let magic = u32::from_le_bytes(frame[..4].try_into().map_err(|_| damaged())?);
+        if magic & 0xFFFF_FFF0 == SKIPPABLE {
+            continue;
+        }
+        let size = zstd::zstd_safe::get_frame_content_size(frame)
+            .ok()
+            .flatten()
+            .and_then(|size| usize::try_from(size).ok())
+            .ok_or_else(damaged)?;
+        frames.push((frame, size));
+    }
+    let mut out = vec![0u8; frames.iter().map(|(_, size)| size).sum()];
+    let mut parts = Vec::with_capacity(frames.len());
+    let mut unfilled = out.as_mut_slice();
+    for (frame, size) in frames {
+        let (part, after) = unfilled.split_at_mut(size);
+        unfilled = after;
+        parts.push((frame, part));
+    }
+    let decode = |(frame, part): (&[u8], &mut [u8])| {
+        let wanted = part.len();
+        match zstd::bulk::decompress_to_buffer(frame, part)? {
+            written if written == wanted => Ok(()),
+            _ => Err(damaged()),
+        }
+    };
+    std::thread::scope(|scope| {
+        let last = parts.pop();
+        let others: Vec<_> = parts
+            .into_iter()
+            .map(|part| scope.spawn(move || decode(part)))
+            .collect();
+        last.map_or(Ok(()), decode)?;
+        others.into_iter().try_for_each(|other| {
+            other
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("a decoding thread panicked")))
+        })
+    })?;
+    Ok(out)
 }
 
 /// The standard library's top-level modules (empty without it).
@@ -335,5 +381,35 @@ mod tests {
             );
             assert_eq!(sha256_hex(&unzstd(embedded).unwrap()), digest.trim());
         }
+    }
+
+    /// Frames one after another (a skippable one among them) decode to
+    /// what was compressed, in order; one cut short, or one without its
+    /// size, is refused.
+    #[test]
+    fn frames_decode_in_order_and_a_damaged_one_is_refused() {
+        let data: Vec<u8> = (0..300_000u32)
+            .flat_map(|n| (n % 251).to_le_bytes())
+            .collect();
+        let mut packed = Vec::new();
+        for piece in data.chunks(400_000) {
+            packed.extend(zstd::bulk::compress(piece, 3).unwrap());
+        }
+        packed.extend(0x184D_2A5Eu32.to_le_bytes());
+        packed.extend(4u32.to_le_bytes());
+        packed.extend(b"skip");
+        assert_eq!(unzstd(&packed).unwrap(), data);
+
+        let mut one = zstd::bulk::compress(&data, 3).unwrap();
+        assert_eq!(unzstd(&one).unwrap(), data);
+        one.truncate(one.len() - 10);
+        assert!(unzstd(&one).is_err());
+
+        let mut sizeless = Vec::new();
+        let mut encoder = zstd::stream::Encoder::new(&mut sizeless, 3).unwrap();
+        encoder.include_contentsize(false).unwrap();
+        std::io::Write::write_all(&mut encoder, &data).unwrap();
+        encoder.finish().unwrap();
+        assert!(unzstd(&sizeless).is_err());
     }
 }

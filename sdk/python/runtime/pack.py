@@ -11,10 +11,11 @@ imports as it is built ends up in the runtime's snapshot. This finds that
 tar, checks it is the standard library of the runtime's CPython, and writes
 it out zstd-compressed, without the modules no source may import
 (left-out.txt), with the list of all its top-level modules.
-`compress` compresses one file (a runtime component), and ends it with a
-skippable frame holding the SHA-256 of what it compressed, by which
-host/build.rs knows the copy is of the runtime beside it (file times
-say nothing once a folder is copied or restored).
+`compress` compresses one file (a runtime component) as FRAMES frames of
+equal parts, and ends it with a skippable frame holding the SHA-256 of
+what it compressed, by which host/build.rs knows the copy is of the
+runtime beside it (file times say nothing once a folder is copied or
+restored).
 """
 
 import ast
@@ -30,6 +31,10 @@ MAGIC = b"\x28\xb5\x2f\xfd"
 # A skippable frame's magic number (zstd's format: 0x184D2A50 to 5F):
 # decoders pass over it, and a one-frame decoder never reaches it.
 DIGEST_FRAME = 0x184D2A5E
+# A runtime is compressed as this many frames, each with its size, which
+# toolhost decodes side by side into one buffer (languages/runtimes.rs):
+# unpacked on every core as a server starts.
+FRAMES = 4
 
 
 def frames(data):
@@ -116,8 +121,11 @@ def without(tar_bytes, left_out):
 def compress(source, out):
     with open(source, "rb") as file:
         data = file.read()
+    compressor = zstandard.ZstdCompressor(level=19, threads=-1)
+    part = max(1, -(-len(data) // FRAMES))
     with open(out, "wb") as file:
-        file.write(zstandard.ZstdCompressor(level=19, threads=-1).compress(data))
+        for start in range(0, max(len(data), 1), part):
+            file.write(compressor.compress(data[start:start + part]))
         file.write(struct.pack("<II", DIGEST_FRAME, 32) + hashlib.sha256(data).digest())
 
 
