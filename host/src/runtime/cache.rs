@@ -200,12 +200,13 @@ impl ArtifactCache {
     ) -> Option<(std::fs::File, PathBuf)> {
         let engine_key = engine_key(engine);
         let path = self.entry_path(&engine_key, content_hash);
-        let trailer = trailer(&engine_key, content_hash, artifact);
-        let written = write_atomically(&path, &[artifact, &trailer])
-            .inspect_err(|error| {
-                tracing::warn!(path = %path.display(), %error, "could not write cache entry");
-            })
-            .ok();
+        let written = write_atomically(&path, artifact, || {
+            trailer(&engine_key, content_hash, artifact)
+        })
+        .inspect_err(|error| {
+            tracing::warn!(path = %path.display(), %error, "could not write cache entry");
+        })
+        .ok();
         self.keep_under(MAX_BYTES);
         written.map(|file| (file, path))
     }
@@ -356,7 +357,11 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 /// Write to a temporary file and rename it over the entry, so a reader never
 /// sees half an entry, even when two processes share the cache. The file
 /// written, still open.
-fn write_atomically(path: &Path, parts: &[&[u8]]) -> std::io::Result<std::fs::File> {
+fn write_atomically(
+    path: &Path,
+    body: &[u8],
+    tail: impl FnOnce() -> Vec<u8> + Send,
+) -> std::io::Result<std::fs::File> {
     use std::io::Write as _;
     // Unique per writer, in this process too: two loads of the same bytes
     // may store one entry at once.
@@ -364,9 +369,19 @@ fn write_atomically(path: &Path, parts: &[&[u8]]) -> std::io::Result<std::fs::Fi
     let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let temp = path.with_extension(format!("tmp{}-{write}", std::process::id()));
     let mut file = std::fs::File::create_new(&temp)?;
-    for part in parts {
-        file.write_all(part)?;
-    }
+    // The tail (a checksum of the body) is made on another thread while the
+    // body is written: the writer waits on neither alone.
+    std::thread::scope(|scope| {
+        let tail = scope.spawn(tail);
+        file.write_all(body)?;
+        let tail = tail
+            .join()
+            .map_err(|_| std::io::Error::other("the tail's thread panicked"))?;
+        file.write_all(&tail)
+    })
+    .inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })?;
     std::fs::rename(&temp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&temp);
     })?;
