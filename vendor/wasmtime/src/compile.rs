@@ -751,7 +751,13 @@ impl<'a> CompileInputs<'a> {
 
             if !translation.module.startup.is_none() {
                 for abi in [Abi::Wasm, Abi::Array] {
-                    self.push_input(move |compiler| {
+                    // (toolhost patch) Compiled first: a module's startup
+                    // (its table and memory initialisation, compiled to one
+                    // function by Cranelift) has no body to weigh, and can
+                    // be the largest function there is. libpython's is
+                    // 334 KB of code: taken last, it was compiled on one
+                    // core while the other waited.
+                    self.push_weighted_input(usize::MAX, move |compiler| {
                         let key = FuncKey::ModuleStartup(abi, module);
                         let symbol = format!("module_start[{}]::{abi:?}", module.as_u32());
                         let function = compiler
@@ -1368,6 +1374,16 @@ impl FunctionIndices {
                 dwarf_package_bytes,
                 tunables,
             )?;
+        }
+
+        // (toolhost patch) The compiled functions are appended: they are let
+        // go on a thread of their own, not on the way to the artifact (tens
+        // of milliseconds of frees for a language runtime's thousands).
+        if let Err(error) = std::thread::Builder::new()
+            .name("wasmtime-drop".into())
+            .spawn(move || drop(compiled_funcs))
+        {
+            drop(error);
         }
 
         let mut table_builder = CompiledFunctionsTableBuilder::new();
