@@ -19,7 +19,9 @@
 //!
 //! A fresh compile's entry is served from the file as soon as it is
 //! written, mapped through the descriptor that wrote it, with no reading
-//! back (`store_and_map`); an entry found on disk is checked first.
+//! back (`store_and_map`); a compile made for the cache is written into
+//! its entry as wasmtime emits it (`compile_into`), never held whole in
+//! memory. An entry found on disk is checked first.
 //!
 //! A verified entry is mapped, not read: the code is then the page cache's,
 //! resident only in the pages a call runs and shared with the file, instead
@@ -47,6 +49,8 @@ use anyhow::Context as _;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 use xxhash_rust::xxh3::Xxh3;
+
+use super::failure::CompileError;
 
 /// Ends every entry, after its checksum (`THCACHE1` ended a SHA-256).
 const TRAILER_MAGIC: &[u8; 8] = b"THCACHE2";
@@ -185,6 +189,72 @@ impl ArtifactCache {
             Err(error) => {
                 tracing::debug!(path = %path.display(), error = %format!("{error:#}"), "cache entry not mapped: it is served from memory");
                 None
+            }
+        }
+    }
+
+    /// A fresh compile's entry, written as `compile` emits the artifact
+    /// into it (the artifact is never held in memory whole), then mapped
+    /// like [`ArtifactCache::store_and_map`]'s. `Ok(None)` when the entry
+    /// could not be written, or mapped and read back: the caller compiles
+    /// into memory instead (a full disk never fails a load).
+    pub(crate) fn compile_into(
+        &self,
+        engine: &Engine,
+        content_hash: &str,
+        compile: impl FnOnce(&mut (dyn std::io::Write + Send)) -> Result<(), CompileError>,
+    ) -> Result<Option<(Component, Image)>, CompileError> {
+        let engine_key = engine_key(engine);
+        let path = self.entry_path(&engine_key, content_hash);
+        let temp = temp_beside(&path);
+        let not_written = |error: &dyn std::fmt::Display| {
+            let _ = std::fs::remove_file(&temp);
+            tracing::warn!(path = %path.display(), %error, "could not write cache entry");
+        };
+        let file = match std::fs::File::create_new(&temp) {
+            Ok(file) => file,
+            Err(error) => {
+                not_written(&error);
+                return Ok(None);
+            }
+        };
+        let mut out = Checksummed {
+            inner: std::io::BufWriter::with_capacity(1 << 20, &file),
+            hasher: checksum(&engine_key, content_hash),
+            failed: None,
+        };
+        let compiled = compile(&mut out);
+        if let Some(error) = out.failed.take() {
+            not_written(&error);
+            return Ok(None);
+        }
+        if let Err(error) = compiled {
+            let _ = std::fs::remove_file(&temp);
+            return Err(error);
+        }
+        let Checksummed { inner, hasher, .. } = out;
+        let finished = inner
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, &sealed(hasher)))
+            .and_then(|()| std::fs::rename(&temp, &path));
+        if let Err(error) = finished {
+            not_written(&error);
+            return Ok(None);
+        }
+        self.keep_under(MAX_BYTES);
+        // SAFETY: as in `store_and_map`: `file` holds byte for byte what
+        // `Engine::precompile_component_to` of `engine`'s settings wrote,
+        // and this process never changes an entry in place.
+        match unsafe { Component::deserialize_file(engine, same_file(&file, &path)) } {
+            Ok(component) => Ok(Some((component, Image::Mapped))),
+            Err(error) => {
+                tracing::debug!(path = %path.display(), error = %format!("{error:#}"), "cache entry not mapped: it is served from memory");
+                let artifact = std::fs::read(same_file(&file, &path)).ok();
+                // SAFETY: the same bytes, read back whole.
+                Ok(artifact
+                    .and_then(|artifact| unsafe { Component::deserialize(engine, artifact) }.ok())
+                    .map(|component| (component, Image::InMemory)))
             }
         }
     }
@@ -357,17 +427,52 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 /// Write to a temporary file and rename it over the entry, so a reader never
 /// sees half an entry, even when two processes share the cache. The file
 /// written, still open.
+/// A temporary name beside `path` for an entry being written, unique per
+/// writer, in this process too: two loads of the same bytes may store one
+/// entry at once.
+fn temp_beside(path: &Path) -> PathBuf {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    path.with_extension(format!("tmp{}-{write}", std::process::id()))
+}
+
+/// A writer that checksums what passes through it, as an entry's trailer
+/// does, and keeps the first error of the writer beneath (so that a cache
+/// that cannot be written is told apart from a compile that failed).
+struct Checksummed<W> {
+    inner: W,
+    hasher: Xxh3,
+    failed: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> std::io::Write for Checksummed<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self.inner.write(bytes) {
+            Ok(written) => {
+                self.hasher.update(&bytes[..written]);
+                Ok(written)
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => Err(error),
+            Err(error) => {
+                let told = std::io::Error::new(error.kind(), error.to_string());
+                self.failed.get_or_insert(error);
+                Err(told)
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 fn write_atomically(
     path: &Path,
     body: &[u8],
     tail: impl FnOnce() -> Vec<u8> + Send,
 ) -> std::io::Result<std::fs::File> {
     use std::io::Write as _;
-    // Unique per writer, in this process too: two loads of the same bytes
-    // may store one entry at once.
-    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let temp = path.with_extension(format!("tmp{}-{write}", std::process::id()));
+    let temp = temp_beside(path);
     let mut file = std::fs::File::create_new(&temp)?;
     // The tail (a checksum of the body) is made on another thread while the
     // body is written: the writer waits on neither alone.
@@ -503,6 +608,55 @@ mod tests {
         let mut file = std::fs::File::open(&path).unwrap();
         assert!(verify(&mut file, &engine_key(&engine), "abc").unwrap());
         assert!(cache.load(&engine, "abc").is_some());
+    }
+
+    /// A compile streamed into its entry writes what `precompile_component`
+    /// returns, with the trailer a later start checks, and is served mapped
+    /// from that file; a compile that fails leaves nothing in the folder.
+    #[test]
+    fn a_compile_streamed_into_its_entry_is_the_artifact_and_a_failed_one_leaves_nothing() {
+        let (dir, cache, engine, _) = a_cache_and_an_artifact();
+        let wasm = wat::parse_str(
+            r#"(component
+                 (core module $m (func (export "f") (result i32) i32.const 7))
+                 (core instance $i (instantiate $m))
+                 (func (export "f") (result s32) (canon lift (core func $i "f"))))"#,
+        )
+        .unwrap();
+        let artifact = engine.precompile_component(&wasm).unwrap();
+        let (component, image) = cache
+            .compile_into(&engine, "abc", |out| {
+                engine
+                    .precompile_component_to(&wasm, out)
+                    .map(drop)
+                    .map_err(|e| CompileError::Invalid(e.to_string()))
+            })
+            .unwrap()
+            .expect("written and mapped");
+        assert_eq!(image, Image::Mapped);
+        let path = cache.entry_path(&engine_key(&engine), "abc");
+        let entry = std::fs::read(&path).unwrap();
+        assert_eq!(&entry[..entry.len() - TRAILER_BYTES], &artifact[..]);
+        let mut file = std::fs::File::open(&path).unwrap();
+        assert!(verify(&mut file, &engine_key(&engine), "abc").unwrap());
+        assert!(cache.load(&engine, "abc").is_some());
+        drop(component);
+
+        let failed = cache.compile_into(&engine, "def", |out| {
+            out.write_all(b"half an artifact").unwrap();
+            Err(CompileError::Invalid("the compile failed".into()))
+        });
+        assert!(matches!(failed, Err(CompileError::Invalid(_))));
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [path.file_name().unwrap()],
+            "no temporary file is left"
+        );
     }
 
     #[test]

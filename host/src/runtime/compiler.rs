@@ -153,6 +153,37 @@ impl Compiler {
             .map_err(|e| CompileError::Invalid(root_cause(&e)))
     }
 
+    /// Compiles `wasm` as [`Compiler::precompile`] does and links it: with
+    /// a cache, the artifact is written into its new entry as it is
+    /// emitted, and served from there, mapped
+    /// ([`ArtifactCache::compile_into`]); in memory otherwise, or if the
+    /// entry cannot be written. The compile runs on threads of its own
+    /// ([`on_own_threads`]).
+    pub(crate) fn compile_and_link(
+        &self,
+        wasm: &[u8],
+        cache: Option<&ArtifactCache>,
+        content_hash: &str,
+    ) -> Result<Code, CompileError> {
+        if let Some(cache) = cache {
+            let into_entry = |out: &mut (dyn std::io::Write + Send)| {
+                on_own_threads(|| {
+                    Engine::new(&self.compile_config)
+                        .and_then(|engine| engine.precompile_component_to(wasm, out))
+                        .map(drop)
+                        .map_err(|e| CompileError::Invalid(root_cause(&e)))
+                })
+            };
+            if let Some((component, image)) =
+                cache.compile_into(&self.engine, content_hash, into_entry)?
+            {
+                return self.link(&component, image);
+            }
+        }
+        let artifact = on_own_threads(|| self.precompile(wasm))?;
+        self.link_artifact(&artifact)
+    }
+
     /// Loads an artifact made by [`Compiler::precompile`] and links it.
     pub(crate) fn link_artifact(&self, artifact: &[u8]) -> Result<Code, CompileError> {
         // SAFETY: `artifact` was produced by `precompile`, by an engine with

@@ -264,8 +264,7 @@ impl Runtime {
             Some(compiler.link(&component, image))
         };
         let compiled = |compiler: &Compiler| {
-            let artifact = compiler::on_own_threads(|| compiler.precompile(wasm))?;
-            compiler.link_compiled(&artifact, tiers.cache.as_ref(), content_hash)
+            compiler.compile_and_link(wasm, tiers.cache.as_ref(), content_hash)
         };
         let large = wasm.len() >= BASELINE_FROM_BYTES;
         let plugin = |code: compiler::Code, from_cache| PluginParts {

@@ -749,6 +749,21 @@ impl Engine {
             .compile_component_serialized()
     }
 
+    /// (toolhost patch) [`Engine::precompile_component`], the artifact
+    /// written to `out` as it is emitted (a language runtime's is 55 MB:
+    /// one buffer of that size less to fill, then copy); how many bytes
+    /// were written. `out` is not flushed.
+    #[cfg(all(feature = "component-model", feature = "std"))]
+    pub fn precompile_component_to(
+        &self,
+        bytes: &[u8],
+        out: &mut dyn std::io::Write,
+    ) -> Result<u64> {
+        crate::CodeBuilder::new(self)
+            .wasm_binary_or_text(bytes, None)?
+            .compile_component_to(out)
+    }
+
     /// Produces a blob of bytes by serializing the `engine`'s configuration data to
     /// be checked, perhaps in a different process, with the `check_compatible`
     /// method below.

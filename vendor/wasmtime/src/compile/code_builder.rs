@@ -832,6 +832,23 @@ impl<'a> CodeBuilder<'a> {
         Ok(v)
     }
 
+    /// (toolhost patch) [`CodeBuilder::compile_component_serialized`], the
+    /// artifact written to `out` as it is emitted rather than gathered in
+    /// memory first; how many bytes were written. `out` is not flushed.
+    #[cfg(all(feature = "component-model", feature = "std"))]
+    pub fn compile_component_to(&self, out: &mut dyn std::io::Write) -> Result<u64> {
+        let wasm = self.get_wasm()?;
+        let out = core::cell::RefCell::new(out);
+        let (written, _) = super::build_component_artifacts::<Streamed<'_>>(
+            self.engine,
+            &wasm,
+            None,
+            self.get_unsafe_intrinsics_import(),
+            &out,
+        )?;
+        Ok(written.0)
+    }
+
     pub(super) fn get_unsafe_intrinsics_import(&self) -> Option<&str> {
         self.unsafe_intrinsics_import.as_deref()
     }
@@ -862,5 +879,23 @@ impl std::hash::Hash for HashedEngineCompileEnv<'_> {
 
         // Catch accidental bugs of reusing across crate versions.
         config.module_version.hash(hasher);
+    }
+}
+
+/// (toolhost patch) An artifact streamed to a writer: its length.
+#[cfg(all(feature = "component-model", feature = "std"))]
+struct Streamed<'w>(u64, core::marker::PhantomData<&'w ()>);
+
+#[cfg(all(feature = "component-model", feature = "std"))]
+impl<'w> wasmtime_environ::FinishedObject for Streamed<'w> {
+    type State = core::cell::RefCell<&'w mut dyn std::io::Write>;
+
+    fn finish_object(obj: wasmtime_environ::ObjectBuilder<'_>, state: &Self::State) -> Result<Self> {
+        use object::write::WritableBuffer as _;
+        let mut out = state.borrow_mut();
+        let mut buffer = object::write::StreamingBuffer::new(&mut **out);
+        obj.finish(&mut buffer)?;
+        buffer.result()?;
+        Ok(Streamed(buffer.len() as u64, core::marker::PhantomData))
     }
 }
