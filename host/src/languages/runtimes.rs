@@ -252,10 +252,10 @@ fn unzstd(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     };
     std::thread::scope(|scope| {
         let last = parts.pop();
-        let others: Vec<_> = parts
+        let others = parts
             .into_iter()
-            .map(|part| scope.spawn(move || decode(part)))
-            .collect();
+            .map(|part| std::thread::Builder::new().spawn_scoped(scope, move || decode(part)))
+            .collect::<std::io::Result<Vec<_>>>()?;
         last.map_or(Ok(()), decode)?;
         others.into_iter().try_for_each(|other| {
             other

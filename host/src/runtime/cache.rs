@@ -477,7 +477,7 @@ fn write_atomically(
     // The tail (a checksum of the body) is made on another thread while the
     // body is written: the writer waits on neither alone.
     std::thread::scope(|scope| {
-        let tail = scope.spawn(tail);
+        let tail = std::thread::Builder::new().spawn_scoped(scope, tail)?;
         file.write_all(body)?;
         let tail = tail
             .join()
