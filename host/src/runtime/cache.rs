@@ -19,9 +19,9 @@
 //!
 //! A fresh compile's entry is served from the file as soon as it is
 //! written, mapped through the descriptor that wrote it, with no reading
-//! back (`store_and_map`); a compile made for the cache is written into
-//! its entry as wasmtime emits it (`compile_into`), never held whole in
-//! memory. An entry found on disk is checked first.
+//! back; the compile is written into its entry as wasmtime emits it
+//! (`compile_into`), never held whole in memory. An entry found on disk is
+//! checked first.
 //!
 //! A verified entry is mapped, not read: the code is then the page cache's,
 //! resident only in the pages a call runs and shared with the file, instead
@@ -166,37 +166,12 @@ impl ArtifactCache {
         Some(loaded)
     }
 
-    /// Stores an artifact compiled by `engine`'s settings (a failure to
-    /// write is logged, never fatal) and maps the entry just written,
-    /// without reading it back to check it: what is mapped is the file
-    /// this call wrote and still holds open, whatever is renamed over its
-    /// name meanwhile. None if it could not be written or mapped (the
-    /// caller has the artifact either way).
-    pub(crate) fn store_and_map(
-        &self,
-        engine: &Engine,
-        content_hash: &str,
-        artifact: &[u8],
-    ) -> Option<(Component, Image)> {
-        let (file, path) = self.write(engine, content_hash, artifact)?;
-        // SAFETY: `file` holds byte for byte what `Engine::precompile_component`
-        // of `engine` made (`artifact`), and this process never changes an
-        // entry in place (module docs); wasmtime additionally checks the
-        // header and engine settings, and ignores the trailer after the
-        // artifact's sections.
-        match unsafe { Component::deserialize_file(engine, same_file(&file, &path)) } {
-            Ok(component) => Some((component, Image::Mapped)),
-            Err(error) => {
-                tracing::debug!(path = %path.display(), error = %format!("{error:#}"), "cache entry not mapped: it is served from memory");
-                None
-            }
-        }
-    }
-
     /// A fresh compile's entry, written as `compile` emits the artifact
     /// into it (the artifact is never held in memory whole), then mapped
-    /// like [`ArtifactCache::store_and_map`]'s. `Ok(None)` when the entry
-    /// could not be written, or mapped and read back: the caller compiles
+    /// without reading it back to check it: what is mapped is the file
+    /// this call wrote and still holds open, whatever is renamed over its
+    /// name meanwhile (read into memory where it cannot be mapped as code).
+    /// `Ok(None)` when the entry could not be written: the caller compiles
     /// into memory instead (a full disk never fails a load).
     pub(crate) fn compile_into(
         &self,
@@ -243,9 +218,11 @@ impl ArtifactCache {
             return Ok(None);
         }
         self.keep_under(MAX_BYTES);
-        // SAFETY: as in `store_and_map`: `file` holds byte for byte what
-        // `Engine::precompile_component_to` of `engine`'s settings wrote,
-        // and this process never changes an entry in place.
+        // SAFETY: `file` holds byte for byte what `compile` wrote, an
+        // artifact of `engine`'s settings (`Engine::precompile_component_to`),
+        // and this process never changes an entry in place (module docs);
+        // wasmtime additionally checks the header and engine settings, and
+        // ignores the trailer after the artifact's sections.
         match unsafe { Component::deserialize_file(engine, same_file(&file, &path)) } {
             Ok(component) => Ok(Some((component, Image::Mapped))),
             Err(error) => {
@@ -257,28 +234,6 @@ impl ArtifactCache {
                     .map(|component| (component, Image::InMemory)))
             }
         }
-    }
-
-    /// Writes the entry of an artifact compiled by `engine`'s settings; the
-    /// file written, still open, and its name. A failure to write is
-    /// logged, never fatal: the caller has the artifact either way.
-    fn write(
-        &self,
-        engine: &Engine,
-        content_hash: &str,
-        artifact: &[u8],
-    ) -> Option<(std::fs::File, PathBuf)> {
-        let engine_key = engine_key(engine);
-        let path = self.entry_path(&engine_key, content_hash);
-        let written = write_atomically(&path, artifact, || {
-            trailer(&engine_key, content_hash, artifact)
-        })
-        .inspect_err(|error| {
-            tracing::warn!(path = %path.display(), %error, "could not write cache entry");
-        })
-        .ok();
-        self.keep_under(MAX_BYTES);
-        written.map(|file| (file, path))
     }
 
     /// Removes every entry of these components (both compilers', any
@@ -336,14 +291,6 @@ impl ArtifactCache {
     pub(crate) fn remove(&self, engine: &Engine, content_hash: &str) {
         let _ = std::fs::remove_file(self.entry_path(&engine_key(engine), content_hash));
     }
-}
-
-/// The trailer of an entry: XXH3-128 over the engine key, the content hash
-/// and the artifact, then a magic tag.
-fn trailer(engine_key: &str, content_hash: &str, artifact: &[u8]) -> Vec<u8> {
-    let mut hasher = checksum(engine_key, content_hash);
-    hasher.update(artifact);
-    sealed(hasher)
 }
 
 /// The trailer's hash, over the engine key and content hash so far.
@@ -466,33 +413,6 @@ impl<W: std::io::Write> std::io::Write for Checksummed<W> {
     }
 }
 
-fn write_atomically(
-    path: &Path,
-    body: &[u8],
-    tail: impl FnOnce() -> Vec<u8> + Send,
-) -> std::io::Result<std::fs::File> {
-    use std::io::Write as _;
-    let temp = temp_beside(path);
-    let mut file = std::fs::File::create_new(&temp)?;
-    // The tail (a checksum of the body) is made on another thread while the
-    // body is written: the writer waits on neither alone.
-    std::thread::scope(|scope| {
-        let tail = std::thread::Builder::new().spawn_scoped(scope, tail)?;
-        file.write_all(body)?;
-        let tail = tail
-            .join()
-            .map_err(|_| std::io::Error::other("the tail's thread panicked"))?;
-        file.write_all(&tail)
-    })
-    .inspect_err(|_| {
-        let _ = std::fs::remove_file(&temp);
-    })?;
-    std::fs::rename(&temp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&temp);
-    })?;
-    Ok(file)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -509,10 +429,22 @@ mod tests {
         (dir, cache, engine, artifact)
     }
 
+    /// Stores `artifact` as the entry of `content_hash`, as a compile
+    /// streamed into it would.
+    fn store(cache: &ArtifactCache, engine: &Engine, content_hash: &str, artifact: &[u8]) {
+        cache
+            .compile_into(engine, content_hash, |out| {
+                out.write_all(artifact)
+                    .map_err(|e| CompileError::Invalid(e.to_string()))
+            })
+            .unwrap()
+            .expect("stored");
+    }
+
     #[test]
     fn an_entry_is_checked_then_mapped_and_a_damaged_one_discarded() {
         let (dir, cache, engine, artifact) = a_cache_and_an_artifact();
-        cache.write(&engine, "abc", &artifact);
+        store(&cache, &engine, "abc", &artifact);
         let path = cache.entry_path(&engine_key(&engine), "abc");
 
         let (component, image) = cache.load(&engine, "abc").expect("a stored entry loads");
@@ -582,37 +514,15 @@ mod tests {
         );
         assert!(path.to_str().unwrap().ends_with(".v2.cwasm"), "{path:?}");
         // The current format, stored again, is sound.
-        cache.write(&engine, "abc", &artifact);
+        store(&cache, &engine, "abc", &artifact);
         let mut file = std::fs::File::open(&path).unwrap();
         assert!(verify(&mut file, &engine_key(&engine), "abc").unwrap());
-    }
-
-    #[test]
-    fn a_fresh_artifact_is_stored_then_served_from_the_file_written() {
-        let (_dir, cache, engine, artifact) = a_cache_and_an_artifact();
-        let (component, image) = cache
-            .store_and_map(&engine, "abc", &artifact)
-            .expect("stored and mapped");
-        assert_eq!(image, Image::Mapped);
-        // What is mapped is the file written, whatever replaces its name.
-        let path = cache.entry_path(&engine_key(&engine), "abc");
-        std::fs::remove_file(&path).unwrap();
-        let range = component.image_range();
-        let len = range.end.addr() - range.start.addr();
-        // SAFETY: the component's image, alive while `component` is.
-        let mapped = unsafe { std::slice::from_raw_parts(range.start, len) };
-        let compared = len.min(artifact.len());
-        assert_eq!(&mapped[..compared], &artifact[..compared]);
-        // And the entry it wrote is one a later start checks and loads.
-        cache.store_and_map(&engine, "abc", &artifact).unwrap();
-        let mut file = std::fs::File::open(&path).unwrap();
-        assert!(verify(&mut file, &engine_key(&engine), "abc").unwrap());
-        assert!(cache.load(&engine, "abc").is_some());
     }
 
     /// A compile streamed into its entry writes what `precompile_component`
-    /// returns, with the trailer a later start checks, and is served mapped
-    /// from that file; a compile that fails leaves nothing in the folder.
+    /// returns, with the trailer a later start checks, and is served from
+    /// the file written, mapped; a compile that fails leaves nothing in the
+    /// folder.
     #[test]
     fn a_compile_streamed_into_its_entry_is_the_artifact_and_a_failed_one_leaves_nothing() {
         let (dir, cache, engine, _) = a_cache_and_an_artifact();
@@ -637,6 +547,19 @@ mod tests {
         let path = cache.entry_path(&engine_key(&engine), "abc");
         let entry = std::fs::read(&path).unwrap();
         assert_eq!(&entry[..entry.len() - TRAILER_BYTES], &artifact[..]);
+        // What is mapped is the file written, whatever replaces its name
+        // (a rename, as entries are only ever replaced).
+        let other = dir.path().join("another");
+        std::fs::write(&other, b"another entry").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        let range = component.image_range();
+        let len = range.end.addr() - range.start.addr();
+        // SAFETY: the component's image, alive while `component` is.
+        let mapped = unsafe { std::slice::from_raw_parts(range.start, len) };
+        let compared = len.min(artifact.len());
+        assert_eq!(&mapped[..compared], &artifact[..compared]);
+        std::fs::write(&other, &entry).unwrap();
+        std::fs::rename(&other, &path).unwrap();
         let mut file = std::fs::File::open(&path).unwrap();
         assert!(verify(&mut file, &engine_key(&engine), "abc").unwrap());
         assert!(cache.load(&engine, "abc").is_some());

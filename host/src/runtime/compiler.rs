@@ -153,13 +153,23 @@ impl Compiler {
             .map_err(|e| CompileError::Invalid(root_cause(&e)))
     }
 
-    /// Compiles `wasm` as [`Compiler::precompile`] does and links it: with
-    /// a cache, the artifact is written into its new entry as it is
-    /// emitted, and served from there, mapped
-    /// ([`ArtifactCache::compile_into`]); in memory otherwise, or if the
-    /// entry cannot be written. The compile runs on threads of its own
-    /// ([`on_own_threads`]).
+    /// Compiles `wasm` as [`Compiler::precompile`] does and links it, on
+    /// threads of its own ([`on_own_threads`]): with a cache, the artifact
+    /// is written into its new entry as it is emitted, and served from
+    /// there, mapped ([`ArtifactCache::compile_into`]); in memory
+    /// otherwise, or if the entry cannot be written.
     pub(crate) fn compile_and_link(
+        &self,
+        wasm: &[u8],
+        cache: Option<&ArtifactCache>,
+        content_hash: &str,
+    ) -> Result<Code, CompileError> {
+        on_own_threads(|| self.compile_and_link_here(wasm, cache, content_hash))
+    }
+
+    /// [`Compiler::compile_and_link`] on the current thread pool (the
+    /// optimiser's, at its priority).
+    fn compile_and_link_here(
         &self,
         wasm: &[u8],
         cache: Option<&ArtifactCache>,
@@ -167,12 +177,10 @@ impl Compiler {
     ) -> Result<Code, CompileError> {
         if let Some(cache) = cache {
             let into_entry = |out: &mut (dyn std::io::Write + Send)| {
-                on_own_threads(|| {
-                    Engine::new(&self.compile_config)
-                        .and_then(|engine| engine.precompile_component_to(wasm, out))
-                        .map(drop)
-                        .map_err(|e| CompileError::Invalid(root_cause(&e)))
-                })
+                Engine::new(&self.compile_config)
+                    .and_then(|engine| engine.precompile_component_to(wasm, out))
+                    .map(drop)
+                    .map_err(|e| CompileError::Invalid(root_cause(&e)))
             };
             if let Some((component, image)) =
                 cache.compile_into(&self.engine, content_hash, into_entry)?
@@ -180,8 +188,7 @@ impl Compiler {
                 return self.link(&component, image);
             }
         }
-        let artifact = on_own_threads(|| self.precompile(wasm))?;
-        self.link_artifact(&artifact)
+        self.link_artifact(&self.precompile(wasm)?)
     }
 
     /// Loads an artifact made by [`Compiler::precompile`] and links it.
@@ -191,24 +198,6 @@ impl Compiler {
         let component = unsafe { Component::deserialize(&self.engine, artifact) }
             .map_err(|e| CompileError::Invalid(root_cause(&e)))?;
         self.link(&component, Image::InMemory)
-    }
-
-    /// Links a fresh compile's artifact: stored in the cache when there is
-    /// one, and then served from the stored entry, mapped (`cache.rs`: the
-    /// code resident only where calls run); from memory otherwise.
-    pub(crate) fn link_compiled(
-        &self,
-        artifact: &[u8],
-        cache: Option<&ArtifactCache>,
-        content_hash: &str,
-    ) -> Result<Code, CompileError> {
-        if let Some(cache) = cache
-            && let Some((component, image)) =
-                cache.store_and_map(&self.engine, content_hash, artifact)
-        {
-            return self.link(&component, image);
-        }
-        self.link_artifact(artifact)
     }
 
     /// Resolves a component's imports once, for every call to come.
@@ -417,16 +406,21 @@ fn optimize_all(tiers: Weak<Tiers>, jobs: mpsc::Receiver<Job>) {
         };
         let started = Instant::now();
         let optimized = &tiers.optimized;
-        let outcome = pool.install(|| {
-            let artifact = optimized.precompile(&job.wasm.wasm)?;
+        let outcome = pool.install(|| -> Result<Option<Code>, CompileError> {
+            let code = optimized.compile_and_link_here(
+                &job.wasm.wasm,
+                tiers.cache.as_ref(),
+                &job.content_hash,
+            )?;
             // Replaced or removed while it compiled: its version's entries
-            // are already forgotten, and none is stored again.
+            // are already forgotten, and the one just written goes too.
             if job.target.strong_count() == 0 {
+                if let Some(cache) = &tiers.cache {
+                    cache.remove(&optimized.engine, &job.content_hash);
+                }
                 return Ok(None);
             }
-            optimized
-                .link_compiled(&artifact, tiers.cache.as_ref(), &job.content_hash)
-                .map(Some)
+            Ok(Some(code))
         });
         match outcome {
             Ok(None) => {}
