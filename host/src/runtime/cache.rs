@@ -20,8 +20,8 @@
 //! A fresh compile's entry is served from the file as soon as it is
 //! written, mapped through the descriptor that wrote it, with no reading
 //! back; the compile is written into its entry as wasmtime emits it
-//! (`compile_into`), never held whole in memory. An entry found on disk is
-//! checked first.
+//! (`compile_into`), not gathered in memory first. An entry found on disk
+//! is checked first.
 //!
 //! A verified entry is mapped, not read: the code is then the page cache's,
 //! resident only in the pages a call runs and shared with the file, instead
@@ -58,6 +58,13 @@ const TRAILER_MAGIC: &[u8; 8] = b"THCACHE2";
 /// (`{hash}-{key}.cwasm`, SHA-256) are never opened, and age out by the
 /// size bound or go with their version (`forget`).
 const ENTRY_FORMAT: &str = "v2";
+/// How the temporary file of an entry being written is named.
+const WRITING: &str = ".writing-";
+
+/// How long an entry being written may go untouched before it counts as
+/// abandoned (its writer died).
+const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(60 * 60);
+
 const TRAILER_BYTES: usize = 16 + TRAILER_MAGIC.len();
 
 /// How much of an entry is read at a time to check it.
@@ -95,9 +102,30 @@ impl ArtifactCache {
     pub(crate) fn open(dir: &Path) -> anyhow::Result<Self> {
         create_private_dir(dir)
             .with_context(|| format!("cannot create cache folder {}", dir.display()))?;
-        Ok(ArtifactCache {
+        let cache = ArtifactCache {
             dir: dir.to_path_buf(),
-        })
+        };
+        cache.sweep_abandoned_writes();
+        Ok(cache)
+    }
+
+    /// Removes entries being written by a process that died meanwhile:
+    /// those not touched for an hour (another server sharing the folder may
+    /// be writing a newer one).
+    fn sweep_abandoned_writes(&self) {
+        let Ok(listing) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let abandoned = |entry: &std::fs::DirEntry| {
+            entry.file_name().to_string_lossy().starts_with(WRITING)
+                && entry
+                    .metadata()
+                    .and_then(|metadata| metadata.modified())
+                    .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > ABANDONED_AFTER))
+        };
+        for entry in listing.flatten().filter(abandoned) {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 
     /// An entry's file: its format in the name, so that a toolhost of
@@ -137,8 +165,8 @@ impl ArtifactCache {
                 return None;
             }
         }
-        // SAFETY: the file is byte for byte what `store` wrote from
-        // `Engine::precompile_component` of an engine with the same
+        // SAFETY: the file is byte for byte what `compile_into` wrote from
+        // `Engine::precompile_component_to` of an engine with the same
         // compatibility key (the trailer proves it, short of someone with
         // write access to this user's private folder), and this process
         // never changes an entry in place (module docs); wasmtime
@@ -167,12 +195,16 @@ impl ArtifactCache {
     }
 
     /// A fresh compile's entry, written as `compile` emits the artifact
-    /// into it (the artifact is never held in memory whole), then mapped
-    /// without reading it back to check it: what is mapped is the file
-    /// this call wrote and still holds open, whatever is renamed over its
-    /// name meanwhile (read into memory where it cannot be mapped as code).
-    /// `Ok(None)` when the entry could not be written: the caller compiles
-    /// into memory instead (a full disk never fails a load).
+    /// into it (never gathered in memory first), then mapped without
+    /// reading it back to check it: what is mapped is the file this call
+    /// wrote and still holds open, whatever is renamed over its name
+    /// meanwhile (where it cannot be mapped as code, on a `noexec` mount
+    /// say, it is read into memory). `Ok(None)` when the entry could not
+    /// be written or loaded: the caller compiles again, into memory (a full
+    /// disk costs a second compile, never a failed load); `Err` when the
+    /// compile failed. The entry is written under a temporary name, removed
+    /// however this ends (and by [`ArtifactCache::open`] if the process
+    /// died meanwhile), then renamed into place.
     pub(crate) fn compile_into(
         &self,
         engine: &Engine,
@@ -181,20 +213,21 @@ impl ArtifactCache {
     ) -> Result<Option<(Component, Image)>, CompileError> {
         let engine_key = engine_key(engine);
         let path = self.entry_path(&engine_key, content_hash);
-        let temp = temp_beside(&path);
         let not_written = |error: &dyn std::fmt::Display| {
-            let _ = std::fs::remove_file(&temp);
             tracing::warn!(path = %path.display(), %error, "could not write cache entry");
         };
-        let file = match std::fs::File::create_new(&temp) {
-            Ok(file) => file,
+        let temp = match tempfile::Builder::new()
+            .prefix(WRITING)
+            .tempfile_in(&self.dir)
+        {
+            Ok(temp) => temp,
             Err(error) => {
                 not_written(&error);
                 return Ok(None);
             }
         };
         let mut out = Checksummed {
-            inner: std::io::BufWriter::with_capacity(1 << 20, &file),
+            inner: std::io::BufWriter::with_capacity(1 << 20, temp.as_file()),
             hasher: checksum(&engine_key, content_hash),
             failed: None,
         };
@@ -203,20 +236,24 @@ impl ArtifactCache {
             not_written(&error);
             return Ok(None);
         }
-        if let Err(error) = compiled {
-            let _ = std::fs::remove_file(&temp);
-            return Err(error);
-        }
-        let Checksummed { inner, hasher, .. } = out;
+        compiled?;
+        // Moved whole, so that nothing left of it borrows the file below.
+        let Checksummed { inner, hasher, .. } = { out };
         let finished = inner
             .into_inner()
             .map_err(std::io::IntoInnerError::into_error)
-            .and_then(|mut file| std::io::Write::write_all(&mut file, &sealed(hasher)))
-            .and_then(|()| std::fs::rename(&temp, &path));
+            .and_then(|mut file| std::io::Write::write_all(&mut file, &sealed(hasher)));
         if let Err(error) = finished {
             not_written(&error);
             return Ok(None);
         }
+        let file = match temp.persist(&path) {
+            Ok(file) => file,
+            Err(error) => {
+                not_written(&error);
+                return Ok(None);
+            }
+        };
         self.keep_under(MAX_BYTES);
         // SAFETY: `file` holds byte for byte what `compile` wrote, an
         // artifact of `engine`'s settings (`Engine::precompile_component_to`),
@@ -369,18 +406,6 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(dir)
-}
-
-/// Write to a temporary file and rename it over the entry, so a reader never
-/// sees half an entry, even when two processes share the cache. The file
-/// written, still open.
-/// A temporary name beside `path` for an entry being written, unique per
-/// writer, in this process too: two loads of the same bytes may store one
-/// entry at once.
-fn temp_beside(path: &Path) -> PathBuf {
-    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    path.with_extension(format!("tmp{}-{write}", std::process::id()))
 }
 
 /// A writer that checksums what passes through it, as an entry's trailer
@@ -580,6 +605,26 @@ mod tests {
             [path.file_name().unwrap()],
             "no temporary file is left"
         );
+    }
+
+    /// An entry a dead process was writing is removed as the cache opens;
+    /// one written now (by another server sharing the folder) is left.
+    #[test]
+    fn opening_the_cache_removes_abandoned_writes_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let abandoned = dir.path().join(format!("{WRITING}dead"));
+        let current = dir.path().join(format!("{WRITING}alive"));
+        std::fs::write(&abandoned, b"half").unwrap();
+        std::fs::write(&current, b"half").unwrap();
+        std::fs::File::options()
+            .append(true)
+            .open(&abandoned)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - 2 * ABANDONED_AFTER)
+            .unwrap();
+        ArtifactCache::open(dir.path()).unwrap();
+        assert!(!abandoned.exists());
+        assert!(current.exists());
     }
 
     #[test]
