@@ -213,8 +213,10 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// size in its header, as `zstd` and `make runtimes` write them (a runtime
 /// in several frames, then a skippable one holding its digest:
 /// `sdk/python/runtime/pack.py`). Each frame is decoded straight into its
-/// own part of one buffer, the frames on threads of their own, so that a
-/// runtime is unpacked on every core at once.
+/// own part of one buffer, the frames shared out among this thread and up
+/// to one more per core, so that a runtime is unpacked on every core at
+/// once (on this thread alone if no other can be started). Input with no
+/// frame of data, or sizes no buffer could hold, is refused.
 fn unzstd(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     const SKIPPABLE: u32 = 0x184D_2A50;
     let damaged = || std::io::Error::other("a damaged zstd frame, or one without its size");
@@ -235,7 +237,16 @@ fn unzstd(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
             .ok_or_else(damaged)?;
         frames.push((frame, size));
     }
-    let mut out = vec![0u8; frames.iter().map(|(_, size)| size).sum()];
+    if frames.is_empty() {
+        return Err(std::io::Error::other("no zstd frame of data"));
+    }
+    let total = frames
+        .iter()
+        .try_fold(0usize, |total, (_, size)| total.checked_add(*size))
+        .ok_or_else(damaged)?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(total).map_err(|_| damaged())?;
+    out.resize(total, 0);
     let mut parts = Vec::with_capacity(frames.len());
     let mut unfilled = out.as_mut_slice();
     for (frame, size) in frames {
@@ -243,24 +254,37 @@ fn unzstd(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
         unfilled = after;
         parts.push((frame, part));
     }
-    let decode = |(frame, part): (&[u8], &mut [u8])| {
-        let wanted = part.len();
-        match zstd::bulk::decompress_to_buffer(frame, part)? {
-            written if written == wanted => Ok(()),
-            _ => Err(damaged()),
+    let helpers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(parts.len())
+        - 1;
+    let parts = std::sync::Mutex::new(parts.into_iter());
+    let decode_parts = || -> std::io::Result<()> {
+        loop {
+            let next = parts.lock().unwrap_or_else(|e| e.into_inner()).next();
+            let Some((frame, part)) = next else {
+                return Ok(());
+            };
+            let wanted = part.len();
+            if zstd::bulk::decompress_to_buffer(frame, part)? != wanted {
+                return Err(damaged());
+            }
         }
     };
     std::thread::scope(|scope| {
-        let last = parts.pop();
-        let others = parts
-            .into_iter()
-            .map(|part| std::thread::Builder::new().spawn_scoped(scope, move || decode(part)))
-            .collect::<std::io::Result<Vec<_>>>()?;
-        last.map_or(Ok(()), decode)?;
-        others.into_iter().try_for_each(|other| {
-            other
+        let others: Vec<_> = (0..helpers)
+            .map_while(|_| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, decode_parts)
+                    .ok()
+            })
+            .collect();
+        let mine = decode_parts();
+        others.into_iter().fold(mine, |outcome, other| {
+            let theirs = other
                 .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("a decoding thread panicked")))
+                .unwrap_or_else(|_| Err(std::io::Error::other("a decoding thread panicked")));
+            outcome.and(theirs)
         })
     })?;
     Ok(out)
@@ -404,6 +428,26 @@ mod tests {
         assert_eq!(unzstd(&one).unwrap(), data);
         one.truncate(one.len() - 10);
         assert!(unzstd(&one).is_err());
+
+        assert!(unzstd(b"").is_err(), "nothing to unpack");
+        // A frame whose header claims 2^63 bytes (single segment, its size
+        // in 8 bytes, then one empty last block): refused, not allocated.
+        let huge: Vec<u8> = [
+            &0xFD2F_B528u32.to_le_bytes()[..],
+            &[0xE0],
+            &(1u64 << 63).to_le_bytes(),
+            &[1, 0, 0],
+        ]
+        .concat();
+        assert_eq!(
+            zstd::zstd_safe::find_frame_compressed_size(&huge),
+            Ok(huge.len()),
+            "a frame the walk accepts: its size is what is refused"
+        );
+        assert!(unzstd(&huge).is_err(), "no buffer that size");
+        assert!(unzstd(&huge.repeat(2)).is_err(), "sizes that overflow");
+        let skip_only: Vec<u8> = [0x184D_2A5Eu32.to_le_bytes(), 0u32.to_le_bytes()].concat();
+        assert!(unzstd(&skip_only).is_err(), "no frame of data");
 
         let mut sizeless = Vec::new();
         let mut encoder = zstd::stream::Encoder::new(&mut sizeless, 3).unwrap();
