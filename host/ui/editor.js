@@ -38,6 +38,21 @@ let published = 0;
 const PAGE = Math.random().toString(36).slice(2, 10);
 /// The stages of a build, in the order they come.
 const STAGES = { queued: 1, building: 2, built: 3 };
+
+/// The publish this page sent last, until the server is known to have it
+/// (its answer, or a build event or the build line naming it): the next
+/// is sent only then, so that the server takes a page's publishes in the
+/// order they were made, whatever order the network gives their requests
+/// (a later save overtaken by an earlier one would be replaced by it).
+/// Not known within RECEIPT_WAIT_MS (no /events), the next goes anyway.
+const unreceived = new Map();
+let lastMade = null;
+const RECEIPT_WAIT_MS = 3000;
+
+function received(publish) {
+  const made = unreceived.get(publish);
+  if (made) made.resolve();
+}
 /// Each load into the editor (a template, a plugin's source) takes the next
 /// number; one whose fetch ends after a later load began is dropped, so a
 /// slow template cannot overwrite a source opened after it.
@@ -215,6 +230,7 @@ export async function editSource(id, language) {
 /// A build stage from /events: only the newest publish's, and only
 /// forward (a `queued` again only moves its place in line).
 export function onBuildEvent(event) {
+  received(event.publish);
   if (!current.publish || event.publish !== current.publish) return;
   const rank = STAGES[event.stage];
   if (!rank || rank < current.stage) return;
@@ -226,6 +242,7 @@ export function onBuildEvent(event) {
 
 /// The build line from /events: the newest publish's place, while it waits.
 export function onLine(line) {
+  for (const entry of line.entries || []) received(entry.publish);
   if (!current.publish || current.stage !== STAGES.queued) return;
   const mine = (line.entries || []).find((entry) => entry.publish === current.publish);
   if (!mine) return;
@@ -264,17 +281,30 @@ async function publishSource() {
   clearMark();
   say("", `Publishing ${id}…`);
   const started = performance.now();
+  const before = lastMade;
+  let settle;
+  const mine = { publish: current.publish, done: new Promise((resolve) => { settle = resolve; }) };
+  mine.resolve = () => {
+    settle();
+    unreceived.delete(mine.publish);
+  };
+  unreceived.set(mine.publish, mine);
+  lastMade = mine;
+  if (before) await before.done;
+  setTimeout(mine.resolve, RECEIPT_WAIT_MS);
   let answer;
   try {
     answer = await context.api("PUT", `/plugins/${id.split("/").map(encodeURIComponent).join("/")}`, text, language.mime,
-      { "Toolhost-Publish": current.publish });
+      { "Toolhost-Publish": mine.publish });
   } catch {
+    mine.resolve();
     if (number !== published) return;
     current.building = null;
     current.publish = null;
     current.stage = 0;
     return say("bad", "The server did not answer: nothing was published. Publish again once it is back.");
   }
+  mine.resolve();
   const { status, json } = answer;
   // A newer publish from this page speaks instead.
   if (number !== published) return;

@@ -488,8 +488,21 @@ async function roomMode() {
       await pages[person].waitForFunction(() => /Queued/.test(document.getElementById("write-status").textContent), { timeout: 60000, polling: 200 });
     }
     // Ada saves four more times while hers builds, an edit before each.
+    // Her fourth save's request is held back in the browser for 1.5 s: the
+    // network may deliver a page's requests in any order, and her fifth
+    // save must still be the one that stays.
     await pages.ada.bringToFront();
     await pages.ada.click("#editor .cm-content");
+    await pages.ada.setRequestInterception(true);
+    const holdFourth = (request) => {
+      const publish = request.headers()["toolhost-publish"] || "";
+      if (request.method() === "PUT" && publish.endsWith("-4")) {
+        setTimeout(() => request.continue(), 1500);
+      } else {
+        request.continue();
+      }
+    };
+    pages.ada.on("request", holdFourth);
     for (let i = 2; i <= 5; i++) {
       await pages.ada.keyboard.press("End");
       await pages.ada.keyboard.type(`  # edit ${i}`);
