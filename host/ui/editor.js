@@ -39,12 +39,14 @@ const PAGE = Math.random().toString(36).slice(2, 10);
 /// The stages of a build, in the order they come.
 const STAGES = { queued: 1, building: 2, built: 3 };
 
-/// The publish this page sent last, until the server is known to have it
-/// (its answer, or a build event or the build line naming it): the next
-/// is sent only then, so that the server takes a page's publishes in the
-/// order they were made, whatever order the network gives their requests
-/// (a later save overtaken by an earlier one would be replaced by it).
-/// Not known within RECEIPT_WAIT_MS (no /events), the next goes anyway.
+/// This page's publishes the server is not yet known to have (its answer,
+/// or a build event or the build line naming it), by number; and the
+/// newest made. Each publish is sent only once the one before it is known
+/// received, so that the server takes a page's publishes in the order they
+/// were made, whatever order the network gives their requests (a later
+/// save overtaken by an earlier one would be replaced by it). One not
+/// known within RECEIPT_WAIT_MS of being sent (no /events) lets the next
+/// go anyway.
 const unreceived = new Map();
 let lastMade = null;
 const RECEIPT_WAIT_MS = 3000;

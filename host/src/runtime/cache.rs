@@ -232,13 +232,18 @@ impl ArtifactCache {
             failed: None,
         };
         let compiled = compile(&mut out);
-        if let Some(error) = out.failed.take() {
+        // Moved whole (a block), so that nothing left of it borrows the
+        // file past here.
+        let Checksummed {
+            inner,
+            hasher,
+            failed,
+        } = { out };
+        if let Some(error) = failed {
             not_written(&error);
             return Ok(None);
         }
         compiled?;
-        // Moved whole, so that nothing left of it borrows the file below.
-        let Checksummed { inner, hasher, .. } = { out };
         let finished = inner
             .into_inner()
             .map_err(std::io::IntoInnerError::into_error)

@@ -1378,13 +1378,11 @@ impl FunctionIndices {
 
         // (toolhost patch) The compiled functions are appended: they are let
         // go on a thread of their own, not on the way to the artifact (tens
-        // of milliseconds of frees for a language runtime's thousands).
-        if let Err(error) = std::thread::Builder::new()
+        // of milliseconds of frees for a language runtime's thousands). If
+        // no thread can be started, they are let go here, with the closure.
+        let _ = std::thread::Builder::new()
             .name("wasmtime-drop".into())
-            .spawn(move || drop(compiled_funcs))
-        {
-            drop(error);
-        }
+            .spawn(move || drop(compiled_funcs));
 
         let mut table_builder = CompiledFunctionsTableBuilder::new();
         for (key, compiled_func_index) in &self.indices {
